@@ -1,0 +1,173 @@
+package events
+
+// Budget holds a run's hard limits. A zero field means no limit of that kind.
+type Budget struct {
+	Steps   uint32 `msgpack:"steps"`
+	Tokens  uint64 `msgpack:"tokens"`
+	Seconds uint32 `msgpack:"seconds"`
+	Cost    uint64 `msgpack:"cost"` // integer cost units
+}
+
+// Spent is what a run consumed. Tokens and Cost are nil when any part of the
+// run reported no usage: unknown never becomes zero.
+type Spent struct {
+	Steps  uint32  `msgpack:"steps"`
+	Tokens *uint64 `msgpack:"tokens,omitempty"`
+	Cost   *uint64 `msgpack:"cost,omitempty"`
+	Millis uint64  `msgpack:"millis"`
+}
+
+// RunRequested (run.requested) asks for one attempt: a case under a
+// treatment, trial n.
+type RunRequested struct {
+	Case            string `msgpack:"case"`
+	CaseDigest      Digest `msgpack:"case_digest"`
+	Treatment       string `msgpack:"treatment"`
+	TreatmentDigest Digest `msgpack:"treatment_digest"`
+	Trial           uint32 `msgpack:"trial"`
+	Budget          Budget `msgpack:"budget"`
+}
+
+// Kind implements Body.
+func (RunRequested) Kind() Kind { return KindRunRequested }
+
+func (b RunRequested) validate(p string) error {
+	if err := needString(join(p, "case"), b.Case); err != nil {
+		return err
+	}
+	if err := needDigest(join(p, "case_digest"), b.CaseDigest); err != nil {
+		return err
+	}
+	if err := needString(join(p, "treatment"), b.Treatment); err != nil {
+		return err
+	}
+	if err := needDigest(join(p, "treatment_digest"), b.TreatmentDigest); err != nil {
+		return err
+	}
+	return needPositive(join(p, "trial"), b.Trial)
+}
+
+// RunClaimed (run.claimed) records that a runner took the run. Lease counts
+// claims: a resumed run has lease > 1, and the stale holder loses its next
+// append.
+type RunClaimed struct {
+	Runner     string `msgpack:"runner"`
+	Lease      uint32 `msgpack:"lease"`
+	ResumeFrom uint64 `msgpack:"resume_from,omitempty"` // last position seen by the claimer
+}
+
+// Kind implements Body.
+func (RunClaimed) Kind() Kind { return KindRunClaimed }
+
+func (b RunClaimed) validate(p string) error {
+	if err := needString(join(p, "runner"), b.Runner); err != nil {
+		return err
+	}
+	return needPositive(join(p, "lease"), b.Lease)
+}
+
+// ControlAccepted (control.accepted) is a runner taking a control signal.
+// Steer carries the instruction; approve and reject name the exact call by
+// the digest of its arguments.
+type ControlAccepted struct {
+	Control     ControlRef `msgpack:"control"`
+	Instruction string     `msgpack:"instruction,omitempty"`
+	CallID      CallID     `msgpack:"call_id,omitempty"`
+	ArgsDigest  Digest     `msgpack:"args_digest,omitempty"`
+	Reason      string     `msgpack:"reason,omitempty"`
+}
+
+// Kind implements Body.
+func (ControlAccepted) Kind() Kind { return KindControlAccepted }
+
+func (b ControlAccepted) validate(p string) error {
+	if err := b.Control.validate(join(p, "control")); err != nil {
+		return err
+	}
+	switch b.Control.Signal {
+	case SignalSteer:
+		return needString(join(p, "instruction"), b.Instruction)
+	case SignalApprove, SignalReject:
+		if err := needString(join(p, "call_id"), b.CallID); err != nil {
+			return err
+		}
+		return needDigest(join(p, "args_digest"), b.ArgsDigest)
+	}
+	return optDigest(join(p, "args_digest"), b.ArgsDigest)
+}
+
+// TaskGenerationStarted (task.generation) starts a new task generation, e.g.
+// after a steer. Completion evidence from older generations is stale.
+type TaskGenerationStarted struct {
+	Generation  uint32 `msgpack:"generation"`
+	Instruction string `msgpack:"instruction"`
+	Control     string `msgpack:"control,omitempty"` // the control ID that caused it
+}
+
+// Kind implements Body.
+func (TaskGenerationStarted) Kind() Kind { return KindTaskGeneration }
+
+func (b TaskGenerationStarted) validate(p string) error {
+	if err := needPositive(join(p, "generation"), b.Generation); err != nil {
+		return err
+	}
+	return needString(join(p, "instruction"), b.Instruction)
+}
+
+// RunStatus is how a run ended. A run ending is not a task being done and not
+// a passing grade: those are separate facts.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunDone       RunStatus = "done"
+	RunBlocked    RunStatus = "blocked"
+	RunIncomplete RunStatus = "incomplete"
+	RunExhausted  RunStatus = "exhausted"
+	RunCancelled  RunStatus = "cancelled"
+	RunNeedsHuman RunStatus = "needs_human"
+	RunErrored    RunStatus = "errored"
+)
+
+var runStatuses = []RunStatus{RunDone, RunBlocked, RunIncomplete, RunExhausted, RunCancelled, RunNeedsHuman, RunErrored}
+
+// RunEnded (run.ended) is a run's terminal fact and its handoff packet.
+type RunEnded struct {
+	Status       RunStatus     `msgpack:"status"`
+	Reason       string        `msgpack:"reason"`
+	Spent        Spent         `msgpack:"spent"`
+	Steps        uint32        `msgpack:"steps"`
+	LastEvidence []EvidenceRef `msgpack:"last_evidence"`
+	NextAction   string        `msgpack:"next_action,omitempty"`
+}
+
+// Kind implements Body.
+func (RunEnded) Kind() Kind { return KindRunEnded }
+
+func (b RunEnded) validate(p string) error {
+	if err := needOneOf(join(p, "status"), b.Status, runStatuses); err != nil {
+		return err
+	}
+	if err := needString(join(p, "reason"), b.Reason); err != nil {
+		return err
+	}
+	return eachString(join(p, "last_evidence"), b.LastEvidence)
+}
+
+// CandidateSealed (candidate.sealed) fixes the final workspace snapshot the
+// grader reads; the snapshot is a blob named by its digest.
+type CandidateSealed struct {
+	SnapshotDigest Digest `msgpack:"snapshot_digest"`
+	FixtureDigest  Digest `msgpack:"fixture_digest,omitempty"`
+	Files          uint32 `msgpack:"files"`
+}
+
+// Kind implements Body.
+func (CandidateSealed) Kind() Kind { return KindCandidateSealed }
+
+func (b CandidateSealed) validate(p string) error {
+	if err := needDigest(join(p, "snapshot_digest"), b.SnapshotDigest); err != nil {
+		return err
+	}
+	return optDigest(join(p, "fixture_digest"), b.FixtureDigest)
+}

@@ -1,0 +1,81 @@
+package events
+
+// Ref names a versioned input (a case or a treatment) by ID and content digest.
+type Ref struct {
+	ID     string `msgpack:"id"`
+	Digest Digest `msgpack:"digest"`
+}
+
+func (r Ref) validate(p string) error {
+	if err := needString(join(p, "id"), r.ID); err != nil {
+		return err
+	}
+	return needDigest(join(p, "digest"), r.Digest)
+}
+
+// SuiteSubmitted (suite.submitted, suite-scoped) fixes a suite's roster: the
+// cases, treatments and number of trials. The full spec is a blob.
+type SuiteSubmitted struct {
+	Name       string         `msgpack:"name"`
+	SpecDigest Digest         `msgpack:"spec_digest"`
+	Cases      []Ref          `msgpack:"cases"`
+	Treatments []Ref          `msgpack:"treatments"`
+	Trials     uint32         `msgpack:"trials"`
+	Required   []InstrumentID `msgpack:"required,omitempty"`
+}
+
+// Kind implements Body.
+func (SuiteSubmitted) Kind() Kind { return KindSuiteSubmitted }
+
+func (b SuiteSubmitted) validate(p string) error {
+	if err := needString(join(p, "name"), b.Name); err != nil {
+		return err
+	}
+	if err := needDigest(join(p, "spec_digest"), b.SpecDigest); err != nil {
+		return err
+	}
+	if err := needNonEmpty(join(p, "cases"), b.Cases); err != nil {
+		return err
+	}
+	if err := each(join(p, "cases"), b.Cases); err != nil {
+		return err
+	}
+	if err := needNonEmpty(join(p, "treatments"), b.Treatments); err != nil {
+		return err
+	}
+	if err := each(join(p, "treatments"), b.Treatments); err != nil {
+		return err
+	}
+	if err := needPositive(join(p, "trials"), b.Trials); err != nil {
+		return err
+	}
+	return eachString(join(p, "required"), b.Required)
+}
+
+// SuiteReported (suite.reported, suite-scoped) closes a suite's measurement.
+// Pending, invalid, abstained and excluded attempts are counted apart from
+// failures; the full report is a blob.
+type SuiteReported struct {
+	ReportDigest Digest `msgpack:"report_digest"`
+	Attempts     uint32 `msgpack:"attempts"`
+	Passed       uint32 `msgpack:"passed"`
+	Failed       uint32 `msgpack:"failed"`
+	Pending      uint32 `msgpack:"pending"`
+	Invalid      uint32 `msgpack:"invalid"`
+	Abstained    uint32 `msgpack:"abstained"`
+	Excluded     uint32 `msgpack:"excluded"`
+}
+
+// Kind implements Body.
+func (SuiteReported) Kind() Kind { return KindSuiteReported }
+
+func (b SuiteReported) validate(p string) error {
+	if err := needDigest(join(p, "report_digest"), b.ReportDigest); err != nil {
+		return err
+	}
+	sum := uint64(b.Passed) + uint64(b.Failed) + uint64(b.Pending) + uint64(b.Invalid) + uint64(b.Abstained) + uint64(b.Excluded)
+	if sum != uint64(b.Attempts) {
+		return invalid(join(p, "attempts"), "outcome counts add up to %d, not %d", sum, b.Attempts)
+	}
+	return nil
+}

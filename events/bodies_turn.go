@@ -1,0 +1,206 @@
+package events
+
+// TurnStarted (turn.started) records exactly what the model is sent: the
+// digest of the request after every transformation (the body is a blob).
+type TurnStarted struct {
+	Turn          uint32 `msgpack:"turn"`
+	ContextDigest Digest `msgpack:"context_digest"`
+	Messages      uint32 `msgpack:"messages"`
+	Policy        string `msgpack:"policy,omitempty"` // context policy in force
+}
+
+// Kind implements Body.
+func (TurnStarted) Kind() Kind { return KindTurnStarted }
+
+func (b TurnStarted) validate(p string) error {
+	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+		return err
+	}
+	return needDigest(join(p, "context_digest"), b.ContextDigest)
+}
+
+// Usage is what one model call consumed, as the provider reported it.
+// Cost is nil when the provider gave tokens but no price.
+type Usage struct {
+	InputTokens  uint64  `msgpack:"input_tokens"`
+	OutputTokens uint64  `msgpack:"output_tokens"`
+	Cost         *uint64 `msgpack:"cost,omitempty"`
+}
+
+// ToolCall is one call the model asked for. Args is the JSON text of the
+// arguments (absent when large; then only the digest is kept).
+type ToolCall struct {
+	ID         CallID `msgpack:"id"`
+	Name       string `msgpack:"name"`
+	Args       string `msgpack:"args,omitempty"`
+	ArgsDigest Digest `msgpack:"args_digest"`
+}
+
+func (c ToolCall) validate(p string) error {
+	if err := needString(join(p, "id"), c.ID); err != nil {
+		return err
+	}
+	if err := needString(join(p, "name"), c.Name); err != nil {
+		return err
+	}
+	return needDigest(join(p, "args_digest"), c.ArgsDigest)
+}
+
+// ModelReplied (model.replied) is the model's answer to one turn. Usage is
+// nil when the provider reported none: unknown, not zero.
+type ModelReplied struct {
+	Turn        uint32     `msgpack:"turn"`
+	Provider    string     `msgpack:"provider"`
+	Model       string     `msgpack:"model,omitempty"`
+	Text        string     `msgpack:"text,omitempty"`
+	TextDigest  Digest     `msgpack:"text_digest,omitempty"` // set when Text was moved to a blob
+	Calls       []ToolCall `msgpack:"calls"`
+	Usage       *Usage     `msgpack:"usage,omitempty"`
+	Finish      string     `msgpack:"finish,omitempty"` // provider's finish reason
+	ReplyDigest Digest     `msgpack:"reply_digest,omitempty"`
+}
+
+// Kind implements Body.
+func (ModelReplied) Kind() Kind { return KindModelReplied }
+
+func (b ModelReplied) validate(p string) error {
+	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+		return err
+	}
+	if err := needString(join(p, "provider"), b.Provider); err != nil {
+		return err
+	}
+	if err := optDigest(join(p, "text_digest"), b.TextDigest); err != nil {
+		return err
+	}
+	if err := each(join(p, "calls"), b.Calls); err != nil {
+		return err
+	}
+	seen := make(map[CallID]bool, len(b.Calls))
+	for i, c := range b.Calls {
+		if seen[c.ID] {
+			return invalid(join(at(join(p, "calls"), i), "id"), "duplicate call id %q", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	return optDigest(join(p, "reply_digest"), b.ReplyDigest)
+}
+
+// EffectClass says what a tool may touch.
+type EffectClass string
+
+// Effect classes. external and irreversible need an operation ID committed
+// before the effect leaves.
+const (
+	EffectRead         EffectClass = "read"
+	EffectWrite        EffectClass = "write"
+	EffectExternal     EffectClass = "external"
+	EffectIrreversible EffectClass = "irreversible"
+)
+
+var effectClasses = []EffectClass{EffectRead, EffectWrite, EffectExternal, EffectIrreversible}
+
+// DispatchIntended (dispatch.intended) is committed before a tool runs, so
+// that after a crash an unsettled dispatch is reconciled, never repeated.
+type DispatchIntended struct {
+	Turn        uint32      `msgpack:"turn"`
+	CallID      CallID      `msgpack:"call_id"`
+	Tool        string      `msgpack:"tool"`
+	OperationID string      `msgpack:"operation_id"`
+	ArgsDigest  Digest      `msgpack:"args_digest"`
+	Effect      EffectClass `msgpack:"effect"`
+}
+
+// Kind implements Body.
+func (DispatchIntended) Kind() Kind { return KindDispatchIntended }
+
+func (b DispatchIntended) validate(p string) error {
+	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+		return err
+	}
+	if err := needString(join(p, "call_id"), b.CallID); err != nil {
+		return err
+	}
+	if err := needString(join(p, "tool"), b.Tool); err != nil {
+		return err
+	}
+	if err := needString(join(p, "operation_id"), b.OperationID); err != nil {
+		return err
+	}
+	if err := needDigest(join(p, "args_digest"), b.ArgsDigest); err != nil {
+		return err
+	}
+	return needOneOf(join(p, "effect"), b.Effect, effectClasses)
+}
+
+// ToolError is a typed tool failure the model can act on.
+type ToolError struct {
+	Code      string `msgpack:"code"`
+	Message   string `msgpack:"message"`
+	Retryable bool   `msgpack:"retryable"`
+}
+
+// DispatchCompleted (dispatch.completed) settles one dispatch.
+type DispatchCompleted struct {
+	Turn         uint32            `msgpack:"turn"`
+	Dispatch     CompletedDispatch `msgpack:"dispatch"`
+	Output       string            `msgpack:"output,omitempty"`
+	OutputDigest Digest            `msgpack:"output_digest,omitempty"`
+	Error        *ToolError        `msgpack:"error,omitempty"`
+}
+
+// Kind implements Body.
+func (DispatchCompleted) Kind() Kind { return KindDispatchComplete }
+
+func (b DispatchCompleted) validate(p string) error {
+	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+		return err
+	}
+	if err := b.Dispatch.validate(join(p, "dispatch")); err != nil {
+		return err
+	}
+	if err := optDigest(join(p, "output_digest"), b.OutputDigest); err != nil {
+		return err
+	}
+	if b.Error != nil {
+		return needString(join(p, "error.code"), b.Error.Code)
+	}
+	return nil
+}
+
+// TurnCompleted (turn.completed) closes a turn with its evidence. Each
+// completed turn gets exactly one stall.observed and one stop.decided.
+type TurnCompleted struct {
+	Evidence RunEvidence `msgpack:"evidence"`
+}
+
+// Kind implements Body.
+func (TurnCompleted) Kind() Kind { return KindTurnCompleted }
+
+func (b TurnCompleted) validate(p string) error { return b.Evidence.validate(join(p, "evidence")) }
+
+// StallObserved (stall.observed) is the stall handler's reading of one turn.
+type StallObserved struct {
+	Turn        uint32           `msgpack:"turn"`
+	Observation StallObservation `msgpack:"observation"`
+}
+
+// Kind implements Body.
+func (StallObserved) Kind() Kind { return KindStallObserved }
+
+func (b StallObserved) validate(p string) error {
+	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+		return err
+	}
+	return b.Observation.validate(join(p, "observation"))
+}
+
+// StopDecided (stop.decided) is the one decision for one completed turn.
+type StopDecided struct {
+	Decision StopDecision `msgpack:"decision"`
+}
+
+// Kind implements Body.
+func (StopDecided) Kind() Kind { return KindStopDecided }
+
+func (b StopDecided) validate(p string) error { return b.Decision.validate(join(p, "decision")) }

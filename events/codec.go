@@ -1,0 +1,131 @@
+package events
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// wireOut and wireIn are the envelope as it travels: a msgpack map with the
+// snake_case keys documented in docs/facts.md.
+type wireOut struct {
+	ID             string    `msgpack:"id"`
+	Kind           Kind      `msgpack:"kind"`
+	Schema         uint16    `msgpack:"schema"`
+	Suite          string    `msgpack:"suite"`
+	Run            string    `msgpack:"run"`
+	TaskGeneration uint32    `msgpack:"task_generation"`
+	Position       uint64    `msgpack:"position"`
+	Causation      string    `msgpack:"causation,omitempty"`
+	Producer       Producer  `msgpack:"producer"`
+	At             time.Time `msgpack:"at"`
+	Body           Body      `msgpack:"body"`
+}
+
+type wireIn struct {
+	ID             string             `msgpack:"id"`
+	Kind           Kind               `msgpack:"kind"`
+	Schema         uint16             `msgpack:"schema"`
+	Suite          string             `msgpack:"suite"`
+	Run            string             `msgpack:"run"`
+	TaskGeneration uint32             `msgpack:"task_generation"`
+	Position       uint64             `msgpack:"position"`
+	Causation      string             `msgpack:"causation"`
+	Producer       Producer           `msgpack:"producer"`
+	At             time.Time          `msgpack:"at"`
+	Body           msgpack.RawMessage `msgpack:"body"`
+}
+
+// Encode returns the wire form of a fact. It does not validate: facts are
+// validated where they are made (NewFact) and where they are read (Decode).
+func Encode(f Fact) ([]byte, error) {
+	if f.Body == nil {
+		return nil, missing("body")
+	}
+	b, err := marshal(wireOut{
+		ID:             f.ID.String(),
+		Kind:           f.Kind(),
+		Schema:         f.Schema,
+		Suite:          f.Suite,
+		Run:            f.Run,
+		TaskGeneration: f.TaskGeneration,
+		Position:       f.Position,
+		Causation:      f.Causation,
+		Producer:       f.Producer,
+		At:             f.At,
+		Body:           f.Body,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", f.Kind(), err)
+	}
+	return b, nil
+}
+
+// Decode parses and validates one fact. Unknown fields are ignored (so newer
+// writers can add optional fields); an unknown kind, a newer schema version,
+// an unknown union variant or a missing required field is an error that
+// names what is wrong.
+func Decode(data []byte) (f Fact, err error) {
+	defer func() {
+		// The decoder sees bytes from anywhere; a panic deep in reflection
+		// must become a refusal, not a crashed consumer.
+		if r := recover(); r != nil {
+			f, err = Fact{}, &FieldError{Field: "fact", Reason: fmt.Sprintf("undecodable: %v", r), Err: ErrMalformed}
+		}
+	}()
+	var w wireIn
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&w); err != nil {
+		return Fact{}, &FieldError{Field: "fact", Reason: fmt.Sprintf("not a msgpack fact: %v", err), Err: ErrMalformed}
+	}
+	if w.Kind == "" {
+		return Fact{}, missing("kind")
+	}
+	spec, ok := kinds[w.Kind]
+	if !ok {
+		return Fact{}, &FieldError{Field: "kind", Reason: fmt.Sprintf("unknown kind %q", w.Kind), Err: ErrUnknownKind}
+	}
+	if w.Schema > spec.version {
+		return Fact{}, &FieldError{Kind: w.Kind, Field: "schema",
+			Reason: fmt.Sprintf("version %d is newer than this reader's %d", w.Schema, spec.version),
+			Err:    ErrUnsupportedVersion}
+	}
+	if w.ID == "" {
+		return Fact{}, withKind(w.Kind, missing("id"))
+	}
+	id, err := ulid.ParseStrict(w.ID)
+	if err != nil {
+		return Fact{}, withKind(w.Kind, invalid("id", "not a ULID: %v", err))
+	}
+	if len(w.Body) == 0 || (len(w.Body) == 1 && w.Body[0] == 0xc0) {
+		return Fact{}, withKind(w.Kind, missing("body"))
+	}
+	bp := spec.new()
+	if err := msgpack.Unmarshal(w.Body, bp); err != nil {
+		return Fact{}, &FieldError{Kind: w.Kind, Field: "body", Reason: fmt.Sprintf("undecodable: %v", err), Err: ErrMalformed}
+	}
+	f = Fact{
+		ID:             id,
+		Schema:         w.Schema,
+		Suite:          w.Suite,
+		Run:            w.Run,
+		TaskGeneration: w.TaskGeneration,
+		Position:       w.Position,
+		Causation:      w.Causation,
+		Producer:       w.Producer,
+		At:             w.At.UTC(),
+		Body:           derefBody(bp),
+	}
+	if err := f.Validate(); err != nil {
+		return Fact{}, err
+	}
+	return f, nil
+}
+
+// derefBody turns the *Body the registry allocates into the value bodies
+// callers switch on.
+func derefBody(p any) Body { return reflect.ValueOf(p).Elem().Interface().(Body) }

@@ -1,0 +1,180 @@
+package events
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Unions travel as one flat msgpack map: a "type" key naming the variant,
+// then the variant's own fields. A reader in any language dispatches on
+// "type" and reads the rest as an ordinary map.
+
+const unionTypeKey = "type"
+
+// variant is implemented by every variant struct of every union.
+type variant interface{ variantType() string }
+
+// unknownVariant keeps a discriminator the reader did not admit, so Validate
+// can report it with the field's full path instead of msgpack failing
+// mid-struct with no context.
+type unknownVariant struct{ name string }
+
+func (u unknownVariant) variantType() string { return u.name }
+
+// encodeUnion writes v as a map whose first key is "type".
+func encodeUnion(enc *msgpack.Encoder, v variant) error {
+	if v == nil {
+		return enc.EncodeNil()
+	}
+	if u, ok := v.(unknownVariant); ok {
+		return fmt.Errorf("cannot encode unknown variant %q", u.name)
+	}
+	inner, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	n, rest, err := splitMapHeader(inner)
+	if err != nil {
+		return err
+	}
+	if err := enc.EncodeMapLen(n + 1); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(unionTypeKey); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(v.variantType()); err != nil {
+		return err
+	}
+	_, err = enc.Writer().Write(rest)
+	return err
+}
+
+// splitMapHeader returns the entry count of an encoded msgpack map and the
+// bytes after its header.
+func splitMapHeader(b []byte) (int, []byte, error) {
+	if len(b) == 0 {
+		return 0, nil, fmt.Errorf("empty variant encoding")
+	}
+	switch c := b[0]; {
+	case c >= 0x80 && c <= 0x8f:
+		return int(c & 0x0f), b[1:], nil
+	case c == 0xde && len(b) >= 3:
+		return int(binary.BigEndian.Uint16(b[1:3])), b[3:], nil
+	case c == 0xdf && len(b) >= 5:
+		return int(binary.BigEndian.Uint32(b[1:5])), b[5:], nil
+	}
+	return 0, nil, fmt.Errorf("variant did not encode as a map")
+}
+
+// decodeUnion reads a tagged map and returns the variant built by the table
+// entry its "type" names, or unknownVariant when the name is not admitted.
+// A nil on the wire decodes to a nil variant (reported as missing).
+func decodeUnion(dec *msgpack.Decoder, table map[string]func() variant) (variant, error) {
+	raw, err := dec.DecodeRaw()
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 1 && raw[0] == 0xc0 {
+		return nil, nil
+	}
+	var head struct {
+		Type string `msgpack:"type"`
+	}
+	if err := msgpack.Unmarshal(raw, &head); err != nil {
+		return nil, err
+	}
+	mk, ok := table[head.Type]
+	if !ok {
+		return unknownVariant{name: head.Type}, nil
+	}
+	v := mk()
+	if err := msgpack.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("variant %q: %w", head.Type, err)
+	}
+	// The table hands out pointers so msgpack can fill them; callers keep
+	// values so that unions compare and copy like plain data.
+	return deref(v), nil
+}
+
+// validateUnion checks that a union holds an admitted variant.
+func validateUnion(path string, v variant, admitted []string) error {
+	switch u := v.(type) {
+	case nil:
+		return missing(join(path, unionTypeKey))
+	case unknownVariant:
+		if u.name == "" {
+			return missing(join(path, unionTypeKey))
+		}
+		return &FieldError{Field: join(path, unionTypeKey),
+			Reason: fmt.Sprintf("unknown variant %q (want one of %v)", u.name, admitted),
+			Err:    ErrUnknownVariant}
+	}
+	if vv, ok := v.(validator); ok {
+		return vv.validate(path)
+	}
+	return nil
+}
+
+// marshal encodes v the way every fact is encoded: compact integers, struct
+// fields in declaration order, so equal facts give equal bytes.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// deref turns the *T a union table allocates into the T unions hold.
+func deref(v variant) variant {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		return rv.Elem().Interface().(variant)
+	}
+	return v
+}
+
+// unionSpec describes one union: the variants it admits, by wire name.
+type unionSpec interface {
+	variants() map[string]func() variant
+	names() []string
+}
+
+// union holds one variant of the union S. The exported union types embed it,
+// which gives each of them the codec and validation below.
+type union[S unionSpec] struct{ v variant }
+
+// Variant returns the held variant struct for a type switch, or nil for the
+// zero value.
+func (u union[S]) Variant() any { return u.v }
+
+// Type returns the wire discriminator of the held variant ("" if none).
+func (u union[S]) Type() string {
+	if u.v == nil {
+		return ""
+	}
+	return u.v.variantType()
+}
+
+func (u union[S]) validate(p string) error {
+	var s S
+	return validateUnion(p, u.v, s.names())
+}
+
+// EncodeMsgpack implements msgpack.CustomEncoder.
+func (u union[S]) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeUnion(enc, u.v) }
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (u *union[S]) DecodeMsgpack(dec *msgpack.Decoder) (err error) {
+	var s S
+	u.v, err = decodeUnion(dec, s.variants())
+	return err
+}
