@@ -11,10 +11,10 @@ type Budget struct {
 // Spent is what a run consumed. Tokens and Cost are nil when any part of the
 // run reported no usage: unknown never becomes zero.
 type Spent struct {
-	Steps  uint32  `msgpack:"steps"`
-	Tokens *uint64 `msgpack:"tokens,omitempty"`
-	Cost   *uint64 `msgpack:"cost,omitempty"`
-	Millis uint64  `msgpack:"millis"`
+	Steps  uint32  `msgpack:"steps" json:"steps"`
+	Tokens *uint64 `msgpack:"tokens,omitempty" json:"tokens,omitempty"`
+	Cost   *uint64 `msgpack:"cost,omitempty" json:"cost,omitempty"`
+	Millis uint64  `msgpack:"millis" json:"millis"`
 }
 
 // RunRequested (run.requested) asks for one attempt: a case under a

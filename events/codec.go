@@ -36,7 +36,7 @@ type wireIn struct {
 	Position       uint64             `msgpack:"position"`
 	Causation      string             `msgpack:"causation"`
 	Producer       Producer           `msgpack:"producer"`
-	At             time.Time          `msgpack:"at"`
+	At             *time.Time         `msgpack:"at"` // a pointer: msgpack v5.4.1 panics decoding nil into a time.Time
 	Body           msgpack.RawMessage `msgpack:"body"`
 }
 
@@ -117,13 +117,22 @@ func Decode(data []byte) (f Fact, err error) {
 		Position:       w.Position,
 		Causation:      w.Causation,
 		Producer:       w.Producer,
-		At:             w.At.UTC(),
+		At:             atOrZero(w.At),
 		Body:           derefBody(bp),
 	}
 	if err := f.Validate(); err != nil {
 		return Fact{}, err
 	}
 	return f, nil
+}
+
+// atOrZero returns the envelope time in UTC, or the zero time (refused by
+// Validate as missing) when "at" was absent or nil.
+func atOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // derefBody turns the *Body the registry allocates into the value bodies

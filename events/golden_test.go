@@ -1,0 +1,399 @@
+package events_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/factline/factline/events"
+)
+
+// Golden files pin the wire format: testdata/golden/<name>.msgpack holds the
+// encoding of the fixed fact goldenFacts returns under <name>, and
+// TestGoldenDecodes checks that today's reader still decodes every one of
+// them to that fact.
+//
+// Golden files are never regenerated once committed. A reader must keep
+// decoding what older writers wrote, so a new schema version adds new files
+// (e.g. run_ended_v2.msgpack) next to the old ones; it does not replace them.
+// -update therefore only writes files that do not exist yet, and fails if a
+// committed file no longer matches its fixture's encoding.
+var update = flag.Bool("update", false, "write missing golden files and their fuzz seeds")
+
+const (
+	goldenDir   = "testdata/golden"
+	fuzzSeedDir = "testdata/fuzz/FuzzDecode"
+	goldenSuite = "nightly-2025-06"
+	goldenRun   = "r-7f3a"
+)
+
+// goldenID returns a fixed ULID numbered n.
+func goldenID(n int) ulid.ULID { return ulid.MustParse(fmt.Sprintf("01JABCDEFGHJKMNPQRST%06d", n)) }
+
+// goldenTime returns a fixed instant n seconds into the reference run.
+func goldenTime(n int) time.Time {
+	return time.Date(2025, 6, 1, 12, 0, n, 250_000_000, time.UTC)
+}
+
+// digest returns a fixed, readable digest.
+func digest(s string) events.Digest { return events.DigestOf([]byte(s)) }
+
+func ptr[T any](v T) *T { return &v }
+
+// validMeta returns a valid envelope for kind k at position n.
+func validMeta(k events.Kind, n int) events.Meta {
+	m := events.Meta{
+		Suite:          goldenSuite,
+		Run:            goldenRun,
+		TaskGeneration: 1,
+		Position:       uint64(n),
+		Producer:       events.Producer{Service: k.Owner(), Instance: string(k.Owner()) + "-0"},
+		At:             goldenTime(n),
+	}
+	if k.SuiteScoped() {
+		m.Run, m.TaskGeneration = events.SuiteScope, 0
+	}
+	if n > 1 {
+		m.Causation = goldenID(n - 1).String()
+	}
+	return m
+}
+
+// fixture builds the fixed fact numbered n through NewFact.
+func fixture(t testing.TB, n int, b events.Body) events.Fact {
+	t.Helper()
+	f, err := events.NewFact(validMeta(b.Kind(), n), b)
+	if err != nil {
+		t.Fatalf("fixture %d (%s): %v", n, b.Kind(), err)
+	}
+	f.ID = goldenID(n)
+	return f
+}
+
+type goldenCase struct {
+	name string // file name without .msgpack
+	fact events.Fact
+}
+
+// goldenFacts returns the fixed facts behind the golden files. Across the
+// set, every kind and every union variant appears at least once.
+func goldenFacts(t testing.TB) []goldenCase {
+	t.Helper()
+	edit := events.CompletedDispatch{
+		CallID:       "call-1",
+		EvidenceRef:  events.EvidenceRef(goldenID(7).String() + "/call-1"),
+		Disposition:  events.DispositionExecuted,
+		Mutation:     events.MutationApplied,
+		Verification: events.NotVerifier(),
+	}
+	test := events.CompletedDispatch{
+		CallID:       "call-2",
+		EvidenceRef:  events.EvidenceRef(goldenID(8).String() + "/call-2"),
+		Disposition:  events.DispositionExecuted,
+		Mutation:     events.MutationNotApplicable,
+		Verification: events.Passed(3),
+	}
+	pendingCheck, unknownCheck := test, test
+	pendingCheck.Disposition, pendingCheck.Verification = events.DispositionDeferred, events.VerificationPending()
+	unknownCheck.Verification = events.VerificationUnknown("verifier timed out")
+	evidence := func(intent events.ActorIntent, ds ...events.CompletedDispatch) events.RunEvidence {
+		return events.RunEvidence{
+			RunID: goldenRun, TaskGeneration: 1, Turn: 2, EvidencePosition: 9,
+			ActorIntent: intent, Dispatches: ds,
+		}
+	}
+	observed := func(action *events.StallAction) events.StallObserved {
+		return events.StallObserved{Turn: 2, Observation: events.StallObservation{
+			Position:   10,
+			Checkpoint: events.StallCheckpoint{Episode: 1, RepairsUsed: 2, WriteCredit: 1, OpenFailure: true, Signature: "sig-9c1e"},
+			Action:     action,
+		}}
+	}
+	verdict := func(result events.VerdictResult, vetoes ...events.GradeVeto) events.GradeVerdict {
+		return events.GradeVerdict{Verdict: events.GraderVerdict{
+			AttemptID:  goldenRun,
+			SnapshotID: digest("snapshot"),
+			Revision:   1,
+			Instruments: []events.InstrumentResult{{
+				Instrument: "unit-tests", Version: "1.4.0", Required: true, Outcome: events.InstrumentPassed,
+			}},
+			Vetoes: vetoes,
+			Result: result,
+		}}
+	}
+	proposeDone := evidence(events.ProposeDone(events.EvidenceRef(goldenID(8).String()+"/call-2")), pendingCheck, unknownCheck)
+	proposeDone.AcceptedControl = &events.ControlRef{ID: "ctl-1", Signal: events.SignalSteer}
+
+	cases := []struct {
+		name string
+		body events.Body
+	}{
+		{"suite_submitted", events.SuiteSubmitted{
+			Name:       "nightly",
+			SpecDigest: digest("spec"),
+			Cases:      []events.Ref{{ID: "fix-login", Digest: digest("case:fix-login")}},
+			Treatments: []events.Ref{{ID: "baseline", Digest: digest("treatment:baseline")}, {ID: "planner", Digest: digest("treatment:planner")}},
+			Trials:     3,
+			Required:   []events.InstrumentID{"unit-tests"},
+		}},
+		{"run_requested", events.RunRequested{
+			Case: "fix-login", CaseDigest: digest("case:fix-login"),
+			Treatment: "baseline", TreatmentDigest: digest("treatment:baseline"),
+			Trial:  1,
+			Budget: events.Budget{Steps: 40, Tokens: 200_000, Seconds: 900, Cost: 5_000},
+		}},
+		{"run_claimed", events.RunClaimed{Runner: "runner-a", Lease: 2, ResumeFrom: 4}},
+		{"turn_started", events.TurnStarted{Turn: 1, ContextDigest: digest("context:1"), Messages: 3, Policy: "keep-all"}},
+		{"model_replied", events.ModelReplied{
+			Turn: 1, Provider: "anthropic", Model: "claude-x", Text: "I will run the tests.",
+			Calls: []events.ToolCall{
+				{ID: "call-1", Name: "edit_file", Args: `{"path":"login.go"}`, ArgsDigest: digest(`{"path":"login.go"}`)},
+				{ID: "call-2", Name: "run_tests", ArgsDigest: digest("{}")},
+			},
+			Usage:       &events.Usage{InputTokens: 1200, OutputTokens: 80, Cost: ptr(uint64(31))},
+			Finish:      "tool_use",
+			ReplyDigest: digest("reply:1"),
+		}},
+		{"model_replied_no_usage", events.ModelReplied{Turn: 2, Provider: "local", TextDigest: digest("long text")}},
+		{"dispatch_intended", events.DispatchIntended{
+			Turn: 1, CallID: "call-1", Tool: "edit_file", OperationID: "op-1",
+			ArgsDigest: digest(`{"path":"login.go"}`), Effect: events.EffectWrite,
+		}},
+		{"dispatch_completed", events.DispatchCompleted{
+			Turn: 1,
+			Dispatch: events.CompletedDispatch{
+				CallID: "call-2", EvidenceRef: events.EvidenceRef(goldenID(8).String() + "/call-2"),
+				Disposition: events.DispositionExecuted, Mutation: events.MutationUnchanged,
+				Verification: events.Failed(3, true,
+					events.Diagnostic{Message: "undefined: token", File: "login.go", Line: 42, Code: "compile"},
+					events.Diagnostic{Message: "1 test failed"}),
+			},
+			Output:       "FAIL login_test.go:10",
+			OutputDigest: digest("FAIL login_test.go:10"),
+		}},
+		{"dispatch_completed_error", events.DispatchCompleted{
+			Turn: 1,
+			Dispatch: events.CompletedDispatch{
+				CallID: "call-3", EvidenceRef: "call-3",
+				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied,
+				Verification: events.NotRun(),
+			},
+			Error: &events.ToolError{Code: "denied", Message: "operator rejected the call"},
+		}},
+		{"turn_completed_continue", events.TurnCompleted{Evidence: evidence(events.Continue(), edit, test)}},
+		{"turn_completed_propose_done", events.TurnCompleted{Evidence: proposeDone}},
+		{"turn_completed_report_blocked", events.TurnCompleted{Evidence: evidence(events.ReportBlocked("no network", "req-deploy"))}},
+		{"stall_observed", observed(nil)},
+		{"stall_observed_retry", observed(ptr(events.Retry(events.StallRetry{Cause: "same failure twice", Feedback: "read the error", Remaining: 1})))},
+		{"stall_observed_escalate", observed(ptr(events.Escalate(events.StallEscalate{Cause: "no progress", Target: "reviewer", Evidence: []events.EvidenceRef{"e-1"}})))},
+		{"stall_observed_stop", observed(ptr(events.StopStall(events.StallStop{Cause: "repairs exhausted", Unmet: []events.RequirementID{"req-tests"}, Evidence: []events.EvidenceRef{"e-1", "e-2"}})))},
+		{"stop_decided_continue", events.StopDecided{Decision: events.StopDecision{
+			DecisionID: "dec-1", Turn: 1, TaskGeneration: 1,
+			Result: events.ContinueWith("tests still fail", "req-tests"),
+		}}},
+		{"stop_decided_finish", events.StopDecided{Decision: events.StopDecision{
+			DecisionID: "dec-2", Turn: 2, TaskGeneration: 1,
+			Result: events.Finish(events.StopFinish{
+				Status: events.FinishDone, Supported: []events.RequirementID{"req-tests"},
+				Evidence: []events.EvidenceRef{events.EvidenceRef(goldenID(8).String() + "/call-2")},
+				Reason:   "tests pass at the current epoch",
+			}),
+		}}},
+		{"control_accepted_steer", events.ControlAccepted{
+			Control: events.ControlRef{ID: "ctl-1", Signal: events.SignalSteer}, Instruction: "also update the changelog",
+		}},
+		{"control_accepted_approve", events.ControlAccepted{
+			Control: events.ControlRef{ID: "ctl-2", Signal: events.SignalApprove},
+			CallID:  "call-4", ArgsDigest: digest(`{"cmd":"deploy"}`), Reason: "looks safe",
+		}},
+		{"control_accepted_cancel", events.ControlAccepted{Control: events.ControlRef{ID: "ctl-3", Signal: events.SignalCancel}}},
+		{"task_generation", events.TaskGenerationStarted{Generation: 2, Instruction: "also update the changelog", Control: "ctl-1"}},
+		{"run_ended", events.RunEnded{
+			Status: events.RunDone, Reason: "stop decider finished: done",
+			Spent:        events.Spent{Steps: 2, Tokens: ptr(uint64(2600)), Millis: 48_000},
+			Steps:        2,
+			LastEvidence: []events.EvidenceRef{events.EvidenceRef(goldenID(8).String() + "/call-2")},
+			NextAction:   "grade",
+		}},
+		{"candidate_sealed", events.CandidateSealed{SnapshotDigest: digest("snapshot"), FixtureDigest: digest("fixture"), Files: 12}},
+		{"grade_instrument", events.GradeInstrument{SnapshotDigest: digest("snapshot"), Result: events.InstrumentResult{
+			Instrument: "unit-tests", Version: "1.4.0", Required: true, Outcome: events.InstrumentFailed,
+			Detail: "1 of 20 failed", Evidence: []events.EvidenceRef{"report-1"},
+		}}},
+		{"grade_verdict_passed", verdict(events.VerdictOK(), events.GradeVeto{
+			Instrument: "lint", Requirement: "req-style", Reason: "long line",
+		})},
+		{"grade_verdict_failed", verdict(events.VerdictFail(), events.GradeVeto{
+			Instrument: "review", Requirement: "req-tests", Reason: "test deleted", Evidence: []events.EvidenceRef{"e-3"}, Binding: true,
+		})},
+		{"grade_verdict_pending", verdict(events.VerdictWaiting("judge"))},
+		{"grade_verdict_invalid", verdict(events.VerdictNoAnswer("no candidate sealed"))},
+		{"grade_verdict_abstained", verdict(events.VerdictAbstain("case under review"))},
+		{"grade_conflict", events.GradeConflict{
+			SnapshotDigest: digest("snapshot"), Revision: 2, ConflictsWith: 1, Instrument: "judge", Reason: "judge disagrees with tests",
+		}},
+		{"suite_reported", events.SuiteReported{
+			ReportDigest: digest("report"), Attempts: 6, Passed: 2, Failed: 1, Pending: 1, Invalid: 1, Excluded: 1,
+		}},
+	}
+	out := make([]goldenCase, len(cases))
+	for i, c := range cases {
+		out[i] = goldenCase{name: c.name, fact: fixture(t, i+1, c.body)}
+	}
+	return out
+}
+
+// goldenFact returns the fixture named name.
+func goldenFact(t testing.TB, name string) events.Fact {
+	t.Helper()
+	for _, c := range goldenFacts(t) {
+		if c.name == name {
+			return c.fact
+		}
+	}
+	t.Fatalf("no golden fixture %q", name)
+	return events.Fact{}
+}
+
+// goldenFiles returns the checked-in golden files, by name without extension.
+func goldenFiles(t testing.TB) map[string][]byte {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(goldenDir, "*.msgpack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]byte, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".msgpack")] = b
+	}
+	return out
+}
+
+// writeGolden writes the golden file of c, and its fuzz seeds, if the
+// golden file does not exist yet. It never rewrites a committed golden file.
+func writeGolden(t *testing.T, c goldenCase) {
+	t.Helper()
+	b, err := events.Encode(c.fact)
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	path := filepath.Join(goldenDir, c.name+".msgpack")
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if !bytes.Equal(old, b) {
+			t.Errorf("%s: committed golden file differs from the fixture's encoding; golden files are never regenerated, add a new one instead", path)
+		}
+		return
+	case !os.IsNotExist(err):
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
+	for suffix, seed := range fuzzSeeds(b) {
+		writeFuzzSeed(t, "golden_"+c.name+suffix, seed)
+	}
+}
+
+// fuzzSeeds derives corpus entries from an encoded fact: the fact itself, a
+// truncated copy and a copy with one byte flipped.
+func fuzzSeeds(b []byte) map[string][]byte {
+	flipped := slices.Clone(b)
+	flipped[len(flipped)/2] ^= 0xff
+	return map[string][]byte{
+		"":           b,
+		"_truncated": b[:len(b)/2],
+		"_flipped":   flipped,
+	}
+}
+
+// writeFuzzSeed writes one seed in the go fuzz corpus file format.
+func writeFuzzSeed(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(fuzzSeedDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+	if err := os.WriteFile(filepath.Join(fuzzSeedDir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGoldenDecodes(t *testing.T) {
+	cases := goldenFacts(t)
+	if *update {
+		for _, c := range cases {
+			writeGolden(t, c)
+		}
+	}
+	files := goldenFiles(t)
+
+	kinds := map[events.Kind]bool{}
+	variants := map[string]bool{}
+	for _, c := range cases {
+		b, ok := files[c.name]
+		if !ok {
+			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenDir, c.name)
+			continue
+		}
+		delete(files, c.name)
+		got, err := events.Decode(b)
+		if err != nil {
+			t.Errorf("%s: committed golden file no longer decodes: %v", c.name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.fact) {
+			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", c.name, got, c.fact)
+		}
+		kinds[got.Kind()] = true
+		for _, v := range unionsOf(got.Body) {
+			variants[v] = true
+		}
+	}
+	for name := range files {
+		t.Errorf("golden file %s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
+	}
+	for _, k := range events.Kinds() {
+		if !kinds[k] {
+			t.Errorf("no golden file covers kind %s", k)
+		}
+	}
+	for _, v := range allUnionVariants() {
+		if !variants[v] {
+			t.Errorf("no golden file covers union variant %s", v)
+		}
+	}
+}
+
+// TestGoldenNames guards the fixture list itself: two fixtures with one name
+// would share a file, and a name should say which kind the file holds.
+func TestGoldenNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range goldenFacts(t) {
+		if seen[c.name] {
+			t.Errorf("duplicate golden name %q", c.name)
+		}
+		seen[c.name] = true
+		if !strings.HasPrefix(c.name, strings.ReplaceAll(string(c.fact.Kind()), ".", "_")) {
+			t.Errorf("golden name %q does not start with its kind %s", c.name, c.fact.Kind())
+		}
+	}
+}
