@@ -1,0 +1,181 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/events"
+)
+
+// JetStream error codes for a failed expected-last-sequence check. A
+// standalone server and a clustered one report the same condition with
+// different codes, so both count as a conflict.
+const (
+	errCodeWrongLastSeq      jetstream.ErrorCode = 10071
+	errCodeWrongLastSeqConst jetstream.ErrorCode = 10164
+)
+
+// ErrConflict matches a *ConflictError with errors.Is.
+var ErrConflict = errors.New("append conflict: the run moved on")
+
+// ConflictError says another writer appended to the run first. The caller
+// reloads the run: if its fact is already there it is done (a redelivery),
+// otherwise it decides again.
+type ConflictError struct {
+	Suite, Run string
+	Expected   uint64   // the last sequence the writer believed in
+	Committed  []Record // facts of this append that landed before the conflict
+	Err        error    // the server's answer
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("append to %s/%s expecting last sequence %d: %v", e.Suite, e.Run, e.Expected, e.Err)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Unwrap returns the server's error.
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Pending is a fact on its way to the log with its deduplication ID. A
+// derived fact uses a deterministic ID ("<run>/<turn>/stall") so that a
+// redelivered input cannot commit it twice; an empty MsgID uses the fact ID.
+type Pending struct {
+	Fact  events.Fact
+	MsgID string
+}
+
+// Record is a committed fact and where it sits in the stream.
+type Record struct {
+	Fact    events.Fact
+	Seq     uint64 // stream sequence
+	Subject string
+	MsgID   string
+	// Duplicate is true when the server already held a message with this
+	// MsgID and returned the original's sequence instead of storing again.
+	Duplicate bool
+}
+
+// Append commits facts of one run in order, each on the condition that the
+// run's last stream sequence is what the writer expects: expect.Last for the
+// first fact (0 for an empty run), then the sequence of the previous one. If
+// another writer got there first it returns a *ConflictError holding the
+// facts of this call that did land.
+func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Record, error) {
+	if len(facts) == 0 {
+		return nil, nil
+	}
+	suite, run := facts[0].Fact.Suite, facts[0].Fact.Run
+	out := make([]Record, 0, len(facts))
+	for i, p := range facts {
+		if p.Fact.Suite != suite || p.Fact.Run != run {
+			return out, fmt.Errorf("append: fact %d belongs to %s/%s, not %s/%s", i, p.Fact.Suite, p.Fact.Run, suite, run)
+		}
+		msg, id, err := b.message(p, expect)
+		if err != nil {
+			return out, err
+		}
+		ack, err := b.js.PublishMsg(ctx, msg,
+			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
+			jetstream.WithMsgID(id))
+		if err != nil {
+			return out, b.appendError(suite, run, expect.Last, out, err)
+		}
+		out = append(out, Record{Fact: p.Fact, Seq: ack.Sequence, Subject: msg.Subject, MsgID: id, Duplicate: ack.Duplicate})
+		if !ack.Duplicate {
+			// A duplicate left the run where it was.
+			expect = expect.then(ack.Sequence)
+		}
+	}
+	return out, nil
+}
+
+// message validates and encodes one pending fact, linking it to the run's
+// earlier messages (see HeaderPrev).
+func (b *Bus) message(p Pending, expect Expect) (*nats.Msg, string, error) {
+	if err := p.Fact.Validate(); err != nil {
+		return nil, "", fmt.Errorf("append: %w", err)
+	}
+	subj, err := p.Fact.Subject()
+	if err != nil {
+		return nil, "", fmt.Errorf("append: %w", err)
+	}
+	data, err := events.Encode(p.Fact)
+	if err != nil {
+		return nil, "", fmt.Errorf("append: %w", err)
+	}
+	id := p.MsgID
+	if id == "" {
+		id = p.Fact.ID.String()
+	}
+	m := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
+	if h := expect.header(); h != "" {
+		m.Header.Set(HeaderPrev, h)
+	}
+	return m, id, nil
+}
+
+func (b *Bus) appendError(suite, run string, expect uint64, committed []Record, err error) error {
+	if isConflict(err) {
+		return &ConflictError{Suite: suite, Run: run, Expected: expect, Committed: committed, Err: err}
+	}
+	return fmt.Errorf("append to %s/%s: %w", suite, run, err)
+}
+
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == errCodeWrongLastSeq || apiErr.ErrorCode == errCodeWrongLastSeqConst
+	}
+	return false
+}
+
+// AsyncAppend is an append in flight; see AppendAsync.
+type AsyncAppend struct {
+	fut        jetstream.PubAckFuture
+	p          Pending
+	id         string
+	suite, run string
+	expect     uint64
+}
+
+// AppendAsync starts a conditional append of one fact without waiting for
+// the server, so that appends to many runs can be pipelined. Wait for the
+// result before appending the run's next fact: its expected sequence is this
+// one's result.
+func (b *Bus) AppendAsync(expect Expect, p Pending) (*AsyncAppend, error) {
+	msg, id, err := b.message(p, expect)
+	if err != nil {
+		return nil, err
+	}
+	suite, run := p.Fact.Suite, p.Fact.Run
+	fut, err := b.js.PublishMsgAsync(msg,
+		jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
+		jetstream.WithMsgID(id))
+	if err != nil {
+		return nil, fmt.Errorf("append to %s/%s: %w", suite, run, err)
+	}
+	return &AsyncAppend{fut: fut, p: p, id: id, suite: suite, run: run, expect: expect.Last}, nil
+}
+
+// Wait returns the committed record or the append's error (a
+// *ConflictError when another writer got there first). Pass
+// expect.Then(record.Seq) as the expectation of the run's next append.
+func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
+	select {
+	case ack := <-a.fut.Ok():
+		return Record{Fact: a.p.Fact, Seq: ack.Sequence, Subject: a.fut.Msg().Subject, MsgID: a.id, Duplicate: ack.Duplicate}, nil
+	case err := <-a.fut.Err():
+		if isConflict(err) {
+			return Record{}, &ConflictError{Suite: a.suite, Run: a.run, Expected: a.expect, Err: err}
+		}
+		return Record{}, fmt.Errorf("append to %s/%s: %w", a.suite, a.run, err)
+	case <-ctx.Done():
+		return Record{}, fmt.Errorf("append to %s/%s: %w", a.suite, a.run, ctx.Err())
+	}
+}

@@ -1,0 +1,98 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names of the streams and buckets factline uses.
+const (
+	FactsStream     = "FACTS"
+	ControlStream   = "CONTROL"
+	DeadStream      = "DEAD"
+	BlobBucket      = "BLOBS"
+	PositionsBucket = "POSITIONS"
+	deadPrefix      = "dead"
+)
+
+// Config holds the stream settings Open ensures.
+type Config struct {
+	// Replicas of FACTS, DEAD and the buckets: 1 on a single server, 3 on a
+	// three-node cluster.
+	Replicas int
+	// DedupWindow is how long JetStream remembers message IDs (default 2m).
+	DedupWindow time.Duration
+	// ControlMaxAge bounds how long control signals and status live
+	// (default 10m).
+	ControlMaxAge time.Duration
+	// Logger receives the bus's own log lines (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = 2 * time.Minute
+	}
+	if c.ControlMaxAge <= 0 {
+		c.ControlMaxAge = 10 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Bus is a connection to factline's streams. It is safe for concurrent use.
+type Bus struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	cfg   Config
+	log   *slog.Logger
+	blobs jetstream.ObjectStore
+	pos   jetstream.KeyValue
+}
+
+// Open ensures the streams and buckets exist with the expected settings and
+// returns a Bus over nc. The caller keeps ownership of nc.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
+	cfg.defaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("open bus: %w", err)
+	}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
+	if err := b.ensure(ctx); err != nil {
+		return nil, fmt.Errorf("open bus: %w", err)
+	}
+	return b, nil
+}
+
+// Conn returns the underlying connection.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream returns the JetStream context, for tests and baselines.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Dial connects to a NATS server or cluster by URL (comma-separated for
+// several seeds) and opens the bus on it. Close the bus's connection when
+// done (b.Conn().Close()).
+func Dial(ctx context.Context, url string, cfg Config, opts ...nats.Option) (*Bus, error) {
+	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", url, err)
+	}
+	b, err := Open(ctx, nc, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,109 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// DecideFunc looks at a run's committed facts and returns what to append
+// (nothing when there is nothing to do). It must be a pure function of the
+// log: Commit calls it again after every conflict. Facts it returns take
+// positions from log.NextPosition() on.
+type DecideFunc func(log RunLog) ([]Pending, error)
+
+// ErrTooManyConflicts is returned when a run kept moving under a writer for
+// every attempt Commit allows.
+var ErrTooManyConflicts = errors.New("too many append conflicts")
+
+// commitAttempts bounds the reload-and-decide loop; contention on one run
+// is between a handful of services, so a few rounds settle it.
+const commitAttempts = 8
+
+// Commit is the one write path services use: load the run, decide, append
+// under optimistic concurrency, and on conflict reload and decide again.
+//
+// Before appending, and again after a conflict, it looks for the decided
+// facts' message IDs in the log: those already committed (a redelivered
+// input, or a retried append whose first try landed) are returned as they
+// are and not appended again. A standalone server checks the
+// expected sequence before deduplication, so a retry can fail with a
+// conflict rather than report a duplicate; the reload covers both.
+//
+// cache may be nil.
+func (b *Bus) Commit(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc) ([]Record, error) {
+	load := func() (RunLog, error) {
+		if cache != nil {
+			return cache.Load(ctx, suite, run)
+		}
+		return b.LoadRun(ctx, suite, run)
+	}
+	var lastErr error
+	for attempt := range commitAttempts {
+		log, err := load()
+		if err != nil {
+			return nil, err
+		}
+		pending, err := decide(log)
+		if err != nil {
+			return nil, fmt.Errorf("decide %s/%s: %w", suite, run, err)
+		}
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		done, rest := splitCommitted(log, pending)
+		if len(rest) == 0 {
+			return done, nil
+		}
+		recs, err := b.Append(ctx, log.Expect(), rest...)
+		if err == nil {
+			return append(done, recs...), nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+		lastErr = err
+		b.log.Debug("append conflict; reloading", "suite", suite, "run", run, "attempt", attempt+1)
+		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("commit to %s/%s: %w after %d attempts: %w", suite, run, ErrTooManyConflicts, commitAttempts, lastErr)
+}
+
+// splitCommitted separates the pending facts whose message IDs the log
+// already holds (returned as their committed records) from those still to
+// append. A crash between two appends of one decision leaves such a prefix.
+func splitCommitted(log RunLog, pending []Pending) (done []Record, rest []Pending) {
+	for _, p := range pending {
+		id := p.MsgID
+		if id == "" {
+			id = p.Fact.ID.String()
+		}
+		if r, ok := log.ByMsgID(id); ok {
+			r.Duplicate = true
+			done = append(done, r)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return done, rest
+}
+
+func backoff(attempt int) time.Duration {
+	base := time.Millisecond << min(attempt, 6)
+	return base + rand.N(base)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,233 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/events"
+)
+
+// ConsumerConfig describes a durable pull consumer on FACTS shared by every
+// instance of a service.
+type ConsumerConfig struct {
+	// Name is the durable name; every instance of a service uses the same.
+	Name string
+	// Filters are the subjects to consume (e.g. events.KindFilter(kind)).
+	Filters []string
+	// MaxDeliver is how many times a message is tried before it is
+	// dead-lettered (default 5).
+	MaxDeliver int
+	// AckWait is how long a delivery may go without an ack or a progress
+	// heartbeat before the server redelivers it (default 30s). Handlers that
+	// run longer are kept alive by heartbeats every AckWait/3.
+	AckWait time.Duration
+	// Prefetch bounds how many messages this instance buffers (default 8).
+	// Small on purpose: a large prefetch processed slowly causes
+	// redelivery storms.
+	Prefetch int
+	// Workers is how many messages this instance handles at once (default 1).
+	Workers int
+	// MaxAckPending bounds unacknowledged messages across all instances
+	// (default 256).
+	MaxAckPending int
+	// DeliverNew starts a new consumer at the stream's end instead of its
+	// beginning.
+	DeliverNew bool
+}
+
+func (c *ConsumerConfig) defaults() error {
+	if c.Name == "" {
+		return errors.New("consumer: Name is required")
+	}
+	if err := events.ValidateToken("consumer name", c.Name); err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	if len(c.Filters) == 0 {
+		return fmt.Errorf("consumer %s: at least one filter subject is required", c.Name)
+	}
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 5
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.Prefetch <= 0 {
+		c.Prefetch = 8
+	}
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 256
+	}
+	return nil
+}
+
+// Delivery is one fact handed to a Handler.
+type Delivery struct {
+	Record
+	// Deliveries counts how many times this message was delivered (1 first).
+	Deliveries uint64
+	// Pending is how many messages the consumer had left after this one.
+	Pending uint64
+}
+
+// Handler processes one delivered fact. Returning nil acknowledges it; an
+// error asks for redelivery with backoff until MaxDeliver, after which the
+// message is dead-lettered with the error as reason. Wrap an error with
+// Permanent to dead-letter at once.
+type Handler func(ctx context.Context, d Delivery) error
+
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Permanent marks an error that no retry can fix: the message goes to the
+// dead-letter stream at once.
+func Permanent(err error) error { return permanentError{err} }
+
+// Consume runs a handler over a durable consumer until ctx is done. Messages
+// that do not decode as facts are dead-lettered without calling the handler;
+// the consumer keeps going either way. On shutdown, deliveries in progress
+// are handed back (nak) for another instance, never acknowledged unfinished.
+func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	deliver := jetstream.DeliverAllPolicy
+	if cfg.DeliverNew {
+		deliver = jetstream.DeliverNewPolicy
+	}
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, FactsStream, jetstream.ConsumerConfig{
+		Durable:        cfg.Name,
+		FilterSubjects: cfg.Filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        cfg.AckWait,
+		// One delivery beyond our own limit, so that a message whose handler
+		// crashed the process every time still reaches the dead-letter path
+		// instead of being dropped silently by the server.
+		MaxDeliver:    cfg.MaxDeliver + 1,
+		MaxAckPending: cfg.MaxAckPending,
+		DeliverPolicy: deliver,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
+	}
+	work := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Go(func() {
+			for m := range work {
+				b.handle(ctx, cfg, h, m)
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, iter.Stop)
+	defer stop()
+	var runErr error
+	for {
+		m, err := iter.Next()
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				runErr = fmt.Errorf("consumer %s: %w", cfg.Name, err)
+			}
+			break
+		}
+		select {
+		case work <- m:
+		case <-ctx.Done():
+			_ = m.Nak()
+		}
+	}
+	close(work)
+	wg.Wait()
+	return runErr
+}
+
+// handle runs one delivery to its end: ack, nak with backoff, or dead-letter.
+func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		b.log.Error("message without metadata", "consumer", cfg.Name, "err", err)
+		_ = m.Term()
+		return
+	}
+	dead := func(reason string) {
+		if err := b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason); err != nil {
+			b.log.Error("dead-letter failed; will retry", "consumer", cfg.Name, "err", err)
+			_ = m.NakWithDelay(backoff(int(md.NumDelivered)))
+			return
+		}
+		_ = m.Term()
+	}
+	if md.NumDelivered > uint64(cfg.MaxDeliver) {
+		dead(fmt.Sprintf("delivered %d times without an answer (max %d)", md.NumDelivered, cfg.MaxDeliver))
+		return
+	}
+	f, err := events.Decode(m.Data())
+	if err != nil {
+		dead("undecodable fact: " + err.Error())
+		return
+	}
+	if subj, serr := f.Subject(); serr != nil || subj != m.Subject() {
+		dead(fmt.Sprintf("fact %s/%s/%s does not match its subject %s", f.Suite, f.Run, f.Kind(), m.Subject()))
+		return
+	}
+	d := Delivery{
+		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader)},
+		Deliveries: md.NumDelivered,
+		Pending:    md.NumPending,
+	}
+	err = b.runWithHeartbeat(ctx, cfg.AckWait/3, m, func() error { return h(ctx, d) })
+	switch {
+	case err == nil:
+		if aerr := m.Ack(); aerr != nil {
+			b.log.Warn("ack failed; the message will be redelivered and handled idempotently", "consumer", cfg.Name, "seq", d.Seq, "err", aerr)
+		}
+	case ctx.Err() != nil:
+		// Shutting down: hand it back unfinished for another instance.
+		_ = m.Nak()
+	case errors.As(err, new(permanentError)):
+		dead(err.Error())
+	case md.NumDelivered >= uint64(cfg.MaxDeliver):
+		dead(fmt.Sprintf("failed %d times, last: %v", md.NumDelivered, err))
+	default:
+		b.log.Warn("handler failed; redelivering", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
+		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))
+	}
+}
+
+// runWithHeartbeat runs fn, telling the server every period that the
+// delivery is still being worked on so it is not redelivered meanwhile.
+func (b *Bus) runWithHeartbeat(ctx context.Context, period time.Duration, m jetstream.Msg, fn func() error) error {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	})
+	err := fn()
+	close(done)
+	wg.Wait()
+	return err
+}

@@ -1,0 +1,194 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+)
+
+// consume runs a consumer in the background until the test ends.
+func consume(t *testing.T, b *bus.Bus, cfg bus.ConsumerConfig, h bus.Handler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Consume(ctx, cfg, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("consumer: %v", err)
+		}
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stallFor derives the staller-like fact for a turn: a deterministic
+// message ID makes processing the same turn twice commit it once.
+func stallFor(b *bus.Bus, d bus.Delivery) bus.DecideFunc {
+	return func(log bus.RunLog) ([]bus.Pending, error) {
+		tc := d.Fact.Body.(events.TurnCompleted)
+		f, err := events.NewFact(events.Meta{
+			Suite: d.Fact.Suite, Run: d.Fact.Run, TaskGeneration: d.Fact.TaskGeneration,
+			Position: log.NextPosition(), Causation: d.Fact.ID.String(),
+			Producer: events.Producer{Service: events.OwnerStaller, Instance: "t"},
+		}, events.StallObserved{Turn: tc.Evidence.Turn, Observation: events.StallObservation{Position: d.Fact.Position}})
+		return []bus.Pending{{Fact: f, MsgID: fmt.Sprintf("%s/%d/stall", d.Fact.Run, tc.Evidence.Turn)}}, err
+	}
+}
+
+// The same input processed twice (the first ack lost to a "crash") commits
+// one derived fact.
+func TestRedeliveryCommitsOnce(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var calls atomic.Int32
+	consume(t, b, bus.ConsumerConfig{Name: "staller", Filters: []string{events.KindFilter(events.KindTurnCompleted)}, AckWait: time.Second},
+		func(ctx context.Context, d bus.Delivery) error {
+			if _, err := b.Commit(ctx, nil, d.Fact.Suite, d.Fact.Run, stallFor(b, d)); err != nil {
+				return err
+			}
+			if calls.Add(1) == 1 {
+				return errors.New("simulated crash after commit, before ack")
+			}
+			return nil
+		})
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r1", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "second delivery", func() bool { return calls.Load() >= 2 })
+	log, err := b.LoadRun(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalls := 0
+	for _, r := range log.Records {
+		if r.Fact.Kind() == events.KindStallObserved {
+			stalls++
+		}
+	}
+	if stalls != 1 {
+		t.Fatalf("%d stall.observed facts committed for one turn, want 1", stalls)
+	}
+}
+
+// An undecodable message on a fact subject lands in the dead-letter stream
+// with its reason, and the consumer goes on to the next fact.
+func TestUndecodableGoesToDeadLetters(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var mu sync.Mutex
+	var seen []uint64
+	consume(t, b, bus.ConsumerConfig{Name: "watcher", Filters: []string{"fact.>"}},
+		func(ctx context.Context, d bus.Delivery) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, d.Fact.Position)
+			return nil
+		})
+	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s.r1.turn.completed", Data: []byte{0xc1, 0x00}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s.r1.bogus.kind", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r2", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the good fact", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	var dead []bus.DeadLetter
+	waitFor(t, "two dead letters", func() bool {
+		var err error
+		dead, err = b.DeadLetters(ctx, "watcher")
+		return err == nil && len(dead) == 2
+	})
+	for _, d := range dead {
+		if !strings.Contains(d.Reason, "undecodable fact") || d.Consumer != "watcher" || d.Stream != bus.FactsStream || d.StreamSeq == 0 {
+			t.Fatalf("dead letter lacks detail: %+v", d)
+		}
+	}
+	if dead[0].Subject != "fact.s.r1.turn.completed" || string(dead[1].Data) != "x" {
+		t.Fatalf("dead letters do not keep the original: %+v", dead)
+	}
+}
+
+// A handler that keeps failing has its message dead-lettered after
+// MaxDeliver tries, with the last error as reason; a permanent error goes
+// there at once.
+func TestFailingHandlerDeadLetters(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var tries atomic.Int32
+	consume(t, b, bus.ConsumerConfig{Name: "flaky", Filters: []string{"fact.*.*.run.claimed"}, MaxDeliver: 3},
+		func(ctx context.Context, d bus.Delivery) error {
+			if d.Fact.Run == "perm" {
+				return bus.Permanent(errors.New("case file is invalid"))
+			}
+			tries.Add(1)
+			return errors.New("model endpoint down")
+		})
+	for _, run := range []string{"flaky", "perm"} {
+		if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", run, 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dead []bus.DeadLetter
+	waitFor(t, "dead letters", func() bool {
+		var err error
+		dead, err = b.DeadLetters(ctx, "flaky")
+		return err == nil && len(dead) == 2
+	})
+	reasons := dead[0].Reason + " | " + dead[1].Reason
+	if !strings.Contains(reasons, "failed 3 times, last: model endpoint down") || !strings.Contains(reasons, "case file is invalid") {
+		t.Fatalf("reasons = %q", reasons)
+	}
+	if n := tries.Load(); n != 3 {
+		t.Fatalf("failing message tried %d times, want 3", n)
+	}
+}
+
+// A handler that runs longer than AckWait is kept alive by progress
+// heartbeats and is not redelivered meanwhile.
+func TestLongHandlerIsNotRedelivered(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var deliveries atomic.Int32
+	var finished atomic.Bool
+	consume(t, b, bus.ConsumerConfig{Name: "slow", Filters: []string{"fact.>"}, AckWait: 300 * time.Millisecond, Workers: 2},
+		func(ctx context.Context, d bus.Delivery) error {
+			deliveries.Add(1)
+			select {
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			finished.Store(true)
+			return nil
+		})
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "handler to finish", finished.Load)
+	if n := deliveries.Load(); n != 1 {
+		t.Fatalf("delivered %d times, want 1", n)
+	}
+}

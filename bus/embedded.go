@@ -1,0 +1,170 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Durability says when the embedded server fsyncs the file store.
+type Durability string
+
+const (
+	// SyncAlways fsyncs every write before it is acknowledged, so an
+	// acknowledged fact survives an OS crash or power loss. The default.
+	SyncAlways Durability = "always"
+	// SyncInterval fsyncs on a timer (EmbeddedConfig.SyncEvery). Faster, but
+	// facts acknowledged since the last sync can be lost on an OS crash or
+	// power failure (a process crash alone loses nothing: the OS holds the
+	// pages). NATS' own default is a 2-minute interval.
+	SyncInterval Durability = "interval"
+)
+
+// ParseDurability reads a durability setting from a flag or config value.
+func ParseDurability(s string) (Durability, error) {
+	switch Durability(s) {
+	case SyncAlways, SyncInterval:
+		return Durability(s), nil
+	}
+	return "", fmt.Errorf("durability %q: want %q or %q", s, SyncAlways, SyncInterval)
+}
+
+// EmbeddedConfig configures an in-process JetStream server.
+type EmbeddedConfig struct {
+	// StoreDir holds the file store. Required.
+	StoreDir string
+	// Durability defaults to SyncAlways.
+	Durability Durability
+	// SyncEvery is the fsync period in SyncInterval mode (default 1s).
+	SyncEvery time.Duration
+	// Listen, when set, also serves TCP clients at this host:port
+	// ("127.0.0.1:4222"; port -1 picks a free one). Empty means in-process only.
+	Listen string
+	// Name names the server (default "factline").
+	Name string
+	// Cluster, when set, joins the server to a cluster (see ClusterConfig).
+	Cluster *ClusterConfig
+	// Logger receives the server's log lines; nil silences them.
+	Logger server.Logger
+}
+
+// ClusterConfig joins an embedded server to a JetStream cluster on loopback
+// or a private network.
+type ClusterConfig struct {
+	Name   string   // cluster name, identical on every node
+	Listen string   // host:port for cluster routes
+	Routes []string // nats-route://host:port of the other nodes
+}
+
+// Embedded is a running in-process JetStream server.
+type Embedded struct {
+	srv *server.Server
+	cfg EmbeddedConfig
+}
+
+// StartEmbedded starts a JetStream server in this process and waits until it
+// accepts connections.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("embedded server: StoreDir is required")
+	}
+	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded server: store dir: %w", err)
+	}
+	if cfg.Durability == "" {
+		cfg.Durability = SyncAlways
+	}
+	if cfg.Name == "" {
+		cfg.Name = "factline"
+	}
+	opts := &server.Options{
+		ServerName: cfg.Name,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		NoLog:      cfg.Logger == nil,
+		DontListen: cfg.Listen == "",
+		Host:       "127.0.0.1",
+		Port:       -1,
+	}
+	switch cfg.Durability {
+	case SyncAlways:
+		opts.SyncAlways = true
+	case SyncInterval:
+		opts.SyncInterval = cfg.SyncEvery
+		if opts.SyncInterval <= 0 {
+			opts.SyncInterval = time.Second
+		}
+	default:
+		return nil, fmt.Errorf("embedded server: unknown durability %q", cfg.Durability)
+	}
+	if cfg.Listen != "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server: listen: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if c := cfg.Cluster; c != nil {
+		host, port, err := splitHostPort(c.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server: cluster listen: %w", err)
+		}
+		opts.Cluster.Name = c.Name
+		opts.Cluster.Host, opts.Cluster.Port = host, port
+		opts.Routes = server.RoutesFromStr(joinComma(c.Routes))
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded server: %w", err)
+	}
+	if cfg.Logger != nil {
+		srv.SetLoggerV2(cfg.Logger, false, false, false)
+	}
+	srv.Start()
+	wait := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	if !srv.ReadyForConnections(wait) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded server: not ready after %v", wait)
+	}
+	return &Embedded{srv: srv, cfg: cfg}, nil
+}
+
+// Server exposes the underlying nats-server, for tests and ops.
+func (e *Embedded) Server() *server.Server { return e.srv }
+
+// ClientURL is the TCP URL clients use, or "" when the server is
+// in-process only.
+func (e *Embedded) ClientURL() string {
+	if e.cfg.Listen == "" {
+		return ""
+	}
+	return e.srv.ClientURL()
+}
+
+// Connect opens an in-process client connection (no TCP involved).
+func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(e.srv), nats.Name("factline")}, opts...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect in-process: %w", err)
+	}
+	return nc, nil
+}
+
+// Durability reports the fsync mode the server runs with.
+func (e *Embedded) Durability() Durability { return e.cfg.Durability }
+
+// Shutdown stops the server and waits for it to finish, flushing stores.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}

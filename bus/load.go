@@ -1,0 +1,453 @@
+package bus
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/events"
+)
+
+// RunLog is one run's committed facts in stream order.
+type RunLog struct {
+	Suite, Run string
+	Records    []Record
+	// Bad lists messages on the run's subjects that do not decode as facts.
+	// They count for LastSeq (the stream holds them) but carry no fact;
+	// consumers dead-letter them when they are delivered.
+	Bad []BadRecord
+	// LastSeq is the stream sequence of the run's newest message, 0 if none:
+	// the value to pass to Append as expectLast.
+	LastSeq uint64
+}
+
+// BadRecord is a message that failed to decode.
+type BadRecord struct {
+	Seq     uint64
+	Subject string
+	Err     error
+}
+
+// Facts returns the run's facts in order.
+func (l RunLog) Facts() []events.Fact {
+	out := make([]events.Fact, len(l.Records))
+	for i, r := range l.Records {
+		out[i] = r.Fact
+	}
+	return out
+}
+
+// ByMsgID finds a committed fact by its deduplication ID: how a writer
+// recognises, after a conflict or a redelivery, that its fact is already in.
+func (l RunLog) ByMsgID(id string) (Record, bool) {
+	for i := len(l.Records) - 1; i >= 0; i-- {
+		if l.Records[i].MsgID == id {
+			return l.Records[i], true
+		}
+	}
+	return Record{}, false
+}
+
+// NextPosition is the position the run's next fact takes.
+func (l RunLog) NextPosition() uint64 {
+	if n := len(l.Records); n > 0 {
+		return l.Records[n-1].Fact.Position + 1
+	}
+	return 1
+}
+
+// Expect returns the expectation to append after this log (see Append).
+func (l RunLog) Expect() Expect {
+	seqs := make([]uint64, 0, len(l.Records)+len(l.Bad))
+	for _, r := range l.Records {
+		seqs = append(seqs, r.Seq)
+	}
+	for _, r := range l.Bad {
+		seqs = append(seqs, r.Seq)
+	}
+	slices.Sort(seqs)
+	slices.Reverse(seqs)
+	if len(seqs) == 0 {
+		return Expect{}
+	}
+	return Expect{Last: seqs[0], prev: seqs[:min(len(seqs), prevDepth)]}
+}
+
+// LoadRun reads every fact of one run, in order. Its cost follows the size
+// of the run, not of the stream: it finds the run's last message and follows
+// the HeaderPrev links back, fetching by sequence many at a time. When the
+// links cannot prove the run complete (a message written without them, a
+// deleted message) it falls back to a filtered scan, which is always right
+// but slower on a big stream.
+func (b *Bus) LoadRun(ctx context.Context, suite, run string) (RunLog, error) {
+	log := RunLog{Suite: suite, Run: run}
+	if err := b.extendRun(ctx, &log); err != nil {
+		return RunLog{}, err
+	}
+	return log, nil
+}
+
+// extendRun appends to log the run's messages after log.LastSeq.
+func (b *Bus) extendRun(ctx context.Context, log *RunLog) error {
+	filter := events.RunFilter(log.Suite, log.Run)
+	msgs, ok, err := b.fetchByLinks(ctx, filter, log.LastSeq)
+	if err != nil {
+		return err
+	}
+	if ok {
+		next := *log
+		for _, m := range msgs {
+			addMessage(&next, m)
+		}
+		// A fresh load must reach the run's first fact; otherwise a message
+		// without links cut the walk short.
+		if log.LastSeq > 0 || len(msgs) == 0 || (len(next.Records) > 0 && len(next.Bad) == 0 && next.Records[0].Fact.Position == 1) {
+			*log = next
+			return nil
+		}
+		b.log.Debug("run links incomplete; scanning", "filter", filter)
+	}
+	return b.directBatch(ctx, FactsStream, filter, log.LastSeq+1, func(m *nats.Msg, _ uint64) { addMessage(log, m) })
+}
+
+// addMessage decodes one stored message of the run into log.
+func addMessage(log *RunLog, m *nats.Msg) {
+	seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	log.LastSeq = seq
+	subj := m.Header.Get(jetstream.SubjectHeader)
+	f, err := events.Decode(m.Data)
+	if err != nil {
+		log.Bad = append(log.Bad, BadRecord{Seq: seq, Subject: subj, Err: err})
+		return
+	}
+	log.Records = append(log.Records, Record{Fact: f, Seq: seq, Subject: subj, MsgID: m.Header.Get(jetstream.MsgIDHeader)})
+}
+
+// fetchByLinks fetches the run's messages after stop by following HeaderPrev
+// links from the run's newest message. ok is false when the links do not
+// prove that nothing was missed; the caller then scans.
+func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64) (msgs []*nats.Msg, ok bool, err error) {
+	g, err := b.newGetter()
+	if err != nil {
+		return nil, false, err
+	}
+	defer g.close()
+	last, found, err := g.get(ctx, directGetRequest{LastFor: filter})
+	if err != nil || !found {
+		// Nothing at all: an empty run, unless we knew of messages before.
+		return nil, err == nil && stop == 0, err
+	}
+	got := map[uint64]*nats.Msg{}
+	links := map[uint64][]uint64{}
+	var want []uint64
+	add := func(seq uint64, m *nats.Msg) bool {
+		prev, okp := parsePrev(m.Header.Get(HeaderPrev))
+		if !okp {
+			return false
+		}
+		got[seq], links[seq] = m, prev
+		for _, p := range prev {
+			if _, have := got[p]; p > stop && !have && !slices.Contains(want, p) {
+				want = append(want, p)
+			}
+		}
+		return true
+	}
+	lastSeq := seqOf(last)
+	if lastSeq <= stop {
+		return nil, lastSeq == stop, nil
+	}
+	if !add(lastSeq, last) {
+		return nil, false, nil
+	}
+	for len(want) > 0 {
+		batch := want
+		want = nil
+		ms, err := g.getSeqs(ctx, batch)
+		if err != nil || ms == nil {
+			return nil, false, err
+		}
+		for i, m := range ms {
+			if !add(batch[i], m) {
+				return nil, false, nil
+			}
+		}
+	}
+	seqs := slices.Sorted(maps.Keys(got))
+	// Each message must link to the one before it, and the oldest to stop
+	// (or to nothing, for a run's first message).
+	for i, s := range seqs {
+		want := stop
+		if i > 0 {
+			want = seqs[i-1]
+		}
+		var prev0 uint64
+		if p := links[s]; len(p) > 0 {
+			prev0 = p[0]
+		}
+		if prev0 != want {
+			return nil, false, nil
+		}
+	}
+	out := make([]*nats.Msg, len(seqs))
+	for i, s := range seqs {
+		out[i] = got[s]
+	}
+	return out, true, nil
+}
+
+func seqOf(m *nats.Msg) uint64 {
+	s, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	return s
+}
+
+// getter issues direct gets on FACTS over one reply subscription.
+type getter struct {
+	nc    *nats.Conn
+	inbox string
+	sub   *nats.Subscription
+	api   string
+}
+
+func (b *Bus) newGetter() (*getter, error) {
+	inbox := b.nc.NewInbox()
+	sub, err := b.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	return &getter{nc: b.nc, inbox: inbox, sub: sub, api: "$JS.API.DIRECT.GET." + FactsStream}, nil
+}
+
+func (g *getter) close() { _ = g.sub.Unsubscribe() }
+
+func (g *getter) send(req directGetRequest) error {
+	data, _ := json.Marshal(req)
+	if err := g.nc.PublishRequest(g.api, g.inbox, data); err != nil {
+		return fmt.Errorf("direct get: %w", err)
+	}
+	return nil
+}
+
+// receive reads one answer; found is false for "no such message".
+func (g *getter) receive(ctx context.Context) (*nats.Msg, bool, error) {
+	m, err := g.sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("direct get: %w", err)
+	}
+	switch st := m.Header.Get("Status"); st {
+	case "":
+		return m, true, nil
+	case "404":
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("direct get: status %s %s", st, m.Header.Get("Description"))
+	}
+}
+
+func (g *getter) get(ctx context.Context, req directGetRequest) (*nats.Msg, bool, error) {
+	if err := g.send(req); err != nil {
+		return nil, false, err
+	}
+	return g.receive(ctx)
+}
+
+// getSeqs fetches messages by sequence, all requests in flight at once. It
+// returns nil (and no error) if any of them is gone.
+func (g *getter) getSeqs(ctx context.Context, seqs []uint64) ([]*nats.Msg, error) {
+	for _, s := range seqs {
+		if err := g.send(directGetRequest{Seq: s}); err != nil {
+			return nil, err
+		}
+	}
+	bySeq := make(map[uint64]*nats.Msg, len(seqs))
+	missing := false
+	for range seqs {
+		m, found, err := g.receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			missing = true
+			continue
+		}
+		bySeq[seqOf(m)] = m
+	}
+	if missing {
+		return nil, nil
+	}
+	out := make([]*nats.Msg, len(seqs))
+	for i, s := range seqs {
+		if out[i] = bySeq[s]; out[i] == nil {
+			return nil, nil
+		}
+	}
+	return out, nil
+}
+
+// directBatchSize bounds one batched direct get; the loop asks again while
+// the server reports more pending.
+const directBatchSize = 512
+
+type directGetRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	Batch   int    `json:"batch,omitempty"`
+}
+
+// directBatch streams the messages matching filter from sequence from on,
+// calling fn for each in order.
+func (b *Bus) directBatch(ctx context.Context, stream, filter string, from uint64, fn func(*nats.Msg, uint64)) error {
+	inbox := b.nc.NewInbox()
+	sub, err := b.nc.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("load %s: subscribe: %w", filter, err)
+	}
+	defer sub.Unsubscribe()
+	api := "$JS.API.DIRECT.GET." + stream
+	for {
+		req, _ := json.Marshal(directGetRequest{Seq: from, NextFor: filter, Batch: directBatchSize})
+		if err := b.nc.PublishRequest(api, inbox, req); err != nil {
+			return fmt.Errorf("load %s: request: %w", filter, err)
+		}
+		more, last, err := readBatch(ctx, sub, fn)
+		if err != nil {
+			return fmt.Errorf("load %s from %d: %w", filter, from, err)
+		}
+		if !more {
+			return nil
+		}
+		from = last + 1
+	}
+}
+
+// readBatch reads one batched direct-get answer. It reports whether the
+// server has more matching messages and the last sequence it delivered.
+func readBatch(ctx context.Context, sub *nats.Subscription, fn func(*nats.Msg, uint64)) (more bool, last uint64, err error) {
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return false, last, err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "404": // nothing (more) matches
+			return false, last, nil
+		case "204": // end of batch
+			np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			return np > 0 && last > 0, last, nil
+		default:
+			return false, last, fmt.Errorf("direct get: status %s %s", status, m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return false, last, fmt.Errorf("direct get: bad %s header %q", jetstream.SequenceHeader, m.Header.Get(jetstream.SequenceHeader))
+		}
+		last = seq
+		fn(m, seq)
+	}
+}
+
+// RunCache keeps recently loaded runs so that a service handling many facts
+// of one run reads each fact once: a load fetches only what was appended
+// since the cached copy's last sequence. It holds at most max runs, evicting
+// the least recently used. Loads of different runs proceed in parallel.
+type RunCache struct {
+	bus  *Bus
+	max  int
+	mu   sync.Mutex
+	runs map[string]*list.Element // of *cachedRun
+	lru  list.List                // front = most recent
+}
+
+type cachedRun struct {
+	key  string
+	lock chanMutex // held while the run is being extended
+	log  RunLog
+}
+
+// chanMutex is a mutex whose lock honours a context, so a slow fetch for one
+// caller cannot hold others past their deadlines.
+type chanMutex chan struct{}
+
+func (m chanMutex) lock(ctx context.Context) error {
+	select {
+	case m <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (m chanMutex) unlock() { <-m }
+
+// NewRunCache returns a cache of at most max runs (default 1024).
+func (b *Bus) NewRunCache(max int) *RunCache {
+	if max <= 0 {
+		max = 1024
+	}
+	return &RunCache{bus: b, max: max, runs: make(map[string]*list.Element)}
+}
+
+// entry returns the cache slot of a run, creating it (and evicting the
+// least recently used slot) when needed.
+func (c *RunCache) entry(suite, run string) *cachedRun {
+	key := suite + "." + run
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.runs[key]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*cachedRun)
+	}
+	e := &cachedRun{key: key, lock: make(chanMutex, 1), log: RunLog{Suite: suite, Run: run}}
+	c.runs[key] = c.lru.PushFront(e)
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.runs, old.Value.(*cachedRun).key)
+	}
+	return e
+}
+
+// Load returns the run's facts up to now, fetching only the new ones.
+func (c *RunCache) Load(ctx context.Context, suite, run string) (RunLog, error) {
+	e := c.entry(suite, run)
+	if err := e.lock.lock(ctx); err != nil {
+		return RunLog{}, err
+	}
+	defer e.lock.unlock()
+	next := e.log
+	if err := c.bus.extendRun(ctx, &next); err != nil {
+		return RunLog{}, err
+	}
+	e.log = next
+	// Callers may append to what they get; clip so they never write into
+	// the cache's backing arrays.
+	next.Records = slices.Clip(next.Records)
+	next.Bad = slices.Clip(next.Bad)
+	return next, nil
+}
+
+// Forget drops a run from the cache (e.g. when it ended).
+func (c *RunCache) Forget(suite, run string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.runs[suite+"."+run]; ok {
+		c.lru.Remove(el)
+		delete(c.runs, suite+"."+run)
+	}
+}
+
+// Len reports how many runs the cache holds.
+func (c *RunCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}

@@ -1,0 +1,195 @@
+package bus_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+)
+
+// appendRun appends n facts to a run, chaining expectations.
+func appendRun(t testing.TB, b *bus.Bus, suite, run string, from uint64, n int, expect bus.Expect) bus.Expect {
+	ctx := testCtxTB(t)
+	for i := range n {
+		pos := from + uint64(i)
+		recs, err := b.Append(ctx, expect, bus.Pending{Fact: bustest.Turn(t, suite, run, pos, uint32(pos))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect = expect.Then(recs[0].Seq)
+	}
+	return expect
+}
+
+func TestLoadRunReturnsOnlyItsFactsInOrder(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	lasts := map[string]bus.Expect{}
+	// Interleave three runs so that each run's facts are scattered.
+	for round := range 5 {
+		for _, run := range []string{"r1", "r2", "r3"} {
+			lasts[run] = appendRun(t, b, "s", run, uint64(round+1), 1, lasts[run])
+		}
+	}
+	log, err := b.LoadRun(ctx, "s", "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Records) != 5 {
+		t.Fatalf("loaded %d facts, want 5", len(log.Records))
+	}
+	for i, r := range log.Records {
+		if r.Fact.Run != "r2" || r.Fact.Position != uint64(i+1) {
+			t.Fatalf("record %d is %s position %d", i, r.Fact.Run, r.Fact.Position)
+		}
+		if i > 0 && r.Seq <= log.Records[i-1].Seq {
+			t.Fatalf("records out of stream order at %d", i)
+		}
+	}
+	if log.LastSeq != lasts["r2"].Last {
+		t.Fatalf("LastSeq = %d, want %d", log.LastSeq, lasts["r2"].Last)
+	}
+	empty, err := b.LoadRun(ctx, "s", "nobody")
+	if err != nil || len(empty.Records) != 0 || empty.LastSeq != 0 {
+		t.Fatalf("empty run: %+v, %v", empty, err)
+	}
+}
+
+// A run longer than one batched direct get is read whole.
+func TestLoadRunLongerThanOneBatch(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	const n = 1300
+	last := appendRun(t, b, "s", "long", 1, n, bus.Expect{})
+	log, err := b.LoadRun(ctx, "s", "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Records) != n || log.LastSeq != last.Last {
+		t.Fatalf("loaded %d facts to %d, want %d to %d", len(log.Records), log.LastSeq, n, last.Last)
+	}
+}
+
+func TestRunCacheFetchesOnlyNewFacts(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cache := b.NewRunCache(2)
+	last := appendRun(t, b, "s", "r1", 1, 3, bus.Expect{})
+	log, err := cache.Load(ctx, "s", "r1")
+	if err != nil || len(log.Records) != 3 {
+		t.Fatalf("first load: %d facts, %v", len(log.Records), err)
+	}
+	appendRun(t, b, "s", "r1", 4, 2, last)
+	log2, err := cache.Load(ctx, "s", "r1")
+	if err != nil || len(log2.Records) != 5 {
+		t.Fatalf("second load: %d facts, %v", len(log2.Records), err)
+	}
+	if log2.Records[0].Fact.ID != log.Records[0].Fact.ID {
+		t.Fatal("cached prefix changed")
+	}
+	// What the caller holds must not change under it.
+	if len(log.Records) != 3 {
+		t.Fatal("earlier result grew")
+	}
+	for _, run := range []string{"r2", "r3"} {
+		if _, err := cache.Load(ctx, "s", run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cache.Len() != 2 {
+		t.Fatalf("cache holds %d runs, bound is 2", cache.Len())
+	}
+}
+
+// A message on a run's subject that is not a fact is reported, still counts
+// for the run's last sequence, and does not hide the good facts.
+func TestLoadRunReportsUndecodable(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	last := appendRun(t, b, "s", "r1", 1, 1, bus.Expect{})
+	ack, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s.r1.turn.completed", Data: []byte("not msgpack")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRun(t, b, "s", "r1", 2, 1, bus.ExpectLast(ack.Sequence))
+	log, err := b.LoadRun(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Records) != 2 || len(log.Bad) != 1 {
+		t.Fatalf("got %d good and %d bad, want 2 and 1", len(log.Records), len(log.Bad))
+	}
+	if log.Bad[0].Seq != last.Last+1 || log.Bad[0].Err == nil {
+		t.Fatalf("bad record = %+v", log.Bad[0])
+	}
+}
+
+// loadBenchStream fills a stream with `others` facts of other runs and one
+// run of `mine` facts spread through it.
+func loadBenchStream(b *testing.B, bb *bus.Bus, others, mine int) {
+	js := bb.JetStream()
+	every := others / mine
+	pos := uint64(0)
+	var last bus.Expect
+	for i := range others {
+		f := bustest.Turn(b, "bench", fmt.Sprintf("other%d", i%5000), uint64(i/5000+1), 1)
+		data, _ := events.Encode(f)
+		subj, _ := f.Subject()
+		if _, err := js.PublishAsync(subj, data); err != nil {
+			b.Fatal(err)
+		}
+		if i%every == 0 && pos < uint64(mine) {
+			<-js.PublishAsyncComplete()
+			pos++
+			last = appendRun(b, bb, "bench", "mine", pos, 1, last)
+		}
+	}
+	<-js.PublishAsyncComplete()
+}
+
+// BenchmarkLoadRun loads one run of 50 facts from a stream that also holds
+// 100,000 facts of 5,000 other runs, alternating with the baseline: one
+// direct get of a single message on the same stream. It reports the p50 and
+// p99 of both and the ratio of the p50s.
+func BenchmarkLoadRun(b *testing.B) {
+	bb, _ := bustest.Start(b)
+	loadBenchStream(b, bb, 100_000, 50)
+	ctx := testCtxTB(b)
+	s, err := bb.JetStream().Stream(ctx, bus.FactsStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var loads, gets []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		log, err := bb.LoadRun(ctx, "bench", "mine")
+		loads = append(loads, time.Since(t0))
+		if err != nil || len(log.Records) != 50 {
+			b.Fatalf("%d facts, %v", len(log.Records), err)
+		}
+		t0 = time.Now()
+		if _, err := s.GetLastMsgForSubject(ctx, "fact.bench.mine.turn.completed"); err != nil {
+			b.Fatal(err)
+		}
+		gets = append(gets, time.Since(t0))
+	}
+	lp50, lp99 := percentiles(loads)
+	gp50, gp99 := percentiles(gets)
+	b.ReportMetric(float64(lp50.Microseconds()), "load-p50-µs")
+	b.ReportMetric(float64(lp99.Microseconds()), "load-p99-µs")
+	b.ReportMetric(float64(gp50.Microseconds()), "get-p50-µs")
+	b.ReportMetric(float64(gp99.Microseconds()), "get-p99-µs")
+	b.ReportMetric(float64(lp50)/float64(gp50), "p50-ratio")
+}
+
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
+}

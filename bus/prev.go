@@ -1,0 +1,94 @@
+package bus
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Every fact carries, in the header HeaderPrev, the stream sequences of the
+// run's previous messages (up to prevDepth of them, newest first). A reader
+// that knows the run's last message can then fetch the whole run by
+// sequence, many requests at a time, instead of asking the server to scan
+// the stream for the run's subjects: the cost follows the run's length, not
+// how many other runs' facts lie in between.
+//
+// The value is a comma-separated list of decimals: the previous message's
+// sequence, then each older one as the difference to the one before it
+// (deltas are small because a run's facts are close together). A run's
+// first fact has no header.
+const (
+	HeaderPrev = "Factline-Prev"
+	prevDepth  = 32
+)
+
+// Expect is what a writer believes about a run's tail: its last stream
+// sequence and the sequences before it (newest first). Build it from a
+// loaded run with RunLog.Expect, or from a bare sequence with ExpectLast.
+type Expect struct {
+	Last uint64
+	prev []uint64 // newest first, prev[0] == Last when Last > 0
+}
+
+// ExpectLast is an expectation from the last sequence alone. Facts appended
+// with it link only to that one message; loading still works, it just takes
+// more round trips.
+func ExpectLast(seq uint64) Expect {
+	if seq == 0 {
+		return Expect{}
+	}
+	return Expect{Last: seq, prev: []uint64{seq}}
+}
+
+// Then returns the expectation after a message of the run landed at seq.
+func (e Expect) Then(seq uint64) Expect { return e.then(seq) }
+
+func (e Expect) then(seq uint64) Expect {
+	prev := make([]uint64, 0, prevDepth)
+	prev = append(prev, seq)
+	prev = append(prev, e.prev[:min(len(e.prev), prevDepth-1)]...)
+	return Expect{Last: seq, prev: prev}
+}
+
+// Header is the HeaderPrev value a fact appended under this expectation
+// carries ("" for a run's first fact).
+func (e Expect) Header() string { return e.header() }
+
+func (e Expect) header() string {
+	if len(e.prev) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(strconv.FormatUint(e.prev[0], 10))
+	for i := 1; i < len(e.prev); i++ {
+		sb.WriteByte(',')
+		sb.WriteString(strconv.FormatUint(e.prev[i-1]-e.prev[i], 10))
+	}
+	return sb.String()
+}
+
+// parsePrev decodes a HeaderPrev value into sequences, newest first. It
+// reports false for a malformed value.
+func parsePrev(v string) ([]uint64, bool) {
+	if v == "" {
+		return nil, true
+	}
+	parts := strings.Split(v, ",")
+	out := make([]uint64, 0, len(parts))
+	var cur uint64
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		if i == 0 {
+			cur = n
+		} else {
+			if n == 0 || n >= cur {
+				return nil, false
+			}
+			cur -= n
+		}
+		out = append(out, cur)
+	}
+	return out, true
+}

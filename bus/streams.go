@@ -1,0 +1,140 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConfigMismatchError reports an existing stream or bucket whose settings
+// differ from what factline needs in a way that matters. factline never
+// changes such a stream silently: an operator decides.
+type ConfigMismatchError struct {
+	Stream string
+	Field  string
+	Have   string
+	Want   string
+}
+
+func (e *ConfigMismatchError) Error() string {
+	return fmt.Sprintf("stream %s exists with %s = %s, factline needs %s (fix or remove the stream; factline will not change it silently)",
+		e.Stream, e.Field, e.Have, e.Want)
+}
+
+func (b *Bus) streamConfigs() []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
+		{
+			Name:        FactsStream,
+			Description: "factline durable facts: the committed log",
+			Subjects:    []string{"fact.>"},
+			Storage:     jetstream.FileStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			Replicas:    b.cfg.Replicas,
+			Duplicates:  b.cfg.DedupWindow,
+			AllowDirect: true,
+		},
+		{
+			Name:        ControlStream,
+			Description: "factline control signals and live status; may vanish",
+			Subjects:    []string{"ctl.>", "status.>"},
+			Storage:     jetstream.MemoryStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Replicas:    b.cfg.Replicas,
+			MaxAge:      b.cfg.ControlMaxAge,
+			Duplicates:  min(b.cfg.DedupWindow, b.cfg.ControlMaxAge),
+			AllowDirect: true,
+			// Only the newest status per run matters.
+			MaxMsgsPerSubject: 1000,
+		},
+		{
+			Name:        DeadStream,
+			Description: "factline dead letters: messages a consumer could not use, with the reason",
+			Subjects:    []string{deadPrefix + ".>"},
+			Storage:     jetstream.FileStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Replicas:    b.cfg.Replicas,
+			Duplicates:  b.cfg.DedupWindow,
+			AllowDirect: true,
+		},
+	}
+}
+
+func (b *Bus) ensure(ctx context.Context) error {
+	for _, want := range b.streamConfigs() {
+		if err := b.ensureStream(ctx, want); err != nil {
+			return err
+		}
+	}
+	var err error
+	b.blobs, err = b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BlobBucket,
+		Description: "factline blobs named by content digest",
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", BlobBucket, err)
+	}
+	b.pos, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      PositionsBucket,
+		Description: "factline projection replay positions",
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.cfg.Replicas,
+		History:     1,
+	})
+	if err != nil {
+		return fmt.Errorf("kv %s: %w", PositionsBucket, err)
+	}
+	return nil
+}
+
+func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) error {
+	s, err := b.js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := b.js.CreateStream(ctx, want); err != nil {
+			return fmt.Errorf("create stream %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up stream %s: %w", want.Name, err)
+	}
+	have := s.CachedInfo().Config
+	if mm := mismatch(have, want); mm != nil {
+		return mm
+	}
+	return nil
+}
+
+// mismatch compares the settings that change what the log means. Others
+// (descriptions, limits an operator tuned) are the operator's business.
+func mismatch(have, want jetstream.StreamConfig) error {
+	mk := func(field, h, w string) error {
+		return &ConfigMismatchError{Stream: want.Name, Field: field, Have: h, Want: w}
+	}
+	hs, ws := slices.Sorted(slices.Values(have.Subjects)), slices.Sorted(slices.Values(want.Subjects))
+	if !slices.Equal(hs, ws) {
+		return mk("subjects", strings.Join(hs, ","), strings.Join(ws, ","))
+	}
+	if have.Storage != want.Storage {
+		return mk("storage", have.Storage.String(), want.Storage.String())
+	}
+	if have.Retention != want.Retention {
+		return mk("retention", have.Retention.String(), want.Retention.String())
+	}
+	if have.Replicas != want.Replicas {
+		return mk("replicas", fmt.Sprint(have.Replicas), fmt.Sprint(want.Replicas))
+	}
+	if !have.AllowDirect && want.AllowDirect {
+		return mk("allow_direct", "false", "true")
+	}
+	if want.Duplicates > 0 && have.Duplicates == 0 {
+		return mk("duplicate_window", "0", want.Duplicates.String())
+	}
+	return nil
+}
