@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops"
+	"github.com/factline/factline/projections"
+	"github.com/factline/factline/projections/replay"
+)
+
+// runDemo is the smoke run of the foundation: a real embedded JetStream
+// server, one small run's facts committed by the owners that emit them, a
+// race between two writers on one run, and the log replayed into
+// projections. It is what 'make run' shows until the full eval loop exists.
+func runDemo(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("demo", "demo [--store DIR] [--fsync always|interval]", out)
+	store := fs.String("store", "", "store directory (default: a fresh temporary one, removed afterwards)")
+	fsync := fs.String("fsync", string(bus.SyncAlways), "durability: always (fsync before ack) or interval")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	mode, err := bus.ParseDurability(*fsync)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	dir := *store
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "factline-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Durability: mode})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "embedded JetStream in %s (fsync: %s)\n\n", dir, mode)
+
+	d := demo{b: b, suite: "demo", run: events.NewID().String()}
+	if err := d.play(ctx, out); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "\nthe log, replayed from the stream:")
+	if _, err := b.Read(ctx, bus.ReadOptions{}, func(r bus.Raw) error {
+		f, err := events.Decode(r.Data)
+		if err != nil {
+			fmt.Fprintf(out, "%6d undecodable: %v\n", r.Seq, err)
+			return nil
+		}
+		fmt.Fprintln(out, ops.Line(r.Seq, f))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, p := range []projections.Projection{projections.RunsFold, projections.KindsFold} {
+		in := p.Start()
+		res, err := replay.Run(ctx, replay.Stream(b, bus.ReadOptions{}), in, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nprojection %q (%d facts):\n", p.Name(), res.Applied)
+		if err := printJSON(out, in.View()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type demo struct {
+	b          *bus.Bus
+	suite, run string
+	cause      string // ID of the last fact, for causation
+}
+
+// emit commits one fact for the run as the given owner.
+func (d *demo) emit(ctx context.Context, owner events.Owner, body events.Body) error {
+	run := d.run
+	gen := uint32(1)
+	if body.Kind().SuiteScoped() {
+		run, gen = events.SuiteScope, 0
+	}
+	recs, err := d.b.Commit(ctx, nil, d.suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
+		f, err := events.NewFact(events.Meta{
+			Suite: d.suite, Run: run, TaskGeneration: gen, Position: log.NextPosition(),
+			Causation: d.cause, Producer: events.Producer{Service: owner, Instance: string(owner) + "-demo"},
+		}, body)
+		return []bus.Pending{{Fact: f}}, err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", body.Kind(), err)
+	}
+	d.cause = recs[0].Fact.ID.String()
+	return nil
+}
+
+// play commits the facts of one tiny run, as each owner would, with two
+// runners racing to claim it.
+func (d *demo) play(ctx context.Context, out io.Writer) error {
+	caseDigest := events.DigestOf([]byte("case: fix-add"))
+	treatDigest := events.DigestOf([]byte("treatment: scripted"))
+	args := `{"path":"calc.go","old":"a - b","new":"a + b"}`
+	evidence := events.EvidenceRef(d.run + "/call-1")
+	snapshot := events.DigestOf([]byte("workspace after the edit"))
+	cost := uint64(3)
+	tokens := uint64(1200 + 80)
+	steps := []struct {
+		owner events.Owner
+		body  events.Body
+	}{
+		{events.OwnerSubmitter, events.SuiteSubmitted{Name: "demo", SpecDigest: events.DigestOf([]byte("suite: demo")),
+			Cases: []events.Ref{{ID: "fix-add", Digest: caseDigest}}, Treatments: []events.Ref{{ID: "scripted", Digest: treatDigest}}, Trials: 1}},
+		{events.OwnerMeter, events.RunRequested{Case: "fix-add", CaseDigest: caseDigest, Treatment: "scripted", TreatmentDigest: treatDigest, Trial: 1,
+			Budget: events.Budget{Steps: 5, Tokens: 10_000}}},
+		{"race", nil},
+		{events.OwnerRunner, events.TurnStarted{Turn: 1, ContextDigest: events.DigestOf([]byte("request 1")), Messages: 2, Policy: "full"}},
+		{events.OwnerRunner, events.ModelReplied{Turn: 1, Provider: "scripted", Model: "demo-script", Text: "Fixing the sign.",
+			Calls: []events.ToolCall{{ID: "call-1", Name: "edit_file", Args: args, ArgsDigest: events.DigestOf([]byte(args))}},
+			Usage: &events.Usage{InputTokens: 1200, OutputTokens: 80, Cost: &cost}, Finish: "tool_calls"}},
+		{events.OwnerRunner, events.DispatchIntended{Turn: 1, CallID: "call-1", Tool: "edit_file", OperationID: d.run + "/1/call-1",
+			ArgsDigest: events.DigestOf([]byte(args)), Effect: events.EffectWrite}},
+		{events.OwnerRunner, events.DispatchCompleted{Turn: 1, Output: "applied 1 edit to calc.go", Dispatch: events.CompletedDispatch{
+			CallID: "call-1", EvidenceRef: evidence, Disposition: events.DispositionExecuted, Mutation: events.MutationApplied,
+			Verification: events.Passed(1)}}},
+		{events.OwnerRunner, events.TurnCompleted{Evidence: events.RunEvidence{RunID: d.run, TaskGeneration: 1, Turn: 1, EvidencePosition: 7,
+			ActorIntent: events.ProposeDone(evidence),
+			Dispatches: []events.CompletedDispatch{{CallID: "call-1", EvidenceRef: evidence, Disposition: events.DispositionExecuted,
+				Mutation: events.MutationApplied, Verification: events.Passed(1)}}}}},
+		{events.OwnerStaller, events.StallObserved{Turn: 1, Observation: events.StallObservation{Position: 8,
+			Checkpoint: events.StallCheckpoint{Episode: 1, WriteCredit: 1}}}},
+		{events.OwnerDecider, events.StopDecided{Decision: events.StopDecision{DecisionID: d.run + "/1/stop", Turn: 1, TaskGeneration: 1,
+			Result: events.Finish(events.StopFinish{Status: events.FinishDone, Supported: []events.RequirementID{"tests-pass"},
+				Evidence: []events.EvidenceRef{evidence}, Reason: "the declared check passed after the edit"})}}},
+		{events.OwnerRunner, events.CandidateSealed{SnapshotDigest: snapshot, Files: 3}},
+		{events.OwnerRunner, events.RunEnded{Status: events.RunDone, Reason: "stop decider: done", Steps: 1,
+			Spent: events.Spent{Steps: 1, Tokens: &tokens, Cost: &cost, Millis: 42}, LastEvidence: []events.EvidenceRef{evidence}}},
+		{events.OwnerGrader, events.GradeInstrument{SnapshotDigest: snapshot, Result: events.InstrumentResult{
+			Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}}},
+		{events.OwnerGrader, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: d.run, SnapshotID: snapshot, Revision: 1,
+			Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
+			Result: events.VerdictOK()}}},
+		{events.OwnerMeter, events.SuiteReported{ReportDigest: events.DigestOf([]byte("report")), Attempts: 1, Passed: 1}},
+	}
+	for _, s := range steps {
+		var err error
+		if s.owner == "race" {
+			err = d.race(ctx, out)
+		} else {
+			err = d.emit(ctx, s.owner, s.body)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// race shows optimistic concurrency: two writers that loaded the same run
+// append at once; one wins, the other is told the run moved on.
+func (d *demo) race(ctx context.Context, out io.Writer) error {
+	log, err := d.b.LoadRun(ctx, d.suite, d.run)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		f, err := events.NewFact(events.Meta{Suite: d.suite, Run: d.run, TaskGeneration: 1, Position: log.NextPosition(),
+			Producer: events.Producer{Service: events.OwnerRunner, Instance: fmt.Sprintf("runner-%d", i+1)}},
+			events.RunClaimed{Runner: fmt.Sprintf("runner-%d", i+1), Lease: 1})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { _, errs[i] = d.b.Append(ctx, log.Expect(), bus.Pending{Fact: f}) })
+	}
+	wg.Wait()
+	fmt.Fprintln(out, "two runners claim the same run at once:")
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			fmt.Fprintf(out, "  runner-%d: claimed it\n", i+1)
+		case errors.Is(err, bus.ErrConflict):
+			fmt.Fprintf(out, "  runner-%d: lost the race, its append was refused (%v)\n", i+1, err)
+		default:
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code = run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// The demo is what 'make run' shows: it must commit a whole run, show the
+// race between two runners and replay the log into projections.
+func TestDemo(t *testing.T) {
+	store := t.TempDir()
+	code, out, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval")
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s", code, errOut)
+	}
+	for _, want := range []string{"claimed it", "lost the race", "wrong last sequence", "stop.decided", "finish done",
+		"grade.verdict", `projection "runs" (15 facts)`, `"status": "done"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+
+	// The store it left behind replays, exports and imports.
+	code, out, errOut = runCLI(t, "replay", "kinds", "--store", store, "--json")
+	if code != 0 {
+		t.Fatalf("replay exited %d: %s", code, errOut)
+	}
+	var counts map[string]int
+	if err := json.Unmarshal([]byte(out), &counts); err != nil || counts["run.claimed"] != 1 || counts["stop.decided"] != 1 {
+		t.Fatalf("replay kinds = %v (%v) from %q", counts, err, out)
+	}
+	export := filepath.Join(t.TempDir(), "demo.flx")
+	if code, out, errOut = runCLI(t, "export", "--store", store, "--out", export); code != 0 || !strings.Contains(out, "exported 15 messages") {
+		t.Fatalf("export: %d %q %q", code, out, errOut)
+	}
+	fresh := t.TempDir()
+	if code, out, errOut = runCLI(t, "import", "--store", fresh, export); code != 0 || !strings.Contains(out, "imported 15 messages") {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	_, fromStore, _ := runCLI(t, "replay", "runs", "--store", fresh, "--json")
+	_, fromFile, _ := runCLI(t, "replay", "runs", "--file", export, "--json")
+	if fromStore == "" || fromStore != fromFile {
+		t.Fatalf("runs from the imported store and from the file differ:\n%s\n%s", fromStore, fromFile)
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "x.flx")
+	if err := os.WriteFile(file, []byte("not an export"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"demo", "--fsync", "sometimes"}, 2, `durability "sometimes"`},
+		{[]string{"demo", "--nope"}, 2, "flag provided but not defined: -nope"},
+		{[]string{"replay"}, 2, "name the projection"},
+		{[]string{"replay", "nosuch", "--file", file}, 2, `no projection named "nosuch"`},
+		{[]string{"replay", "runs"}, 2, "--store DIR or --nats URL"},
+		{[]string{"replay", "runs", "--file", file}, 1, "not a factline export"},
+		{[]string{"export", "--store", t.TempDir()}, 2, "--out FILE is required"},
+		{[]string{"import", "--store", t.TempDir()}, 2, "exactly one export FILE"},
+		{[]string{"export", "--store", "a", "--nats", "b", "--out", file}, 2, "not both"},
+	}
+	for _, c := range cases {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("factline %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+	if code, out, _ := runCLI(t, "replay", "--help"); code != 0 || !strings.Contains(out, "usage: factline replay") {
+		t.Errorf("replay --help: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "projections"); code != 0 || !strings.Contains(out, "runs") || !strings.Contains(out, "kinds") {
+		t.Errorf("projections: %d %q", code, out)
+	}
+}

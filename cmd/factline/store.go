@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/factline/factline/bus"
+)
+
+// target is where a command finds the log: an embedded store directory or a
+// NATS server URL.
+type target struct {
+	store string
+	url   string
+}
+
+func (t *target) flags(fs *flag.FlagSet) {
+	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open")
+	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
+}
+
+// open connects to the target; the returned function releases it.
+func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
+	switch {
+	case t.store != "" && t.url != "":
+		return nil, nil, usageError{"give --store or --nats, not both"}
+	case t.url != "":
+		b, err := bus.Dial(ctx, t.url, bus.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, b.Conn().Close, nil
+	case t.store != "":
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store})
+		if err != nil {
+			return nil, nil, err
+		}
+		nc, err := srv.Connect()
+		if err != nil {
+			srv.Shutdown()
+			return nil, nil, err
+		}
+		b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.Default()})
+		if err != nil {
+			nc.Close()
+			srv.Shutdown()
+			return nil, nil, fmt.Errorf("open store %s: %w", t.store, err)
+		}
+		return b, func() { nc.Close(); srv.Shutdown() }, nil
+	}
+	return nil, nil, usageError{"say where the log is: --store DIR or --nats URL"}
+}
