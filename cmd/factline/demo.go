@@ -155,7 +155,7 @@ func (d *demo) play(ctx context.Context, out io.Writer) error {
 			Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}}},
 		{events.OwnerGrader, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: d.run, SnapshotID: snapshot, Revision: 1,
 			Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
-			Result: events.VerdictOK()}}},
+			Result:      events.VerdictOK()}}},
 		{events.OwnerMeter, events.SuiteReported{ReportDigest: events.DigestOf([]byte("report")), Attempts: 1, Passed: 1}},
 	}
 	for _, s := range steps {
