@@ -65,7 +65,9 @@ type Record struct {
 // run's last stream sequence is what the writer expects: expect.Last for the
 // first fact (0 for an empty run), then the sequence of the previous one. If
 // another writer got there first it returns a *ConflictError holding the
-// facts of this call that did land.
+// facts of this call that did land. A retried append whose facts are all
+// committed already (found by message ID) succeeds with records marked
+// Duplicate.
 func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Record, error) {
 	if len(facts) == 0 {
 		return nil, nil
@@ -84,6 +86,11 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
 			jetstream.WithMsgID(id))
 		if err != nil {
+			if isConflict(err) {
+				if done, ok := b.recognise(ctx, suite, run, facts[i:]); ok {
+					return append(out, done...), nil
+				}
+			}
 			return out, b.appendError(suite, run, expect.Last, out, err)
 		}
 		out = append(out, Record{Fact: p.Fact, Seq: ack.Sequence, Subject: msg.Subject, MsgID: id, Duplicate: ack.Duplicate})
@@ -118,6 +125,20 @@ func (b *Bus) message(p Pending, expect Expect) (*nats.Msg, string, error) {
 		m.Header.Set(HeaderPrev, h)
 	}
 	return m, id, nil
+}
+
+// recognise handles a conflict that may be a retry of an append that
+// already landed (its ack was lost): a standalone server checks the expected
+// sequence before it deduplicates, so such a retry reports a conflict. If
+// the run already holds every remaining fact (by message ID), the append is
+// done and their committed records are returned.
+func (b *Bus) recognise(ctx context.Context, suite, run string, rest []Pending) ([]Record, bool) {
+	log, err := b.LoadRun(ctx, suite, run)
+	if err != nil {
+		return nil, false
+	}
+	done, left := splitCommitted(log, rest)
+	return done, len(left) == 0
 }
 
 func (b *Bus) appendError(suite, run string, expect uint64, committed []Record, err error) error {

@@ -81,7 +81,7 @@ func TestConcurrentAppendsOneWins(t *testing.T) {
 
 // A writer whose fact already landed (its ack was lost) retries with its
 // stale expectation: the server refuses on the sequence check before it
-// looks at the message ID, and Commit's reload recognises the fact.
+// looks at the message ID, and the reload recognises the fact.
 func TestRetryOfCommittedFactIsRecognised(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
@@ -91,9 +91,15 @@ func TestRetryOfCommittedFactIsRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err := b.Append(ctx, bus.Expect{}, p)
-	if !errors.Is(err, bus.ErrConflict) {
-		t.Fatalf("stale retry: got %v, want a conflict", err)
+	// The server answers the stale retry with a conflict; Append looks and
+	// finds its fact already committed.
+	again, err := b.Append(ctx, bus.Expect{}, p)
+	if err != nil || len(again) != 1 || !again[0].Duplicate || again[0].Fact.ID != f.ID {
+		t.Fatalf("stale retry of a committed fact: %+v, %v", again, err)
+	}
+	// A different fact with the same stale expectation is a real conflict.
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("stale append of a new fact: got %v, want a conflict", err)
 	}
 
 	calls := 0

@@ -11,7 +11,7 @@ type GradeInstrument struct {
 func (GradeInstrument) Kind() Kind { return KindGradeInstrument }
 
 func (b GradeInstrument) validate(p string) error {
-	if err := needDigest(join(p, "snapshot_digest"), b.SnapshotDigest); err != nil {
+	if err := needDigest(p, "snapshot_digest", b.SnapshotDigest); err != nil {
 		return err
 	}
 	return b.Result.validate(join(p, "result"))
@@ -41,20 +41,20 @@ type GradeConflict struct {
 func (GradeConflict) Kind() Kind { return KindGradeConflict }
 
 func (b GradeConflict) validate(p string) error {
-	if err := needDigest(join(p, "snapshot_digest"), b.SnapshotDigest); err != nil {
+	if err := needDigest(p, "snapshot_digest", b.SnapshotDigest); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "revision"), b.Revision); err != nil {
+	if err := needPositive(p, "revision", b.Revision); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "conflicts_with"), b.ConflictsWith); err != nil {
+	if err := needPositive(p, "conflicts_with", b.ConflictsWith); err != nil {
 		return err
 	}
 	if b.ConflictsWith >= b.Revision {
 		return invalid(join(p, "conflicts_with"), "must name an earlier revision than %d", b.Revision)
 	}
-	if err := needString(join(p, "instrument"), b.Instrument); err != nil {
+	if err := needString(p, "instrument", b.Instrument); err != nil {
 		return err
 	}
-	return needString(join(p, "reason"), b.Reason)
+	return needString(p, "reason", b.Reason)
 }

@@ -32,19 +32,19 @@ type RunRequested struct {
 func (RunRequested) Kind() Kind { return KindRunRequested }
 
 func (b RunRequested) validate(p string) error {
-	if err := needString(join(p, "case"), b.Case); err != nil {
+	if err := needString(p, "case", b.Case); err != nil {
 		return err
 	}
-	if err := needDigest(join(p, "case_digest"), b.CaseDigest); err != nil {
+	if err := needDigest(p, "case_digest", b.CaseDigest); err != nil {
 		return err
 	}
-	if err := needString(join(p, "treatment"), b.Treatment); err != nil {
+	if err := needString(p, "treatment", b.Treatment); err != nil {
 		return err
 	}
-	if err := needDigest(join(p, "treatment_digest"), b.TreatmentDigest); err != nil {
+	if err := needDigest(p, "treatment_digest", b.TreatmentDigest); err != nil {
 		return err
 	}
-	return needPositive(join(p, "trial"), b.Trial)
+	return needPositive(p, "trial", b.Trial)
 }
 
 // RunClaimed (run.claimed) records that a runner took the run. Lease counts
@@ -60,10 +60,10 @@ type RunClaimed struct {
 func (RunClaimed) Kind() Kind { return KindRunClaimed }
 
 func (b RunClaimed) validate(p string) error {
-	if err := needString(join(p, "runner"), b.Runner); err != nil {
+	if err := needString(p, "runner", b.Runner); err != nil {
 		return err
 	}
-	return needPositive(join(p, "lease"), b.Lease)
+	return needPositive(p, "lease", b.Lease)
 }
 
 // ControlAccepted (control.accepted) is a runner taking a control signal.
@@ -86,14 +86,14 @@ func (b ControlAccepted) validate(p string) error {
 	}
 	switch b.Control.Signal {
 	case SignalSteer:
-		return needString(join(p, "instruction"), b.Instruction)
+		return needString(p, "instruction", b.Instruction)
 	case SignalApprove, SignalReject:
-		if err := needString(join(p, "call_id"), b.CallID); err != nil {
+		if err := needString(p, "call_id", b.CallID); err != nil {
 			return err
 		}
-		return needDigest(join(p, "args_digest"), b.ArgsDigest)
+		return needDigest(p, "args_digest", b.ArgsDigest)
 	}
-	return optDigest(join(p, "args_digest"), b.ArgsDigest)
+	return optDigest(p, "args_digest", b.ArgsDigest)
 }
 
 // TaskGenerationStarted (task.generation) starts a new task generation, e.g.
@@ -108,10 +108,10 @@ type TaskGenerationStarted struct {
 func (TaskGenerationStarted) Kind() Kind { return KindTaskGeneration }
 
 func (b TaskGenerationStarted) validate(p string) error {
-	if err := needPositive(join(p, "generation"), b.Generation); err != nil {
+	if err := needPositive(p, "generation", b.Generation); err != nil {
 		return err
 	}
-	return needString(join(p, "instruction"), b.Instruction)
+	return needString(p, "instruction", b.Instruction)
 }
 
 // RunStatus is how a run ended. A run ending is not a task being done and not
@@ -145,13 +145,13 @@ type RunEnded struct {
 func (RunEnded) Kind() Kind { return KindRunEnded }
 
 func (b RunEnded) validate(p string) error {
-	if err := needOneOf(join(p, "status"), b.Status, runStatuses); err != nil {
+	if err := needOneOf(p, "status", b.Status, runStatuses); err != nil {
 		return err
 	}
-	if err := needString(join(p, "reason"), b.Reason); err != nil {
+	if err := needString(p, "reason", b.Reason); err != nil {
 		return err
 	}
-	return eachString(join(p, "last_evidence"), b.LastEvidence)
+	return eachString(p, "last_evidence", b.LastEvidence)
 }
 
 // CandidateSealed (candidate.sealed) fixes the final workspace snapshot the
@@ -166,8 +166,8 @@ type CandidateSealed struct {
 func (CandidateSealed) Kind() Kind { return KindCandidateSealed }
 
 func (b CandidateSealed) validate(p string) error {
-	if err := needDigest(join(p, "snapshot_digest"), b.SnapshotDigest); err != nil {
+	if err := needDigest(p, "snapshot_digest", b.SnapshotDigest); err != nil {
 		return err
 	}
-	return optDigest(join(p, "fixture_digest"), b.FixtureDigest)
+	return optDigest(p, "fixture_digest", b.FixtureDigest)
 }

@@ -7,10 +7,10 @@ type Ref struct {
 }
 
 func (r Ref) validate(p string) error {
-	if err := needString(join(p, "id"), r.ID); err != nil {
+	if err := needString(p, "id", r.ID); err != nil {
 		return err
 	}
-	return needDigest(join(p, "digest"), r.Digest)
+	return needDigest(p, "digest", r.Digest)
 }
 
 // SuiteSubmitted (suite.submitted, suite-scoped) fixes a suite's roster: the
@@ -28,28 +28,28 @@ type SuiteSubmitted struct {
 func (SuiteSubmitted) Kind() Kind { return KindSuiteSubmitted }
 
 func (b SuiteSubmitted) validate(p string) error {
-	if err := needString(join(p, "name"), b.Name); err != nil {
+	if err := needString(p, "name", b.Name); err != nil {
 		return err
 	}
-	if err := needDigest(join(p, "spec_digest"), b.SpecDigest); err != nil {
+	if err := needDigest(p, "spec_digest", b.SpecDigest); err != nil {
 		return err
 	}
-	if err := needNonEmpty(join(p, "cases"), b.Cases); err != nil {
+	if err := needNonEmpty(p, "cases", b.Cases); err != nil {
 		return err
 	}
-	if err := each(join(p, "cases"), b.Cases); err != nil {
+	if err := each(p, "cases", b.Cases); err != nil {
 		return err
 	}
-	if err := needNonEmpty(join(p, "treatments"), b.Treatments); err != nil {
+	if err := needNonEmpty(p, "treatments", b.Treatments); err != nil {
 		return err
 	}
-	if err := each(join(p, "treatments"), b.Treatments); err != nil {
+	if err := each(p, "treatments", b.Treatments); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "trials"), b.Trials); err != nil {
+	if err := needPositive(p, "trials", b.Trials); err != nil {
 		return err
 	}
-	return eachString(join(p, "required"), b.Required)
+	return eachString(p, "required", b.Required)
 }
 
 // SuiteReported (suite.reported, suite-scoped) closes a suite's measurement.
@@ -70,7 +70,7 @@ type SuiteReported struct {
 func (SuiteReported) Kind() Kind { return KindSuiteReported }
 
 func (b SuiteReported) validate(p string) error {
-	if err := needDigest(join(p, "report_digest"), b.ReportDigest); err != nil {
+	if err := needDigest(p, "report_digest", b.ReportDigest); err != nil {
 		return err
 	}
 	sum := uint64(b.Passed) + uint64(b.Failed) + uint64(b.Pending) + uint64(b.Invalid) + uint64(b.Abstained) + uint64(b.Excluded)

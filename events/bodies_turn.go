@@ -13,10 +13,10 @@ type TurnStarted struct {
 func (TurnStarted) Kind() Kind { return KindTurnStarted }
 
 func (b TurnStarted) validate(p string) error {
-	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+	if err := needPositive(p, "turn", b.Turn); err != nil {
 		return err
 	}
-	return needDigest(join(p, "context_digest"), b.ContextDigest)
+	return needDigest(p, "context_digest", b.ContextDigest)
 }
 
 // Usage is what one model call consumed, as the provider reported it.
@@ -37,13 +37,13 @@ type ToolCall struct {
 }
 
 func (c ToolCall) validate(p string) error {
-	if err := needString(join(p, "id"), c.ID); err != nil {
+	if err := needString(p, "id", c.ID); err != nil {
 		return err
 	}
-	if err := needString(join(p, "name"), c.Name); err != nil {
+	if err := needString(p, "name", c.Name); err != nil {
 		return err
 	}
-	return needDigest(join(p, "args_digest"), c.ArgsDigest)
+	return needDigest(p, "args_digest", c.ArgsDigest)
 }
 
 // ModelReplied (model.replied) is the model's answer to one turn. Usage is
@@ -64,16 +64,16 @@ type ModelReplied struct {
 func (ModelReplied) Kind() Kind { return KindModelReplied }
 
 func (b ModelReplied) validate(p string) error {
-	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+	if err := needPositive(p, "turn", b.Turn); err != nil {
 		return err
 	}
-	if err := needString(join(p, "provider"), b.Provider); err != nil {
+	if err := needString(p, "provider", b.Provider); err != nil {
 		return err
 	}
-	if err := optDigest(join(p, "text_digest"), b.TextDigest); err != nil {
+	if err := optDigest(p, "text_digest", b.TextDigest); err != nil {
 		return err
 	}
-	if err := each(join(p, "calls"), b.Calls); err != nil {
+	if err := each(p, "calls", b.Calls); err != nil {
 		return err
 	}
 	seen := make(map[CallID]bool, len(b.Calls))
@@ -83,7 +83,7 @@ func (b ModelReplied) validate(p string) error {
 		}
 		seen[c.ID] = true
 	}
-	return optDigest(join(p, "reply_digest"), b.ReplyDigest)
+	return optDigest(p, "reply_digest", b.ReplyDigest)
 }
 
 // EffectClass says what a tool may touch.
@@ -115,22 +115,22 @@ type DispatchIntended struct {
 func (DispatchIntended) Kind() Kind { return KindDispatchIntended }
 
 func (b DispatchIntended) validate(p string) error {
-	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+	if err := needPositive(p, "turn", b.Turn); err != nil {
 		return err
 	}
-	if err := needString(join(p, "call_id"), b.CallID); err != nil {
+	if err := needString(p, "call_id", b.CallID); err != nil {
 		return err
 	}
-	if err := needString(join(p, "tool"), b.Tool); err != nil {
+	if err := needString(p, "tool", b.Tool); err != nil {
 		return err
 	}
-	if err := needString(join(p, "operation_id"), b.OperationID); err != nil {
+	if err := needString(p, "operation_id", b.OperationID); err != nil {
 		return err
 	}
-	if err := needDigest(join(p, "args_digest"), b.ArgsDigest); err != nil {
+	if err := needDigest(p, "args_digest", b.ArgsDigest); err != nil {
 		return err
 	}
-	return needOneOf(join(p, "effect"), b.Effect, effectClasses)
+	return needOneOf(p, "effect", b.Effect, effectClasses)
 }
 
 // ToolError is a typed tool failure the model can act on.
@@ -153,17 +153,17 @@ type DispatchCompleted struct {
 func (DispatchCompleted) Kind() Kind { return KindDispatchComplete }
 
 func (b DispatchCompleted) validate(p string) error {
-	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+	if err := needPositive(p, "turn", b.Turn); err != nil {
 		return err
 	}
 	if err := b.Dispatch.validate(join(p, "dispatch")); err != nil {
 		return err
 	}
-	if err := optDigest(join(p, "output_digest"), b.OutputDigest); err != nil {
+	if err := optDigest(p, "output_digest", b.OutputDigest); err != nil {
 		return err
 	}
 	if b.Error != nil {
-		return needString(join(p, "error.code"), b.Error.Code)
+		return needString(p, "error.code", b.Error.Code)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ type StallObserved struct {
 func (StallObserved) Kind() Kind { return KindStallObserved }
 
 func (b StallObserved) validate(p string) error {
-	if err := needPositive(join(p, "turn"), b.Turn); err != nil {
+	if err := needPositive(p, "turn", b.Turn); err != nil {
 		return err
 	}
 	return b.Observation.validate(join(p, "observation"))

@@ -1,12 +1,15 @@
 package events
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 )
 
 // The helpers below keep Validate methods short: each returns the first
-// problem it finds, naming the full field path.
+// problem it finds, naming the full field path. They take the parent path
+// and the field name apart and join them only on failure, because
+// validation runs on every fact made and read, and the happy path should
+// not build strings.
 
 func join(path, field string) string {
 	if path == "" {
@@ -15,50 +18,50 @@ func join(path, field string) string {
 	return path + "." + field
 }
 
-func at(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-func needString[T ~string](path string, v T) error {
+func needString[T ~string](p, field string, v T) error {
 	if v == "" {
-		return missing(path)
+		return missing(join(p, field))
 	}
 	return nil
 }
 
-func needPositive[T ~uint32 | ~uint64](path string, v T) error {
+func needPositive[T ~uint32 | ~uint64](p, field string, v T) error {
 	if v == 0 {
-		return invalid(path, "must be at least 1")
+		return invalid(join(p, field), "must be at least 1")
 	}
 	return nil
 }
 
-func needOneOf[T ~string](path string, v T, allowed []T) error {
+func needOneOf[T ~string](p, field string, v T, allowed []T) error {
 	if v == "" {
-		return missing(path)
+		return missing(join(p, field))
 	}
 	if !slices.Contains(allowed, v) {
-		return invalid(path, "unknown value %q (want one of %v)", string(v), allowed)
+		return invalid(join(p, field), "unknown value %q (want one of %v)", string(v), allowed)
 	}
 	return nil
 }
 
-func needDigest(path string, d Digest) error {
+func needDigest(p, field string, d Digest) error {
 	if d == "" {
-		return missing(path)
+		return missing(join(p, field))
 	}
-	return d.Validate(path)
+	return optDigest(p, field, d)
 }
 
-func optDigest(path string, d Digest) error {
-	if d == "" {
+func optDigest(p, field string, d Digest) error {
+	if d == "" || d.valid() {
 		return nil
 	}
-	return d.Validate(path)
+	return d.Validate(join(p, field))
 }
 
-func eachString[T ~string](path string, vs []T) error {
+func eachString[T ~string](p, field string, vs []T) error {
 	for i, v := range vs {
 		if v == "" {
-			return missing(at(path, i))
+			return missing(at(join(p, field), i))
 		}
 	}
 	return nil
@@ -67,18 +70,22 @@ func eachString[T ~string](path string, vs []T) error {
 // validator is implemented by every nested value of a body.
 type validator interface{ validate(path string) error }
 
-func each[T validator](path string, vs []T) error {
+func each[T validator](p, field string, vs []T) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	base := join(p, field)
 	for i, v := range vs {
-		if err := v.validate(at(path, i)); err != nil {
+		if err := v.validate(at(base, i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func needNonEmpty[T any](path string, vs []T) error {
+func needNonEmpty[T any](p, field string, vs []T) error {
 	if len(vs) == 0 {
-		return missing(path)
+		return missing(join(p, field))
 	}
 	return nil
 }

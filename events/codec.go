@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -26,18 +27,85 @@ type wireOut struct {
 	Body           Body      `msgpack:"body"`
 }
 
+// wireIn is the envelope being read. It decodes itself field by field,
+// keeping the body raw until the kind is known.
 type wireIn struct {
-	ID             string             `msgpack:"id"`
-	Kind           Kind               `msgpack:"kind"`
-	Schema         uint16             `msgpack:"schema"`
-	Suite          string             `msgpack:"suite"`
-	Run            string             `msgpack:"run"`
-	TaskGeneration uint32             `msgpack:"task_generation"`
-	Position       uint64             `msgpack:"position"`
-	Causation      string             `msgpack:"causation"`
-	Producer       Producer           `msgpack:"producer"`
-	At             *time.Time         `msgpack:"at"` // a pointer: msgpack v5.4.1 panics decoding nil into a time.Time
-	Body           msgpack.RawMessage `msgpack:"body"`
+	ID             string
+	Kind           Kind
+	Schema         uint16
+	Suite          string
+	Run            string
+	TaskGeneration uint32
+	Position       uint64
+	Causation      string
+	Producer       Producer
+	At             *time.Time // a pointer: msgpack v5.4.1 panics decoding nil into a time.Time
+	rawBody        msgpack.RawMessage
+	hasBody        bool
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (w *wireIn) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("fact is nil, not a map")
+	}
+	for range n {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		switch key {
+		case "id":
+			err = dec.Decode(&w.ID)
+		case "kind":
+			err = dec.Decode(&w.Kind)
+		case "schema":
+			err = dec.Decode(&w.Schema)
+		case "suite":
+			err = dec.Decode(&w.Suite)
+		case "run":
+			err = dec.Decode(&w.Run)
+		case "task_generation":
+			err = dec.Decode(&w.TaskGeneration)
+		case "position":
+			err = dec.Decode(&w.Position)
+		case "causation":
+			err = dec.Decode(&w.Causation)
+		case "producer":
+			err = dec.Decode(&w.Producer)
+		case "at":
+			err = dec.Decode(&w.At)
+		case "body":
+			err = w.decodeBody(dec)
+		default:
+			err = dec.Skip() // a field from a newer writer
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func (w *wireIn) decodeBody(dec *msgpack.Decoder) error {
+	if code, err := dec.PeekCode(); err != nil {
+		return err
+	} else if code == 0xc0 { // nil
+		return dec.Skip()
+	}
+	// Copy the body out first: reading it whole proves every length it
+	// declares is backed by bytes, so decoding it cannot be talked into a
+	// huge allocation (msgpack v5.4.1 preallocates slices by declared length).
+	raw, err := dec.DecodeRaw()
+	if err != nil {
+		return err
+	}
+	w.hasBody, w.rawBody = true, raw
+	return nil
 }
 
 // Encode returns the wire form of a fact. It does not validate: facts are
@@ -78,8 +146,7 @@ func Decode(data []byte) (f Fact, err error) {
 		}
 	}()
 	var w wireIn
-	dec := msgpack.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&w); err != nil {
+	if err := unmarshal(data, &w); err != nil {
 		return Fact{}, &FieldError{Field: "fact", Reason: fmt.Sprintf("not a msgpack fact: %v", err), Err: ErrMalformed}
 	}
 	if w.Kind == "" {
@@ -101,11 +168,11 @@ func Decode(data []byte) (f Fact, err error) {
 	if err != nil {
 		return Fact{}, withKind(w.Kind, invalid("id", "not a ULID: %v", err))
 	}
-	if len(w.Body) == 0 || (len(w.Body) == 1 && w.Body[0] == 0xc0) {
+	if !w.hasBody {
 		return Fact{}, withKind(w.Kind, missing("body"))
 	}
 	bp := spec.new()
-	if err := msgpack.Unmarshal(w.Body, bp); err != nil {
+	if err := unmarshal(w.rawBody, bp); err != nil {
 		return Fact{}, &FieldError{Kind: w.Kind, Field: "body", Reason: fmt.Sprintf("undecodable: %v", err), Err: ErrMalformed}
 	}
 	f = Fact{
@@ -138,3 +205,28 @@ func atOrZero(t *time.Time) time.Time {
 // derefBody turns the *Body the registry allocates into the value bodies
 // callers switch on.
 func derefBody(p any) Body { return reflect.ValueOf(p).Elem().Interface().(Body) }
+
+// decoders reuse msgpack decoders and their readers: Decode runs for every
+// fact every service and replay reads.
+var decoders = sync.Pool{New: func() any {
+	p := &pooledDecoder{}
+	p.dec = msgpack.NewDecoder(&p.r)
+	return p
+}}
+
+type pooledDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+// unmarshal decodes one msgpack value from data into v.
+func unmarshal(data []byte, v any) error {
+	p := decoders.Get().(*pooledDecoder)
+	p.r.Reset(data)
+	p.dec.Reset(&p.r)
+	err := p.dec.Decode(v)
+	p.dec.Reset(nil)
+	p.r.Reset(nil)
+	decoders.Put(p)
+	return err
+}

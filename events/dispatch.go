@@ -37,16 +37,16 @@ type CompletedDispatch struct {
 }
 
 func (d CompletedDispatch) validate(p string) error {
-	if err := needString(join(p, "call_id"), d.CallID); err != nil {
+	if err := needString(p, "call_id", d.CallID); err != nil {
 		return err
 	}
-	if err := needString(join(p, "evidence_ref"), d.EvidenceRef); err != nil {
+	if err := needString(p, "evidence_ref", d.EvidenceRef); err != nil {
 		return err
 	}
-	if err := needOneOf(join(p, "disposition"), d.Disposition, dispositions); err != nil {
+	if err := needOneOf(p, "disposition", d.Disposition, dispositions); err != nil {
 		return err
 	}
-	if err := needOneOf(join(p, "mutation"), d.Mutation, mutations); err != nil {
+	if err := needOneOf(p, "mutation", d.Mutation, mutations); err != nil {
 		return err
 	}
 	return d.Verification.validate(join(p, "verification"))
@@ -92,7 +92,7 @@ type Diagnostic struct {
 	Code    string `msgpack:"code,omitempty"`
 }
 
-func (d Diagnostic) validate(p string) error { return needString(join(p, "message"), d.Message) }
+func (d Diagnostic) validate(p string) error { return needString(p, "message", d.Message) }
 
 func (VerifyNotVerifier) variantType() string { return "not_verifier" }
 func (VerifyNotRun) variantType() string      { return "not_run" }
@@ -102,16 +102,17 @@ func (VerifyFailed) variantType() string      { return "failed" }
 func (VerifyUnknown) variantType() string     { return "unknown" }
 
 func (v VerifyFailed) validate(p string) error {
-	return each(join(p, "diagnostics"), v.Diagnostics)
+	return each(p, "diagnostics", v.Diagnostics)
 }
 
-func (v VerifyUnknown) validate(p string) error { return needString(join(p, "reason"), v.Reason) }
+func (v VerifyUnknown) validate(p string) error { return needString(p, "reason", v.Reason) }
 
 type verificationSpec struct{}
 
-func (verificationSpec) names() []string {
-	return []string{"not_verifier", "not_run", "pending", "passed", "failed", "unknown"}
-}
+func (verificationSpec) names() []string { return verificationNames }
+
+var verificationNames = []string{"not_verifier", "not_run", "pending", "passed", "failed", "unknown"}
+
 func (verificationSpec) variants() map[string]func() variant { return verificationVariants }
 
 var verificationVariants = map[string]func() variant{

@@ -55,6 +55,9 @@ func invalid(field, format string, args ...any) error {
 // withKind stamps the fact kind on a FieldError so that messages name both
 // the kind and the field.
 func withKind(k Kind, err error) error {
+	if err == nil {
+		return nil
+	}
 	var fe *FieldError
 	if errors.As(err, &fe) && fe.Kind == "" {
 		cp := *fe

@@ -21,10 +21,10 @@ type ControlRef struct {
 }
 
 func (c ControlRef) validate(p string) error {
-	if err := needString(join(p, "id"), c.ID); err != nil {
+	if err := needString(p, "id", c.ID); err != nil {
 		return err
 	}
-	return needOneOf(join(p, "signal"), c.Signal, signals)
+	return needOneOf(p, "signal", c.Signal, signals)
 }
 
 // RunEvidence is what one completed turn hands to the stall handler and the
@@ -41,22 +41,22 @@ type RunEvidence struct {
 }
 
 func (e RunEvidence) validate(p string) error {
-	if err := needString(join(p, "run_id"), e.RunID); err != nil {
+	if err := needString(p, "run_id", e.RunID); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "task_generation"), e.TaskGeneration); err != nil {
+	if err := needPositive(p, "task_generation", e.TaskGeneration); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "turn"), e.Turn); err != nil {
+	if err := needPositive(p, "turn", e.Turn); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "evidence_position"), e.EvidencePosition); err != nil {
+	if err := needPositive(p, "evidence_position", e.EvidencePosition); err != nil {
 		return err
 	}
 	if err := e.ActorIntent.validate(join(p, "actor_intent")); err != nil {
 		return err
 	}
-	if err := each(join(p, "dispatches"), e.Dispatches); err != nil {
+	if err := each(p, "dispatches", e.Dispatches); err != nil {
 		return err
 	}
 	if e.AcceptedControl != nil {

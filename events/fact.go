@@ -118,13 +118,13 @@ func (f Fact) Validate() error {
 		return withKind(k, err)
 	}
 	if spec.scope == runScope {
-		if err := needPositive("task_generation", f.TaskGeneration); err != nil {
+		if err := needPositive("", "task_generation", f.TaskGeneration); err != nil {
 			return withKind(k, err)
 		}
 	} else if f.TaskGeneration != 0 {
 		return withKind(k, invalid("task_generation", "suite-scoped facts carry 0, got %d", f.TaskGeneration))
 	}
-	if err := needPositive("position", f.Position); err != nil {
+	if err := needPositive("", "position", f.Position); err != nil {
 		return withKind(k, err)
 	}
 	if f.Causation != "" {
@@ -135,7 +135,7 @@ func (f Fact) Validate() error {
 	if f.Producer.Service != spec.owner {
 		return withKind(k, invalid("producer.service", "%q may not emit %s (owner is %q)", f.Producer.Service, k, spec.owner))
 	}
-	if err := needString("producer.instance", f.Producer.Instance); err != nil {
+	if err := needString("", "producer.instance", f.Producer.Instance); err != nil {
 		return withKind(k, err)
 	}
 	if f.At.IsZero() {

@@ -26,16 +26,16 @@ type InstrumentResult struct {
 }
 
 func (r InstrumentResult) validate(p string) error {
-	if err := needString(join(p, "instrument"), r.Instrument); err != nil {
+	if err := needString(p, "instrument", r.Instrument); err != nil {
 		return err
 	}
-	if err := needString(join(p, "version"), r.Version); err != nil {
+	if err := needString(p, "version", r.Version); err != nil {
 		return err
 	}
-	if err := needOneOf(join(p, "outcome"), r.Outcome, instrumentOutcomes); err != nil {
+	if err := needOneOf(p, "outcome", r.Outcome, instrumentOutcomes); err != nil {
 		return err
 	}
-	return eachString(join(p, "evidence"), r.Evidence)
+	return eachString(p, "evidence", r.Evidence)
 }
 
 // GradeVeto is an instrument's objection to one requirement. The case policy
@@ -49,16 +49,16 @@ type GradeVeto struct {
 }
 
 func (v GradeVeto) validate(p string) error {
-	if err := needString(join(p, "instrument"), v.Instrument); err != nil {
+	if err := needString(p, "instrument", v.Instrument); err != nil {
 		return err
 	}
-	if err := needString(join(p, "requirement"), v.Requirement); err != nil {
+	if err := needString(p, "requirement", v.Requirement); err != nil {
 		return err
 	}
-	if err := needString(join(p, "reason"), v.Reason); err != nil {
+	if err := needString(p, "reason", v.Reason); err != nil {
 		return err
 	}
-	return eachString(join(p, "evidence"), v.Evidence)
+	return eachString(p, "evidence", v.Evidence)
 }
 
 // GraderVerdict is one grade of one sealed snapshot. Revisions append; a
@@ -73,19 +73,19 @@ type GraderVerdict struct {
 }
 
 func (g GraderVerdict) validate(p string) error {
-	if err := needString(join(p, "attempt_id"), g.AttemptID); err != nil {
+	if err := needString(p, "attempt_id", g.AttemptID); err != nil {
 		return err
 	}
-	if err := needDigest(join(p, "snapshot_id"), g.SnapshotID); err != nil {
+	if err := needDigest(p, "snapshot_id", g.SnapshotID); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "revision"), g.Revision); err != nil {
+	if err := needPositive(p, "revision", g.Revision); err != nil {
 		return err
 	}
-	if err := each(join(p, "instruments"), g.Instruments); err != nil {
+	if err := each(p, "instruments", g.Instruments); err != nil {
 		return err
 	}
-	if err := each(join(p, "vetoes"), g.Vetoes); err != nil {
+	if err := each(p, "vetoes", g.Vetoes); err != nil {
 		return err
 	}
 	if err := g.Result.validate(join(p, "result")); err != nil {
@@ -133,20 +133,21 @@ func (VerdictInvalid) variantType() string   { return "invalid" }
 func (VerdictAbstained) variantType() string { return "abstained" }
 
 func (v VerdictPending) validate(p string) error {
-	if err := needNonEmpty(join(p, "instruments"), v.Instruments); err != nil {
+	if err := needNonEmpty(p, "instruments", v.Instruments); err != nil {
 		return err
 	}
-	return eachString(join(p, "instruments"), v.Instruments)
+	return eachString(p, "instruments", v.Instruments)
 }
 
-func (v VerdictInvalid) validate(p string) error   { return needString(join(p, "reason"), v.Reason) }
-func (v VerdictAbstained) validate(p string) error { return needString(join(p, "reason"), v.Reason) }
+func (v VerdictInvalid) validate(p string) error   { return needString(p, "reason", v.Reason) }
+func (v VerdictAbstained) validate(p string) error { return needString(p, "reason", v.Reason) }
 
 type verdictSpec struct{}
 
-func (verdictSpec) names() []string {
-	return []string{"passed", "failed", "pending", "invalid", "abstained"}
-}
+func (verdictSpec) names() []string { return verdictNames }
+
+var verdictNames = []string{"passed", "failed", "pending", "invalid", "abstained"}
+
 func (verdictSpec) variants() map[string]func() variant { return verdictVariants }
 
 var verdictVariants = map[string]func() variant{

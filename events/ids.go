@@ -31,8 +31,25 @@ func DigestOf(b []byte) Digest {
 	return Digest(digestPrefix + hex.EncodeToString(sum[:]))
 }
 
+// valid reports whether the digest is well formed, without allocating.
+func (d Digest) valid() bool {
+	s := string(d)
+	if len(s) != len(digestPrefix)+64 || s[:len(digestPrefix)] != digestPrefix {
+		return false
+	}
+	for i := len(digestPrefix); i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate checks the digest's syntax; path names the field in errors.
 func (d Digest) Validate(path string) error {
+	if d.valid() {
+		return nil
+	}
 	s := string(d)
 	if !strings.HasPrefix(s, digestPrefix) {
 		return invalid(path, "digest %q must start with %q", s, digestPrefix)

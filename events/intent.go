@@ -26,19 +26,22 @@ func (IntentProposeDone) variantType() string   { return "propose_done" }
 func (IntentReportBlocked) variantType() string { return "report_blocked" }
 
 func (v IntentProposeDone) validate(p string) error {
-	return eachString(join(p, "evidence"), v.Evidence)
+	return eachString(p, "evidence", v.Evidence)
 }
 
 func (v IntentReportBlocked) validate(p string) error {
-	if err := needString(join(p, "reason"), v.Reason); err != nil {
+	if err := needString(p, "reason", v.Reason); err != nil {
 		return err
 	}
-	return eachString(join(p, "unmet"), v.Unmet)
+	return eachString(p, "unmet", v.Unmet)
 }
 
 type intentSpec struct{}
 
-func (intentSpec) names() []string                     { return []string{"continue", "propose_done", "report_blocked"} }
+func (intentSpec) names() []string { return intentNames }
+
+var intentNames = []string{"continue", "propose_done", "report_blocked"}
+
 func (intentSpec) variants() map[string]func() variant { return intentVariants }
 
 var intentVariants = map[string]func() variant{

@@ -32,35 +32,38 @@ func (StallEscalate) variantType() string { return "escalate" }
 func (StallStop) variantType() string     { return "stop" }
 
 func (v StallRetry) validate(p string) error {
-	if err := needString(join(p, "cause"), v.Cause); err != nil {
+	if err := needString(p, "cause", v.Cause); err != nil {
 		return err
 	}
-	return needString(join(p, "feedback"), v.Feedback)
+	return needString(p, "feedback", v.Feedback)
 }
 
 func (v StallEscalate) validate(p string) error {
-	if err := needString(join(p, "cause"), v.Cause); err != nil {
+	if err := needString(p, "cause", v.Cause); err != nil {
 		return err
 	}
-	if err := needString(join(p, "target"), v.Target); err != nil {
+	if err := needString(p, "target", v.Target); err != nil {
 		return err
 	}
-	return eachString(join(p, "evidence"), v.Evidence)
+	return eachString(p, "evidence", v.Evidence)
 }
 
 func (v StallStop) validate(p string) error {
-	if err := needString(join(p, "cause"), v.Cause); err != nil {
+	if err := needString(p, "cause", v.Cause); err != nil {
 		return err
 	}
-	if err := eachString(join(p, "unmet"), v.Unmet); err != nil {
+	if err := eachString(p, "unmet", v.Unmet); err != nil {
 		return err
 	}
-	return eachString(join(p, "evidence"), v.Evidence)
+	return eachString(p, "evidence", v.Evidence)
 }
 
 type stallSpec struct{}
 
-func (stallSpec) names() []string                     { return []string{"retry", "escalate", "stop"} }
+func (stallSpec) names() []string { return stallNames }
+
+var stallNames = []string{"retry", "escalate", "stop"}
+
 func (stallSpec) variants() map[string]func() variant { return stallVariants }
 
 var stallVariants = map[string]func() variant{
@@ -96,7 +99,7 @@ type StallObservation struct {
 }
 
 func (o StallObservation) validate(p string) error {
-	if err := needPositive(join(p, "position"), o.Position); err != nil {
+	if err := needPositive(p, "position", o.Position); err != nil {
 		return err
 	}
 	if o.Action != nil {

@@ -22,13 +22,13 @@ type StopDecision struct {
 }
 
 func (d StopDecision) validate(p string) error {
-	if err := needString(join(p, "decision_id"), d.DecisionID); err != nil {
+	if err := needString(p, "decision_id", d.DecisionID); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "turn"), d.Turn); err != nil {
+	if err := needPositive(p, "turn", d.Turn); err != nil {
 		return err
 	}
-	if err := needPositive(join(p, "task_generation"), d.TaskGeneration); err != nil {
+	if err := needPositive(p, "task_generation", d.TaskGeneration); err != nil {
 		return err
 	}
 	return d.Result.validate(join(p, "result"))
@@ -56,30 +56,33 @@ type StopFinish struct {
 func (StopContinue) variantType() string { return "continue" }
 func (StopFinish) variantType() string   { return "finish" }
 
-func (v StopContinue) validate(p string) error { return eachString(join(p, "unmet"), v.Unmet) }
+func (v StopContinue) validate(p string) error { return eachString(p, "unmet", v.Unmet) }
 
 func (v StopFinish) validate(p string) error {
-	if err := needOneOf(join(p, "status"), v.Status, finishStatuses); err != nil {
+	if err := needOneOf(p, "status", v.Status, finishStatuses); err != nil {
 		return err
 	}
-	if err := eachString(join(p, "supported"), v.Supported); err != nil {
+	if err := eachString(p, "supported", v.Supported); err != nil {
 		return err
 	}
-	if err := eachString(join(p, "unmet"), v.Unmet); err != nil {
+	if err := eachString(p, "unmet", v.Unmet); err != nil {
 		return err
 	}
 	if v.Status == FinishDone && len(v.Unmet) > 0 {
 		return invalid(join(p, "unmet"), "a done finish cannot leave requirements unmet (%d given)", len(v.Unmet))
 	}
-	if err := eachString(join(p, "evidence"), v.Evidence); err != nil {
+	if err := eachString(p, "evidence", v.Evidence); err != nil {
 		return err
 	}
-	return needString(join(p, "reason"), v.Reason)
+	return needString(p, "reason", v.Reason)
 }
 
 type stopSpec struct{}
 
-func (stopSpec) names() []string                     { return []string{"continue", "finish"} }
+func (stopSpec) names() []string { return stopNames }
+
+var stopNames = []string{"continue", "finish"}
+
 func (stopSpec) variants() map[string]func() variant { return stopVariants }
 
 var stopVariants = map[string]func() variant{

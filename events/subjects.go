@@ -112,7 +112,7 @@ func ControlSubject(suite, run string, sig Signal) (string, error) {
 	if err := ValidateRunID(run); err != nil {
 		return "", err
 	}
-	if err := needOneOf("signal", sig, signals); err != nil {
+	if err := needOneOf("", "signal", sig, signals); err != nil {
 		return "", err
 	}
 	return ControlPrefix + "." + suite + "." + run + "." + string(sig), nil

@@ -82,23 +82,52 @@ func decodeUnion(dec *msgpack.Decoder, table map[string]func() variant) (variant
 	if len(raw) == 1 && raw[0] == 0xc0 {
 		return nil, nil
 	}
-	var head struct {
-		Type string `msgpack:"type"`
-	}
-	if err := msgpack.Unmarshal(raw, &head); err != nil {
-		return nil, err
-	}
-	mk, ok := table[head.Type]
+	name, ok := leadingType(raw)
 	if !ok {
-		return unknownVariant{name: head.Type}, nil
+		// "type" is not the first key: find it the slow way.
+		var head struct {
+			Type string `msgpack:"type"`
+		}
+		if err := unmarshal(raw, &head); err != nil {
+			return nil, err
+		}
+		name = head.Type
+	}
+	mk, ok := table[name]
+	if !ok {
+		return unknownVariant{name: name}, nil
 	}
 	v := mk()
-	if err := msgpack.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("variant %q: %w", head.Type, err)
+	// The variant's struct decoder skips the "type" key as unknown.
+	if err := unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("variant %q: %w", name, err)
 	}
 	// The table hands out pointers so msgpack can fill them; callers keep
 	// values so that unions compare and copy like plain data.
 	return deref(v), nil
+}
+
+// leadingType reads the discriminator of an encoded union when its first
+// key is "type" with a short string value, as factline writes it.
+func leadingType(raw []byte) (string, bool) {
+	_, rest, err := splitMapHeader(raw)
+	if err != nil || len(rest) < 6 || string(rest[:5]) != "\xa4type" {
+		return "", false
+	}
+	rest = rest[5:]
+	var n int
+	switch c := rest[0]; {
+	case c >= 0xa0 && c <= 0xbf: // fixstr
+		n, rest = int(c&0x1f), rest[1:]
+	case c == 0xd9 && len(rest) >= 2: // str8
+		n, rest = int(rest[1]), rest[2:]
+	default:
+		return "", false
+	}
+	if len(rest) < n {
+		return "", false
+	}
+	return string(rest[:n]), true
 }
 
 // validateUnion checks that a union holds an admitted variant.

@@ -1,0 +1,63 @@
+package events_test
+
+import (
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// benchFact is a typical turn.completed: one executed, applied edit whose
+// check failed with one diagnostic.
+func benchFact(b *testing.B) events.Fact {
+	b.Helper()
+	f, err := events.NewFact(events.Meta{
+		Suite: "bench", Run: "01JD8Z3Q4Y3B5N4X7F0W5T2K9M", TaskGeneration: 1, Position: 12,
+		Producer: events.Producer{Service: events.OwnerRunner, Instance: "runner-1"},
+	}, events.TurnCompleted{Evidence: events.RunEvidence{
+		RunID: "01JD8Z3Q4Y3B5N4X7F0W5T2K9M", TaskGeneration: 1, Turn: 4, EvidencePosition: 11,
+		ActorIntent: events.Continue(),
+		Dispatches: []events.CompletedDispatch{{
+			CallID: "call-4", EvidenceRef: "01JD8Z3Q4Y3B5N4X7F0W5T2K9M/call-4",
+			Disposition: events.DispositionExecuted, Mutation: events.MutationApplied,
+			Verification: events.Failed(4, true, events.Diagnostic{Message: "expected 2, got 3", File: "calc.go", Line: 12}),
+		}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+func BenchmarkEncode(b *testing.B) {
+	f := benchFact(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := events.Encode(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data, err := events.Encode(benchFact(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := events.Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	f := benchFact(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
