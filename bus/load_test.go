@@ -130,21 +130,29 @@ func TestLoadRunReportsUndecodable(t *testing.T) {
 	}
 }
 
-// loadBenchStream fills a stream with `others` facts of other runs and one
-// run of `mine` facts spread through it.
-func loadBenchStream(b *testing.B, bb *bus.Bus, others, mine int) {
+// loadBenchStream fills a stream with `others` facts of `active` other runs
+// and one run of `mine` facts. With spread, the run's facts are spaced
+// evenly through the whole stream (the worst case: every file block holds
+// one); otherwise they all land within the last `active`*`mine` messages,
+// as when the run was one of `active` runs in flight at once.
+func loadBenchStream(b *testing.B, bb *bus.Bus, others, active, mine int, spread bool) {
 	js := bb.JetStream()
 	every := others / mine
+	start := 0
+	if !spread {
+		every = active
+		start = others - active*mine
+	}
 	pos := uint64(0)
 	var last bus.Expect
 	for i := range others {
-		f := bustest.Turn(b, "bench", fmt.Sprintf("other%d", i%5000), uint64(i/5000+1), 1)
+		f := bustest.Turn(b, "bench", fmt.Sprintf("other%d", i%active), uint64(i/active+1), 1)
 		data, _ := events.Encode(f)
 		subj, _ := f.Subject()
 		if _, err := js.PublishAsync(subj, data); err != nil {
 			b.Fatal(err)
 		}
-		if i%every == 0 && pos < uint64(mine) {
+		if i >= start && (i-start)%every == 0 && pos < uint64(mine) {
 			<-js.PublishAsyncComplete()
 			pos++
 			last = appendRun(b, bb, "bench", "mine", pos, 1, last)
@@ -154,19 +162,26 @@ func loadBenchStream(b *testing.B, bb *bus.Bus, others, mine int) {
 }
 
 // BenchmarkLoadRun loads one run of 50 facts from a stream that also holds
-// 100,000 facts of 5,000 other runs, alternating with the baseline: one
-// direct get of a single message on the same stream. It reports the p50 and
-// p99 of both and the ratio of the p50s.
+// 100,000 facts of other runs, alternating with two baselines on the same
+// stream: one direct get of a single message, and the same run loaded by a
+// filtered server-side scan (what LoadRun falls back to without its run
+// links). It reports p50 and p99 of each and the ratio of the p50s of
+// LoadRun and one direct get.
 func BenchmarkLoadRun(b *testing.B) {
+	b.Run("spread", func(b *testing.B) { benchLoadRun(b, true) })
+	b.Run("clustered", func(b *testing.B) { benchLoadRun(b, false) })
+}
+
+func benchLoadRun(b *testing.B, spread bool) {
 	bb, _ := bustest.Start(b)
-	loadBenchStream(b, bb, 100_000, 50)
+	loadBenchStream(b, bb, 100_000, 200, 50, spread)
 	ctx := testCtxTB(b)
 	s, err := bb.JetStream().Stream(ctx, bus.FactsStream)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var loads, gets []time.Duration
-	for b.Loop() {
+	var loads, gets, scans []time.Duration
+	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
 		log, err := bb.LoadRun(ctx, "bench", "mine")
 		loads = append(loads, time.Since(t0))
@@ -178,13 +193,23 @@ func BenchmarkLoadRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		gets = append(gets, time.Since(t0))
+		if i%10 == 0 { // the scan is slow; sample it
+			t0 = time.Now()
+			if log, err := bb.LoadRunByScan(ctx, "bench", "mine"); err != nil || len(log.Records) != 50 {
+				b.Fatalf("scan: %d facts, %v", len(log.Records), err)
+			}
+			scans = append(scans, time.Since(t0))
+		}
 	}
 	lp50, lp99 := percentiles(loads)
 	gp50, gp99 := percentiles(gets)
+	sp50, sp99 := percentiles(scans)
 	b.ReportMetric(float64(lp50.Microseconds()), "load-p50-µs")
 	b.ReportMetric(float64(lp99.Microseconds()), "load-p99-µs")
 	b.ReportMetric(float64(gp50.Microseconds()), "get-p50-µs")
 	b.ReportMetric(float64(gp99.Microseconds()), "get-p99-µs")
+	b.ReportMetric(float64(sp50.Microseconds()), "scan-p50-µs")
+	b.ReportMetric(float64(sp99.Microseconds()), "scan-p99-µs")
 	b.ReportMetric(float64(lp50)/float64(gp50), "p50-ratio")
 }
 
