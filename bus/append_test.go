@@ -202,3 +202,30 @@ func testCtxTB(tb testing.TB) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+// Past the server's deduplication window only the reload protects against
+// a second commit of the same decision: Commit finds the message ID in the
+// run and appends nothing.
+func TestCommitRecognisesBeyondDedupWindow(t *testing.T) {
+	ctx := testCtx(t)
+	srv := bustest.Server(t, bus.EmbeddedConfig{})
+	b := bustest.OpenWith(t, srv, bus.Config{DedupWindow: 100 * time.Millisecond})
+	decide := func(log bus.RunLog) ([]bus.Pending, error) {
+		f, err := events.NewFact(events.Meta{Suite: "s", Run: "r1", TaskGeneration: 1, Position: log.NextPosition(),
+			Producer: events.Producer{Service: events.OwnerStaller, Instance: "t"}},
+			events.StallObserved{Turn: 1, Observation: events.StallObservation{Position: 1}})
+		return []bus.Pending{{Fact: f, MsgID: "r1/1/stall"}}, err
+	}
+	if _, err := b.Commit(ctx, nil, "s", "r1", decide); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	recs, err := b.Commit(ctx, nil, "s", "r1", decide)
+	if err != nil || len(recs) != 1 || !recs[0].Duplicate {
+		t.Fatalf("second commit: %+v, %v", recs, err)
+	}
+	log, err := b.LoadRun(ctx, "s", "r1")
+	if err != nil || len(log.Records) != 1 {
+		t.Fatalf("run holds %d facts, want 1 (%v)", len(log.Records), err)
+	}
+}

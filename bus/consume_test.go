@@ -111,19 +111,28 @@ func TestUndecodableGoesToDeadLetters(t *testing.T) {
 	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s.r1.bogus.kind", Data: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
+	// A valid fact on another run's subject: its body and its subject disagree.
+	stray, _ := events.Encode(bustest.Claim(t, "s", "r9", 1))
+	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s.r1.run.claimed", Data: stray}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r2", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the good fact", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
 	var dead []bus.DeadLetter
-	waitFor(t, "two dead letters", func() bool {
+	waitFor(t, "three dead letters", func() bool {
 		var err error
 		dead, err = b.DeadLetters(ctx, "watcher")
-		return err == nil && len(dead) == 2
+		return err == nil && len(dead) == 3
 	})
-	for _, d := range dead {
-		if !strings.Contains(d.Reason, "undecodable fact") || d.Consumer != "watcher" || d.Stream != bus.FactsStream || d.StreamSeq == 0 {
-			t.Fatalf("dead letter lacks detail: %+v", d)
+	for i, d := range dead {
+		want := "undecodable fact"
+		if i == 2 {
+			want = "does not match its subject fact.s.r1.run.claimed"
+		}
+		if !strings.Contains(d.Reason, want) || d.Consumer != "watcher" || d.Stream != bus.FactsStream || d.StreamSeq == 0 {
+			t.Fatalf("dead letter %d lacks detail (want %q): %+v", i, want, d)
 		}
 	}
 	if dead[0].Subject != "fact.s.r1.turn.completed" || string(dead[1].Data) != "x" {

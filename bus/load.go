@@ -107,15 +107,33 @@ func (b *Bus) extendRun(ctx context.Context, log *RunLog) error {
 		for _, m := range msgs {
 			addMessage(&next, m)
 		}
-		// A fresh load must reach the run's first fact; otherwise a message
-		// without links cut the walk short.
-		if log.LastSeq > 0 || len(msgs) == 0 || (len(next.Records) > 0 && len(next.Bad) == 0 && next.Records[0].Fact.Position == 1) {
+		// The links only say which messages their writers knew of. Positions
+		// prove nothing was skipped: every fact takes the next one, so the
+		// new facts must continue the known ones without a gap.
+		if contiguous(log, next) {
 			*log = next
 			return nil
 		}
 		b.log.Debug("run links incomplete; scanning", "filter", filter)
 	}
 	return b.directBatch(ctx, FactsStream, filter, log.LastSeq+1, func(m *nats.Msg, _ uint64) { addMessage(log, m) })
+}
+
+// contiguous reports whether next extends log by facts whose positions
+// follow on without a gap, and holds no undecodable message (whose position
+// cannot be known).
+func contiguous(log *RunLog, next RunLog) bool {
+	if len(next.Bad) != len(log.Bad) {
+		return false
+	}
+	pos := log.NextPosition()
+	for _, r := range next.Records[len(log.Records):] {
+		if r.Fact.Position != pos {
+			return false
+		}
+		pos++
+	}
+	return true
 }
 
 // addMessage decodes one stored message of the run into log.

@@ -3,10 +3,12 @@ package bus_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
@@ -127,6 +129,37 @@ func TestLoadRunReportsUndecodable(t *testing.T) {
 	}
 	if log.Bad[0].Seq != last.Last+1 || log.Bad[0].Err == nil {
 		t.Fatalf("bad record = %+v", log.Bad[0])
+	}
+}
+
+// A writer that links a fact past a message it did not know of leaves a
+// gap the links cannot show; the positions do, and the load falls back to
+// the scan and still returns every fact.
+func TestLoadRunDetectsGapInLinks(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	first := appendRun(t, b, "s", "r1", 1, 1, bus.Expect{})
+	publish := func(pos uint64, prev string, expect uint64) uint64 {
+		f := bustest.Turn(t, "s", "r1", pos, uint32(pos))
+		data, _ := events.Encode(f)
+		m := &nats.Msg{Subject: "fact.s.r1.turn.completed", Data: data, Header: nats.Header{}}
+		if prev != "" {
+			m.Header.Set(bus.HeaderPrev, prev)
+		}
+		ack, err := b.JetStream().PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(expect, "fact.s.r1.>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	second := publish(2, "", first.Last)                   // written without links
+	publish(3, strconv.FormatUint(first.Last, 10), second) // links past it
+	log, err := b.LoadRun(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Records) != 3 {
+		t.Fatalf("loaded %d facts, want 3", len(log.Records))
 	}
 }
 

@@ -24,26 +24,46 @@ func Start(tb testing.TB) (*bus.Bus, *bus.Embedded) {
 // to a temporary directory.
 func StartWith(tb testing.TB, cfg bus.EmbeddedConfig) (*bus.Bus, *bus.Embedded) {
 	tb.Helper()
+	srv := Server(tb, cfg)
+	return OpenWith(tb, srv, bus.Config{}), srv
+}
+
+// Server starts an embedded server without opening the bus on it, for tests
+// that need the streams created with particular settings.
+func Server(tb testing.TB, cfg bus.EmbeddedConfig) *bus.Embedded {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if cfg.StoreDir == "" {
 		cfg.StoreDir = tb.TempDir()
+	}
+	if cfg.Durability == "" {
+		cfg.Durability = bus.SyncInterval
 	}
 	srv, err := bus.StartEmbedded(ctx, cfg)
 	if err != nil {
 		tb.Fatalf("start embedded server: %v", err)
 	}
 	tb.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// OpenWith opens a bus with the given settings on a new in-process
+// connection to srv.
+func OpenWith(tb testing.TB, srv *bus.Embedded, cfg bus.Config) *bus.Bus {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	nc, err := srv.Connect()
 	if err != nil {
 		tb.Fatalf("connect: %v", err)
 	}
 	tb.Cleanup(nc.Close)
-	b, err := bus.Open(ctx, nc, bus.Config{})
+	b, err := bus.Open(ctx, nc, cfg)
 	if err != nil {
 		tb.Fatalf("open bus: %v", err)
 	}
-	return b, srv
+	return b
 }
 
 // Claim returns a valid run.claimed fact at the given position: a small,
