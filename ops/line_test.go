@@ -1,0 +1,40 @@
+package ops
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// Every kind renders a line with its fields, checked on the golden facts
+// of the events package (real encodings of every kind and variant).
+func TestEveryKindHasASummary(t *testing.T) {
+	files, err := filepath.Glob("../events/testdata/golden/*.msgpack")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden facts: %v", err)
+	}
+	seen := map[events.Kind]bool{}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := events.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		seen[f.Kind()] = true
+		line := Line(7, f)
+		if Summary(f) == "" || !strings.Contains(line, string(f.Kind())) || !strings.Contains(line, f.Run) {
+			t.Errorf("%s renders %q", path, line)
+		}
+	}
+	for _, k := range events.Kinds() {
+		if !seen[k] {
+			t.Errorf("no golden fact of kind %s to render", k)
+		}
+	}
+}
