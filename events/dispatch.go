@@ -34,6 +34,15 @@ type CompletedDispatch struct {
 	Disposition  Disposition  `msgpack:"disposition"`
 	Mutation     Mutation     `msgpack:"mutation"`
 	Verification Verification `msgpack:"verification"`
+	// Check names the case's declared check this dispatch ran, if any;
+	// its verification is then that check's result.
+	Check string `msgpack:"check,omitempty"`
+	// Tool is the tool that was called (empty in facts written before it
+	// was added).
+	Tool string `msgpack:"tool,omitempty"`
+	// Digest is the workspace digest after the dispatch (the source epoch
+	// later checks compare against), when the runner knows it.
+	Digest Digest `msgpack:"digest,omitempty"`
 }
 
 func (d CompletedDispatch) validate(p string) error {
@@ -47,6 +56,9 @@ func (d CompletedDispatch) validate(p string) error {
 		return err
 	}
 	if err := needOneOf(p, "mutation", d.Mutation, mutations); err != nil {
+		return err
+	}
+	if err := optDigest(p, "digest", d.Digest); err != nil {
 		return err
 	}
 	return d.Verification.validate(join(p, "verification"))
