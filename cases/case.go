@@ -1,0 +1,345 @@
+// Package cases reads and checks the files that describe work: a case (the
+// task, its fixture, tools, budgets, checks, requirements and policies) and
+// a treatment (the model and the settings a case is run under). docs/case.md
+// is the format. A loaded case is resolved into a self-contained Spec that
+// travels as a blob, so a runner on another machine needs nothing else.
+package cases
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/factline/factline/events"
+)
+
+// Case is one task as written in a case file.
+type Case struct {
+	// ID names the case in a suite; a subject-safe token.
+	ID string `yaml:"id" json:"id"`
+	// Instruction is the task as the model first reads it.
+	Instruction string `yaml:"instruction" json:"instruction"`
+	// Fixture is the directory the workspace starts from, relative to the
+	// case file. Optional: no fixture means an empty workspace.
+	Fixture string `yaml:"fixture,omitempty" json:"-"`
+	// FixtureDigest is the stored fixture's workspace digest, set when the
+	// case is published.
+	FixtureDigest events.Digest `yaml:"-" json:"fixture_digest,omitempty"`
+	// Tools lists the tools the model may call (default: all built-in).
+	Tools []string `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// Budget holds the hard limits of one attempt.
+	Budget Budget `yaml:"budget" json:"budget"`
+	// Checks are the commands that verify the work.
+	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
+	// Requirements are what done means; by default one per required check.
+	Requirements []Requirement `yaml:"requirements,omitempty" json:"requirements,omitempty"`
+	// RequiresWrite says whether done needs an applied change to the
+	// workspace. False lets a truthful read-only answer finish done.
+	RequiresWrite *bool `yaml:"requires_write,omitempty" json:"requires_write,omitempty"`
+	// Context is the default context policy (a treatment may override it).
+	Context ContextPolicy `yaml:"context,omitempty" json:"context"`
+	// Stall holds the stall handler's thresholds for this case.
+	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
+	// Env adds variables to the minimal environment commands run with.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+}
+
+// Budget is an attempt's hard limits. Zero means no limit of that kind,
+// except Steps, which defaults to 20 so that no attempt runs forever.
+type Budget struct {
+	Steps        uint32   `yaml:"steps,omitempty" json:"steps"`
+	InputTokens  uint64   `yaml:"input_tokens,omitempty" json:"input_tokens,omitempty"`
+	OutputTokens uint64   `yaml:"output_tokens,omitempty" json:"output_tokens,omitempty"`
+	Wall         Duration `yaml:"wall,omitempty" json:"wall,omitempty"`
+	Cost         uint64   `yaml:"cost,omitempty" json:"cost,omitempty"`
+}
+
+// DefaultSteps bounds an attempt whose case sets no step limit.
+const DefaultSteps = 20
+
+// Check is a declared verification command.
+type Check struct {
+	ID      string   `yaml:"id" json:"id"`
+	Command string   `yaml:"command" json:"command"`
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Required checks must pass at the current workspace for done.
+	Required *bool `yaml:"required,omitempty" json:"required,omitempty"`
+	// Diagnostics says how to read errors out of the check's output.
+	Diagnostics *DiagnosticRule `yaml:"diagnostics,omitempty" json:"diagnostics,omitempty"`
+}
+
+// IsRequired reports whether the check is required (the default).
+func (c Check) IsRequired() bool { return c.Required == nil || *c.Required }
+
+// DiagnosticRule extracts diagnostics from a check's output: one per line
+// the pattern matches, with the named groups file, line, code and message.
+type DiagnosticRule struct {
+	Pattern string `yaml:"pattern" json:"pattern"`
+	// Complete says the pattern finds every error the check reports (not,
+	// say, the first ten), so a shrinking set proves progress.
+	Complete bool `yaml:"complete,omitempty" json:"complete,omitempty"`
+}
+
+// Requirement is one thing done must show.
+type Requirement struct {
+	ID          string `yaml:"id" json:"id"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Check is the declared check that proves it; empty means the stop
+	// decider accepts cited evidence for it.
+	Check string `yaml:"check,omitempty" json:"check,omitempty"`
+}
+
+// ContextPolicy says how the model-visible context is built.
+type ContextPolicy struct {
+	// Mode is "full" (everything, the default) or "window".
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// WindowTurns is how many recent turns a window keeps (default 6).
+	WindowTurns int `yaml:"window_turns,omitempty" json:"window_turns,omitempty"`
+	// MaxTokens bounds the context (estimated); 0 means no bound.
+	MaxTokens int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	// KeepTools lists tools whose observations a window always keeps.
+	KeepTools []string `yaml:"keep_tools,omitempty" json:"keep_tools,omitempty"`
+}
+
+// Context modes.
+const (
+	ContextFull   = "full"
+	ContextWindow = "window"
+)
+
+// Duration is a time.Duration written as "90s", "5m".
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: use a number with a unit, e.g. 90s or 5m", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Error is a problem in a case or treatment file, located as precisely as
+// the parser allows.
+type Error struct {
+	File  string // the file
+	Field string // the field path, e.g. checks[1].command
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Field != "" {
+		loc += ": " + e.Field
+	}
+	return loc + ": " + e.Msg
+}
+
+// ErrInvalid matches every *Error with errors.Is.
+var ErrInvalid = errors.New("invalid case")
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// BuiltinTools are the tools a case may list; a case that lists none gets
+// them all.
+var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete"}
+
+// LoadCase reads and checks a case file. Relative fixture paths are
+// resolved against the file's directory.
+func LoadCase(path string) (*Case, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("case: %w", err)
+	}
+	c, err := ParseCase(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if c.Fixture != "" && !filepath.IsAbs(c.Fixture) {
+		c.Fixture = filepath.Join(filepath.Dir(path), c.Fixture)
+	}
+	if c.Fixture != "" {
+		if st, err := os.Stat(c.Fixture); err != nil || !st.IsDir() {
+			return nil, &Error{File: path, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", c.Fixture)}
+		}
+	}
+	return c, nil
+}
+
+// ParseCase parses case YAML; name is used in errors. Unknown keys are
+// refused so that a misspelt field is not silently ignored.
+func ParseCase(name string, data []byte) (*Case, error) {
+	var c Case
+	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	}
+	if err := c.normalise(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = name
+		}
+		return nil, err
+	}
+	return &c, nil
+}
+
+// yamlMessage renders a YAML error with its line and column, without the
+// colour codes and source excerpt the library adds.
+func yamlMessage(err error) string {
+	return yaml.FormatError(err, false, false)
+}
+
+func fieldErr(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// normalise checks the case and fills in defaults.
+func (c *Case) normalise() error {
+	if err := events.ValidateToken("id", c.ID); err != nil {
+		return fieldErr("id", "%v", err)
+	}
+	if c.Instruction == "" {
+		return fieldErr("instruction", "required: the task as the model should read it")
+	}
+	if len(c.Tools) == 0 {
+		c.Tools = slices.Clone(BuiltinTools)
+	}
+	for i, t := range c.Tools {
+		if !slices.Contains(BuiltinTools, t) {
+			return fieldErr(fmt.Sprintf("tools[%d]", i), "unknown tool %q (known: %v)", t, BuiltinTools)
+		}
+	}
+	if c.Budget.Steps == 0 {
+		c.Budget.Steps = DefaultSteps
+	}
+	checks := map[string]bool{}
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		f := fmt.Sprintf("checks[%d]", i)
+		if err := events.ValidateToken("id", ch.ID); err != nil {
+			return fieldErr(f+".id", "%v", err)
+		}
+		if checks[ch.ID] {
+			return fieldErr(f+".id", "duplicate check id %q", ch.ID)
+		}
+		checks[ch.ID] = true
+		if ch.Command == "" {
+			return fieldErr(f+".command", "required")
+		}
+		if ch.Timeout == 0 {
+			ch.Timeout = Duration(5 * time.Minute)
+		}
+		if d := ch.Diagnostics; d != nil {
+			re, err := regexp.Compile(d.Pattern)
+			if err != nil {
+				return fieldErr(f+".diagnostics.pattern", "%v", err)
+			}
+			if re.SubexpIndex("message") < 0 {
+				return fieldErr(f+".diagnostics.pattern", "needs a named group (?P<message>...)")
+			}
+		}
+	}
+	if len(c.Requirements) == 0 {
+		for _, ch := range c.Checks {
+			if ch.IsRequired() {
+				c.Requirements = append(c.Requirements, Requirement{ID: ch.ID, Check: ch.ID})
+			}
+		}
+	}
+	reqs := map[string]bool{}
+	for i, r := range c.Requirements {
+		f := fmt.Sprintf("requirements[%d]", i)
+		if err := events.ValidateToken("id", r.ID); err != nil {
+			return fieldErr(f+".id", "%v", err)
+		}
+		if reqs[r.ID] {
+			return fieldErr(f+".id", "duplicate requirement id %q", r.ID)
+		}
+		reqs[r.ID] = true
+		if r.Check != "" && !checks[r.Check] {
+			return fieldErr(f+".check", "no check with id %q", r.Check)
+		}
+	}
+	if err := c.Context.normalise("context"); err != nil {
+		return err
+	}
+	for k := range c.Env {
+		if k == "" || bytes.ContainsAny([]byte(k), "=\x00") {
+			return fieldErr("env", "bad variable name %q", k)
+		}
+	}
+	return c.Stall.check("stall")
+}
+
+func (p *ContextPolicy) normalise(field string) error {
+	switch p.Mode {
+	case "":
+		p.Mode = ContextFull
+	case ContextFull, ContextWindow:
+	default:
+		return fieldErr(field+".mode", "unknown mode %q (want %q or %q)", p.Mode, ContextFull, ContextWindow)
+	}
+	if p.WindowTurns < 0 || p.MaxTokens < 0 {
+		return fieldErr(field, "window_turns and max_tokens cannot be negative")
+	}
+	if p.Mode == ContextWindow && p.WindowTurns == 0 {
+		p.WindowTurns = 6
+	}
+	return nil
+}
+
+// RequiresWriteOrDefault says whether done needs an applied change to the
+// workspace. The default is no: passing the required checks (or, with none,
+// cited evidence) is what done needs.
+func (c *Case) RequiresWriteOrDefault() bool {
+	if c.RequiresWrite != nil {
+		return *c.RequiresWrite
+	}
+	return false
+}
+
+// Check returns the declared check with the given ID.
+func (c *Case) Check(id string) (Check, bool) {
+	for _, ch := range c.Checks {
+		if ch.ID == id {
+			return ch, true
+		}
+	}
+	return Check{}, false
+}
+
+// Encode returns the canonical JSON of a resolved case: what is stored as a
+// blob and named by the case digest in run.requested.
+func (c *Case) Encode() ([]byte, error) { return json.Marshal(c) }
+
+// DecodeCase reads a case from its stored JSON and checks it again.
+func DecodeCase(data []byte) (*Case, error) {
+	var c Case
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("stored case: %w", err)
+	}
+	if err := c.normalise(); err != nil {
+		return nil, fmt.Errorf("stored case: %w", err)
+	}
+	return &c, nil
+}

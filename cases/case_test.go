@@ -1,0 +1,84 @@
+package cases
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLoadCaseFillsDefaults(t *testing.T) {
+	c, err := LoadCase("testdata/fix-add/case.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Budget.Steps != 6 || len(c.Tools) != len(BuiltinTools) || c.Context.Mode != ContextFull {
+		t.Fatalf("defaults not filled: %+v", c)
+	}
+	if len(c.Requirements) != 1 || c.Requirements[0].Check != "tests" {
+		t.Fatalf("a required check should become a requirement: %+v", c.Requirements)
+	}
+	if !strings.HasSuffix(c.Fixture, "testdata/fix-add/fixture") {
+		t.Fatalf("fixture not resolved against the case file: %s", c.Fixture)
+	}
+	data, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeCase(data)
+	if err != nil || back.ID != c.ID || back.Checks[0].Timeout != c.Checks[0].Timeout {
+		t.Fatalf("stored case round trip: %+v, %v", back, err)
+	}
+}
+
+func TestBadCases(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"instruction: x\n", "id: empty subject token"},
+		{"id: a.b\ninstruction: x\n", "id:"},
+		{"id: a\n", "instruction: required"},
+		{"id: a\ninstruction: x\ntools: [rm_rf]\n", `tools[0]: unknown tool "rm_rf"`},
+		{"id: a\ninstruction: x\nchecks:\n  - id: t\n", "checks[0].command: required"},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x}\n  - {id: t, command: y}\n", `checks[1].id: duplicate check id "t"`},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x, timeout: soon}\n", `duration "soon"`},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x, diagnostics: {pattern: '('}}\n", "checks[0].diagnostics.pattern"},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x, diagnostics: {pattern: 'x'}}\n", "(?P<message>"},
+		{"id: a\ninstruction: x\nrequirements:\n  - {id: r, check: nope}\n", `requirements[0].check: no check with id "nope"`},
+		{"id: a\ninstruction: x\ncontext: {mode: magic}\n", `context.mode: unknown mode "magic"`},
+		{"id: a\ninstruction: x\nstall: {idle_turns: -1}\n", "stall.idle_turns: cannot be negative"},
+		{"id: a\ninstruction: x\ninstrucshun: y\n", "instrucshun"},
+		{"id: a\ninstruction: [x\n", "bad.yaml"},
+	}
+	for _, c := range cases {
+		_, err := ParseCase("bad.yaml", []byte(c.yaml))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "bad.yaml") {
+			t.Errorf("%q: got %v, want an error naming bad.yaml and containing %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestTreatmentOverridesCase(t *testing.T) {
+	c, err := LoadCase("testdata/fix-add/case.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := LoadTreatment("testdata/scripted/treatment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Model.ScriptFiles["fix-add"] == "" {
+		t.Fatalf("scripts not loaded: %+v", tr.Model)
+	}
+	eff := Apply(c, tr)
+	if eff.Stall.RepeatedFailure != 3 || eff.Stall.IdleTurns != DefaultStall.IdleTurns {
+		t.Fatalf("stall limits %+v", eff.Stall)
+	}
+	data, _ := tr.Encode()
+	back, err := DecodeTreatment(data)
+	if err != nil || back.Model.ScriptFiles["fix-add"] != tr.Model.ScriptFiles["fix-add"] {
+		t.Fatalf("stored treatment round trip: %v", err)
+	}
+	for _, bad := range []string{"id: t\nmodel: {provider: gpt}\n", "id: t\nmodel: {provider: openai}\n", "id: t\nmodel: {}\n"} {
+		if _, err := ParseTreatment("t.yaml", []byte(bad)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q accepted: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package cases
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/factline/factline/events"
+)
+
+// Treatment is what a case is run under: the model and its settings, and
+// overrides of the case's context and stall policies. Treatments are what
+// the meter compares.
+type Treatment struct {
+	ID    string    `yaml:"id" json:"id"`
+	Model ModelSpec `yaml:"model" json:"model"`
+	// Context, when set, replaces the case's context policy.
+	Context *ContextPolicy `yaml:"context,omitempty" json:"context,omitempty"`
+	// Stall overrides the case's stall thresholds field by field.
+	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
+}
+
+// ModelSpec says which model answers.
+type ModelSpec struct {
+	// Provider is "scripted" or "openai".
+	Provider string `yaml:"provider" json:"provider"`
+	// Scripts (scripted): a directory holding <case-id>.yaml per case,
+	// relative to the treatment file. Resolved into ScriptFiles.
+	Scripts string `yaml:"scripts,omitempty" json:"-"`
+	// ScriptFiles (scripted) maps a case ID to its script's text; filled
+	// when the treatment is loaded so that it travels with the treatment.
+	ScriptFiles map[string]string `yaml:"-" json:"script_files,omitempty"`
+	// Name is the model name sent to the provider (openai).
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// BaseURL of an OpenAI-compatible endpoint (openai). The API key is
+	// never part of a treatment: it comes from the environment.
+	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	// Temperature, MaxOutputTokens and Seed are request settings.
+	Temperature     *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	MaxOutputTokens int      `yaml:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+	Seed            *int64   `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// InputPrice and OutputPrice are cost units per million tokens (openai);
+	// 0 means unknown, and costs then stay unknown.
+	InputPrice  uint64 `yaml:"input_price,omitempty" json:"input_price,omitempty"`
+	OutputPrice uint64 `yaml:"output_price,omitempty" json:"output_price,omitempty"`
+}
+
+// Model providers.
+const (
+	ProviderScripted = "scripted"
+	ProviderOpenAI   = "openai"
+)
+
+// LoadTreatment reads a treatment file; scripted treatments read their
+// scripts directory too.
+func LoadTreatment(path string) (*Treatment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("treatment: %w", err)
+	}
+	t, err := ParseTreatment(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if t.Model.Provider == ProviderScripted {
+		dir := t.Model.Scripts
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(path), dir)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			return nil, &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("no <case-id>.yaml scripts in %s", dir)}
+		}
+		t.Model.ScriptFiles = map[string]string{}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("treatment %s: %w", path, err)
+			}
+			id := filepath.Base(f)
+			t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)
+		}
+	}
+	return t, nil
+}
+
+// ParseTreatment parses treatment YAML; name is used in errors.
+func ParseTreatment(name string, data []byte) (*Treatment, error) {
+	var t Treatment
+	if err := yaml.UnmarshalWithOptions(data, &t, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	}
+	if err := t.normalise(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = name
+		}
+		return nil, err
+	}
+	return &t, nil
+}
+
+func (t *Treatment) normalise() error {
+	if err := events.ValidateToken("id", t.ID); err != nil {
+		return fieldErr("id", "%v", err)
+	}
+	switch t.Model.Provider {
+	case ProviderScripted:
+		if t.Model.Scripts == "" && len(t.Model.ScriptFiles) == 0 {
+			return fieldErr("model.scripts", "a scripted model needs a scripts directory")
+		}
+	case ProviderOpenAI:
+		if t.Model.Name == "" {
+			return fieldErr("model.name", "required for provider %q", ProviderOpenAI)
+		}
+	case "":
+		return fieldErr("model.provider", "required (%q or %q)", ProviderScripted, ProviderOpenAI)
+	default:
+		return fieldErr("model.provider", "unknown provider %q (want %q or %q)", t.Model.Provider, ProviderScripted, ProviderOpenAI)
+	}
+	if t.Context != nil {
+		if err := t.Context.normalise("context"); err != nil {
+			return err
+		}
+	}
+	return t.Stall.check("stall")
+}
+
+// Encode returns the canonical JSON stored as the treatment blob.
+func (t *Treatment) Encode() ([]byte, error) { return json.Marshal(t) }
+
+// DecodeTreatment reads a treatment from its stored JSON.
+func DecodeTreatment(data []byte) (*Treatment, error) {
+	var t Treatment
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&t); err != nil {
+		return nil, fmt.Errorf("stored treatment: %w", err)
+	}
+	if err := t.normalise(); err != nil {
+		return nil, fmt.Errorf("stored treatment: %w", err)
+	}
+	return &t, nil
+}
+
+// Effective is a case under a treatment: the policies that apply.
+type Effective struct {
+	Case      *Case
+	Treatment *Treatment
+	Context   ContextPolicy
+	Stall     StallLimits
+}
+
+// Apply combines a case and a treatment.
+func Apply(c *Case, t *Treatment) Effective {
+	ctx := c.Context
+	if t != nil && t.Context != nil {
+		ctx = *t.Context
+	}
+	stall := c.Stall
+	if t != nil {
+		stall = stall.Over(t.Stall)
+	}
+	return Effective{Case: c, Treatment: t, Context: ctx, Stall: stall.Resolve(DefaultStall)}
+}
