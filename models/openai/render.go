@@ -1,0 +1,198 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/factline/factline/models"
+)
+
+// Render returns the exact JSON body Complete POSTs for req: the SDK's
+// Chat Completions parameters built from req and marshalled by the SDK.
+// Complete sends these very bytes (it renders again and hands the bytes to
+// the SDK as the raw request body), so the digest of Render's output is the
+// digest of what went over the wire. The model is Settings.Model, else
+// Config.Model. Render fails with ErrConfig when there is no model and with
+// ErrBadRequest for an unknown role or tool parameters that are not a JSON
+// object. The body never holds the API key: the key travels only in the
+// Authorization header.
+func (m *Model) Render(req models.Request) ([]byte, error) {
+	_, body, err := m.build(req)
+	return body, err
+}
+
+// build maps req onto SDK parameters and marshals them.
+func (m *Model) build(req models.Request) (sdk.ChatCompletionNewParams, []byte, error) {
+	var p sdk.ChatCompletionNewParams
+	p.Model = req.Settings.Model
+	if p.Model == "" {
+		p.Model = m.cfg.Model
+	}
+	if p.Model == "" {
+		return p, nil, configError("no model: set Settings.Model or Config.Model (%s)", EnvModel)
+	}
+	p.Messages = make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages))
+	for i, msg := range req.Messages {
+		mp, err := messageParam(msg)
+		if err != nil {
+			return p, nil, badRequest("message %d: %v", i, err)
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for i, tool := range req.Tools {
+		def := shared.FunctionDefinitionParam{Name: tool.Name}
+		if tool.Description != "" {
+			def.Description = param.NewOpt(tool.Description)
+		}
+		if len(bytes.TrimSpace(tool.Parameters)) > 0 {
+			params, err := schema(tool.Parameters)
+			if err != nil {
+				return p, nil, badRequest("tool %d (%s): parameters: %v", i, tool.Name, err)
+			}
+			def.Parameters = params
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+	}
+	s := req.Settings
+	if s.Temperature != nil {
+		p.Temperature = param.NewOpt(*s.Temperature)
+	}
+	if s.Seed != nil {
+		p.Seed = param.NewOpt(*s.Seed)
+	}
+	if s.MaxOutputTokens > 0 {
+		if m.cfg.MaxTokensField == MaxTokens {
+			p.MaxTokens = param.NewOpt(int64(s.MaxOutputTokens))
+		} else {
+			p.MaxCompletionTokens = param.NewOpt(int64(s.MaxOutputTokens))
+		}
+	}
+	body, err := p.MarshalJSON()
+	if err != nil {
+		return p, nil, badRequest("marshal request: %v", err)
+	}
+	return p, body, nil
+}
+
+func badRequest(format string, args ...any) *models.Error {
+	return &models.Error{Kind: models.ErrBadRequest, Provider: Provider, Err: fmt.Errorf(format, args...)}
+}
+
+// messageParam maps one provider-neutral message.
+func messageParam(msg models.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case models.RoleSystem:
+		return sdk.SystemMessage(msg.Content), nil
+	case models.RoleUser:
+		return sdk.UserMessage(msg.Content), nil
+	case models.RoleTool:
+		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
+	case models.RoleAssistant:
+		var a sdk.ChatCompletionAssistantMessageParam
+		if msg.Content != "" || len(msg.ToolCalls) == 0 {
+			a.Content.OfString = param.NewOpt(msg.Content)
+		}
+		for _, c := range msg.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Args},
+				},
+			})
+		}
+		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// schema decodes a tool's JSON schema, keeping integers exact.
+func schema(raw json.RawMessage) (shared.FunctionParameters, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not a JSON object: trailing data")
+	}
+	if v == nil {
+		return nil, fmt.Errorf("not a JSON object: null")
+	}
+	return numbers(v).(map[string]any), nil
+}
+
+// numbers replaces the json.Numbers in v by int64, uint64 or float64 (the
+// SDK's encoder would write a json.Number as a string).
+func numbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(string(x), 10, 64); err == nil {
+			return u
+		}
+		f, _ := x.Float64() // valid JSON numbers parse; huge ones become ±Inf, caught by the encoder
+		return f
+	}
+	return v
+}
+
+// Reserve returns the worst-case cost of req in cost units: the input
+// estimate (rendered bytes / BytesPerToken, rounded up) and the output
+// allowance (Settings.MaxOutputTokens, else ReserveOutputTokens) at the
+// configured prices, rounded up. With an unknown price (0) it returns 0:
+// the budget cannot bound what it cannot price. A request that does not
+// render also reserves 0: Complete refuses it without calling the provider.
+func (m *Model) Reserve(req models.Request) uint64 {
+	if !m.cfg.priced() {
+		return 0
+	}
+	_, body, err := m.build(req)
+	if err != nil {
+		return 0
+	}
+	in := (uint64(len(body)) + uint64(m.cfg.BytesPerToken) - 1) / uint64(m.cfg.BytesPerToken)
+	out := uint64(m.cfg.ReserveOutputTokens)
+	if req.Settings.MaxOutputTokens > 0 {
+		out = uint64(req.Settings.MaxOutputTokens)
+	}
+	return cost(in, out, m.cfg.InputPrice, m.cfg.OutputPrice)
+}
+
+// cost is ceil((in*inPrice + out*outPrice) / 1e6), saturating at the
+// largest uint64 instead of overflowing.
+func cost(in, out, inPrice, outPrice uint64) uint64 {
+	hi1, lo1 := bits.Mul64(in, inPrice)
+	hi2, lo2 := bits.Mul64(out, outPrice)
+	lo, carry := bits.Add64(lo1, lo2, 0)
+	hi, overflow := bits.Add64(hi1, hi2, carry)
+	if overflow != 0 {
+		return math.MaxUint64
+	}
+	// Round up: add 1e6-1 to the 128-bit sum.
+	lo, carry = bits.Add64(lo, 1_000_000-1, 0)
+	hi, overflow = bits.Add64(hi, 0, carry)
+	if overflow != 0 || hi >= 1_000_000 {
+		return math.MaxUint64
+	}
+	q, _ := bits.Div64(hi, lo, 1_000_000)
+	return q
+}

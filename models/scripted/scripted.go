@@ -1,0 +1,187 @@
+// Package scripted is a deterministic model driven by a YAML script, for
+// examples, tests and benchmarks. Turn n of a run gets turn n of the script:
+// its text, tool calls, usage, finish reason, a typed error or a delay. The
+// script format is documented in docs/scripted-model.md.
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/factline/factline/models"
+)
+
+// Provider is the provider name of scripted models.
+const Provider = "scripted"
+
+// DefaultName is the model name of a script that names none.
+const DefaultName = "script"
+
+// Model replays a parsed script. It is immutable once parsed and safe for
+// concurrent use: it answers by Request.Turn and keeps no state between
+// calls.
+type Model struct {
+	name  string
+	turns []turn
+}
+
+// turn is one validated script turn.
+type turn struct {
+	text       string
+	calls      []models.ToolCall
+	usage      *models.Usage
+	reserve    uint64
+	finish     string
+	errKind    models.ErrorKind // "" for a reply
+	retryAfter time.Duration
+	delay      time.Duration
+}
+
+var _ models.Model = (*Model)(nil)
+
+// Name is the model name the script gives (DefaultName when it gives none).
+// Replies carry it in Reply.Model.
+func (m *Model) Name() string { return m.name }
+
+// Len is the number of turns in the script. Complete answers turns 1..Len
+// and returns an ErrExhausted error beyond.
+func (m *Model) Len() int { return len(m.turns) }
+
+// Provider returns "scripted".
+func (m *Model) Provider() string { return Provider }
+
+// renderRequest is the provider-neutral request as Render shows it.
+type renderRequest struct {
+	Messages []models.Message  `json:"messages"`
+	Tools    []models.ToolSpec `json:"tools,omitempty"`
+	Settings models.Settings   `json:"settings"`
+}
+
+// Render returns the canonical JSON of the provider-neutral request: an
+// object with "messages" (always an array), "tools" (omitted when there are
+// none) and "settings", with the field names of the models package, object
+// keys sorted at every level (tool parameter schemas included), no
+// insignificant whitespace, no HTML escaping and numbers as written. For the
+// scripted provider this is the exact request: nothing else is sent
+// anywhere. Request.Turn is not part of it. Render fails when a tool's
+// parameters are not valid JSON.
+func (m *Model) Render(req models.Request) ([]byte, error) {
+	r := renderRequest{Messages: req.Messages, Tools: req.Tools, Settings: req.Settings}
+	if r.Messages == nil {
+		r.Messages = []models.Message{}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: render request: %w", err)
+	}
+	out, err := canonicalJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: render request: %w", err)
+	}
+	return out, nil
+}
+
+// canonicalJSON re-encodes a JSON document with sorted object keys, no
+// whitespace and no HTML escaping; numbers keep their text.
+func canonicalJSON(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return compactJSON(v)
+}
+
+// compactJSON encodes v (maps with sorted keys) without HTML escaping and
+// without the trailing newline of json.Encoder.
+func compactJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Reserve returns the reserve the script gives turn req.Turn, 0 for a turn
+// outside the script.
+func (m *Model) Reserve(req models.Request) uint64 {
+	if req.Turn < 1 || req.Turn > len(m.turns) {
+		return 0
+	}
+	return m.turns[req.Turn-1].reserve
+}
+
+// Complete answers with script turn req.Turn (1-based). It first waits the
+// turn's delay, if any, honouring ctx: when ctx ends first (or had already
+// ended) it returns an error wrapping ctx.Err(), which is a *models.Error of
+// kind ErrTimeout when ctx's deadline passed. A turn with an error returns a
+// *models.Error of that kind (Attempts 1, RetryAfter as scripted). A turn
+// beyond the script returns ErrExhausted; a turn below 1 ErrBadRequest.
+// Replies are fresh copies: callers may modify them.
+func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply, error) {
+	if req.Turn < 1 {
+		return models.Reply{}, &models.Error{Kind: models.ErrBadRequest, Provider: Provider,
+			Err: fmt.Errorf("turn %d: turns are 1-based", req.Turn)}
+	}
+	if req.Turn > len(m.turns) {
+		return models.Reply{}, &models.Error{Kind: models.ErrExhausted, Provider: Provider,
+			Err: fmt.Errorf("turn %d: the script has %d turns", req.Turn, len(m.turns))}
+	}
+	t := m.turns[req.Turn-1]
+	if err := wait(ctx, t.delay); err != nil {
+		return models.Reply{}, contextError(req.Turn, err)
+	}
+	if t.errKind != "" {
+		return models.Reply{}, &models.Error{Kind: t.errKind, Provider: Provider, Attempts: 1,
+			RetryAfter: t.retryAfter, Err: fmt.Errorf("turn %d: scripted %s error", req.Turn, t.errKind)}
+	}
+	reply := models.Reply{Text: t.text, Finish: t.finish, Model: m.name}
+	if len(t.calls) > 0 {
+		reply.Calls = append([]models.ToolCall(nil), t.calls...)
+	}
+	if t.usage != nil {
+		u := *t.usage
+		if u.Cost != nil {
+			c := *u.Cost
+			u.Cost = &c
+		}
+		reply.Usage = &u
+	}
+	return reply, nil
+}
+
+// wait sleeps d or until ctx ends, whichever comes first; it returns
+// ctx.Err() when ctx has ended (also for d == 0).
+func wait(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// contextError maps the end of ctx: a passed deadline is a timeout, a
+// cancellation stays a plain (wrapped) context.Canceled.
+func contextError(turn int, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &models.Error{Kind: models.ErrTimeout, Provider: Provider, Attempts: 1,
+			Err: fmt.Errorf("turn %d: %w", turn, err)}
+	}
+	return fmt.Errorf("scripted: turn %d: %w", turn, err)
+}
