@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+)
+
+// Stop reasons for the limits the runner enforces. They end a run
+// incomplete, never as an error: running out is an honest ending.
+const (
+	ReasonStepLimit           = "step_limit"
+	ReasonBudgetPreflight     = "budget_preflight"
+	ReasonReservationExceeded = "reservation_exceeded"
+	ReasonInputTokenLimit     = "input_token_limit"
+	ReasonOutputTokenLimit    = "output_token_limit"
+	ReasonWallLimit           = "wall_time_limit"
+	ReasonExhausted           = "observations_exhausted"
+)
+
+// Spend is what a run has consumed so far, folded from its facts.
+type Spend struct {
+	Steps        uint32
+	InputTokens  uint64
+	OutputTokens uint64
+	// TokensKnown is false once any reply came without usage.
+	TokensKnown bool
+	// Charged is what the cost budget counts: known costs, plus the
+	// reservation of every call whose cost is unknown.
+	Charged uint64
+	// Cost is the sum of known costs; CostKnown is false once any reply
+	// came without a cost.
+	Cost      uint64
+	CostKnown bool
+}
+
+// Tally folds a run's facts into its spend.
+func Tally(facts []events.Fact) Spend {
+	s := Spend{TokensKnown: true, CostKnown: true}
+	reserve := map[uint32]uint64{}
+	for _, f := range facts {
+		switch b := f.Body.(type) {
+		case events.TurnStarted:
+			s.Steps++
+			reserve[b.Turn] = b.Reserve
+		case events.ModelReplied:
+			s.charge(b.Usage, reserve[b.Turn])
+		}
+	}
+	return s
+}
+
+func (s *Spend) charge(u *events.Usage, reserve uint64) {
+	if u == nil {
+		s.TokensKnown, s.CostKnown = false, false
+		s.Charged += reserve
+		return
+	}
+	s.InputTokens += u.InputTokens
+	s.OutputTokens += u.OutputTokens
+	if u.Cost == nil {
+		s.CostKnown = false
+		s.Charged += reserve
+		return
+	}
+	s.Cost += *u.Cost
+	s.Charged += *u.Cost
+}
+
+// Spent renders the spend for run.ended: unknown stays unknown.
+func (s Spend) Spent(millis uint64) events.Spent {
+	out := events.Spent{Steps: s.Steps, Millis: millis}
+	if s.TokensKnown {
+		t := s.InputTokens + s.OutputTokens
+		out.Tokens = &t
+	}
+	if s.CostKnown {
+		c := s.Cost
+		out.Cost = &c
+	}
+	return out
+}
+
+// Preflight decides, before a model call, whether the budget allows it:
+// the steps left, the tokens left and whether the call's worst-case cost
+// fits what remains. It returns the limit that refuses the call, or "".
+func Preflight(b cases.Budget, s Spend, reserve uint64) string {
+	switch {
+	case b.Steps > 0 && s.Steps >= b.Steps:
+		return ReasonStepLimit
+	case b.InputTokens > 0 && s.InputTokens >= b.InputTokens:
+		return ReasonInputTokenLimit
+	case b.OutputTokens > 0 && s.OutputTokens >= b.OutputTokens:
+		return ReasonOutputTokenLimit
+	case b.Cost > 0 && (s.Charged > b.Cost || reserve > b.Cost-s.Charged):
+		return ReasonBudgetPreflight
+	}
+	return ""
+}
+
+// Overrun decides, after a reply, whether it broke the budget's
+// assumptions: a cost above its reservation ends the run (the excess stays
+// counted), as does passing a token limit.
+func Overrun(b cases.Budget, s Spend, u *events.Usage, reserve uint64) string {
+	if u != nil && u.Cost != nil && *u.Cost > reserve && b.Cost > 0 {
+		return ReasonReservationExceeded
+	}
+	switch {
+	case b.InputTokens > 0 && s.InputTokens > b.InputTokens:
+		return ReasonInputTokenLimit
+	case b.OutputTokens > 0 && s.OutputTokens > b.OutputTokens:
+		return ReasonOutputTokenLimit
+	}
+	return ""
+}

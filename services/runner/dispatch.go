@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner/tools"
+)
+
+// checkOutputCap bounds what a declared check's output may be read for
+// diagnostics; the observation the model sees is capped as usual.
+const checkOutputCap = 1 << 20
+
+// dispatchAll runs the calls of one reply in order. Every call gets a
+// settled dispatch: a call that is malformed, unknown, not allowed or a
+// duplicate is rejected with a typed observation and the others still run.
+// It returns the turn's dispatches and the actor intent a task_complete call
+// carried, if any.
+func (a *attempt) dispatchAll(ctx context.Context, turn uint32, replied events.ModelReplied) ([]events.CompletedDispatch, *events.ActorIntent, error) {
+	var out []events.CompletedDispatch
+	var intent *events.ActorIntent
+	for _, call := range replied.Calls {
+		d, in, err := a.dispatch(ctx, turn, call)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, d)
+		if in != nil {
+			intent = in
+		}
+	}
+	return out, intent, nil
+}
+
+func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, error) {
+	ref := events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, call.ID))
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: ref, Tool: call.Name, Verification: events.NotVerifier()}
+	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, error) {
+		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
+		return d, nil, a.settle(ctx, turn, d, res)
+	}
+	if isDuplicate(call.ID) {
+		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", originalID(call.ID)))
+	}
+	if !contains(a.kase.Tools, call.Name) {
+		if _, known := tools.BuiltinByName(call.Name); known {
+			return reject(tools.Fail(tools.CodeNotAllowed, "tool %q is not allowed in this task", call.Name))
+		}
+	}
+	tool, args, bad := a.registry.Check(call.Name, call.Args)
+	if bad != nil {
+		return reject(*bad)
+	}
+	if pc, ok := tool.(tools.Prechecker); ok {
+		if bad := pc.Precheck(a.env, args); bad != nil {
+			return reject(*bad)
+		}
+	}
+	contract := tool.Contract()
+	op := fmt.Sprintf("%s/t%d/%s", a.run, turn, call.ID)
+	if _, err := a.commit(ctx, fmt.Sprintf("t%d/%s/intended", turn, call.ID), events.DispatchIntended{
+		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: op, ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
+	}); err != nil {
+		return d, nil, err
+	}
+
+	var res tools.Result
+	check, isCheck := a.checkOf(call.Name, args)
+	if isCheck {
+		res = tools.Exec(ctx, a.env, check.Command, check.Timeout.Std(), checkOutputCap)
+	} else {
+		res = a.registry.Run(ctx, a.env, tool, args)
+	}
+	d.Disposition = events.DispositionExecuted
+	switch {
+	case ctx.Err() != nil:
+		d.Disposition = events.DispositionCanceled
+	case res.Err != nil && res.Err.Code == tools.CodePathEscape:
+		// Refused before anything touched disk.
+		d.Disposition = events.DispositionRejected
+	}
+	d.Mutation = events.MutationNotApplicable
+	if contract.Effect != events.EffectRead {
+		changed, err := a.ws.Refresh(ctx)
+		if err != nil {
+			return d, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
+		}
+		switch {
+		case changed:
+			d.Mutation = events.MutationApplied
+			a.epoch++
+		case res.Err != nil:
+			d.Mutation = events.MutationNotApplied
+		default:
+			d.Mutation = events.MutationUnchanged
+		}
+	}
+	d.Digest = a.ws.Digest()
+	if isCheck {
+		d.Check = check.ID
+		switch {
+		case res.ExitCode != nil:
+			d.Verification = verificationOf(check, *res.ExitCode, res.Output, res.Truncated, a.epoch)
+		case res.Err != nil && res.Err.Code == tools.CodeTimeout:
+			d.Verification = events.VerificationUnknown("the check timed out")
+		default:
+			d.Verification = events.NotRun()
+		}
+		// The model reads the usual capped observation.
+		if out, cut := tools.CapOutput(res.Output, tools.RunCommand{}.Contract().OutputCap); cut {
+			res.Output, res.Truncated = out, true
+		}
+	}
+	return d, res.Intent, a.settle(ctx, turn, d, res)
+}
+
+// settle commits dispatch.completed with the observation the model reads.
+func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
+	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
+		Turn: turn, Dispatch: d, Output: res.Observation(), Error: res.Err,
+	})
+	return err
+}
+
+// checkOf reports whether a run_command call runs one of the case's
+// declared checks.
+func (a *attempt) checkOf(tool string, args json.RawMessage) (cases.Check, bool) {
+	if tool != "run_command" {
+		return cases.Check{}, false
+	}
+	var ca tools.CommandArgs
+	if json.Unmarshal(args, &ca) != nil {
+		return cases.Check{}, false
+	}
+	return declaredCheck(a.kase, ca.Command)
+}
+
+func originalID(id events.CallID) string {
+	s := string(id)
+	for i := range len(s) {
+		if s[i] == '#' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

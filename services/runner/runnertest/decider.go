@@ -1,0 +1,50 @@
+// Package runnertest holds what runner tests need around the runner: a way
+// to publish a case and a treatment and request runs, and a stand-in stop
+// decider that emits stop.decided on the bus the way the real one does (for
+// tests of the runner alone).
+package runnertest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+)
+
+// Decider is a minimal stop decider: it accepts any proposal (done),
+// ends blocked on report_blocked, and otherwise continues. It commits one
+// stop.decided per completed turn, like the real decider, so the runner
+// under test reacts only to facts.
+type Decider struct{ Bus *bus.Bus }
+
+// Run consumes turn.completed until ctx ends.
+func (d Decider) Run(ctx context.Context) error {
+	cache := d.Bus.NewRunCache(64)
+	return d.Bus.Consume(ctx, bus.ConsumerConfig{
+		Name:    "test-decider",
+		Filters: []string{events.KindFilter(events.KindTurnCompleted)},
+		Workers: 4,
+	}, func(ctx context.Context, del bus.Delivery) error {
+		tc := del.Fact.Body.(events.TurnCompleted)
+		turn := tc.Evidence.Turn
+		_, err := d.Bus.Commit(ctx, cache, del.Fact.Suite, del.Fact.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+			var result events.StopResult
+			switch in := tc.Evidence.ActorIntent.Variant().(type) {
+			case events.IntentProposeDone:
+				result = events.Finish(events.StopFinish{Status: events.FinishDone, Evidence: in.Evidence, Reason: "test decider: proposal accepted"})
+			case events.IntentReportBlocked:
+				result = events.Finish(events.StopFinish{Status: events.FinishBlocked, Unmet: in.Unmet, Reason: in.Reason})
+			default:
+				result = events.ContinueWith("")
+			}
+			id := fmt.Sprintf("%s/%d/stop", del.Fact.Run, turn)
+			f, err := events.NewFact(events.Meta{Suite: del.Fact.Suite, Run: del.Fact.Run, TaskGeneration: del.Fact.TaskGeneration,
+				Position: log.NextPosition(), Causation: del.Fact.ID.String(),
+				Producer: events.Producer{Service: events.OwnerDecider, Instance: "test-decider"}},
+				events.StopDecided{Decision: events.StopDecision{DecisionID: id, Turn: turn, TaskGeneration: del.Fact.TaskGeneration, Result: result}})
+			return []bus.Pending{{Fact: f, MsgID: id}}, err
+		})
+		return err
+	})
+}

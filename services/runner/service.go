@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/services/runner/tools"
+)
+
+// Workspace is the working tree of one attempt, as the runner needs it.
+type Workspace interface {
+	// Root is the directory tools work in.
+	Root() string
+	// Resolve maps a tool's path into the workspace or refuses it.
+	Resolve(rel string) (string, error)
+	// Digest is the current content digest of the tree.
+	Digest() events.Digest
+	// Refresh rescans the tree after a tool ran and reports whether its
+	// digest changed.
+	Refresh(ctx context.Context) (bool, error)
+	// Seal stores the tree so any machine can restore it, returning its
+	// digest and file count.
+	Seal(ctx context.Context) (events.Digest, int, error)
+}
+
+// Workspaces opens attempt workspaces.
+type Workspaces interface {
+	// Open materialises the stored tree named by fixture (empty: an empty
+	// tree) in a fresh directory under dir.
+	Open(ctx context.Context, fixture events.Digest, dir string) (Workspace, error)
+}
+
+// ModelFactory builds the model an attempt talks to.
+type ModelFactory func(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error)
+
+// Config configures a runner service.
+type Config struct {
+	Bus        *bus.Bus
+	Workspaces Workspaces
+	Models     ModelFactory
+	// Instance names this runner in facts (default host-pid).
+	Instance string
+	// WorkDir holds attempt directories (default the OS temp dir).
+	WorkDir string
+	// Concurrency is how many runs this instance drives at once (default 1).
+	Concurrency int
+	// DecisionTimeout bounds the wait for a turn's stop decision (default 10m).
+	DecisionTimeout time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Service is a runner: it takes run.requested facts from a durable consumer
+// shared by every runner and drives each run to its end.
+type Service struct {
+	bus             *bus.Bus
+	cache           *bus.RunCache
+	workspaces      Workspaces
+	models          ModelFactory
+	instance        string
+	workDir         string
+	concurrency     int
+	decisionTimeout time.Duration
+	log             *slog.Logger
+}
+
+// New returns a runner service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Bus == nil || cfg.Workspaces == nil || cfg.Models == nil {
+		return nil, errors.New("runner: Bus, Workspaces and Models are required")
+	}
+	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
+		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger}
+	if s.instance == "" {
+		host, _ := os.Hostname()
+		s.instance = fmt.Sprintf("runner-%s-%d", host, os.Getpid())
+	}
+	if s.workDir == "" {
+		s.workDir = os.TempDir()
+	}
+	if s.concurrency <= 0 {
+		s.concurrency = 1
+	}
+	if s.decisionTimeout <= 0 {
+		s.decisionTimeout = 10 * time.Minute
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("service", "runner", "instance", s.instance)
+	s.cache = s.bus.NewRunCache(4 * s.concurrency)
+	return s, nil
+}
+
+// ConsumerName is the durable consumer every runner shares.
+const ConsumerName = "runner"
+
+// Run takes requested runs until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	return s.bus.Consume(ctx, bus.ConsumerConfig{
+		Name:     ConsumerName,
+		Filters:  []string{events.KindFilter(events.KindRunRequested)},
+		AckWait:  30 * time.Second,
+		Prefetch: 1,
+		Workers:  s.concurrency,
+		// A run that keeps failing to start is a harness problem worth a
+		// dead letter, not an endless loop.
+		MaxDeliver: 3,
+	}, s.handle)
+}
+
+// handle drives one requested run to its end.
+func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
+	req, ok := d.Fact.Body.(events.RunRequested)
+	if !ok {
+		return bus.Permanent(fmt.Errorf("not a run.requested fact: %s", d.Fact.Kind()))
+	}
+	suite, run := d.Fact.Suite, d.Fact.Run
+	log := s.log.With("suite", suite, "run", run)
+	rl, err := s.cache.Load(ctx, suite, run)
+	if err != nil {
+		return err
+	}
+	defer s.cache.Forget(suite, run)
+	for _, r := range rl.Records {
+		if _, ended := r.Fact.Body.(events.RunEnded); ended {
+			return nil // a redelivery of a finished run
+		}
+	}
+	a, err := s.prepare(ctx, suite, run, req, rl)
+	if err != nil {
+		if errors.Is(err, errBadInput) {
+			// The run cannot start as requested: end it honestly so that
+			// it is not retried forever and the reason is in the log.
+			log.Warn("run cannot start", "err", err)
+			a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+			return a.finish(ctx, ending{events.RunErrored, err.Error()}, rl)
+		}
+		return err
+	}
+	defer os.RemoveAll(a.dir)
+	end, err := a.loop(ctx)
+	if errors.Is(err, ErrLeaseLost) {
+		log.Warn("stopping: another runner holds the run", "err", err)
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // shutting down: hand the run back
+		}
+		end = ending{events.RunErrored, "harness: " + err.Error()}
+	}
+	log.Info("run ended", "status", end.status, "reason", end.reason)
+	return a.finish(ctx, end, rl)
+}
+
+// errBadInput marks problems with what was requested (missing or invalid
+// case, treatment or model): retrying cannot fix them.
+var errBadInput = errors.New("bad run request")
+
+// prepare claims the run and sets up its attempt.
+func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog) (*attempt, error) {
+	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
+	a.lease = currentLease(rl) + 1
+	for _, r := range rl.Records {
+		if _, ok := r.Fact.Body.(events.TurnStarted); ok {
+			// Resuming a run mid-way needs the reconciliation the
+			// resilience work adds; until then say so instead of guessing.
+			return nil, fmt.Errorf("%w: run %s was interrupted after it started; resuming a started run is not supported yet", errBadInput, run)
+		}
+	}
+	caseData, err := s.bus.GetBlob(ctx, req.CaseDigest)
+	if err != nil {
+		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
+	}
+	kase, err := cases.DecodeCase(caseData)
+	if err != nil {
+		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
+	}
+	treatData, err := s.bus.GetBlob(ctx, req.TreatmentDigest)
+	if err != nil {
+		return nil, fmt.Errorf("%w: treatment %s: %v", errBadInput, req.Treatment, err)
+	}
+	treat, err := cases.DecodeTreatment(treatData)
+	if err != nil {
+		return nil, fmt.Errorf("%w: treatment %s: %v", errBadInput, req.Treatment, err)
+	}
+	a.kase, a.eff = kase, cases.Apply(kase, treat)
+	if a.model, err = s.models(ctx, kase, treat); err != nil {
+		return nil, fmt.Errorf("%w: model for %s under %s: %v", errBadInput, kase.ID, treat.ID, err)
+	}
+	if a.registry, err = tools.NewRegistry(kase.Tools); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadInput, err)
+	}
+	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), events.RunClaimed{Runner: s.instance, Lease: a.lease}); err != nil {
+		return nil, err
+	}
+	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
+	if err != nil {
+		return nil, err
+	}
+	home := filepath.Join(a.dir, "home")
+	tmp := filepath.Join(a.dir, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if a.ws, err = s.workspaces.Open(ctx, kase.FixtureDigest, filepath.Join(a.dir, "ws")); err != nil {
+		return nil, fmt.Errorf("%w: workspace: %v", errBadInput, err)
+	}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env)}
+	return a, nil
+}
+
+// minimalEnv is the environment commands run with: a PATH, a HOME and a
+// TMPDIR outside the workspace (so caches never count as work), a locale,
+// and what the case adds. Nothing else of the runner's environment (keys,
+// tokens) reaches a command.
+func minimalEnv(home, tmp string, extra map[string]string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// finish seals the candidate (when there is a workspace) and ends the run
+// with its handoff packet.
+func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
+	if a.ws != nil {
+		snap, files, err := a.ws.Seal(ctx)
+		if err != nil {
+			end = ending{events.RunErrored, fmt.Sprintf("%s; sealing the candidate failed: %v", end.reason, err)}
+		} else if _, err := a.commit(ctx, "sealed", events.CandidateSealed{
+			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
+		}); err != nil {
+			return err
+		}
+	}
+	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	if err != nil {
+		return err
+	}
+	facts := log.Facts()
+	spend := Tally(facts)
+	_, err = a.commit(ctx, "ended", events.RunEnded{
+		Status: end.status, Reason: end.reason, Steps: spend.Steps,
+		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
+		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.status),
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// lastEvidence is the evidence of the last completed turn.
+func lastEvidence(facts []events.Fact) []events.EvidenceRef {
+	for i := len(facts) - 1; i >= 0; i-- {
+		if tc, ok := facts[i].Body.(events.TurnCompleted); ok {
+			var refs []events.EvidenceRef
+			for _, d := range tc.Evidence.Dispatches {
+				refs = append(refs, d.EvidenceRef)
+			}
+			return refs
+		}
+	}
+	return nil
+}
+
+func nextAction(s events.RunStatus) string {
+	switch s {
+	case events.RunDone:
+		return "review the sealed candidate and the evidence its checks left"
+	case events.RunErrored:
+		return "fix the harness or the run request named in the reason, then request a new run"
+	case events.RunNeedsHuman:
+		return "a person must decide: read the reason and the last observation"
+	}
+	return "inspect the last observation; authorize a new bounded run if it is still the right work"
+}

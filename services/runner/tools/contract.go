@@ -1,0 +1,175 @@
+// Package tools holds the runner's built-in tools and the contract every
+// tool declares: a name, a JSON schema its arguments must satisfy before
+// anything runs, an effect class, an approval rule, a timeout, an output cap
+// and typed errors. The model sees tool results as JSON observations, never
+// as free text it must interpret: {"ok":true,"output":...} or
+// {"ok":false,"error":{"code":...,"message":...,"retryable":...}}.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/factline/factline/events"
+)
+
+// Approval says whether a call needs a human's approval before it runs.
+type Approval string
+
+// Approval rules.
+const (
+	ApprovalNever  Approval = "never"
+	ApprovalAlways Approval = "always"
+)
+
+// Contract is what a tool promises.
+type Contract struct {
+	Name        string
+	Description string
+	// Schema is the JSON schema of the arguments.
+	Schema json.RawMessage
+	// Effect is what the tool may touch.
+	Effect events.EffectClass
+	// Approval says whether a human must approve each call.
+	Approval Approval
+	// Timeout bounds one call.
+	Timeout time.Duration
+	// OutputCap bounds the observation, in bytes; longer output is cut and
+	// marked as cut.
+	OutputCap int
+	// Idempotent says a call may be repeated under the same operation ID
+	// with the same effect (reads, and writes of whole contents).
+	Idempotent bool
+}
+
+// Error codes tools and the dispatcher report.
+const (
+	CodeUnknownTool    = "UNKNOWN_TOOL"
+	CodeNotAllowed     = "TOOL_NOT_ALLOWED"
+	CodeBadArguments   = "BAD_ARGUMENTS"
+	CodeDuplicateCall  = "DUPLICATE_CALL_ID"
+	CodePathEscape     = "PATH_ESCAPE"
+	CodeNotFound       = "NOT_FOUND"
+	CodeIsDirectory    = "IS_DIRECTORY"
+	CodeNotDirectory   = "NOT_DIRECTORY"
+	CodeEditNoMatch    = "EDIT_NO_MATCH"
+	CodeEditAmbiguous  = "EDIT_AMBIGUOUS"
+	CodeTimeout        = "TIMEOUT"
+	CodeCommandFailed  = "COMMAND_FAILED"
+	CodeIO             = "IO_ERROR"
+	CodeTooLarge       = "TOO_LARGE"
+	CodeBudgetRefused  = "BUDGET_REFUSED"
+	CodeApprovalNeeded = "APPROVAL_REQUIRED"
+)
+
+// Result is what one call produced.
+type Result struct {
+	// Output is the observation text for the model (capped).
+	Output string
+	// Truncated says Output was cut at the cap.
+	Truncated bool
+	// Err is a typed failure; nil on success.
+	Err *events.ToolError
+	// ExitCode is a command's exit status (commands only).
+	ExitCode *int
+	// Intent is the actor intent a task_complete call carries.
+	Intent *events.ActorIntent
+}
+
+// Fail returns a failed result.
+func Fail(code, format string, args ...any) Result {
+	return Result{Err: &events.ToolError{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// Observation renders a result as the JSON the model reads.
+func (r Result) Observation() string {
+	type errJSON struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Retryable bool   `json:"retryable"`
+	}
+	obs := struct {
+		OK        bool     `json:"ok"`
+		Output    string   `json:"output,omitempty"`
+		Truncated bool     `json:"truncated,omitempty"`
+		ExitCode  *int     `json:"exit_code,omitempty"`
+		Error     *errJSON `json:"error,omitempty"`
+	}{OK: r.Err == nil, Output: r.Output, Truncated: r.Truncated, ExitCode: r.ExitCode}
+	if r.Err != nil {
+		obs.Error = &errJSON{Code: r.Err.Code, Message: r.Err.Message, Retryable: r.Err.Retryable}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(obs)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// Env is what a tool may use: the workspace and the process environment.
+type Env struct {
+	// Root resolves paths inside the workspace.
+	Root Resolver
+	// Environ is the minimal environment commands run with.
+	Environ []string
+}
+
+// Resolver maps a path a tool was given to an absolute path inside the
+// workspace, after following symlinks, or refuses it before anything
+// touches disk.
+type Resolver interface {
+	Root() string
+	Resolve(rel string) (string, error)
+}
+
+// Prechecker is implemented by tools that can refuse a call from its
+// arguments alone (a path outside the workspace) before the dispatch is
+// even intended.
+type Prechecker interface {
+	Precheck(env Env, args json.RawMessage) *Result
+}
+
+// Tool is one built-in tool.
+type Tool interface {
+	Contract() Contract
+	// Run executes a call whose arguments already satisfied the schema.
+	Run(ctx context.Context, env Env, args json.RawMessage) Result
+}
+
+// compileSchema compiles a contract's schema once, at start-up.
+func compileSchema(name string, schema json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "factline:tool/" + name
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
+	}
+	return s, nil
+}
+
+// CapOutput cuts s to at most max bytes (on a rune boundary) and marks the
+// cut in the text, so the model knows it is not seeing everything.
+func CapOutput(s string, max int) (string, bool) {
+	if max <= 0 || len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", len(s)-cut), true
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

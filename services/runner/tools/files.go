@@ -1,0 +1,260 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/factline/factline/events"
+)
+
+const fileOutputCap = 64 << 10
+
+// resolve maps a tool's path argument into the workspace or fails typed.
+func resolve(env Env, p string) (string, *Result) {
+	abs, err := env.Root.Resolve(p)
+	if err != nil {
+		res := Fail(CodePathEscape, "%v", err)
+		return "", &res
+	}
+	return abs, nil
+}
+
+// fileError turns an OS error into a typed result.
+func fileError(p string, err error) Result {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Fail(CodeNotFound, "%s does not exist", p)
+	case errors.Is(err, fs.ErrPermission):
+		return Fail(CodeIO, "%s: permission denied", p)
+	}
+	return Fail(CodeIO, "%s: %v", p, err)
+}
+
+// ReadFile reads a text file of the workspace.
+type ReadFile struct{}
+
+// Contract implements Tool.
+func (ReadFile) Contract() Contract {
+	return Contract{
+		Name:        "read_file",
+		Description: "Read a file of the workspace. Paths are relative to the workspace root.",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path"],
+"properties":{"path":{"type":"string","minLength":1,"description":"file path relative to the workspace root"}}}`),
+		Effect: events.EffectRead, Approval: ApprovalNever, Timeout: 10 * time.Second,
+		OutputCap: fileOutputCap, Idempotent: true,
+	}
+}
+
+// Run implements Tool.
+func (ReadFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
+	var a struct{ Path string }
+	_ = json.Unmarshal(raw, &a)
+	abs, bad := resolve(env, a.Path)
+	if bad != nil {
+		return *bad
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	if st.IsDir() {
+		return Fail(CodeIsDirectory, "%s is a directory; use list_files", a.Path)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	defer f.Close()
+	// Read one byte past the cap so the cut is reported.
+	buf := make([]byte, min(st.Size(), fileOutputCap+1))
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fileError(a.Path, err)
+	}
+	return Result{Output: string(buf[:n])}
+}
+
+// ListFiles lists a directory of the workspace.
+type ListFiles struct{}
+
+// Contract implements Tool.
+func (ListFiles) Contract() Contract {
+	return Contract{
+		Name:        "list_files",
+		Description: "List the files under a directory of the workspace (default: the root), one path per line; directories end in '/'.",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,
+"properties":{"path":{"type":"string","description":"directory relative to the workspace root"},"recursive":{"type":"boolean"}}}`),
+		Effect: events.EffectRead, Approval: ApprovalNever, Timeout: 10 * time.Second,
+		OutputCap: fileOutputCap, Idempotent: true,
+	}
+}
+
+// Run implements Tool.
+func (ListFiles) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
+	var a struct {
+		Path      string
+		Recursive bool
+	}
+	_ = json.Unmarshal(raw, &a)
+	if a.Path == "" {
+		a.Path = "."
+	}
+	abs, bad := resolve(env, a.Path)
+	if bad != nil {
+		return *bad
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	if !st.IsDir() {
+		return Fail(CodeNotDirectory, "%s is not a directory", a.Path)
+	}
+	var lines []string
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if p == abs {
+			return nil
+		}
+		rel, _ := filepath.Rel(abs, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			lines = append(lines, rel+"/")
+			if !a.Recursive {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		lines = append(lines, rel)
+		return nil
+	})
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	sort.Strings(lines)
+	return Result{Output: strings.Join(lines, "\n")}
+}
+
+// WriteFile writes a whole file, creating parent directories.
+type WriteFile struct{}
+
+// Contract implements Tool.
+func (WriteFile) Contract() Contract {
+	return Contract{
+		Name:        "write_file",
+		Description: "Write the whole content of a file of the workspace, creating it (and its directories) if needed.",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","content"],
+"properties":{"path":{"type":"string","minLength":1},"content":{"type":"string","maxLength":1048576}}}`),
+		Effect: events.EffectWrite, Approval: ApprovalNever, Timeout: 10 * time.Second,
+		OutputCap: 4 << 10, Idempotent: true,
+	}
+}
+
+// Run implements Tool.
+func (WriteFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
+	var a struct{ Path, Content string }
+	_ = json.Unmarshal(raw, &a)
+	abs, bad := resolve(env, a.Path)
+	if bad != nil {
+		return *bad
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return Fail(CodeIsDirectory, "%s is a directory", a.Path)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return fileError(a.Path, err)
+	}
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(abs); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := os.WriteFile(abs, []byte(a.Content), mode); err != nil {
+		return fileError(a.Path, err)
+	}
+	return Result{Output: "wrote " + a.Path}
+}
+
+// EditFile replaces one exact occurrence of a text in a file.
+type EditFile struct{}
+
+// Contract implements Tool.
+func (EditFile) Contract() Contract {
+	return Contract{
+		Name:        "edit_file",
+		Description: "Replace the exact text `old` with `new` in a file. `old` must occur exactly once.",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","old","new"],
+"properties":{"path":{"type":"string","minLength":1},"old":{"type":"string","minLength":1},"new":{"type":"string"}}}`),
+		Effect: events.EffectWrite, Approval: ApprovalNever, Timeout: 10 * time.Second,
+		OutputCap: 4 << 10, Idempotent: false,
+	}
+}
+
+// Run implements Tool.
+func (EditFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
+	var a struct{ Path, Old, New string }
+	_ = json.Unmarshal(raw, &a)
+	abs, bad := resolve(env, a.Path)
+	if bad != nil {
+		return *bad
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	if st.IsDir() {
+		return Fail(CodeIsDirectory, "%s is a directory", a.Path)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return fileError(a.Path, err)
+	}
+	switch n := strings.Count(string(data), a.Old); n {
+	case 0:
+		return Fail(CodeEditNoMatch, "the text to replace does not occur in %s", a.Path)
+	case 1:
+	default:
+		return Fail(CodeEditAmbiguous, "the text to replace occurs %d times in %s; include more context so it occurs once", n, a.Path)
+	}
+	out := strings.Replace(string(data), a.Old, a.New, 1)
+	if err := os.WriteFile(abs, []byte(out), st.Mode().Perm()); err != nil {
+		return fileError(a.Path, err)
+	}
+	return Result{Output: "edited " + a.Path}
+}
+
+// precheckPath refuses a call whose "path" argument resolves outside the
+// workspace.
+func precheckPath(env Env, raw json.RawMessage) *Result {
+	var a struct{ Path string }
+	_ = json.Unmarshal(raw, &a)
+	if a.Path == "" {
+		return nil
+	}
+	_, bad := resolve(env, a.Path)
+	return bad
+}
+
+// Precheck implements Prechecker.
+func (ReadFile) Precheck(env Env, raw json.RawMessage) *Result { return precheckPath(env, raw) }
+
+// Precheck implements Prechecker.
+func (ListFiles) Precheck(env Env, raw json.RawMessage) *Result { return precheckPath(env, raw) }
+
+// Precheck implements Prechecker.
+func (WriteFile) Precheck(env Env, raw json.RawMessage) *Result { return precheckPath(env, raw) }
+
+// Precheck implements Prechecker.
+func (EditFile) Precheck(env Env, raw json.RawMessage) *Result { return precheckPath(env, raw) }

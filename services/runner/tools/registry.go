@@ -1,0 +1,125 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/factline/factline/models"
+)
+
+// Registry holds the tools a run may call, with their compiled schemas.
+type Registry struct {
+	tools   map[string]Tool
+	schemas map[string]*jsonschema.Schema
+	order   []string
+}
+
+// Builtin returns every built-in tool.
+func Builtin() []Tool {
+	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}}
+}
+
+// NewRegistry builds a registry of the named tools (all built-ins when
+// names is empty).
+func NewRegistry(names []string) (*Registry, error) {
+	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
+	for _, t := range Builtin() {
+		c := t.Contract()
+		if len(names) > 0 && !slices.Contains(names, c.Name) {
+			continue
+		}
+		s, err := compileSchema(c.Name, c.Schema)
+		if err != nil {
+			return nil, err
+		}
+		r.tools[c.Name], r.schemas[c.Name] = t, s
+		r.order = append(r.order, c.Name)
+	}
+	for _, n := range names {
+		if _, ok := r.tools[n]; !ok {
+			return nil, fmt.Errorf("unknown tool %q", n)
+		}
+	}
+	return r, nil
+}
+
+// Specs returns the tool schemas offered to the model, in a stable order.
+func (r *Registry) Specs() []models.ToolSpec {
+	out := make([]models.ToolSpec, 0, len(r.order))
+	for _, n := range r.order {
+		c := r.tools[n].Contract()
+		out = append(out, models.ToolSpec{Name: c.Name, Description: c.Description, Parameters: c.Schema})
+	}
+	return out
+}
+
+// Lookup returns a tool by name.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Check validates a call before anything runs: the tool must be offered and
+// its arguments must be JSON satisfying the tool's schema. The error is a
+// typed result for the model, never a crash.
+func (r *Registry) Check(name, args string) (Tool, json.RawMessage, *Result) {
+	t, ok := r.tools[name]
+	if !ok {
+		known := strings.Join(r.order, ", ")
+		res := Fail(CodeUnknownTool, "no tool named %q; the tools are: %s", name, known)
+		return nil, nil, &res
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(args)))
+	if err != nil {
+		res := Fail(CodeBadArguments, "arguments are not valid JSON: %v", err)
+		return nil, nil, &res
+	}
+	if err := r.schemas[name].Validate(v); err != nil {
+		res := Fail(CodeBadArguments, "arguments do not match the %s schema: %s", name, schemaMessage(err))
+		return nil, nil, &res
+	}
+	return t, json.RawMessage(args), nil
+}
+
+// schemaMessage flattens a validation error to one line the model can act on.
+func schemaMessage(err error) string {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// Run validates and executes one call with the tool's timeout, capping its
+// output.
+func (r *Registry) Run(ctx context.Context, env Env, t Tool, args json.RawMessage) Result {
+	c := t.Contract()
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	res := t.Run(ctx, env, args)
+	if !res.Truncated {
+		// A tool that cut its own output already marked it.
+		res.Output, res.Truncated = CapOutput(res.Output, c.OutputCap)
+	}
+	return res
+}
+
+// BuiltinByName returns the built-in tool of that name, if there is one.
+func BuiltinByName(name string) (Tool, bool) {
+	for _, t := range Builtin() {
+		if t.Contract().Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}

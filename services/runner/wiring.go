@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/models/scripted"
+	"github.com/factline/factline/workspace"
+)
+
+// StoredWorkspaces opens attempt workspaces from content-addressed blobs.
+type StoredWorkspaces struct {
+	Blobs   workspace.Blobs
+	Options workspace.Options
+}
+
+// Open implements Workspaces.
+func (s StoredWorkspaces) Open(ctx context.Context, fixture events.Digest, dir string) (Workspace, error) {
+	if fixture == "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		w, err := workspace.Open(ctx, s.Blobs, dir, s.Options)
+		if err != nil {
+			return nil, err
+		}
+		return storedWorkspace{w}, nil
+	}
+	w, err := workspace.Materialise(ctx, s.Blobs, fixture, dir, s.Options)
+	if err != nil {
+		return nil, err
+	}
+	return storedWorkspace{w}, nil
+}
+
+type storedWorkspace struct{ *workspace.Workspace }
+
+func (w storedWorkspace) Refresh(ctx context.Context) (bool, error) {
+	c, err := w.Workspace.Refresh(ctx)
+	return c.Changed(), err
+}
+
+func (w storedWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {
+	d, err := w.Workspace.Seal(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	return d, w.Manifest().Len(), nil
+}
+
+// Models builds the model a treatment names: a scripted model from the
+// treatment's script for the case, or an OpenAI-compatible endpoint whose
+// key comes from the environment.
+func Models(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error) {
+	switch t.Model.Provider {
+	case cases.ProviderScripted:
+		src, ok := t.Model.ScriptFiles[c.ID]
+		if !ok {
+			return nil, fmt.Errorf("treatment %s has no script for case %s (add %s.yaml to its scripts)", t.ID, c.ID, c.ID)
+		}
+		m, err := scripted.Parse(c.ID+".yaml", []byte(src))
+		if err != nil {
+			return nil, err
+		}
+		return finiteScript{m}, nil
+	case cases.ProviderOpenAI:
+		cfg, err := openai.Config{BaseURL: t.Model.BaseURL, Model: t.Model.Name,
+			InputPrice: t.Model.InputPrice, OutputPrice: t.Model.OutputPrice}.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		return openai.New(cfg)
+	}
+	return nil, fmt.Errorf("unknown model provider %q", t.Model.Provider)
+}
+
+// finiteScript lets the runner see that a script has no answer left for a
+// turn before it reserves budget for it: the script's observations are
+// exhausted.
+type finiteScript struct{ *scripted.Model }
+
+func (f finiteScript) Exhausted(turn int) bool { return turn > f.Len() }
