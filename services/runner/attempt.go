@@ -136,6 +136,9 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 		a.lastTurn = turn
 
 		reply, err := a.callModel(ctx, req)
+		if err != nil && ctx.Err() == nil && time.Since(a.started) >= a.kase.Budget.Wall.Std() && a.kase.Budget.Wall > 0 {
+			return ending{events.RunIncomplete, ReasonWallLimit}, nil
+		}
 		if err != nil {
 			if end, ok := modelEnding(err); ok {
 				return end, nil
@@ -204,12 +207,18 @@ func modelEnding(err error) (ending, bool) {
 }
 
 func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Reply, error) {
-	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, a.started.Add(wall))
-		defer cancel()
-	}
+	ctx, cancel := a.withinWall(ctx)
+	defer cancel()
 	return a.model.Complete(ctx, req)
+}
+
+// withinWall bounds work (model calls, tool runs, never commits) by the
+// attempt's wall-time budget.
+func (a *attempt) withinWall(ctx context.Context) (context.Context, context.CancelFunc) {
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
+		return context.WithDeadline(ctx, a.started.Add(wall))
+	}
+	return context.WithCancel(ctx)
 }
 
 func (a *attempt) settings() models.Settings {

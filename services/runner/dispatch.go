@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/factline/factline/cases"
@@ -69,13 +70,18 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 
 	var res tools.Result
 	check, isCheck := a.checkOf(call.Name, args)
+	runCtx, cancel := a.withinWall(ctx)
 	if isCheck {
-		res = tools.Exec(ctx, a.env, check.Command, check.Timeout.Std(), checkOutputCap)
+		res = tools.Exec(runCtx, a.env, check.Command, check.Timeout.Std(), checkOutputCap)
 	} else {
-		res = a.registry.Run(ctx, a.env, tool, args)
+		res = a.registry.Run(runCtx, a.env, tool, args)
 	}
+	cancel()
 	d.Disposition = events.DispositionExecuted
 	switch {
+	case runCtx.Err() != nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		// The wall-time budget ran out while the tool ran; it was stopped.
+		d.Disposition = events.DispositionCanceled
 	case ctx.Err() != nil:
 		d.Disposition = events.DispositionCanceled
 	case res.Err != nil && res.Err.Code == tools.CodePathEscape:

@@ -268,3 +268,26 @@ func TestMutationIsContentIdentity(t *testing.T) {
 		t.Fatalf("the declared check's verification: %+v", chk)
 	}
 }
+
+// The wall-time budget stops a command that runs past it and ends the run
+// incomplete, as a limit and not an error.
+func TestWallTimeLimit(t *testing.T) {
+	e := start(t)
+	s := `turns:
+  - calls:
+      - {id: slow, name: run_command, args: {command: "sleep 30", timeout_seconds: 60}}
+  - calls:
+      - {id: never, name: write_file, args: {path: x.txt, content: x}}
+`
+	log, end := e.run(fixtureCase(t, "{steps: 6, wall: 1s}"), s, "wall")
+	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonWallLimit {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+	d := dispatches(log)["t1/slow"]
+	if d.Dispatch.Disposition != events.DispositionCanceled {
+		t.Fatalf("the slow command: %+v", d.Dispatch)
+	}
+	if _, ran := dispatches(log)["t2/never"]; ran {
+		t.Fatal("a turn started after the wall time ran out")
+	}
+}
