@@ -41,7 +41,6 @@ type attempt struct {
 	env       tools.Env
 	started   time.Time
 	gen       uint32 // current task generation
-	lastTurn  uint32
 	epoch     uint64 // source epoch: 1 + applied mutations so far
 	dir       string
 }
@@ -67,6 +66,9 @@ func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (b
 	if err != nil {
 		return bus.Record{}, fmt.Errorf("commit %s: %w", body.Kind(), err)
 	}
+	if a.svc.afterCommit != nil {
+		a.svc.afterCommit(recs[0].Fact)
+	}
 	return recs[0], nil
 }
 
@@ -88,7 +90,65 @@ func currentLease(log bus.RunLog) uint32 {
 	return l
 }
 
-// loop runs turns until the stop decider finishes the run or a limit ends it.
+// progress is where a run stands, read from its facts alone: the last turn
+// and how far it got. The loop acts on it, so a runner that takes over a run
+// another runner left half-way continues exactly where the log says.
+type progress struct {
+	turn      uint32 // the last turn started (0: none)
+	startedAt int    // index of that turn's turn.started in the facts
+	started   *events.TurnStarted
+	replied   *events.ModelReplied
+	intended  map[events.CallID]events.DispatchIntended
+	completed map[events.CallID]events.DispatchCompleted
+	done      bool // turn.completed is committed
+	decision  *events.StopDecision
+	gen       uint32
+	epoch     uint64 // 1 + applied mutations
+	digest    events.Digest
+}
+
+func readProgress(facts []events.Fact) progress {
+	p := progress{gen: 1, epoch: 1}
+	for i, f := range facts {
+		switch b := f.Body.(type) {
+		case events.TaskGenerationStarted:
+			p.gen = max(p.gen, b.Generation)
+		case events.TurnStarted:
+			p = progress{turn: b.Turn, startedAt: i, started: &b, gen: p.gen, epoch: p.epoch, digest: p.digest,
+				intended: map[events.CallID]events.DispatchIntended{}, completed: map[events.CallID]events.DispatchCompleted{}}
+		case events.ModelReplied:
+			if b.Turn == p.turn {
+				p.replied = &b
+			}
+		case events.DispatchIntended:
+			if b.Turn == p.turn {
+				p.intended[b.CallID] = b
+			}
+		case events.DispatchCompleted:
+			if b.Dispatch.Mutation == events.MutationApplied {
+				p.epoch++
+			}
+			if b.Dispatch.Digest != "" {
+				p.digest = b.Dispatch.Digest
+			}
+			if b.Turn == p.turn {
+				p.completed[b.Dispatch.CallID] = b
+			}
+		case events.TurnCompleted:
+			if b.Evidence.Turn == p.turn {
+				p.done = true
+			}
+		case events.StopDecided:
+			if b.Decision.Turn == p.turn {
+				p.decision = &b.Decision
+			}
+		}
+	}
+	return p
+}
+
+// loop runs turns until the stop decider finishes the run or a limit ends
+// it. Each pass reads where the run stands and takes the next step.
 func (a *attempt) loop(ctx context.Context) (ending, error) {
 	for {
 		log, err := a.svc.cache.Load(ctx, a.suite, a.run)
@@ -96,91 +156,137 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 			return ending{}, err
 		}
 		facts := log.Facts()
-		a.observeGenerations(facts)
-		spend := Tally(facts)
-		turn := a.lastTurn + 1
-
-		if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
-			return ending{events.RunIncomplete, ReasonExhausted}, nil
-		}
-		if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
-			return ending{events.RunIncomplete, ReasonWallLimit}, nil
-		}
-		msgs, tokens, err := History(a.instruction(facts), facts, a.eff.Context)
-		var ce *ContextError
-		if errors.As(err, &ce) {
-			return ending{events.RunErrored, "context_budget: " + ce.Error()}, nil
-		}
-		if err != nil {
-			return ending{}, err
-		}
-		req := models.Request{Messages: msgs, Tools: a.registry.Specs(), Settings: a.settings(), Turn: int(turn)}
-		reserve := a.model.Reserve(req)
-		if reason := Preflight(a.kase.Budget, spend, reserve); reason != "" {
-			return ending{events.RunIncomplete, reason}, nil
-		}
-		body, err := a.model.Render(req)
-		if err != nil {
-			return ending{}, fmt.Errorf("render request: %w", err)
-		}
-		digest, err := a.svc.bus.PutBlob(ctx, body)
-		if err != nil {
-			return ending{}, err
-		}
-		if _, err := a.commit(ctx, fmt.Sprintf("t%d/started", turn), events.TurnStarted{
-			Turn: turn, ContextDigest: digest, Messages: uint32(len(msgs)), Policy: a.eff.Context.Mode,
-			Reserve: reserve, Tokens: uint64(tokens),
-		}); err != nil {
-			return ending{}, err
-		}
-		a.lastTurn = turn
-
-		reply, err := a.callModel(ctx, req)
-		if err != nil && ctx.Err() == nil && time.Since(a.started) >= a.kase.Budget.Wall.Std() && a.kase.Budget.Wall > 0 {
-			return ending{events.RunIncomplete, ReasonWallLimit}, nil
-		}
-		if err != nil {
-			if end, ok := modelEnding(err); ok {
-				return end, nil
+		p := readProgress(facts)
+		a.gen, a.epoch = p.gen, p.epoch
+		switch {
+		case p.turn == 0 || p.decision != nil:
+			if p.decision != nil {
+				if fin, ok := p.decision.Result.Variant().(events.StopFinish); ok {
+					return ending{runStatus(fin.Status), fin.Reason}, nil
+				}
 			}
-			return ending{}, err
-		}
-		replied := repliedFact(turn, a.model.Provider(), reply)
-		if _, err := a.commit(ctx, fmt.Sprintf("t%d/replied", turn), replied); err != nil {
-			return ending{}, err
-		}
-		spend.Steps++
-		spend.charge(replied.Usage, reserve)
-		if reason := Overrun(a.kase.Budget, spend, replied.Usage, reserve); reason != "" {
-			return ending{events.RunIncomplete, reason}, nil
-		}
-		if reply.Finish == models.FinishRefusal {
-			return ending{events.RunNeedsHuman, "model_refused"}, nil
-		}
-
-		dispatches, intent, err := a.dispatchAll(ctx, turn, replied)
-		if err != nil {
-			return ending{}, err
-		}
-		if intent == nil {
-			in := events.Continue()
-			if len(replied.Calls) == 0 {
-				// A natural finish is a proposal too; the decider judges it.
-				in = events.ProposeDone()
+			if end, ok, err := a.startTurn(ctx, facts, p.turn+1); err != nil || ok {
+				return end, err
 			}
-			intent = &in
-		}
-		if err := a.completeTurn(ctx, turn, *intent, dispatches); err != nil {
-			return ending{}, err
-		}
-		decision, err := a.awaitDecision(ctx, turn)
-		if err != nil {
-			return ending{}, err
-		}
-		if fin, ok := decision.Result.Variant().(events.StopFinish); ok {
-			return ending{runStatus(fin.Status), fin.Reason}, nil
+		case p.replied == nil:
+			if end, ok, err := a.askModel(ctx, facts, p); err != nil || ok {
+				return end, err
+			}
+		case !p.done:
+			if end, ok, err := a.finishTurn(ctx, facts, p); err != nil || ok {
+				return end, err
+			}
+		default:
+			if _, err := a.awaitDecision(ctx, p.turn); err != nil {
+				return ending{}, err
+			}
 		}
 	}
+}
+
+// request builds the model request of a turn from the facts before it.
+func (a *attempt) request(facts []events.Fact, turn uint32) (models.Request, int, *ending, error) {
+	msgs, tokens, err := History(a.kase.Instruction, facts, a.eff.Context)
+	var ce *ContextError
+	if errors.As(err, &ce) {
+		return models.Request{}, 0, &ending{events.RunErrored, "context_budget: " + ce.Error()}, nil
+	}
+	if err != nil {
+		return models.Request{}, 0, nil, err
+	}
+	return models.Request{Messages: msgs, Tools: a.registry.Specs(), Settings: a.settings(), Turn: int(turn)}, tokens, nil, nil
+}
+
+// startTurn checks the limits and commits turn.started with the digest of
+// the exact request (stored as a blob).
+func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint32) (ending, bool, error) {
+	if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
+		return ending{events.RunIncomplete, ReasonExhausted}, true, nil
+	}
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
+		return ending{events.RunIncomplete, ReasonWallLimit}, true, nil
+	}
+	req, tokens, end, err := a.request(facts, turn)
+	if err != nil || end != nil {
+		return deref(end), end != nil, err
+	}
+	reserve := a.model.Reserve(req)
+	if reason := Preflight(a.kase.Budget, Tally(facts), reserve); reason != "" {
+		return ending{events.RunIncomplete, reason}, true, nil
+	}
+	body, err := a.model.Render(req)
+	if err != nil {
+		return ending{}, false, fmt.Errorf("render request: %w", err)
+	}
+	digest, err := a.svc.bus.PutBlob(ctx, body)
+	if err != nil {
+		return ending{}, false, err
+	}
+	_, err = a.commit(ctx, fmt.Sprintf("t%d/started", turn), events.TurnStarted{
+		Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)), Policy: a.eff.Context.Mode,
+		Reserve: reserve, Tokens: uint64(tokens),
+	})
+	return ending{}, false, err
+}
+
+func deref(e *ending) ending {
+	if e == nil {
+		return ending{}
+	}
+	return *e
+}
+
+// askModel sends a started turn's request and commits the reply. After a
+// takeover the request is rebuilt from the facts before turn.started and
+// must be byte-identical to the one whose digest was committed.
+func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress) (ending, bool, error) {
+	req, _, end, err := a.request(facts[:p.startedAt], p.turn)
+	if err != nil || end != nil {
+		return deref(end), end != nil, err
+	}
+	body, err := a.model.Render(req)
+	if err != nil {
+		return ending{}, false, fmt.Errorf("render request: %w", err)
+	}
+	if got := events.DigestOf(body); got != p.started.ContextDigest {
+		return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.turn, got, p.started.ContextDigest)
+	}
+	reply, err := a.callModel(ctx, req)
+	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
+		return ending{events.RunIncomplete, ReasonWallLimit}, true, nil
+	}
+	if err != nil {
+		if end, ok := modelEnding(err); ok {
+			return end, true, nil
+		}
+		return ending{}, false, err
+	}
+	_, err = a.commit(ctx, fmt.Sprintf("t%d/replied", p.turn), repliedFact(p.turn, a.model.Provider(), reply))
+	return ending{}, false, err
+}
+
+// finishTurn checks the reply against the budget, settles every call that
+// is not settled yet and commits turn.completed.
+func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progress) (ending, bool, error) {
+	if reason := Overrun(a.kase.Budget, Tally(facts), p.replied.Usage, p.started.Reserve); reason != "" {
+		return ending{events.RunIncomplete, reason}, true, nil
+	}
+	if p.replied.Finish == models.FinishRefusal {
+		return ending{events.RunNeedsHuman, "model_refused"}, true, nil
+	}
+	dispatches, intent, end, err := a.dispatchAll(ctx, p)
+	if err != nil || end != nil {
+		return deref(end), end != nil, err
+	}
+	if intent == nil {
+		in := events.Continue()
+		if len(p.replied.Calls) == 0 {
+			// A natural finish is a proposal too; the decider judges it.
+			in = events.ProposeDone()
+		}
+		intent = &in
+	}
+	return ending{}, false, a.completeTurn(ctx, p.turn, *intent, dispatches)
 }
 
 func runStatus(s events.FinishStatus) events.RunStatus {
@@ -228,19 +334,6 @@ func (a *attempt) settings() models.Settings {
 		s = models.Settings{Model: m.Name, Temperature: m.Temperature, MaxOutputTokens: m.MaxOutputTokens, Seed: m.Seed}
 	}
 	return s
-}
-
-// instruction is the task as first given; steers arrive as their own
-// messages.
-func (a *attempt) instruction(facts []events.Fact) string { return a.kase.Instruction }
-
-// observeGenerations tracks the current task generation from the log.
-func (a *attempt) observeGenerations(facts []events.Fact) {
-	for _, f := range facts {
-		if g, ok := f.Body.(events.TaskGenerationStarted); ok {
-			a.gen = max(a.gen, g.Generation)
-		}
-	}
 }
 
 // repliedFact turns a reply into model.replied.

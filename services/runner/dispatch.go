@@ -15,25 +15,61 @@ import (
 // diagnostics; the observation the model sees is capped as usual.
 const checkOutputCap = 1 << 20
 
-// dispatchAll runs the calls of one reply in order. Every call gets a
-// settled dispatch: a call that is malformed, unknown, not allowed or a
+// dispatchAll settles the calls of a turn's reply in order. Every call gets
+// a settled dispatch: a call that is malformed, unknown, not allowed or a
 // duplicate is rejected with a typed observation and the others still run.
-// It returns the turn's dispatches and the actor intent a task_complete call
-// carried, if any.
-func (a *attempt) dispatchAll(ctx context.Context, turn uint32, replied events.ModelReplied) ([]events.CompletedDispatch, *events.ActorIntent, error) {
+// Calls the log already settled (a takeover) are taken as they are; a call
+// intended but never settled is reconciled. It returns the turn's dispatches
+// and the actor intent a task_complete call carried, if any.
+func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 	var out []events.CompletedDispatch
 	var intent *events.ActorIntent
-	for _, call := range replied.Calls {
-		d, in, err := a.dispatch(ctx, turn, call)
+	for _, call := range p.replied.Calls {
+		if done, ok := p.completed[call.ID]; ok {
+			out = append(out, done.Dispatch)
+			if in := settledIntent(call, done); in != nil {
+				intent = in
+			}
+			continue
+		}
+		if in, ok := p.intended[call.ID]; ok {
+			if end := a.reconcile(in); end != nil {
+				return nil, nil, end, nil
+			}
+		}
+		d, in, err := a.dispatch(ctx, p.turn, call)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		out = append(out, d)
 		if in != nil {
 			intent = in
 		}
 	}
-	return out, intent, nil
+	return out, intent, nil, nil
+}
+
+// settledIntent recovers the intent of an already settled task_complete
+// call from its arguments.
+func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.ActorIntent {
+	if call.Name != "task_complete" || done.Dispatch.Disposition != events.DispositionExecuted || done.Error != nil {
+		return nil
+	}
+	return tools.TaskComplete{}.Run(context.Background(), tools.Env{}, json.RawMessage(call.Args)).Intent
+}
+
+// reconcile decides what to do with a dispatch that was intended but never
+// settled (its runner died in between). The workspace was restored to the
+// last settled digest, so a workspace-local effect that may have happened
+// is gone with the old workspace: running the call again cannot double it.
+// An effect outside the workspace is another matter: without a way to
+// learn its outcome it must go to a person, never be repeated blindly.
+func (a *attempt) reconcile(in events.DispatchIntended) *ending {
+	switch in.Effect {
+	case events.EffectRead, events.EffectWrite:
+		return nil
+	}
+	return &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect", in.OperationID, in.Tool)}
 }
 
 func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, error) {

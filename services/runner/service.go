@@ -55,6 +55,12 @@ type Config struct {
 	Concurrency int
 	// DecisionTimeout bounds the wait for a turn's stop decision (default 10m).
 	DecisionTimeout time.Duration
+	// AckWait is how long a run's delivery may go without a heartbeat before
+	// another runner takes the run over (default 30s).
+	AckWait time.Duration
+	// AfterCommit, when set, is called after every fact the runner commits:
+	// the hook fault-injection tests use to kill a runner between facts.
+	AfterCommit func(events.Fact)
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -70,6 +76,8 @@ type Service struct {
 	workDir         string
 	concurrency     int
 	decisionTimeout time.Duration
+	ackWait         time.Duration
+	afterCommit     func(events.Fact)
 	log             *slog.Logger
 }
 
@@ -79,7 +87,11 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("runner: Bus, Workspaces and Models are required")
 	}
 	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
-		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger}
+		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger,
+		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit}
+	if s.ackWait <= 0 {
+		s.ackWait = 30 * time.Second
+	}
 	if s.instance == "" {
 		host, _ := os.Hostname()
 		s.instance = fmt.Sprintf("runner-%s-%d", host, os.Getpid())
@@ -109,7 +121,7 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.bus.Consume(ctx, bus.ConsumerConfig{
 		Name:     ConsumerName,
 		Filters:  []string{events.KindFilter(events.KindRunRequested)},
-		AckWait:  30 * time.Second,
+		AckWait:  s.ackWait,
 		Prefetch: 1,
 		Workers:  s.concurrency,
 		// A run that keeps failing to start is a harness problem worth a
@@ -172,10 +184,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
 	a.lease = currentLease(rl) + 1
 	for _, r := range rl.Records {
-		if _, ok := r.Fact.Body.(events.TurnStarted); ok {
-			// Resuming a run mid-way needs the reconciliation the
-			// resilience work adds; until then say so instead of guessing.
-			return nil, fmt.Errorf("%w: run %s was interrupted after it started; resuming a started run is not supported yet", errBadInput, run)
+		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
+			// The wall-time budget runs from the first claim: a takeover
+			// does not get a fresh allowance.
+			a.started = r.Fact.At
+			break
 		}
 	}
 	caseData, err := s.bus.GetBlob(ctx, req.CaseDigest)
@@ -215,7 +228,12 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			return nil, err
 		}
 	}
-	if a.ws, err = s.workspaces.Open(ctx, kase.FixtureDigest, filepath.Join(a.dir, "ws")); err != nil {
+	// A run taken over resumes from the last workspace its log settled.
+	from := kase.FixtureDigest
+	if d := readProgress(rl.Facts()).digest; d != "" {
+		from = d
+	}
+	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
 		return nil, fmt.Errorf("%w: workspace: %v", errBadInput, err)
 	}
 	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env)}

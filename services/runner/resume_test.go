@@ -1,0 +1,184 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/runnertest"
+)
+
+// The test binary doubles as a runner process: with FACTLINE_TEST_RUNNER
+// set it connects to the given server, runs a runner and SIGKILLs itself
+// right after its n-th commit. That is a real process dying between two
+// facts, with nothing flushed or cleaned up.
+func TestMain(m *testing.M) {
+	if url := os.Getenv("FACTLINE_TEST_RUNNER"); url != "" {
+		os.Exit(runChild(url))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(url string) int {
+	crashAt, _ := strconv.Atoi(os.Getenv("FACTLINE_TEST_CRASH_AT"))
+	ctx := context.Background()
+	b, err := bus.Dial(ctx, url, bus.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	n := 0
+	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: os.Getenv("FACTLINE_TEST_WORKDIR"), AckWait: time.Second, Instance: "doomed",
+		AfterCommit: func(events.Fact) {
+			if n++; n == crashAt {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	_ = svc.Run(ctx)
+	return 0
+}
+
+// twoTurnScript fails the check once, then passes it and proposes done.
+const twoTurnScript = `turns:
+  - calls:
+      - {id: w, name: write_file, args: {path: answer.txt, content: "5\n"}}
+      - {id: c, name: run_command, args: {command: ./check.sh}}
+    usage: {input_tokens: 100, output_tokens: 10, cost: 2}
+    reserve: 3
+  - text: fixing it
+    calls:
+      - {id: w, name: write_file, args: {path: answer.txt, content: "4\n"}}
+      - {id: c, name: run_command, args: {command: ./check.sh}}
+      - {id: done, name: task_complete, args: {status: done, evidence: [t2/c]}}
+    usage: {input_tokens: 120, output_tokens: 12, cost: 2}
+    reserve: 3
+`
+
+// outcome is what must not change when a runner dies and another takes
+// over: how the run ended, what it cost, what the model was sent, what the
+// workspace holds.
+type outcome struct {
+	status   events.RunStatus
+	reason   string
+	steps    uint32
+	requests []events.Digest
+	snapshot events.Digest
+	calls    int
+}
+
+func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
+	t.Helper()
+	o := outcome{status: end.Status, reason: end.Reason, steps: end.Steps}
+	for i, r := range log.Records {
+		if r.Fact.Position != uint64(i+1) {
+			t.Fatalf("positions not contiguous at %d", i)
+		}
+		switch b := r.Fact.Body.(type) {
+		case events.TurnStarted:
+			o.requests = append(o.requests, b.ContextDigest)
+		case events.CandidateSealed:
+			o.snapshot = b.SnapshotDigest
+		case events.DispatchCompleted:
+			o.calls++
+		}
+	}
+	return o
+}
+
+// Kill the runner process after each of its commits in turn: another runner
+// takes the run over and it ends as an uninterrupted run does, with the
+// same requests sent to the model, the same final workspace, one settled
+// dispatch per call and contiguous positions.
+func TestTakeoverAtEveryBoundary(t *testing.T) {
+	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
+	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 6, cost: 12}"), treatment(t, twoTurnScript))
+	must(t, err)
+
+	// The reference: a run nobody interrupts.
+	ref := takeover(t, ctx, b, "ref", p, nil)
+	commits := 0
+	for _, f := range ref.log.Facts() {
+		if f.Producer.Service == events.OwnerRunner {
+			commits++
+		}
+	}
+	want := outcomeOf(t, ref.log, ref.end)
+	if want.status != events.RunDone || want.calls != 5 {
+		t.Fatalf("reference run: %+v", want)
+	}
+
+	for crashAt := 1; crashAt < commits; crashAt++ {
+		t.Run(fmt.Sprintf("after commit %d of %d", crashAt, commits), func(t *testing.T) {
+			run := fmt.Sprintf("crash%d", crashAt)
+			child := exec.Command(os.Args[0])
+			child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
+				"FACTLINE_TEST_CRASH_AT="+strconv.Itoa(crashAt), "FACTLINE_TEST_WORKDIR="+t.TempDir())
+			must(t, child.Start())
+			res := takeover(t, ctx, b, run, p, child)
+			got := outcomeOf(t, res.log, res.end)
+			if got.status != want.status || got.reason != want.reason || got.steps != want.steps ||
+				got.snapshot != want.snapshot || got.calls != want.calls || fmt.Sprint(got.requests) != fmt.Sprint(want.requests) {
+				t.Fatalf("after a crash at commit %d:\n got %+v\nwant %+v", crashAt, got, want)
+			}
+			claims := 0
+			for _, f := range res.log.Facts() {
+				if c, ok := f.Body.(events.RunClaimed); ok {
+					claims++
+					if claims == 2 && c.Lease != 2 {
+						t.Fatalf("the takeover claimed lease %d", c.Lease)
+					}
+				}
+			}
+			if claims != 2 {
+				t.Fatalf("%d claims, want the dead runner's and the takeover's", claims)
+			}
+		})
+	}
+}
+
+type ended struct {
+	log bus.RunLog
+	end events.RunEnded
+}
+
+// takeover requests the run; if a doomed child runs it first, waits for the
+// child to die before an in-process runner (which takes the run over once
+// the dead runner's lease expires) starts.
+func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runnertest.Published, child *exec.Cmd) ended {
+	t.Helper()
+	must(t, runnertest.Request(ctx, b, "suite", run, p, 1))
+	if child != nil {
+		err := child.Wait()
+		if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("the child runner did not die by SIGKILL: %v", err)
+		}
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir"})
+	must(t, err)
+	done := make(chan struct{})
+	go func() { _ = svc.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	log, end, err := runnertest.WaitEnded(ctx, b, "suite", run)
+	must(t, err)
+	return ended{log, end}
+}
