@@ -7,6 +7,12 @@ type TurnStarted struct {
 	ContextDigest Digest `msgpack:"context_digest"`
 	Messages      uint32 `msgpack:"messages"`
 	Policy        string `msgpack:"policy,omitempty"` // context policy in force
+	// Reserve is the worst-case cost the runner reserved for the call, in
+	// budget cost units; where the reply's cost is unknown the budget
+	// charges this.
+	Reserve uint64 `msgpack:"reserve,omitempty"`
+	// Tokens is the estimated size of the context in tokens.
+	Tokens uint64 `msgpack:"tokens,omitempty"`
 }
 
 // Kind implements Body.

@@ -244,6 +244,16 @@ func goldenFacts(t testing.TB) []goldenCase {
 		{"suite_reported", events.SuiteReported{
 			ReportDigest: digest("report"), Attempts: 6, Passed: 2, Failed: 1, Pending: 1, Invalid: 1, Excluded: 1,
 		}},
+		// Added with the optional checkpoint fields armed, feedback_delivered
+		// and opportunity; appended last so earlier fixtures keep their IDs.
+		{"stall_observed_armed", events.StallObserved{Turn: 3, Observation: events.StallObservation{
+			Position: 14,
+			Checkpoint: events.StallCheckpoint{
+				Episode: 1, RepairsUsed: 2, WriteCredit: 1, OpenFailure: true, Signature: "sig-9c1e",
+				Armed: []string{"repeated_failure", "failing_verifications"}, FeedbackDelivered: 1, Opportunity: 2,
+			},
+			Action: ptr(events.StopStall(events.StallStop{Cause: "repeated_failure", Unmet: []events.RequirementID{"req-tests"}, Evidence: []events.EvidenceRef{"t3/call-2"}})),
+		}}},
 	}
 	out := make([]goldenCase, len(cases))
 	for i, c := range cases {

@@ -83,12 +83,28 @@ func StopStall(v StallStop) StallAction { return StallAction{union[stallSpec]{v}
 
 // StallCheckpoint is the stall fold's state after a turn, committed so that a
 // reader can see why an action was (or was not) taken.
+//
+// Arming, opportunity, decision and delivery are kept apart: Armed says which
+// patterns fired on the turn, the observation's Action is the decision taken
+// on them, FeedbackDelivered counts retries whose feedback a later turn was
+// started with, and Opportunity marks the turn that was the model's first
+// chance to act on such feedback. A retry that was decided but not delivered
+// is not proof that the model saw it.
 type StallCheckpoint struct {
 	Episode     uint32 `msgpack:"episode"`      // verification episode number
 	RepairsUsed uint32 `msgpack:"repairs_used"` // repairs spent in this episode
 	WriteCredit uint32 `msgpack:"write_credit"` // applied edits in this episode
 	OpenFailure bool   `msgpack:"open_failure"` // a failed check not yet cleared
 	Signature   string `msgpack:"signature"`    // digest of the turn's repeat signature
+	// Armed names the stall patterns that reached their threshold on this
+	// turn (absent when none did).
+	Armed []string `msgpack:"armed,omitempty"`
+	// FeedbackDelivered counts the retries of this episode whose feedback
+	// reached the model: a turn was started after the retry was committed.
+	FeedbackDelivered uint32 `msgpack:"feedback_delivered,omitempty"`
+	// Opportunity is the turn whose retry this turn was the first chance to
+	// answer (0 when the turn answers no retry).
+	Opportunity uint32 `msgpack:"opportunity,omitempty"`
 }
 
 // StallObservation is the stall handler's output for one completed turn.
