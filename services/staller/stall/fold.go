@@ -48,6 +48,11 @@ type State struct {
 	opportunityTurn, opportunityFor uint32
 
 	turns map[uint32]reading
+
+	// answers holds each action's latest observation: a read or a command
+	// whose answer changed brought new information (polling a job is work),
+	// one that answers the same again did not.
+	answers map[string]string
 }
 
 type checkState struct {
@@ -131,11 +136,12 @@ type finding struct {
 // New returns the empty fold for a run under policy p.
 func New(p Policy) State {
 	return State{
-		policy: p,
-		epoch:  1,
-		checks: map[string]*checkState{},
-		calls:  map[callKey]*callInfo{},
-		turns:  map[uint32]reading{},
+		policy:  p,
+		epoch:   1,
+		checks:  map[string]*checkState{},
+		calls:   map[callKey]*callInfo{},
+		turns:   map[uint32]reading{},
+		answers: map[string]string{},
 	}
 }
 
@@ -307,12 +313,12 @@ func (s *State) completeTurn(pos uint64, ev events.RunEvidence) {
 		if tool == taskCompleteTool {
 			continue
 		}
-		if isEffective(d, in) {
-			effective = true
-		}
 		act := ""
 		if in.args != "" && tool != "" {
 			act = tool + " " + string(in.args)
+		}
+		if isEffective(d, in) || s.newInformation(d, tool, act, in) {
+			effective = true
 		}
 		steps = append(steps, step{action: act, obs: in.obs, err: errorOf(d, in)})
 		refs = append(refs, d.EvidenceRef)
@@ -452,6 +458,21 @@ func summarise(steps []step) string {
 		names[i], _, _ = strings.Cut(st.action, " ")
 	}
 	return strings.Join(names, ", ")
+}
+
+// newInformation says whether an executed read or command answered
+// something it had not answered before. Edits that changed nothing never
+// count: an unchanged write is no work, whatever it printed.
+func (s *State) newInformation(d events.CompletedDispatch, tool, act string, in *callInfo) bool {
+	if d.Disposition != events.DispositionExecuted || in.obs == "" || act == "" {
+		return false
+	}
+	if tool == "write_file" || tool == "edit_file" {
+		return false
+	}
+	prev, seen := s.answers[act]
+	s.answers[act] = in.obs
+	return !seen || prev != in.obs
 }
 
 // isEffective says whether a call did any work: it executed without error

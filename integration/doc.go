@@ -1,0 +1,3 @@
+// Package integration holds factline's end-to-end tests: every service
+// running against real NATS servers, real workspaces and real processes.
+package integration

@@ -1,0 +1,210 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/runnertest"
+	"github.com/factline/factline/services/staller"
+)
+
+// fleet is one embedded JetStream server with the runner, the stall handler
+// and the stop decider running on it, connected only through the bus.
+type fleet struct {
+	t   *testing.T
+	b   *bus.Bus
+	ctx context.Context
+}
+
+func startFleet(t *testing.T) *fleet {
+	t.Helper()
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: t.TempDir(), Concurrency: 4, DecisionTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []func(context.Context) error{svc.Run, staller.New(b).Run, decider.New(b).Run}
+	done := make(chan struct{}, len(runs))
+	for _, run := range runs {
+		go func() { _ = run(ctx); done <- struct{}{} }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range runs {
+			<-done
+		}
+	})
+	return &fleet{t: t, b: b, ctx: ctx}
+}
+
+// task describes a case for a test: its fixture files and case YAML body
+// (without id, instruction and fixture, which the helper adds).
+type task struct {
+	files map[string]string // path → content; paths ending in .sh are executable
+	yaml  string
+}
+
+// checkTask is a case whose check passes when answer.txt holds 4, and
+// prints a diagnostic naming the wrong answer otherwise.
+func checkTask(budget string) task {
+	return task{
+		files: map[string]string{
+			"answer.txt": "3\n",
+			"check.sh":   "#!/bin/bash\ngrep -qx 4 answer.txt || { echo \"answer.txt:1: want 4, got $(cat answer.txt)\"; exit 1; }\n",
+		},
+		yaml: "budget: " + budget + `
+checks:
+  - id: tests
+    command: ./check.sh
+    diagnostics:
+      pattern: '^(?P<file>[^:]+):(?P<line>\d+): (?P<message>.*)$'
+      complete: true
+`,
+	}
+}
+
+func (f *fleet) caseOf(tk task) *cases.Case {
+	t := f.t
+	t.Helper()
+	dir := t.TempDir()
+	fx := filepath.Join(dir, "fixture")
+	if err := os.MkdirAll(fx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range tk.files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(fx, name), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := "id: task\ninstruction: Do the task, then call task_complete citing your evidence.\nfixture: fixture\n" + tk.yaml
+	path := filepath.Join(dir, "case.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cases.LoadCase(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run publishes a task with a script, runs it and returns its log and end.
+func (f *fleet) run(name string, tk task, script string) (bus.RunLog, events.RunEnded) {
+	t := f.t
+	t.Helper()
+	tr, err := cases.ParseTreatment("t.yaml", []byte("id: scripted\nmodel: {provider: scripted, scripts: x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Model.ScriptFiles = map[string]string{"task": script}
+	p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(tk), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runnertest.Request(f.ctx, f.b, "it", name, p, 1); err != nil {
+		t.Fatal(err)
+	}
+	log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, end
+}
+
+// turn renders one scripted turn of calls (each "name {json-ish args}" is
+// given as YAML flow), with a usage of cost 2 reserved at 3.
+func turn(calls ...string) string {
+	var b strings.Builder
+	b.WriteString("  - calls:\n")
+	for _, c := range calls {
+		b.WriteString("      - " + c + "\n")
+	}
+	b.WriteString("    usage: {input_tokens: 100, output_tokens: 10, cost: 2}\n    reserve: 3\n")
+	return b.String()
+}
+
+func write(id, answer string) string {
+	return fmt.Sprintf(`{id: %s, name: write_file, args: {path: answer.txt, content: "%s\n"}}`, id, answer)
+}
+
+func check(id string) string { return fmt.Sprintf(`{id: %s, name: run_command, args: {command: ./check.sh}}`, id) }
+
+func done(evidence ...string) string {
+	return fmt.Sprintf(`{id: done, name: task_complete, args: {status: done, evidence: [%s]}}`, strings.Join(evidence, ", "))
+}
+
+func script(turns ...string) string { return "turns:\n" + strings.Join(turns, "") }
+
+// invariants every run must keep, whatever its outcome.
+func invariants(t *testing.T, log bus.RunLog) {
+	t.Helper()
+	completed, stalls, decisions := map[uint32]int{}, map[uint32]int{}, map[uint32]int{}
+	for i, r := range log.Records {
+		if r.Fact.Position != uint64(i+1) {
+			t.Fatalf("positions not contiguous at %d", i)
+		}
+		switch b := r.Fact.Body.(type) {
+		case events.TurnCompleted:
+			completed[b.Evidence.Turn]++
+		case events.StallObserved:
+			stalls[b.Turn]++
+		case events.StopDecided:
+			decisions[b.Decision.Turn]++
+		}
+	}
+	for turn, n := range completed {
+		if n != 1 || stalls[turn] != 1 || decisions[turn] != 1 {
+			t.Fatalf("turn %d: %d completions, %d stall observations, %d decisions; want one each", turn, n, stalls[turn], decisions[turn])
+		}
+	}
+	if len(decisions) != len(completed) {
+		t.Fatalf("%d decisions for %d completed turns", len(decisions), len(completed))
+	}
+}
+
+func dispatchesOf(log bus.RunLog) map[string]events.CompletedDispatch {
+	out := map[string]events.CompletedDispatch{}
+	for _, f := range log.Facts() {
+		if d, ok := f.Body.(events.DispatchCompleted); ok {
+			out[string(d.Dispatch.EvidenceRef)] = d.Dispatch
+		}
+	}
+	return out
+}
+
+func decisionsOf(log bus.RunLog) []events.StopDecision {
+	var out []events.StopDecision
+	for _, f := range log.Facts() {
+		if d, ok := f.Body.(events.StopDecided); ok {
+			out = append(out, d.Decision)
+		}
+	}
+	return out
+}
+
+func stallsOf(log bus.RunLog) []events.StallObserved {
+	var out []events.StallObserved
+	for _, f := range log.Facts() {
+		if s, ok := f.Body.(events.StallObserved); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
