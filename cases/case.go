@@ -50,6 +50,8 @@ type Case struct {
 	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
 	// Env adds variables to the minimal environment commands run with.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// HTTP allows external effects through http_call (see HTTPPolicy).
+	HTTP *HTTPPolicy `yaml:"http,omitempty" json:"http,omitempty"`
 }
 
 // Budget is an attempt's hard limits. Zero means no limit of that kind,
@@ -161,7 +163,7 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // BuiltinTools are the tools a case may list; a case that lists none gets
 // them all.
-var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete"}
+var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete", "http_call"}
 
 // LoadCase reads and checks a case file. Relative fixture paths are
 // resolved against the file's directory.
@@ -221,7 +223,19 @@ func (c *Case) normalise() error {
 		return fieldErr("instruction", "required: the task as the model should read it")
 	}
 	if len(c.Tools) == 0 {
-		c.Tools = slices.Clone(BuiltinTools)
+		// http_call reaches outside the workspace: only a case that allows
+		// endpoints offers it.
+		for _, t := range BuiltinTools {
+			if t != "http_call" || c.HTTP != nil {
+				c.Tools = append(c.Tools, t)
+			}
+		}
+	}
+	if slices.Contains(c.Tools, "http_call") && c.HTTP == nil {
+		return fieldErr("tools", "http_call needs an http section naming the endpoints it may reach")
+	}
+	if err := c.HTTP.check("http"); err != nil {
+		return err
 	}
 	for i, t := range c.Tools {
 		if !slices.Contains(BuiltinTools, t) {

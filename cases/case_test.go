@@ -2,6 +2,7 @@ package cases
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,7 @@ func TestLoadCaseFillsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Budget.Steps != 6 || len(c.Tools) != len(BuiltinTools) || c.Context.Mode != ContextFull {
+	if c.Budget.Steps != 6 || len(c.Tools) != len(BuiltinTools)-1 || slices.Contains(c.Tools, "http_call") || c.Context.Mode != ContextFull {
 		t.Fatalf("defaults not filled: %+v", c)
 	}
 	if len(c.Requirements) != 1 || c.Requirements[0].Check != "tests" {
@@ -46,6 +47,9 @@ func TestBadCases(t *testing.T) {
 		{"id: a\ninstruction: x\nstall: {idle_turns: -1}\n", "stall.idle_turns: cannot be negative"},
 		{"id: a\ninstruction: x\ninstrucshun: y\n", "instrucshun"},
 		{"id: a\ninstruction: [x\n", "bad.yaml"},
+		{"id: a\ninstruction: x\ntools: [http_call]\n", "tools: http_call needs an http section"},
+		{"id: a\ninstruction: x\nhttp: {allow: [ftp://x]}\n", "http.allow[0]"},
+		{"id: a\ninstruction: x\nhttp: {allow: ['http://127.0.0.1/'], status: 'http://127.0.0.1/s'}\n", "http.status: the template needs {operation}"},
 	}
 	for _, c := range cases {
 		_, err := ParseCase("bad.yaml", []byte(c.yaml))

@@ -1,0 +1,66 @@
+package cases
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// HTTPPolicy lets a case's model make external effects with the http_call
+// tool: POSTs to the endpoints it allows, each carrying its operation ID as
+// the Idempotency-Key header. What a retry after a crash may do is the
+// contract's call, never the model's.
+type HTTPPolicy struct {
+	// Allow lists URL prefixes a call may POST to; nothing else is reached.
+	Allow []string `yaml:"allow" json:"allow"`
+	// Dedupe says the sink deduplicates by Idempotency-Key, so a call whose
+	// outcome is unknown may be sent again under the same key.
+	Dedupe bool `yaml:"dedupe,omitempty" json:"dedupe,omitempty"`
+	// Status is a URL template for looking an operation up, with
+	// {operation} replaced by the (escaped) operation ID: a GET that answers
+	// 200 when the operation took effect and 404 when it did not.
+	Status string `yaml:"status,omitempty" json:"status,omitempty"`
+	// Approval says every call needs a person's approval of its exact
+	// arguments before it is sent.
+	Approval bool `yaml:"approval,omitempty" json:"approval,omitempty"`
+}
+
+func (p *HTTPPolicy) check(field string) error {
+	if p == nil {
+		return nil
+	}
+	if len(p.Allow) == 0 {
+		return fieldErr(field+".allow", "list the URL prefixes http_call may reach")
+	}
+	for i, a := range p.Allow {
+		u, err := url.Parse(a)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErr(fmt.Sprintf("%s.allow[%d]", field, i), "%q is not an http(s) URL prefix", a)
+		}
+	}
+	if p.Status != "" && !strings.Contains(p.Status, "{operation}") {
+		return fieldErr(field+".status", "the template needs {operation}")
+	}
+	return nil
+}
+
+// Allows reports whether a URL is under one of the allowed prefixes.
+func (p *HTTPPolicy) Allows(raw string) bool {
+	if p == nil {
+		return false
+	}
+	for _, a := range p.Allow {
+		if strings.HasPrefix(raw, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// StatusURL is the lookup URL of an operation ("" when the sink has none).
+func (p *HTTPPolicy) StatusURL(operation string) string {
+	if p == nil || p.Status == "" {
+		return ""
+	}
+	return strings.ReplaceAll(p.Status, "{operation}", url.PathEscape(operation))
+}
