@@ -42,6 +42,8 @@ type attempt struct {
 	started   time.Time
 	gen       uint32 // current task generation
 	epoch     uint64 // source epoch: 1 + applied mutations so far
+	ctl       *controls
+	work      context.Context // model calls and tools; a cancel stops it
 	dir       string
 }
 
@@ -158,6 +160,12 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 		facts := log.Facts()
 		p := readProgress(facts)
 		a.gen, a.epoch = p.gen, p.epoch
+		if a.ctl != nil {
+			a.ctl.seen(facts)
+			if sig := a.ctl.pendingCancel(); sig != nil {
+				return a.acceptCancel(ctx, sig)
+			}
+		}
 		switch {
 		case p.turn == 0 || p.decision != nil:
 			if p.decision != nil {
@@ -165,6 +173,12 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 					return ending{runStatus(fin.Status), fin.Reason}, nil
 				}
 			}
+			if n, err := a.acceptSteers(ctx, p.gen); err != nil {
+				return ending{}, err
+			} else if n > 0 {
+				continue // a new generation: read the log again
+			}
+			a.status("turn", map[string]any{"turn": p.turn + 1})
 			if end, ok, err := a.startTurn(ctx, facts, p.turn+1); err != nil || ok {
 				return end, err
 			}
@@ -256,6 +270,10 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 		return ending{events.RunIncomplete, ReasonWallLimit}, true, nil
 	}
 	if err != nil {
+		if sig := a.ctl.pendingCancel(); sig != nil {
+			end, err := a.acceptCancel(ctx, sig)
+			return end, err == nil, err
+		}
 		if end, ok := modelEnding(err); ok {
 			return end, true, nil
 		}
@@ -321,6 +339,9 @@ func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Rep
 // withinWall bounds work (model calls, tool runs, never commits) by the
 // attempt's wall-time budget.
 func (a *attempt) withinWall(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.work != nil {
+		ctx = a.work
+	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
 		return context.WithDeadline(ctx, a.started.Add(wall))
 	}

@@ -3,8 +3,9 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -25,6 +26,11 @@ func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.Complet
 	var out []events.CompletedDispatch
 	var intent *events.ActorIntent
 	for _, call := range p.replied.Calls {
+		if sig := a.ctl.pendingCancel(); sig != nil {
+			// An accepted cancel allows no further effect.
+			end, err := a.acceptCancel(ctx, sig)
+			return nil, nil, &end, err
+		}
 		if done, ok := p.completed[call.ID]; ok {
 			out = append(out, done.Dispatch)
 			if in := settledIntent(call, done); in != nil {
@@ -33,8 +39,19 @@ func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.Complet
 			continue
 		}
 		if in, ok := p.intended[call.ID]; ok {
-			if end := a.reconcile(in); end != nil {
-				return nil, nil, end, nil
+			rec := a.reconcile(ctx, in)
+			if rec.end != nil {
+				return nil, nil, rec.end, nil
+			}
+			if rec.settled != nil {
+				d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/%s", p.turn, call.ID)),
+					Tool: call.Name, Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable,
+					Verification: events.NotVerifier(), Digest: a.ws.Digest()}
+				if err := a.settle(ctx, p.turn, d, *rec.settled); err != nil {
+					return nil, nil, nil, err
+				}
+				out = append(out, d)
+				continue
 			}
 		}
 		d, in, err := a.dispatch(ctx, p.turn, call)
@@ -58,18 +75,66 @@ func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.
 	return tools.TaskComplete{}.Run(context.Background(), tools.Env{}, json.RawMessage(call.Args)).Intent
 }
 
+// reconciliation is what to do with a call intended but never settled.
+type reconciliation struct {
+	end     *ending       // stop the run for a person
+	settled *tools.Result // the outcome is known: settle it without running
+}
+
 // reconcile decides what to do with a dispatch that was intended but never
 // settled (its runner died in between). The workspace was restored to the
 // last settled digest, so a workspace-local effect that may have happened
 // is gone with the old workspace: running the call again cannot double it.
-// An effect outside the workspace is another matter: without a way to
-// learn its outcome it must go to a person, never be repeated blindly.
-func (a *attempt) reconcile(in events.DispatchIntended) *ending {
+// An external effect goes by its contract: a sink that deduplicates by the
+// operation ID may be sent the call again under the same ID; a sink with a
+// status lookup is asked; otherwise a person decides. Never a blind repeat.
+func (a *attempt) reconcile(ctx context.Context, in events.DispatchIntended) reconciliation {
 	switch in.Effect {
 	case events.EffectRead, events.EffectWrite:
-		return nil
+		return reconciliation{}
 	}
-	return &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect", in.OperationID, in.Tool)}
+	human := &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect; settle it with factline resolve", in.OperationID, in.Tool)}
+	h := a.kase.HTTP
+	if in.Tool != "http_call" || h == nil {
+		return reconciliation{end: human}
+	}
+	if h.Dedupe {
+		return reconciliation{}
+	}
+	if u := h.StatusURL(in.OperationID); u != "" {
+		applied, known := lookupOperation(ctx, u)
+		switch {
+		case known && applied:
+			res := tools.Result{Output: "reconciled: the endpoint reports operation " + in.OperationID + " took effect; it was not sent again"}
+			return reconciliation{settled: &res}
+		case known:
+			return reconciliation{}
+		}
+	}
+	return reconciliation{end: human}
+}
+
+// lookupOperation asks a sink's status endpoint whether an operation took
+// effect: 200 yes, 404 no, anything else unknown.
+func lookupOperation(ctx context.Context, url string) (applied, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, false
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, true
+	case http.StatusNotFound:
+		return false, true
+	}
+	return false, false
 }
 
 func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, error) {
@@ -103,20 +168,34 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	}); err != nil {
 		return d, nil, err
 	}
+	if a.needsApproval(call.Name) {
+		ok, err := a.approve(ctx, turn, call, op)
+		if err != nil {
+			return d, nil, err
+		}
+		if !ok {
+			return reject(tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", op))
+		}
+	}
 
 	var res tools.Result
 	check, isCheck := a.checkOf(call.Name, args)
 	runCtx, cancel := a.withinWall(ctx)
+	env := a.env
+	env.Operation = op
 	if isCheck {
-		res = tools.Exec(runCtx, a.env, check.Command, check.Timeout.Std(), checkOutputCap)
+		res = tools.Exec(runCtx, env, check.Command, check.Timeout.Std(), checkOutputCap)
 	} else {
-		res = a.registry.Run(runCtx, a.env, tool, args)
+		res = a.registry.Run(runCtx, env, tool, args)
 	}
+	interrupted := runCtx.Err() != nil
 	cancel()
 	d.Disposition = events.DispositionExecuted
 	switch {
-	case runCtx.Err() != nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		// The wall-time budget ran out while the tool ran; it was stopped.
+	case interrupted && ctx.Err() == nil:
+		// The wall-time budget ran out, or a cancel came, while the tool
+		// ran; it was stopped. What it did before that is in the workspace
+		// scan below.
 		d.Disposition = events.DispositionCanceled
 	case ctx.Err() != nil:
 		d.Disposition = events.DispositionCanceled
@@ -197,4 +276,32 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// CodeApprovalRejected settles a call a person rejected (or never approved).
+const CodeApprovalRejected = "APPROVAL_REJECTED"
+
+// needsApproval says whether the case makes a person approve a tool's calls.
+func (a *attempt) needsApproval(tool string) bool {
+	return tool == "http_call" && a.kase.HTTP != nil && a.kase.HTTP.Approval
+}
+
+// approve waits for a person's decision on an operation and commits the
+// acceptance of that decision. It reports whether the call may run.
+func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall, op string) (bool, error) {
+	dec, ok := a.awaitApproval(ctx, op, call.ArgsDigest)
+	if !ok {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, nil // cancelled while waiting: nothing runs
+	}
+	sig := events.SignalReject
+	if dec.approved {
+		sig = events.SignalApprove
+	}
+	_, err := a.commit(ctx, "control/"+dec.sig.ID, events.ControlAccepted{
+		Control: events.ControlRef{ID: dec.sig.ID, Signal: sig}, CallID: call.ID, ArgsDigest: call.ArgsDigest, Reason: dec.sig.Reason,
+	})
+	return dec.approved, err
 }

@@ -135,6 +135,9 @@ func TestTakeoverAtEveryBoundary(t *testing.T) {
 			got := outcomeOf(t, res.log, res.end)
 			if got.status != want.status || got.reason != want.reason || got.steps != want.steps ||
 				got.snapshot != want.snapshot || got.calls != want.calls || fmt.Sprint(got.requests) != fmt.Sprint(want.requests) {
+				for _, f := range res.log.Facts() {
+					t.Logf("%d %s %s %+v", f.Position, f.Kind(), f.Producer.Instance, f.Body)
+				}
 				t.Fatalf("after a crash at commit %d:\n got %+v\nwant %+v", crashAt, got, want)
 			}
 			claims := 0

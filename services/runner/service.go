@@ -58,6 +58,9 @@ type Config struct {
 	// AckWait is how long a run's delivery may go without a heartbeat before
 	// another runner takes the run over (default 30s).
 	AckWait time.Duration
+	// ApprovalTimeout bounds the wait for a person to approve an
+	// operation; then it counts as rejected (default 1h).
+	ApprovalTimeout time.Duration
 	// AfterCommit, when set, is called after every fact the runner commits:
 	// the hook fault-injection tests use to kill a runner between facts.
 	AfterCommit func(events.Fact)
@@ -77,6 +80,7 @@ type Service struct {
 	concurrency     int
 	decisionTimeout time.Duration
 	ackWait         time.Duration
+	approvalTimeout time.Duration
 	afterCommit     func(events.Fact)
 	log             *slog.Logger
 }
@@ -88,7 +92,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
 		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger,
-		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit}
+		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout}
+	if s.approvalTimeout <= 0 {
+		s.approvalTimeout = time.Hour
+	}
 	if s.ackWait <= 0 {
 		s.ackWait = 30 * time.Second
 	}
@@ -160,6 +167,16 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	defer os.RemoveAll(a.dir)
+	work, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	a.work, a.ctl = work, newControls(stopWork)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	sigs, err := s.bus.WatchControls(watchCtx, suite, run)
+	if err != nil {
+		return err
+	}
+	go a.ctl.watch(sigs)
 	end, err := a.loop(ctx)
 	if errors.Is(err, ErrLeaseLost) {
 		log.Warn("stopping: another runner holds the run", "err", err)
@@ -236,7 +253,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
 		return nil, fmt.Errorf("%w: workspace: %v", errBadInput, err)
 	}
-	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env)}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows}
 	return a, nil
 }
 

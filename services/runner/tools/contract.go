@@ -117,6 +117,11 @@ type Env struct {
 	Root Resolver
 	// Environ is the minimal environment commands run with.
 	Environ []string
+	// Operation is the current call's operation ID (external effects send
+	// it as their idempotency key).
+	Operation string
+	// AllowURL says whether http_call may reach a URL.
+	AllowURL func(url string) bool
 }
 
 // Resolver maps a path a tool was given to an absolute path inside the

@@ -20,9 +20,10 @@ type Registry struct {
 	order   []string
 }
 
-// Builtin returns every built-in tool.
+// Builtin returns every built-in tool. http_call is offered only to cases
+// that name the endpoints it may reach.
 func Builtin() []Tool {
-	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}}
+	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}, HTTPCall{}}
 }
 
 // NewRegistry builds a registry of the named tools (all built-ins when

@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/factline/factline/events"
+)
+
+// controls collects the control signals sent to a run. Signals are requests:
+// the attempt accepts them at safe points and commits control.accepted.
+// Cancel is the exception in timing only: it also stops the work in flight
+// at once (the model call or the command), and is accepted right after.
+type controls struct {
+	mu        sync.Mutex
+	cancel    *events.Control
+	steers    []events.Control
+	approvals map[string][]events.Control // by operation ID
+	accepted  map[string]bool             // control IDs already accepted (from the log)
+	wake      chan struct{}
+	stopWork  context.CancelFunc
+}
+
+func newControls(stopWork context.CancelFunc) *controls {
+	return &controls{approvals: map[string][]events.Control{}, accepted: map[string]bool{},
+		wake: make(chan struct{}, 1), stopWork: stopWork}
+}
+
+// watch feeds signals from ch until it closes.
+func (c *controls) watch(ch <-chan events.Control) {
+	for sig := range ch {
+		c.mu.Lock()
+		switch sig.Signal {
+		case events.SignalCancel:
+			if c.cancel == nil && !c.accepted[sig.ID] {
+				s := sig
+				c.cancel = &s
+				c.stopWork()
+			}
+		case events.SignalSteer:
+			if !c.accepted[sig.ID] {
+				c.steers = append(c.steers, sig)
+			}
+		case events.SignalApprove, events.SignalReject:
+			c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
+		}
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// seen marks controls the log says were accepted already (a takeover).
+func (c *controls) seen(facts []events.Fact) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range facts {
+		if ca, ok := f.Body.(events.ControlAccepted); ok {
+			c.accepted[ca.Control.ID] = true
+		}
+	}
+	kept := c.steers[:0]
+	for _, s := range c.steers {
+		if !c.accepted[s.ID] {
+			kept = append(kept, s)
+		}
+	}
+	c.steers = kept
+}
+
+func (c *controls) pendingCancel() *events.Control {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancel
+}
+
+func (c *controls) takeSteers() []events.Control {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.steers
+	c.steers = nil
+	return out
+}
+
+// acceptCancel commits the acceptance of a cancel and ends the run. Nothing
+// the attempt does after this is an effect.
+func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending, error) {
+	if _, err := a.commit(ctx, "control/"+sig.ID, events.ControlAccepted{
+		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalCancel}, Reason: sig.Reason,
+	}); err != nil {
+		return ending{}, err
+	}
+	reason := "cancelled"
+	if sig.Reason != "" {
+		reason += ": " + sig.Reason
+	}
+	return ending{events.RunCancelled, reason}, nil
+}
+
+// acceptSteers starts a new task generation for each steer: the
+// instruction joins the model's context and completion evidence from older
+// generations is stale.
+func (a *attempt) acceptSteers(ctx context.Context, gen uint32) (int, error) {
+	steers := a.ctl.takeSteers()
+	for _, s := range steers {
+		if _, err := a.commit(ctx, "control/"+s.ID, events.ControlAccepted{
+			Control: events.ControlRef{ID: s.ID, Signal: events.SignalSteer}, Instruction: s.Instruction,
+		}); err != nil {
+			return 0, err
+		}
+		gen++
+		a.gen = gen
+		if _, err := a.commit(ctx, fmt.Sprintf("generation/%d", gen), events.TaskGenerationStarted{
+			Generation: gen, Instruction: s.Instruction, Control: s.ID,
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return len(steers), nil
+}
+
+// approval is a person's decision on an operation.
+type approval struct {
+	approved bool
+	sig      events.Control
+}
+
+// awaitApproval waits for a person to approve or reject an operation. An
+// approval counts only for the exact arguments it names; one for other
+// arguments is not an approval. Cancel ends the wait.
+func (a *attempt) awaitApproval(ctx context.Context, op string, args events.Digest) (approval, bool) {
+	a.status("awaiting_approval", map[string]any{"operation": op, "args_digest": args})
+	limit := time.NewTimer(a.svc.approvalTimeout)
+	defer limit.Stop()
+	for {
+		a.ctl.mu.Lock()
+		for _, sig := range a.ctl.approvals[op] {
+			if sig.Signal == events.SignalReject {
+				a.ctl.mu.Unlock()
+				return approval{false, sig}, true
+			}
+			if sig.ArgsDigest == args {
+				a.ctl.mu.Unlock()
+				return approval{true, sig}, true
+			}
+			a.svc.log.Warn("approval ignored: it names other arguments", "operation", op, "approved", sig.ArgsDigest, "call", args)
+		}
+		a.ctl.approvals[op] = nil
+		a.ctl.mu.Unlock()
+		if a.ctl.pendingCancel() != nil {
+			return approval{}, false
+		}
+		select {
+		case <-a.ctl.wake:
+		case <-limit.C:
+			return approval{false, events.Control{ID: "timeout-" + op, Signal: events.SignalReject, Reason: "no approval within " + a.svc.approvalTimeout.String()}}, true
+		case <-ctx.Done():
+			return approval{}, false
+		}
+	}
+}
+
+// status publishes the run's live status; it may be lost, nothing depends
+// on it.
+func (a *attempt) status(phase string, extra map[string]any) {
+	st := map[string]any{"runner": a.svc.instance, "phase": phase, "at": time.Now().UTC()}
+	for k, v := range extra {
+		st[k] = v
+	}
+	_ = a.svc.bus.PublishStatus(a.suite, a.run, st)
+}
