@@ -3,15 +3,19 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
@@ -184,4 +188,62 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runne
 	log, end, err := runnertest.WaitEnded(ctx, b, "suite", run)
 	must(t, err)
 	return ended{log, end}
+}
+
+// A runner process dies after its external effect reached the sink but
+// before it could settle the call (the sink kills it on receipt: a lost
+// acknowledgement). The runner that takes over follows the tool's contract:
+// a deduplicating sink may be sent the call again under the same
+// operation ID, a sink with a status lookup is asked, and otherwise the run
+// stops for a person naming the operation. The sink never counts two.
+func TestExternalEffectAfterCrash(t *testing.T) {
+	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
+	for _, c := range []struct {
+		name           string
+		dedupe, status bool
+		want           events.RunStatus
+	}{
+		{"the sink deduplicates", true, false, events.RunDone},
+		{"the sink has a status lookup", false, true, events.RunDone},
+		{"no way to know", false, false, events.RunNeedsHuman},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var child *exec.Cmd
+			var once sync.Once
+			sk := &sink{effects: map[string]int{}, dedupe: c.dedupe}
+			sk.onPost = func() { once.Do(func() { _ = child.Process.Kill() }) }
+			hs := httptest.NewServer(sk)
+			defer hs.Close()
+			kase := fixtureCase(t, "{steps: 6}")
+			kase.HTTP = &cases.HTTPPolicy{Allow: []string{hs.URL + "/"}, Dedupe: c.dedupe}
+			if c.status {
+				kase.HTTP.Status = hs.URL + "/status/{operation}"
+			}
+			kase.Tools = append(kase.Tools, "http_call")
+			script := fmt.Sprintf(`turns:
+  - calls:
+      - {id: pay, name: http_call, args: {url: "%s/pay", body: '{"amount": 5}'}}
+      - {id: done, name: task_complete, args: {status: done, evidence: [t1/pay]}}
+`, hs.URL)
+			p, err := runnertest.Publish(ctx, b, kase, treatment(t, script))
+			must(t, err)
+			child = exec.Command(os.Args[0])
+			child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(), "FACTLINE_TEST_WORKDIR="+t.TempDir())
+			must(t, child.Start())
+			run := strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "-"), "the-", "")
+			res := takeover(t, ctx, b, run, p, child)
+			if res.end.Status != c.want {
+				t.Fatalf("ended %s/%q, want %s", res.end.Status, res.end.Reason, c.want)
+			}
+			if n := sk.total(); n != 1 {
+				t.Fatalf("the sink counted %d effects, want exactly 1", n)
+			}
+			if c.want == events.RunNeedsHuman && !strings.Contains(res.end.Reason, run+"/t1/pay") {
+				t.Fatalf("the reason does not name the operation: %q", res.end.Reason)
+			}
+		})
+	}
 }

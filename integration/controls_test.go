@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner/runnertest"
+)
+
+// A steer mid-run starts a new task generation: completion evidence from
+// the older generation is stale, so a proposal citing it is not accepted;
+// evidence made after the steer is.
+func TestSteerMakesOlderEvidenceStale(t *testing.T) {
+	f := startFleet(t)
+	tr, err := cases.ParseTreatment("t.yaml", []byte("id: scripted\nmodel: {provider: scripted, scripts: x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Model.ScriptFiles = map[string]string{"task": script(
+		strings.Replace(turn(write("w", "4"), check("c")), "    reserve: 3\n", "    reserve: 3\n    delay: 1500ms\n", 1),
+		turn(done("t1/c")),
+		turn(check("c"), done("t3/c")),
+	)}
+	p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(checkTask("{steps: 6}")), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runnertest.Request(f.ctx, f.b, "it", "steer", p, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Steer while the first turn is in flight.
+	for {
+		log, err := f.b.LoadRun(f.ctx, "it", "steer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := false
+		for _, fact := range log.Facts() {
+			started = started || fact.Kind() == events.KindTurnStarted
+		}
+		if started {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := f.b.SendControl(f.ctx, "it", "steer", events.Control{Signal: events.SignalSteer,
+		Instruction: "Also keep answer.txt ending with a newline."}); err != nil {
+		t.Fatal(err)
+	}
+	log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", "steer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invariants(t, log)
+	ds := decisionsOf(log)
+	if len(ds) != 3 {
+		t.Fatalf("%d decisions, want 3", len(ds))
+	}
+	if _, cont := ds[1].Result.Variant().(events.StopContinue); !cont || ds[1].TaskGeneration != 2 {
+		t.Fatalf("the proposal citing generation-1 evidence was accepted: %+v (generation %d)", ds[1].Result.Variant(), ds[1].TaskGeneration)
+	}
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+	gens := 0
+	for _, fact := range log.Facts() {
+		if g, ok := fact.Body.(events.TaskGenerationStarted); ok && g.Generation == 2 && strings.Contains(g.Instruction, "newline") {
+			gens++
+		}
+	}
+	if gens != 1 {
+		t.Fatal("no task.generation 2 with the steer's instruction")
+	}
+}
