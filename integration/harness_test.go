@@ -144,7 +144,9 @@ func write(id, answer string) string {
 	return fmt.Sprintf(`{id: %s, name: write_file, args: {path: answer.txt, content: "%s\n"}}`, id, answer)
 }
 
-func check(id string) string { return fmt.Sprintf(`{id: %s, name: run_command, args: {command: ./check.sh}}`, id) }
+func check(id string) string {
+	return fmt.Sprintf(`{id: %s, name: run_command, args: {command: ./check.sh}}`, id)
+}
 
 func done(evidence ...string) string {
 	return fmt.Sprintf(`{id: done, name: task_complete, args: {status: done, evidence: [%s]}}`, strings.Join(evidence, ", "))

@@ -97,8 +97,8 @@ func TestAdoptionEvidence(t *testing.T) {
 			},
 		},
 		{
-			name: "tool-free turns earn no immunity: they are stopped, incomplete",
-			task: checkTask("{steps: 12}"),
+			name:   "tool-free turns earn no immunity: they are stopped, incomplete",
+			task:   checkTask("{steps: 12}"),
 			script: script(fail(1, "5"), strings.Repeat("  - {text: 'Done, surely: it works now.'}\n", 10)),
 			check: func(t *testing.T, end events.RunEnded, _ []events.StopDecision, stalls []events.StallObserved, _ map[string]events.CompletedDispatch) {
 				if end.Status != events.RunIncomplete || !strings.Contains(end.Reason, "stall") {
@@ -129,8 +129,8 @@ func TestAdoptionEvidence(t *testing.T) {
 			},
 		},
 		{
-			name: "report_blocked ends blocked with the actor's reason and no invented evidence",
-			task: checkTask("{steps: 6}"),
+			name:   "report_blocked ends blocked with the actor's reason and no invented evidence",
+			task:   checkTask("{steps: 6}"),
 			script: script(turn(`{id: b, name: task_complete, args: {status: blocked, reason: "the check needs a database I cannot reach", unmet: [tests]}}`)),
 			check: func(t *testing.T, end events.RunEnded, ds []events.StopDecision, _ []events.StallObserved, _ map[string]events.CompletedDispatch) {
 				fin, ok := ds[0].Result.Variant().(events.StopFinish)
@@ -141,8 +141,8 @@ func TestAdoptionEvidence(t *testing.T) {
 			},
 		},
 		{
-			name: "a truthful read-only answer finishes done when no write is required",
-			task: task{files: map[string]string{"notes.txt": "the answer is 42\n"}, yaml: "budget: {steps: 3}\n"},
+			name:   "a truthful read-only answer finishes done when no write is required",
+			task:   task{files: map[string]string{"notes.txt": "the answer is 42\n"}, yaml: "budget: {steps: 3}\n"},
 			script: script(turn(`{id: r, name: read_file, args: {path: notes.txt}}`), "  - {text: The answer is 42.}\n"),
 			check: func(t *testing.T, end events.RunEnded, _ []events.StopDecision, _ []events.StallObserved, _ map[string]events.CompletedDispatch) {
 				if end.Status != events.RunDone {
