@@ -469,3 +469,25 @@ func (c *RunCache) Len() int {
 	defer c.mu.Unlock()
 	return c.lru.Len()
 }
+
+// FindSuite returns the suite a run belongs to, found by the run's newest
+// fact, for commands that name a run alone.
+func (b *Bus) FindSuite(ctx context.Context, run string) (string, error) {
+	if err := events.ValidateRunID(run); err != nil {
+		return "", err
+	}
+	g, err := b.newGetter()
+	if err != nil {
+		return "", err
+	}
+	defer g.close()
+	m, found, err := g.get(ctx, directGetRequest{LastFor: events.FactPrefix + ".*." + run + ".>"})
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("no run %q in the log", run)
+	}
+	suite, _, _, err := events.ParseFactSubject(m.Header.Get(jetstream.SubjectHeader))
+	return suite, err
+}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/factline/factline/events"
 )
 
 // command is one subcommand of the binary.
@@ -29,6 +31,10 @@ func commands() []command {
 		{"export", "write the facts of a store or a server to an export file", runExport},
 		{"import", "load an export file into an empty store or server", runImport},
 		{"projections", "list the projections replay knows", runProjections},
+		{"cancel", "ask a run's runner to cancel it", runControl(events.SignalCancel, "cancel RUN [--reason TEXT] (--store DIR | --nats URL)", 1)},
+		{"steer", "add an instruction to a running task (a new task generation)", runControl(events.SignalSteer, "steer RUN TEXT (--store DIR | --nats URL)", 2)},
+		{"approve", "approve an operation waiting for approval, bound to its exact arguments", runControl(events.SignalApprove, "approve RUN OPERATION --args-digest DIGEST (--store DIR | --nats URL)", 2)},
+		{"reject", "reject an operation waiting for approval", runControl(events.SignalReject, "reject RUN OPERATION [--reason TEXT] (--store DIR | --nats URL)", 2)},
 	}
 }
 

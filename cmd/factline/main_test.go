@@ -55,6 +55,20 @@ func TestDemo(t *testing.T) {
 	if code, out, errOut = runCLI(t, "import", "--store", fresh, export); code != 0 || !strings.Contains(out, "imported 15 messages") {
 		t.Fatalf("import: %d %q %q", code, out, errOut)
 	}
+	var runs []struct{ Run string }
+	_, runsJSON, _ := runCLI(t, "replay", "runs", "--store", store, "--json")
+	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %q", err, runsJSON)
+	}
+	if code, out, errOut := runCLI(t, "steer", runs[0].Run, "also add a test", "--store", store); code != 0 || !strings.Contains(out, "sent steer") {
+		t.Fatalf("steer: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "cancel", "nosuchrun", "--store", store); code != 1 || !strings.Contains(errOut, `no run "nosuchrun"`) {
+		t.Fatalf("cancel of an unknown run: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "approve", runs[0].Run, "op-1", "--store", store); code != 1 || !strings.Contains(errOut, "args_digest") {
+		t.Fatalf("approve without a digest: %d %q", code, errOut)
+	}
 	_, fromStore, _ := runCLI(t, "replay", "runs", "--store", fresh, "--json")
 	_, fromFile, _ := runCLI(t, "replay", "runs", "--file", export, "--json")
 	if fromStore == "" || fromStore != fromFile {
