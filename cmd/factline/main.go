@@ -27,6 +27,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "start an embedded server, append a small run's facts, replay and print them", runDemo},
+		{"serve", "run services (runner, staller, decider, …) against a store or a NATS server", runServe},
+		{"tail", "follow facts (or control signals and status) as they are committed", runTail},
 		{"replay", "rebuild a projection from a store, a server or an export file", runReplay},
 		{"export", "write the facts of a store or a server to an export file", runExport},
 		{"import", "load an export file into an empty store or server", runImport},

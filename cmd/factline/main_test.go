@@ -55,6 +55,24 @@ func TestDemo(t *testing.T) {
 	if code, out, errOut = runCLI(t, "import", "--store", fresh, export); code != 0 || !strings.Contains(out, "imported 15 messages") {
 		t.Fatalf("import: %d %q %q", code, out, errOut)
 	}
+	code, out, errOut = runCLI(t, "tail", "--store", store, "--since", "start", "--no-follow", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 15 {
+		t.Fatalf("tail --json: %d, %d lines, %q", code, len(lines), errOut)
+	}
+	for _, l := range lines {
+		var v struct {
+			Seq  uint64
+			Fact map[string]any
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v.Seq == 0 || v.Fact["kind"] == nil {
+			t.Fatalf("tail line %q does not parse: %v", l, err)
+		}
+	}
+	code, out, _ = runCLI(t, "tail", "--store", store, "--since", "start", "--no-follow", "--kind", "stop.decided")
+	if code != 0 || strings.Count(out, "stop.decided") != 1 || !strings.Contains(out, "finish done") {
+		t.Fatalf("tail --kind: %d %q", code, out)
+	}
 	var runs []struct{ Run string }
 	_, runsJSON, _ := runCLI(t, "replay", "runs", "--store", store, "--json")
 	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 1 {
@@ -96,6 +114,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"export", "--store", t.TempDir()}, 2, "--out FILE is required"},
 		{[]string{"import", "--store", t.TempDir()}, 2, "exactly one export FILE"},
 		{[]string{"export", "--store", "a", "--nats", "b", "--out", file}, 2, "not both"},
+		{[]string{"serve", "--services", "runner,oracle", "--store", t.TempDir()}, 2, `unknown service "oracle"`},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--nats", "nats://127.0.0.1:1"}, 2, "--listen needs --store"},
+		{[]string{"tail", "--since", "yesterday", "--store", t.TempDir()}, 2, `--since "yesterday"`},
 	}
 	for _, c := range cases {
 		code, _, errOut := runCLI(t, c.args...)

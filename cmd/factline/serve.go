@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/staller"
+)
+
+// serviceStarters builds each service a process can run. Every service
+// talks to the others only through the bus, so any subset can run in any
+// process.
+var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
+	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
+		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+			Concurrency: o.instances, WorkDir: o.workDir, Logger: slog.Default()})
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
+	},
+	"staller": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
+		return staller.New(b, staller.WithLogger(slog.Default())).Run, nil
+	},
+	"decider": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
+		return decider.New(b, decider.WithLogger(slog.Default())).Run, nil
+	},
+}
+
+type serveOptions struct {
+	instances int
+	workDir   string
+}
+
+func serviceNames() []string {
+	var names []string
+	for n := range serviceStarters {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func runServe(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("serve", "serve --services LIST (--store DIR [--listen HOST:PORT] | --nats URL) [--instances N]", out)
+	var t target
+	t.flags(fs)
+	list := fs.String("services", strings.Join(serviceNames(), ","), "comma-separated services to run: "+strings.Join(serviceNames(), ", "))
+	listen := fs.String("listen", "", "with --store: also serve NATS clients on this address (e.g. 127.0.0.1:4222)")
+	instances := fs.Int("instances", 1, "runs a runner drives at once")
+	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range strings.Split(*list, ",") {
+		n = strings.TrimSpace(n)
+		if _, ok := serviceStarters[n]; !ok {
+			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(serviceNames(), ", "))}
+		}
+		names = append(names, n)
+	}
+	if *instances < 1 {
+		return usageError{"--instances must be at least 1"}
+	}
+	var b *bus.Bus
+	var closeBus func()
+	var err error
+	if *listen != "" {
+		if t.store == "" {
+			return usageError{"--listen needs --store: it serves the embedded server"}
+		}
+		b, closeBus, err = openEmbedded(ctx, t.store, *listen)
+	} else {
+		b, closeBus, err = t.open(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for _, n := range names {
+		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir})
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		wg.Go(func() {
+			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", n, err)
+			}
+		})
+	}
+	fmt.Fprintf(out, "serving %s; stop with SIGTERM or Ctrl-C (work in flight is handed back, never acknowledged unfinished)\n", strings.Join(names, ", "))
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(ch <-chan error) []error {
+	var out []error
+	for err := range ch {
+		out = append(out, err)
+	}
+	return out
+}
+
+// openEmbedded starts an embedded server on a store that also listens for
+// other processes.
+func openEmbedded(ctx context.Context, store, listen string) (*bus.Bus, func(), error) {
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: listen})
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		return nil, nil, err
+	}
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		nc.Close()
+		srv.Shutdown()
+		return nil, nil, err
+	}
+	slog.Info("embedded NATS listening", "url", srv.ClientURL())
+	return b, func() { nc.Close(); srv.Shutdown() }, nil
+}

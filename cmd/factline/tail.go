@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops"
+)
+
+func runTail(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("tail", "tail [FILTER] [--run ID] [--kind KIND] [--since SEQ|TIME|start|new] [--json] [--control] (--store DIR | --nats URL)", out)
+	var t target
+	t.flags(fs)
+	runID := fs.String("run", "", "only this run's facts")
+	kind := fs.String("kind", "", "only facts of this kind, e.g. stop.decided")
+	since := fs.String("since", "new", "where to start: a stream sequence, an RFC 3339 time, start, or new")
+	asJSON := fs.Bool("json", false, "one JSON object per line (the fact's wire fields)")
+	control := fs.Bool("control", false, "follow control signals and live status instead of facts")
+	noFollow := fs.Bool("no-follow", false, "stop at the end of the stream instead of waiting for more")
+	pos, rest := splitPositional(args, 1)
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	filter := "fact.>"
+	if len(pos) == 1 {
+		filter = pos[0]
+	}
+	switch {
+	case *runID != "" && *kind != "":
+		filter = fmt.Sprintf("fact.*.%s.%s", *runID, *kind)
+	case *runID != "":
+		filter = fmt.Sprintf("fact.*.%s.>", *runID)
+	case *kind != "":
+		filter = string(events.KindFilter(events.Kind(*kind)))
+	}
+	b, closeBus, err := t.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	if *control {
+		return tailControl(ctx, b, out)
+	}
+	opts := bus.ReadOptions{Filter: filter, Follow: !*noFollow}
+	switch s := *since; s {
+	case "start":
+	case "new":
+		info, err := b.JetStream().Stream(ctx, bus.FactsStream)
+		if err != nil {
+			return err
+		}
+		opts.FromSeq = info.CachedInfo().State.LastSeq + 1
+	default:
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+			opts.FromSeq = n
+		} else if at, err := time.Parse(time.RFC3339, s); err == nil {
+			opts.FromTime = at
+		} else {
+			return usageError{fmt.Sprintf("--since %q: want a sequence, an RFC 3339 time, start or new", s)}
+		}
+	}
+	_, err = b.Read(ctx, opts, func(r bus.Raw) error {
+		if *asJSON {
+			return printFactJSON(out, r)
+		}
+		f, err := events.Decode(r.Data)
+		if err != nil {
+			_, werr := fmt.Fprintf(out, "%6d %s undecodable: %v\n", r.Seq, r.Subject, err)
+			return werr
+		}
+		_, err = fmt.Fprintln(out, ops.Line(r.Seq, f))
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil // interrupted: a tail ends when it is told to
+	}
+	return err
+}
+
+// printFactJSON writes a stored fact as one JSON line with its wire keys,
+// without interpreting it, so facts this version cannot decode still show.
+func printFactJSON(out io.Writer, r bus.Raw) error {
+	var wire map[string]any
+	line := map[string]any{"seq": r.Seq, "subject": r.Subject, "msg_id": r.MsgID}
+	if err := msgpack.Unmarshal(r.Data, &wire); err != nil {
+		line["error"] = err.Error()
+	} else {
+		line["fact"] = wire
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(data))
+	return err
+}
+
+// tailControl follows control signals and live status as they are sent.
+func tailControl(ctx context.Context, b *bus.Bus, out io.Writer) error {
+	msgs := make(chan *nats.Msg, 64)
+	for _, subj := range []string{events.ControlPrefix + ".>", events.StatusPrefix + ".>"} {
+		sub, err := b.Conn().ChanSubscribe(subj, msgs)
+		if err != nil {
+			return err
+		}
+		defer sub.Unsubscribe()
+	}
+	for {
+		select {
+		case m := <-msgs:
+			fmt.Fprintf(out, "%s %s %s\n", time.Now().UTC().Format(time.TimeOnly), m.Subject, m.Data)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
