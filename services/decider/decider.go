@@ -16,6 +16,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider/stop"
 )
@@ -84,7 +85,7 @@ type Service struct {
 	cfg      config
 	log      *slog.Logger
 	runs     *bus.RunCache
-	policies *policyCache
+	policies *caseload.Cache
 }
 
 // New returns a decider instance on b. Start it with Run.
@@ -113,7 +114,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		cfg:      c,
 		log:      c.log.With("service", "decider", "instance", c.instance),
 		runs:     b.NewRunCache(c.runs),
-		policies: newPolicyCache(c.policies),
+		policies: caseload.New(c.policies),
 	}
 }
 
@@ -149,7 +150,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	if decidedIn(log, turn) {
 		return nil
 	}
-	eff, err := s.policies.effective(ctx, s.b, log)
+	eff, err := s.policies.Effective(ctx, s.b, log)
 	if err != nil {
 		return fmt.Errorf("decider: %s/%s: %w", suite, run, err)
 	}

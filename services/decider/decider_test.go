@@ -48,7 +48,7 @@ func (in *instance) stop(t *testing.T) {
 // then wait for its decision; the last turn fixes the code, runs the check
 // and proposes done citing it.
 func play(ctx context.Context, b *bus.Bus, s *sim, cd, td events.Digest, turns int, progress *atomic.Int32) (events.StopDecision, error) {
-	if err := s.request(ctx, cd, td); err != nil {
+	if err := s.Request(ctx, cd, td); err != nil {
 		return events.StopDecision{}, err
 	}
 	for i := range turns {
@@ -57,22 +57,22 @@ func play(ctx context.Context, b *bus.Bus, s *sim, cd, td events.Digest, turns i
 		switch {
 		case i == turns-1:
 			calls = []simCall{
-				{tool: "edit_file", args: "fix", out: "ok", applied: true},
-				{tool: "run_command", args: "./check.sh", out: "PASS", check: "tests", result: "pass"},
-				{tool: "task_complete", args: "{}", out: "noted"},
+				{Tool: "edit_file", Args: "fix", Out: "ok", Applied: true},
+				{Tool: "run_command", Args: "./check.sh", Out: "PASS", Check: "tests", Result: "pass"},
+				{Tool: "task_complete", Args: "{}", Out: "noted"},
 			}
-			intent = events.ProposeDone(events.EvidenceRef(fmt.Sprintf("t%d/call-2", s.turn+1)))
+			intent = events.ProposeDone(events.EvidenceRef(fmt.Sprintf("t%d/call-2", s.Turns()+1)))
 		case i%3 == 1:
-			calls = []simCall{{tool: "edit_file", args: fmt.Sprint("try ", i), out: "ok", applied: true}, {tool: "run_command", args: "./check.sh", out: "FAIL", check: "tests", result: "fail"}}
+			calls = []simCall{{Tool: "edit_file", Args: fmt.Sprint("try ", i), Out: "ok", Applied: true}, {Tool: "run_command", Args: "./check.sh", Out: "FAIL", Check: "tests", Result: "fail"}}
 		case i%3 == 2:
 			intent = events.ProposeDone() // a natural finish, with the check failing
 		}
-		n, err := s.step(ctx, intent, calls...)
+		n, err := s.Step(ctx, intent, calls...)
 		if err != nil {
 			return events.StopDecision{}, err
 		}
 		var dec events.StopDecision
-		if err := await(ctx, b, s.suite, s.run, func(l bus.RunLog) bool {
+		if err := await(ctx, b, s.Suite, s.Run, func(l bus.RunLog) bool {
 			got := decided(l)[n]
 			if len(got) > 0 {
 				dec = got[0].Fact.Body.(events.StopDecided).Decision
@@ -86,7 +86,7 @@ func play(ctx context.Context, b *bus.Bus, s *sim, cd, td events.Digest, turns i
 			return dec, nil
 		}
 	}
-	return events.StopDecision{}, fmt.Errorf("%s: no finish after %d turns", s.run, turns)
+	return events.StopDecision{}, fmt.Errorf("%s: no finish after %d turns", s.Run, turns)
 }
 
 // Kill and restart the decider mid-stream, then run two instances at once:
@@ -186,14 +186,14 @@ func TestRedeliveryAndTwoInstancesCommitOnce(t *testing.T) {
 	b, _ := bustest.Start(t)
 	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
 	s := newSim(b, "suite", "run-1")
-	if err := s.request(ctx, cd, td); err != nil {
+	if err := s.Request(ctx, cd, td); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.step(ctx, events.Continue())
+	n, err := s.Step(ctx, events.Continue())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.commit(ctx, "stall", events.OwnerStaller, events.StallObserved{Turn: n, Observation: events.StallObservation{Position: 1}}); err != nil {
+	if err := s.Commit(ctx, "stall", events.OwnerStaller, events.StallObserved{Turn: n, Observation: events.StallObservation{Position: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	log, err := b.LoadRun(ctx, "suite", "run-1")
@@ -234,10 +234,10 @@ func TestObservationWithoutTurnIsDeadLettered(t *testing.T) {
 	in := startInstance(b, "A")
 	defer in.stop(t)
 	s := newSim(b, "suite", "run-1")
-	if err := s.request(ctx, cd, td); err != nil {
+	if err := s.Request(ctx, cd, td); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.commit(ctx, "stall", events.OwnerStaller, events.StallObserved{Turn: 7, Observation: events.StallObservation{Position: 1}}); err != nil {
+	if err := s.Commit(ctx, "stall", events.OwnerStaller, events.StallObserved{Turn: 7, Observation: events.StallObservation{Position: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var dead []bus.DeadLetter

@@ -14,6 +14,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/staller/stall"
 )
@@ -64,7 +65,7 @@ type Service struct {
 	cfg      config
 	log      *slog.Logger
 	runs     *bus.RunCache
-	policies *policyCache
+	policies *caseload.Cache
 }
 
 // New returns a staller instance on b. Start it with Run.
@@ -91,7 +92,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		cfg:      c,
 		log:      c.log.With("service", "staller", "instance", c.instance),
 		runs:     b.NewRunCache(c.runs),
-		policies: newPolicyCache(c.policies),
+		policies: caseload.New(c.policies),
 	}
 }
 
@@ -210,7 +211,7 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 
 // policy returns the stall policy of the run's case under its treatment.
 func (s *Service) policy(ctx context.Context, log bus.RunLog) (stall.Policy, error) {
-	eff, err := s.policies.effective(ctx, s.b, log)
+	eff, err := s.policies.Effective(ctx, s.b, log)
 	if err != nil {
 		return stall.Policy{}, fmt.Errorf("staller: %s/%s: %w", log.Suite, log.Run, err)
 	}

@@ -50,9 +50,9 @@ func (in *instance) stop(t *testing.T) {
 func scriptTurn(i int) []simCall {
 	switch i % 3 {
 	case 0:
-		return []simCall{{tool: "edit_file", args: fmt.Sprint("edit ", i), out: "ok", applied: true}, {tool: "run_command", args: "./check.sh", out: "FAIL", check: "tests", result: "fail"}}
+		return []simCall{{Tool: "edit_file", Args: fmt.Sprint("edit ", i), Out: "ok", Applied: true}, {Tool: "run_command", Args: "./check.sh", Out: "FAIL", Check: "tests", Result: "fail"}}
 	case 1:
-		return []simCall{{tool: "read_file", args: "calc.go", out: fmt.Sprint("v", i)}}
+		return []simCall{{Tool: "read_file", Args: "calc.go", Out: fmt.Sprint("v", i)}}
 	}
 	return nil
 }
@@ -73,19 +73,19 @@ func TestEveryTurnObservedOnceAcrossRestartAndTwoInstances(t *testing.T) {
 	for r := range runs {
 		wg.Go(func() {
 			s := newSim(b, "suite", fmt.Sprint("run-", r))
-			if err := s.request(ctx, cd, td); err != nil {
+			if err := s.Request(ctx, cd, td); err != nil {
 				errs <- err
 				return
 			}
 			for i := range turns {
-				n, err := s.step(ctx, events.Continue(), scriptTurn(i+r)...)
+				n, err := s.Step(ctx, events.Continue(), scriptTurn(i+r)...)
 				if err != nil {
 					errs <- err
 					return
 				}
 				// Like the runner, start the next turn only once this one
 				// has been handled.
-				if err := await(ctx, b, s.suite, s.run, func(l bus.RunLog) bool { return len(observed(l)[n]) > 0 }); err != nil {
+				if err := await(ctx, b, s.Suite, s.Run, func(l bus.RunLog) bool { return len(observed(l)[n]) > 0 }); err != nil {
 					errs <- err
 					return
 				}
@@ -154,10 +154,10 @@ func TestRedeliveryAndTwoInstancesCommitOnce(t *testing.T) {
 	b, _ := bustest.Start(t)
 	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
 	s := newSim(b, "suite", "run-1")
-	if err := s.request(ctx, cd, td); err != nil {
+	if err := s.Request(ctx, cd, td); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.step(ctx, events.Continue()); err != nil {
+	if _, err := s.Step(ctx, events.Continue()); err != nil {
 		t.Fatal(err)
 	}
 	log, err := b.LoadRun(ctx, "suite", "run-1")
@@ -196,16 +196,16 @@ func TestShellAppliesCasePolicy(t *testing.T) {
 	in := startInstance(b, "A")
 	defer in.stop(t)
 	s := newSim(b, "suite", "run-1")
-	if err := s.request(ctx, cd, td); err != nil {
+	if err := s.Request(ctx, cd, td); err != nil {
 		t.Fatal(err)
 	}
 	var last events.StallObservation
 	for range 2 {
-		n, err := s.step(ctx, events.Continue())
+		n, err := s.Step(ctx, events.Continue())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := await(ctx, b, s.suite, s.run, func(l bus.RunLog) bool {
+		if err := await(ctx, b, s.Suite, s.Run, func(l bus.RunLog) bool {
 			got := observed(l)[n]
 			if len(got) > 0 {
 				last = got[0].Fact.Body.(events.StallObserved).Observation
@@ -234,17 +234,17 @@ func TestUnknownCaseIsDeadLettered(t *testing.T) {
 	defer in.stop(t)
 
 	orphan := newSim(b, "suite", "no-request")
-	if err := orphan.commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "sim", Lease: 1}); err != nil {
+	if err := orphan.Commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "sim", Lease: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orphan.step(ctx, events.Continue()); err != nil {
+	if _, err := orphan.Step(ctx, events.Continue()); err != nil {
 		t.Fatal(err)
 	}
 	missing := newSim(b, "suite", "no-blob")
-	if err := missing.request(ctx, events.DigestOf([]byte("never stored")), events.DigestOf([]byte("nor this"))); err != nil {
+	if err := missing.Request(ctx, events.DigestOf([]byte("never stored")), events.DigestOf([]byte("nor this"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := missing.step(ctx, events.Continue()); err != nil {
+	if _, err := missing.Step(ctx, events.Continue()); err != nil {
 		t.Fatal(err)
 	}
 

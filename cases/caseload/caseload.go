@@ -1,4 +1,8 @@
-package decider
+// Package caseload finds the case and treatment a run was requested under,
+// from the blobs its run.requested names, for the services that apply a
+// case's policy (the stall handler, the stop decider, the grader). Decoded
+// cases are cached by digest, so each is read and checked once.
+package caseload
 
 import (
 	"context"
@@ -11,27 +15,28 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// policyCache keeps decoded cases under treatments by their blob digests, so
+// Cache keeps decoded cases under treatments by their blob digests, so
 // a service reads and checks each case once, not once per turn. It holds at
 // most max entries and forgets the oldest first.
-type policyCache struct {
+type Cache struct {
 	mu    sync.Mutex
 	max   int
 	m     map[string]cases.Effective
 	order []string
 }
 
-func newPolicyCache(max int) *policyCache {
+// New returns a cache of at most max entries (default 256).
+func New(max int) *Cache {
 	if max <= 0 {
 		max = 256
 	}
-	return &policyCache{max: max, m: map[string]cases.Effective{}}
+	return &Cache{max: max, m: map[string]cases.Effective{}}
 }
 
-// effective returns the case under its treatment for the run whose log is
+// Effective returns the case under its treatment for the run whose log is
 // given. A run without run.requested, a missing blob or a blob that does not
 // decode is a permanent error: no retry can make it readable.
-func (c *policyCache) effective(ctx context.Context, b *bus.Bus, log bus.RunLog) (cases.Effective, error) {
+func (c *Cache) Effective(ctx context.Context, b *bus.Bus, log bus.RunLog) (cases.Effective, error) {
 	var req *events.RunRequested
 	for _, r := range log.Records {
 		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
