@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 )
 
 // JetStream error codes for a failed expected-last-sequence check. A
@@ -82,11 +84,14 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 		if err != nil {
 			return out, err
 		}
+		t0 := time.Now()
 		ack, err := b.js.PublishMsg(ctx, msg,
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
 			jetstream.WithMsgID(id))
+		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
 		if err != nil {
 			if isConflict(err) {
+				metrics.AppendConflicts.WithLabelValues().Inc()
 				if done, ok := b.recognise(ctx, suite, run, facts[i:]); ok {
 					return append(out, done...), nil
 				}
@@ -97,6 +102,7 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 		if !ack.Duplicate {
 			// A duplicate left the run where it was.
 			expect = expect.then(ack.Sequence)
+			metrics.FactsAppended.WithLabelValues(string(p.Fact.Kind())).Inc()
 		}
 	}
 	return out, nil
@@ -190,9 +196,13 @@ func (b *Bus) AppendAsync(expect Expect, p Pending) (*AsyncAppend, error) {
 func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
 	select {
 	case ack := <-a.fut.Ok():
+		if !ack.Duplicate {
+			metrics.FactsAppended.WithLabelValues(string(a.p.Fact.Kind())).Inc()
+		}
 		return Record{Fact: a.p.Fact, Seq: ack.Sequence, Subject: a.fut.Msg().Subject, MsgID: a.id, Duplicate: ack.Duplicate}, nil
 	case err := <-a.fut.Err():
 		if isConflict(err) {
+			metrics.AppendConflicts.WithLabelValues().Inc()
 			return Record{}, &ConflictError{Suite: a.suite, Run: a.run, Expected: a.expect, Err: err}
 		}
 		return Record{}, fmt.Errorf("append to %s/%s: %w", a.suite, a.run, err)

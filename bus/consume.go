@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 )
 
 // ConsumerConfig describes a durable pull consumer on FACTS shared by every
@@ -162,12 +163,17 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		_ = m.Term()
 		return
 	}
+	metrics.ConsumerPending.WithLabelValues(cfg.Name).Set(float64(md.NumPending))
+	if md.NumDelivered > 1 {
+		metrics.Redeliveries.WithLabelValues(cfg.Name).Inc()
+	}
 	dead := func(reason string) {
 		if err := b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason); err != nil {
 			b.log.Error("dead-letter failed; will retry", "consumer", cfg.Name, "err", err)
 			_ = m.NakWithDelay(backoff(int(md.NumDelivered)))
 			return
 		}
+		metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
 		_ = m.Term()
 	}
 	if md.NumDelivered > uint64(cfg.MaxDeliver) {
@@ -191,6 +197,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	err = b.runWithHeartbeat(ctx, cfg.AckWait/3, m, func() error { return h(ctx, d) })
 	switch {
 	case err == nil:
+		metrics.FactsConsumed.WithLabelValues(cfg.Name, string(f.Kind())).Inc()
 		if aerr := m.Ack(); aerr != nil {
 			b.log.Warn("ack failed; the message will be redelivered and handled idempotently", "consumer", cfg.Name, "seq", d.Seq, "err", aerr)
 		}

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/staller"
@@ -58,6 +62,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	listen := fs.String("listen", "", "with --store: also serve NATS clients on this address (e.g. 127.0.0.1:4222)")
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
+	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,6 +92,18 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer closeBus()
+	if *metricsAddr != "" {
+		stopMetrics, err := serveMetrics(*metricsAddr, func() error {
+			if !b.Conn().IsConnected() {
+				return errors.New("not connected to NATS")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
@@ -134,4 +151,17 @@ func openEmbedded(ctx context.Context, store, listen string) (*bus.Bus, func(), 
 	}
 	slog.Info("embedded NATS listening", "url", srv.ClientURL())
 	return b, func() { nc.Close(); srv.Shutdown() }, nil
+}
+
+// serveMetrics serves /metrics and /healthz until the returned function is
+// called.
+func serveMetrics(addr string, health func() error) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	srv := &http.Server{Handler: metrics.Handler(health), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	slog.Info("serving metrics", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }

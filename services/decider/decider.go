@@ -18,6 +18,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider/stop"
 )
 
@@ -164,6 +165,11 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 	for _, r := range recs {
 		if sd, ok := r.Fact.Body.(events.StopDecided); ok && !r.Duplicate {
+			result := "continue"
+			if fin, ok := sd.Decision.Result.Variant().(events.StopFinish); ok {
+				result = string(fin.Status)
+			}
+			metrics.Decisions.WithLabelValues(result).Inc()
 			if fin, ok := sd.Decision.Result.Variant().(events.StopFinish); ok {
 				s.log.Info("run finishes", "suite", suite, "run", run, "turn", turn, "status", fin.Status, "reason", fin.Reason)
 			}

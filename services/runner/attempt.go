@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -333,7 +334,24 @@ func modelEnding(err error) (ending, bool) {
 func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Reply, error) {
 	ctx, cancel := a.withinWall(ctx)
 	defer cancel()
-	return a.model.Complete(ctx, req)
+	provider := a.model.Provider()
+	t0 := time.Now()
+	reply, err := a.model.Complete(ctx, req)
+	metrics.ModelSeconds.WithLabelValues(provider).Observe(time.Since(t0).Seconds())
+	switch {
+	case err != nil:
+		kind := string(models.KindOf(err))
+		if kind == "" {
+			kind = "other"
+		}
+		metrics.ModelErrors.WithLabelValues(provider, kind).Inc()
+	case reply.Usage == nil:
+		metrics.ModelUnknown.WithLabelValues(provider).Inc()
+	default:
+		metrics.ModelTokens.WithLabelValues(provider, "input").Add(float64(reply.Usage.InputTokens))
+		metrics.ModelTokens.WithLabelValues(provider, "output").Add(float64(reply.Usage.OutputTokens))
+	}
+	return reply, err
 }
 
 // withinWall bounds work (model calls, tool runs, never commits) by the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -181,6 +182,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	var res tools.Result
 	check, isCheck := a.checkOf(call.Name, args)
 	runCtx, cancel := a.withinWall(ctx)
+	t0 := time.Now()
 	env := a.env
 	env.Operation = op
 	if isCheck {
@@ -190,6 +192,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	}
 	interrupted := runCtx.Err() != nil
 	cancel()
+	metrics.ToolSeconds.WithLabelValues(call.Name).Observe(time.Since(t0).Seconds())
 	d.Disposition = events.DispositionExecuted
 	switch {
 	case interrupted && ctx.Err() == nil:
@@ -240,6 +243,11 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 
 // settle commits dispatch.completed with the observation the model reads.
 func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
+	tool := d.Tool
+	if _, known := tools.BuiltinByName(tool); !known {
+		tool = "unknown" // a bounded label set: a model can invent any name
+	}
+	metrics.ToolDispatches.WithLabelValues(tool, string(d.Disposition)).Inc()
 	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
 		Turn: turn, Dispatch: d, Output: res.Observation(), Error: res.Err,
 	})

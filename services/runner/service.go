@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -167,6 +168,8 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	defer os.RemoveAll(a.dir)
+	metrics.RunsInFlight.WithLabelValues().Inc()
+	defer metrics.RunsInFlight.WithLabelValues().Dec()
 	work, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	a.work, a.ctl = work, newControls(stopWork)
@@ -292,6 +295,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	}
 	facts := log.Facts()
 	spend := Tally(facts)
+	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
 	_, err = a.commit(ctx, "ended", events.RunEnded{
 		Status: end.status, Reason: end.reason, Steps: spend.Steps,
 		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),

@@ -16,6 +16,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/staller/stall"
 )
 
@@ -146,6 +147,13 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 		return fmt.Errorf("staller: turn %d of %s/%s: %w", turn, suite, run, err)
 	}
 	for _, r := range recs {
+		if so, ok := r.Fact.Body.(events.StallObserved); ok && !r.Duplicate {
+			action := "none"
+			if a := so.Observation.Action; a != nil {
+				action = a.Type()
+			}
+			metrics.StallActions.WithLabelValues(action).Inc()
+		}
 		if so, ok := r.Fact.Body.(events.StallObserved); ok && !r.Duplicate && so.Observation.Action != nil {
 			s.log.Info("stall action", "suite", suite, "run", run, "turn", turn, "action", so.Observation.Action.Type(),
 				"armed", so.Observation.Checkpoint.Armed)

@@ -1,0 +1,92 @@
+// Package metrics holds factline's Prometheus metrics, one registry for a
+// process, and the HTTP handler that serves them with a health check. Names
+// follow Prometheus conventions (factline_…_total, _seconds, base units);
+// labels are bounded sets (kinds, consumers, tools, providers, statuses),
+// never run or suite IDs.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry is the process's registry; every factline metric is in it.
+var Registry = prometheus.NewRegistry()
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	Registry.MustRegister(c)
+	return c
+}
+
+func histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	Registry.MustRegister(h)
+	return h
+}
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	Registry.MustRegister(g)
+	return g
+}
+
+var fast = prometheus.ExponentialBuckets(0.0005, 2, 14) // 0.5 ms … 4 s
+var slow = prometheus.ExponentialBuckets(0.05, 2, 14)   // 50 ms … 7 min
+
+// The bus.
+var (
+	FactsAppended   = counter("factline_facts_appended_total", "Facts committed to the log, by kind.", "kind")
+	AppendSeconds   = histogram("factline_append_duration_seconds", "Time to commit one fact (publish until acknowledged).", fast)
+	AppendConflicts = counter("factline_append_conflicts_total", "Appends refused because another writer extended the run first.")
+	FactsConsumed   = counter("factline_facts_consumed_total", "Facts handled by a consumer, by consumer and kind.", "consumer", "kind")
+	Redeliveries    = counter("factline_redeliveries_total", "Deliveries of a message that had been delivered before, by consumer.", "consumer")
+	DeadLetters     = counter("factline_dead_letters_total", "Messages a consumer gave up on and moved to the DEAD stream, by consumer.", "consumer")
+	ConsumerPending = gauge("factline_consumer_pending_messages", "Messages waiting for a consumer after the last delivery (its lag).", "consumer")
+)
+
+// The runner.
+var (
+	RunsInFlight   = gauge("factline_runner_runs_in_flight", "Runs a runner process is driving now.")
+	RunsEnded      = counter("factline_runs_ended_total", "Runs ended, by status.", "status")
+	ModelSeconds   = histogram("factline_model_call_duration_seconds", "Model call latency, by provider.", slow, "provider")
+	ModelTokens    = counter("factline_model_tokens_total", "Tokens the providers reported, by provider and direction (input, output).", "provider", "direction")
+	ModelUnknown   = counter("factline_model_usage_unknown_total", "Replies that came without usage, by provider (counted apart, never as zero).", "provider")
+	ModelErrors    = counter("factline_model_errors_total", "Model calls that failed, by provider and error kind.", "provider", "kind")
+	ToolSeconds    = histogram("factline_tool_dispatch_duration_seconds", "Tool run time, by tool.", fast, "tool")
+	ToolDispatches = counter("factline_tool_dispatches_total", "Settled tool calls, by tool and disposition.", "tool", "disposition")
+)
+
+// The stall handler and the stop decider.
+var (
+	StallActions = counter("factline_stall_actions_total", "Stall observations, by action (none, retry, escalate, stop).", "action")
+	Decisions    = counter("factline_decisions_total", "Stop decisions, by result (continue, done, blocked, incomplete).", "result")
+)
+
+// The grader.
+var (
+	GradingSeconds = histogram("factline_grading_duration_seconds", "Time to grade one sealed candidate.", slow)
+	Verdicts       = counter("factline_verdicts_total", "Grade verdicts, by result.", "result")
+)
+
+func init() {
+	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// Handler serves /metrics and /healthz. health reports an error when the
+// process cannot serve (e.g. its NATS connection is down).
+func Handler(health func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	return mux
+}
