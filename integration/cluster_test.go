@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/staller"
+)
+
+// freePorts reserves n loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// startCluster starts three embedded JetStream servers clustered on
+// loopback and opens the bus with three replicas, through a client that
+// knows every node.
+func startCluster(t *testing.T) (*bus.Bus, []*bus.Embedded) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ports := freePorts(t, 3)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	var nodes []*bus.Embedded
+	for i, p := range ports {
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{
+			StoreDir: t.TempDir(), Durability: bus.SyncInterval, Listen: "127.0.0.1:-1", Name: fmt.Sprintf("n%d", i+1),
+			Cluster: &bus.ClusterConfig{Name: "factline-test", Listen: fmt.Sprintf("127.0.0.1:%d", p), Routes: routes},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown)
+		nodes = append(nodes, srv)
+	}
+	url := nodes[0].ClientURL() + "," + nodes[1].ClientURL() + "," + nodes[2].ClientURL()
+	// JetStream needs its meta leader before streams can be made.
+	var b *bus.Bus
+	var err error
+	for range 30 {
+		attempt, stop := context.WithTimeout(ctx, 3*time.Second)
+		b, err = bus.Dial(attempt, url, bus.Config{Replicas: 3})
+		stop()
+		if err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("open a replicated bus: %v", err)
+	}
+	t.Cleanup(b.Conn().Close)
+	return b, nodes
+}
+
+// A run on a three-node cluster with replicated streams: the services work
+// the same, and the log has three replicas.
+func TestRunOnAThreeNodeCluster(t *testing.T) {
+	b, _ := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []func(context.Context) error{svc.Run, staller.New(b).Run, decider.New(b).Run}
+	stopped := make(chan struct{}, len(runs))
+	for _, run := range runs {
+		go func() { _ = run(ctx); stopped <- struct{}{} }()
+	}
+	defer func() {
+		cancel()
+		for range runs {
+			<-stopped
+		}
+	}()
+	f := &fleet{t: t, b: b, ctx: ctx}
+	log, end := f.run("cluster", checkTask("{steps: 4, cost: 12}"), script(fail(1, "5"), turn(write("w", "4"), check("c"), done("t2/c"))))
+	invariants(t, log)
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+	info, err := b.JetStream().Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := info.CachedInfo().Config.Replicas; r != 3 {
+		t.Fatalf("FACTS has %d replicas, want 3", r)
+	}
+	if n := len(info.CachedInfo().Cluster.Replicas); n != 2 {
+		t.Fatalf("FACTS has %d followers, want 2", n)
+	}
+}
