@@ -48,6 +48,8 @@ func TestBadCases(t *testing.T) {
 		{"id: a\ninstruction: x\ninstrucshun: y\n", "instrucshun"},
 		{"id: a\ninstruction: [x\n", "bad.yaml"},
 		{"id: a\ninstruction: x\ntools: [http_call]\n", "tools: http_call needs an http section"},
+		{"id: a\ninstruction: x\nbudget: {stepz: 3}\n", "stepz"},
+		{"id: a\ninstruction: x\nbudget: {cost: -2}\n", "budget.cost: -2 is negative"},
 		{"id: a\ninstruction: x\nhttp: {allow: [ftp://x]}\n", "http.allow[0]"},
 		{"id: a\ninstruction: x\nhttp: {allow: ['http://127.0.0.1/'], status: 'http://127.0.0.1/s'}\n", "http.status: the template needs {operation}"},
 	}
