@@ -147,7 +147,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		select {
 		case work <- m:
 		case <-ctx.Done():
-			_ = m.Nak()
+			handBack(m, cfg.AckWait)
 		}
 	}
 	close(work)
@@ -203,7 +203,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		}
 	case ctx.Err() != nil:
 		// Shutting down: hand it back unfinished for another instance.
-		_ = m.Nak()
+		handBack(m, cfg.AckWait)
 	case errors.As(err, new(permanentError)):
 		dead(err.Error())
 	case md.NumDelivered >= uint64(cfg.MaxDeliver):
@@ -212,6 +212,14 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		b.log.Warn("handler failed; redelivering", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))
 	}
+}
+
+// handBack returns an unfinished delivery on shutdown. A plain nak would
+// have the server redeliver it at once to this still-registered consumer,
+// which would nak it again, burning deliveries until the server drops the
+// message; a delay lets this instance finish stopping first.
+func handBack(m jetstream.Msg, ackWait time.Duration) {
+	_ = m.NakWithDelay(min(ackWait, 5*time.Second))
 }
 
 // runWithHeartbeat runs fn, telling the server every period that the
