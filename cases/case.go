@@ -52,6 +52,9 @@ type Case struct {
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// HTTP allows external effects through http_call (see HTTPPolicy).
 	HTTP *HTTPPolicy `yaml:"http,omitempty" json:"http,omitempty"`
+	// Grading lists the instruments graders run on the sealed candidate
+	// (see Grading and docs/grading.md).
+	Grading *Grading `yaml:"grading,omitempty" json:"grading,omitempty"`
 }
 
 // Budget is an attempt's hard limits. Zero means no limit of that kind,
@@ -292,6 +295,9 @@ func (c *Case) normalise() error {
 		if r.Check != "" && !checks[r.Check] {
 			return fieldErr(f+".check", "no check with id %q", r.Check)
 		}
+	}
+	if err := c.Grading.normalise("grading", c); err != nil {
+		return err
 	}
 	if err := c.Context.normalise("context"); err != nil {
 		return err

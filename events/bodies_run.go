@@ -18,14 +18,27 @@ type Spent struct {
 }
 
 // RunRequested (run.requested) asks for one attempt: a case under a
-// treatment, trial n.
+// treatment, trial n. Identity and Components are optional: the agent
+// identity of the attempt (a digest over its components: model contract,
+// harness version, capabilities and policies) and the components
+// themselves, so that two results are compared only when their identities
+// say what differs.
 type RunRequested struct {
-	Case            string `msgpack:"case"`
-	CaseDigest      Digest `msgpack:"case_digest"`
-	Treatment       string `msgpack:"treatment"`
-	TreatmentDigest Digest `msgpack:"treatment_digest"`
-	Trial           uint32 `msgpack:"trial"`
-	Budget          Budget `msgpack:"budget"`
+	Case            string      `msgpack:"case"`
+	CaseDigest      Digest      `msgpack:"case_digest"`
+	Treatment       string      `msgpack:"treatment"`
+	TreatmentDigest Digest      `msgpack:"treatment_digest"`
+	Trial           uint32      `msgpack:"trial"`
+	Budget          Budget      `msgpack:"budget"`
+	Identity        Digest      `msgpack:"identity,omitempty"`
+	Components      []Component `msgpack:"components,omitempty"`
+}
+
+// Component is one named part of an agent identity and its value (a short
+// canonical text or a digest), e.g. {"harness", "0.1.0"}.
+type Component struct {
+	Name  string `msgpack:"name" json:"name"`
+	Value string `msgpack:"value" json:"value"`
 }
 
 // Kind implements Body.
@@ -44,7 +57,24 @@ func (b RunRequested) validate(p string) error {
 	if err := needDigest(p, "treatment_digest", b.TreatmentDigest); err != nil {
 		return err
 	}
-	return needPositive(p, "trial", b.Trial)
+	if err := needPositive(p, "trial", b.Trial); err != nil {
+		return err
+	}
+	if err := optDigest(p, "identity", b.Identity); err != nil {
+		return err
+	}
+	// Components are sorted by name with no repeats, so that one identity
+	// has one encoding.
+	for i, c := range b.Components {
+		f := at(join(p, "components"), i)
+		if err := needString(f, "name", c.Name); err != nil {
+			return err
+		}
+		if i > 0 && b.Components[i-1].Name >= c.Name {
+			return invalid(join(f, "name"), "components must be sorted by name without repeats (%q after %q)", c.Name, b.Components[i-1].Name)
+		}
+	}
+	return nil
 }
 
 // RunClaimed (run.claimed) records that a runner took the run. Lease counts

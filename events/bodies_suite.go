@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // Ref names a versioned input (a case or a treatment) by ID and content digest.
 type Ref struct {
 	ID     string `msgpack:"id"`
@@ -14,14 +16,19 @@ func (r Ref) validate(p string) error {
 }
 
 // SuiteSubmitted (suite.submitted, suite-scoped) fixes a suite's roster: the
-// cases, treatments and number of trials. The full spec is a blob.
+// cases, treatments and number of trials. The full spec is a blob. Split and
+// ValidOutcomes are optional: the split the suite measures (a label such as
+// dev or holdout that keeps results of different splits apart) and the run
+// statuses whose attempts count; the meter excludes the others.
 type SuiteSubmitted struct {
-	Name       string         `msgpack:"name"`
-	SpecDigest Digest         `msgpack:"spec_digest"`
-	Cases      []Ref          `msgpack:"cases"`
-	Treatments []Ref          `msgpack:"treatments"`
-	Trials     uint32         `msgpack:"trials"`
-	Required   []InstrumentID `msgpack:"required,omitempty"`
+	Name          string         `msgpack:"name"`
+	SpecDigest    Digest         `msgpack:"spec_digest"`
+	Cases         []Ref          `msgpack:"cases"`
+	Treatments    []Ref          `msgpack:"treatments"`
+	Trials        uint32         `msgpack:"trials"`
+	Required      []InstrumentID `msgpack:"required,omitempty"`
+	Split         string         `msgpack:"split,omitempty"`
+	ValidOutcomes []RunStatus    `msgpack:"valid_outcomes,omitempty"`
 }
 
 // Kind implements Body.
@@ -49,7 +56,15 @@ func (b SuiteSubmitted) validate(p string) error {
 	if err := needPositive(p, "trials", b.Trials); err != nil {
 		return err
 	}
-	return eachString(p, "required", b.Required)
+	if err := eachString(p, "required", b.Required); err != nil {
+		return err
+	}
+	for i, s := range b.ValidOutcomes {
+		if !slices.Contains(runStatuses, s) {
+			return invalid(at(join(p, "valid_outcomes"), i), "unknown run status %q (want one of %v)", string(s), runStatuses)
+		}
+	}
+	return nil
 }
 
 // SuiteReported (suite.reported, suite-scoped) closes a suite's measurement.

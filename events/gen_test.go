@@ -244,6 +244,18 @@ var (
 	allRunStatuses  = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete, events.RunExhausted, events.RunCancelled, events.RunNeedsHuman, events.RunErrored}
 )
 
+// genComponents draws identity components sorted by name without repeats,
+// as validation requires; none is a nil slice.
+var genComponents = rapid.Custom(func(t *rapid.T) []events.Component {
+	names := rapid.SliceOfNDistinct(genText, 0, 3, rapid.ID[string]).Draw(t, "names")
+	slices.Sort(names)
+	var out []events.Component
+	for _, n := range names {
+		out = append(out, events.Component{Name: n, Value: genOptText.Draw(t, "value")})
+	}
+	return out
+})
+
 // body wraps a body constructor as a generator of events.Body.
 func body[B events.Body](fn func(t *rapid.T) B) *rapid.Generator[events.Body] {
 	return rapid.Custom(func(t *rapid.T) events.Body { return fn(t) })
@@ -254,12 +266,14 @@ func body[B events.Body](fn func(t *rapid.T) B) *rapid.Generator[events.Body] {
 var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 	events.KindSuiteSubmitted: body(func(t *rapid.T) events.SuiteSubmitted {
 		return events.SuiteSubmitted{
-			Name:       genText.Draw(t, "name"),
-			SpecDigest: genDigest.Draw(t, "spec_digest"),
-			Cases:      someOf(genRef, 3).Draw(t, "cases"),
-			Treatments: someOf(genRef, 3).Draw(t, "treatments"),
-			Trials:     rapid.Uint32Min(1).Draw(t, "trials"),
-			Required:   sliceOf(genInstrumentID, 3).Draw(t, "required"),
+			Name:          genText.Draw(t, "name"),
+			SpecDigest:    genDigest.Draw(t, "spec_digest"),
+			Cases:         someOf(genRef, 3).Draw(t, "cases"),
+			Treatments:    someOf(genRef, 3).Draw(t, "treatments"),
+			Trials:        rapid.Uint32Min(1).Draw(t, "trials"),
+			Required:      sliceOf(genInstrumentID, 3).Draw(t, "required"),
+			Split:         genOptText.Draw(t, "split"),
+			ValidOutcomes: sliceOf(rapid.SampledFrom(allRunStatuses), 3).Draw(t, "valid_outcomes"),
 		}
 	}),
 	events.KindRunRequested: body(func(t *rapid.T) events.RunRequested {
@@ -275,6 +289,8 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 				Seconds: rapid.Uint32().Draw(t, "seconds"),
 				Cost:    rapid.Uint64().Draw(t, "cost"),
 			},
+			Identity:   genOptDigest.Draw(t, "identity"),
+			Components: genComponents.Draw(t, "components"),
 		}
 	}),
 	events.KindRunClaimed: body(func(t *rapid.T) events.RunClaimed {

@@ -254,6 +254,30 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Action: ptr(events.StopStall(events.StallStop{Cause: "repeated_failure", Unmet: []events.RequirementID{"req-tests"}, Evidence: []events.EvidenceRef{"t3/call-2"}})),
 		}}},
+		// Added with the optional suite fields split and valid_outcomes, and
+		// the optional agent identity of run.requested.
+		{"suite_submitted_split", events.SuiteSubmitted{
+			Name:          "nightly",
+			SpecDigest:    digest("spec:split"),
+			Cases:         []events.Ref{{ID: "fix-login", Digest: digest("case:fix-login")}},
+			Treatments:    []events.Ref{{ID: "baseline", Digest: digest("treatment:baseline")}},
+			Trials:        3,
+			Required:      []events.InstrumentID{"unit-tests"},
+			Split:         "holdout",
+			ValidOutcomes: []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete},
+		}},
+		{"run_requested_identity", events.RunRequested{
+			Case: "fix-login", CaseDigest: digest("case:fix-login"),
+			Treatment: "baseline", TreatmentDigest: digest("treatment:baseline"),
+			Trial:    2,
+			Budget:   events.Budget{Steps: 40},
+			Identity: digest("identity"),
+			Components: []events.Component{
+				{Name: "harness", Value: "0.1.0"},
+				{Name: "model", Value: `{"provider":"openai","name":"qwen2.5-coder:7b"}`},
+				{Name: "stall", Value: "sha256:" + digest("stall").Hex()},
+			},
+		}},
 	}
 	out := make([]goldenCase, len(cases))
 	for i, c := range cases {
