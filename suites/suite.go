@@ -1,0 +1,266 @@
+// Package suites reads and checks suite files (docs/suite.md): the roster
+// of cases, the treatments they run under, the number of trials, the split,
+// the required instruments and the valid outcomes. It loads the cases and
+// treatments a suite names, publishes them as blobs, builds the
+// suite.submitted fact that fixes the roster, and computes each attempt's
+// agent identity.
+package suites
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+)
+
+// File is a suite file as written.
+type File struct {
+	// Name names the suite; it is the suite's subject token, so letters,
+	// digits, '-' and '_'.
+	Name string `yaml:"name" json:"name"`
+	// Description says what the suite measures.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Split is the split the suite measures (default "dev"). Cases tagged
+	// with another split are left out of the roster.
+	Split string `yaml:"split,omitempty" json:"split"`
+	// Cases are the case files, relative to the suite file.
+	Cases []CaseEntry `yaml:"cases" json:"cases"`
+	// Treatments are the treatment files, relative to the suite file.
+	Treatments []TreatmentEntry `yaml:"treatments" json:"treatments"`
+	// Trials is how many attempts each case gets under each treatment
+	// (default 1).
+	Trials uint32 `yaml:"trials,omitempty" json:"trials"`
+	// Required lists instrument IDs every case must declare as required.
+	Required []string `yaml:"required,omitempty" json:"required,omitempty"`
+	// ValidOutcomes are the run statuses whose attempts count (default
+	// DefaultValidOutcomes); attempts that end otherwise are excluded.
+	ValidOutcomes []events.RunStatus `yaml:"valid_outcomes,omitempty" json:"valid_outcomes"`
+}
+
+// CaseEntry names one case file of the roster.
+type CaseEntry struct {
+	Path string `yaml:"path" json:"path"`
+	// Split tags the case (default: the suite's split).
+	Split string `yaml:"split,omitempty" json:"split,omitempty"`
+}
+
+// TreatmentEntry names one treatment file.
+type TreatmentEntry struct {
+	Path string `yaml:"path" json:"path"`
+}
+
+// DefaultSplit is the split of a suite that names none.
+const DefaultSplit = "dev"
+
+// DefaultValidOutcomes are the run statuses that count when a suite names
+// none: every honest ending. A cancelled run and a harness error say
+// nothing about the agent, so they are excluded (and reported as such).
+var DefaultValidOutcomes = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete,
+	events.RunExhausted, events.RunNeedsHuman}
+
+var allStatuses = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete, events.RunExhausted,
+	events.RunCancelled, events.RunNeedsHuman, events.RunErrored}
+
+// Error is a problem in a suite file, located as precisely as the parser
+// allows.
+type Error struct {
+	File  string // the suite file
+	Field string // the field path, e.g. cases[1].path
+	Msg   string
+}
+
+// Error renders the problem as "<file>: <field>: <message>".
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Field != "" {
+		loc += ": " + e.Field
+	}
+	return loc + ": " + e.Msg
+}
+
+// ErrInvalid matches every *Error with errors.Is.
+var ErrInvalid = errors.New("invalid suite")
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// tokenErr reports a bad subject token at field, without repeating the
+// field's name.
+func tokenErr(field string, err error) error {
+	var fe *events.FieldError
+	if errors.As(err, &fe) {
+		return fieldErr(field, "%s", fe.Reason)
+	}
+	return fieldErr(field, "%v", err)
+}
+
+// Parse parses suite YAML and checks what it can without reading the files
+// it names; name is used in errors. Unknown keys are refused.
+func Parse(name string, data []byte) (*File, error) {
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
+	}
+	if err := f.normalise(); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			se.File = name
+		}
+		return nil, err
+	}
+	return &f, nil
+}
+
+func (f *File) normalise() error {
+	if err := events.ValidateToken("name", f.Name); err != nil {
+		return tokenErr("name", err)
+	}
+	if f.Split == "" {
+		f.Split = DefaultSplit
+	}
+	if err := events.ValidateToken("split", f.Split); err != nil {
+		return tokenErr("split", err)
+	}
+	if len(f.Cases) == 0 {
+		return fieldErr("cases", "required: at least one case file")
+	}
+	for i, c := range f.Cases {
+		if c.Path == "" {
+			return fieldErr(fmt.Sprintf("cases[%d].path", i), "required")
+		}
+		if c.Split != "" {
+			if err := events.ValidateToken("split", c.Split); err != nil {
+				return tokenErr(fmt.Sprintf("cases[%d].split", i), err)
+			}
+		}
+	}
+	if len(f.Treatments) == 0 {
+		return fieldErr("treatments", "required: at least one treatment file")
+	}
+	for i, t := range f.Treatments {
+		if t.Path == "" {
+			return fieldErr(fmt.Sprintf("treatments[%d].path", i), "required")
+		}
+	}
+	if f.Trials == 0 {
+		f.Trials = 1
+	}
+	for i, id := range f.Required {
+		if err := events.ValidateToken("instrument", id); err != nil {
+			return tokenErr(fmt.Sprintf("required[%d]", i), err)
+		}
+	}
+	if len(f.ValidOutcomes) == 0 {
+		f.ValidOutcomes = slices.Clone(DefaultValidOutcomes)
+	}
+	for i, s := range f.ValidOutcomes {
+		if !slices.Contains(allStatuses, s) {
+			return fieldErr(fmt.Sprintf("valid_outcomes[%d]", i), "unknown run status %q (want one of %v)", s, allStatuses)
+		}
+	}
+	return nil
+}
+
+// Suite is a loaded suite: the file, and the cases of its split and the
+// treatments it names, each loaded and checked.
+type Suite struct {
+	// Path is the suite file.
+	Path string
+	File File
+	// Cases are the roster, in file order.
+	Cases []*cases.Case
+	// Treatments are the treatments, in file order.
+	Treatments []*cases.Treatment
+	// Skipped names the cases left out because they belong to another
+	// split.
+	Skipped []string
+}
+
+// Load reads a suite file, then the case and treatment files it names
+// (relative to it), and checks them together: unique IDs, every required
+// instrument declared as required by every case, a script for every case in
+// a scripted treatment, and no judge that is an actor's own model.
+func Load(path string) (*Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	s := &Suite{Path: path, File: *f}
+	errAt := func(field, format string, args ...any) error {
+		return &Error{File: path, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(filepath.Dir(path), p)
+	}
+	caseAt := map[string]int{}
+	for i, e := range f.Cases {
+		field := fmt.Sprintf("cases[%d]", i)
+		c, err := cases.LoadCase(rel(e.Path))
+		if err != nil {
+			return nil, errAt(field, "%v", err)
+		}
+		if j, dup := caseAt[c.ID]; dup {
+			return nil, errAt(field, "case id %q is also cases[%d]", c.ID, j)
+		}
+		caseAt[c.ID] = i
+		if split := e.Split; split != "" && split != f.Split {
+			s.Skipped = append(s.Skipped, c.ID)
+			continue
+		}
+		for _, id := range f.Required {
+			in, ok := c.Grading.Instrument(id)
+			if !ok || !in.IsRequired() {
+				return nil, errAt(field, "case %s must declare the suite's required instrument %q as required (grading.instruments)", c.ID, id)
+			}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	if len(s.Cases) == 0 {
+		return nil, errAt("cases", "no case is in split %q", f.Split)
+	}
+	treatAt := map[string]int{}
+	for i, e := range f.Treatments {
+		field := fmt.Sprintf("treatments[%d]", i)
+		t, err := cases.LoadTreatment(rel(e.Path))
+		if err != nil {
+			return nil, errAt(field, "%v", err)
+		}
+		if j, dup := treatAt[t.ID]; dup {
+			return nil, errAt(field, "treatment id %q is also treatments[%d]", t.ID, j)
+		}
+		treatAt[t.ID] = i
+		for _, c := range s.Cases {
+			if t.Model.Provider == cases.ProviderScripted && t.Model.ScriptFiles[c.ID] == "" {
+				return nil, errAt(field, "scripted treatment %s has no script for case %s", t.ID, c.ID)
+			}
+			if c.Grading == nil {
+				continue
+			}
+			for _, in := range c.Grading.Instruments {
+				if in.Kind == cases.InstrumentJudge && in.Model != nil && cases.SameModel(*in.Model, t.Model) {
+					return nil, errAt(fmt.Sprintf("cases[%d]", caseAt[c.ID]),
+						"the judge %q of case %s is the model of treatment %s: a judge is never the actor's own model", in.ID, c.ID, t.ID)
+				}
+			}
+		}
+		s.Treatments = append(s.Treatments, t)
+	}
+	return s, nil
+}
