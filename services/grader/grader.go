@@ -1,0 +1,440 @@
+// Package grader is the grader's service shell: a durable consumer of
+// candidate.sealed and run.ended, shared by any number of instances, that
+// grades the sealed final candidate of a run. It restores the candidate
+// from the blob store into a fresh directory (never the runner's live
+// workspace, so graders can run on any machine), runs the case's
+// instruments, commits one grade.instrument per instrument and then the
+// grade.verdict (and any grade.conflict) that the pure core in package grade
+// decides.
+//
+// Every instrument result is committed as soon as it exists, under a
+// deterministic message ID, so a grader that dies mid-batch is resumed by
+// the redelivered fact and runs exactly the instruments that have no
+// committed result. The grader never writes a runner fact: it cannot rerun
+// the actor or change why a run ended.
+package grader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/services/grader/grade"
+)
+
+// ConsumerName is the durable consumer every grader instance shares.
+const ConsumerName = "grader"
+
+// JudgeFactory builds the model a judge instrument names.
+type JudgeFactory func(ctx context.Context, in cases.Instrument) (models.Model, error)
+
+// Execution names one instrument run, for WithExecuteHook.
+type Execution struct {
+	Suite, Run string
+	Snapshot   events.Digest
+	Instrument events.InstrumentID
+	Version    string
+}
+
+// Option configures a Service.
+type Option func(*config)
+
+type config struct {
+	instance string
+	log      *slog.Logger
+	workDir  string
+	runs     int
+	judges   JudgeFactory
+	hook     func(context.Context, Execution)
+	consumer bus.ConsumerConfig
+}
+
+// WithInstance names this instance in the facts it writes (default
+// grader-<hostname>-<pid>).
+func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithWorkDir sets where candidates are restored (default the OS temporary
+// directory). Every instrument run gets a fresh directory below it, removed
+// afterwards.
+func WithWorkDir(dir string) Option { return func(c *config) { c.workDir = dir } }
+
+// WithCacheSize bounds the run cache (default 256 runs).
+func WithCacheSize(runs int) Option { return func(c *config) { c.runs = runs } }
+
+// WithJudges sets how judge models are built (default DefaultJudges).
+func WithJudges(f JudgeFactory) Option { return func(c *config) { c.judges = f } }
+
+// WithExecuteHook calls fn just before each instrument runs. It is for
+// observation (counting executions in tests, metrics); it must not block
+// for long.
+func WithExecuteHook(fn func(context.Context, Execution)) Option {
+	return func(c *config) { c.hook = fn }
+}
+
+// WithConsumer tunes the durable consumer (workers, prefetch, ack wait,
+// max deliveries). Its name and filters are always the grader's.
+func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
+
+// Service is one grader instance.
+type Service struct {
+	b      *bus.Bus
+	cfg    config
+	log    *slog.Logger
+	runs   *bus.RunCache
+	inputs *inputCache
+	locks  keyedMutex
+}
+
+// New returns a grader instance on b. Start it with Run.
+func New(b *bus.Bus, opts ...Option) *Service {
+	c := config{runs: 256}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "host"
+		}
+		c.instance = fmt.Sprintf("grader-%s-%d", h, os.Getpid())
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.workDir == "" {
+		c.workDir = os.TempDir()
+	}
+	if c.judges == nil {
+		c.judges = DefaultJudges
+	}
+	c.consumer.Name = ConsumerName
+	c.consumer.Filters = []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}
+	return &Service{
+		b:      b,
+		cfg:    c,
+		log:    c.log.With("service", "grader", "instance", c.instance),
+		runs:   b.NewRunCache(c.runs),
+		inputs: newInputCache(64),
+		locks:  keyedMutex{m: map[string]*lockEntry{}},
+	}
+}
+
+// Run consumes candidate.sealed and run.ended until ctx is done. A delivery
+// in progress at shutdown is handed back unfinished; the next grader resumes
+// it from the committed results.
+func (s *Service) Run(ctx context.Context) error {
+	s.log.Info("grader started")
+	defer s.log.Info("grader stopped")
+	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
+		return fmt.Errorf("grader: %w", err)
+	}
+	return nil
+}
+
+// Handle grades the run a candidate.sealed or run.ended delivery belongs to.
+// Both facts lead to the same idempotent work: grade the newest sealed
+// candidate, or grade the run invalid when it ended without one.
+func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
+	switch d.Fact.Body.(type) {
+	case events.CandidateSealed, events.RunEnded:
+	default:
+		return bus.Permanent(fmt.Errorf("grader: delivered %s, want candidate.sealed or run.ended", d.Fact.Kind()))
+	}
+	return s.Grade(ctx, d.Fact.Suite, d.Fact.Run)
+}
+
+// Grade grades a run under its case's grading section: it runs the
+// instruments that have no committed result on the newest sealed candidate
+// and commits the verdict. Calling it again is safe and cheap: with every
+// result and the verdict committed it appends nothing.
+func (s *Service) Grade(ctx context.Context, suite, run string) error {
+	return s.grade(ctx, suite, run, nil)
+}
+
+// Regrade grades a run's newest sealed candidate under another grading
+// section, e.g. one with a new version of an instrument. Results of
+// instruments whose ID and version are unchanged are reused, not rerun; the
+// grade gets a new revision, earlier revisions stay, and where a new result
+// disagrees with the previous revision a grade.conflict is appended.
+func (s *Service) Regrade(ctx context.Context, suite, run string, g *cases.Grading) error {
+	if g == nil {
+		return errors.New("grader: regrade needs a grading section")
+	}
+	return s.grade(ctx, suite, run, g)
+}
+
+func (s *Service) grade(ctx context.Context, suite, run string, override *cases.Grading) error {
+	unlock, err := s.locks.lock(ctx, suite+"/"+run)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	log, err := s.runs.Load(ctx, suite, run)
+	if err != nil {
+		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)
+	}
+	st := grade.Fold(log.Facts())
+	req, ok := requested(log)
+	if !ok {
+		return bus.Permanent(fmt.Errorf("grader: %s/%s has no run.requested, so the case it is graded by is unknown", suite, run))
+	}
+	if st.Snapshot == "" {
+		if !st.Ended {
+			return nil // the candidate may still be sealed; run.ended brings us back
+		}
+		return s.commit(ctx, suite, run, func(st grade.Run) grade.Decision { return grade.DecideInvalid(st, run) })
+	}
+	in, err := s.inputs.get(ctx, s.b, req)
+	if err != nil {
+		return err
+	}
+	g := in.kase.Grading
+	if override != nil {
+		if g, err = checkedGrading(in.kase, override); err != nil {
+			return err
+		}
+	}
+	plan, specs := planOf(g)
+	snapshot := st.Snapshot
+	if pending := st.Pending(snapshot, plan); len(pending) > 0 {
+		if err := s.execute(ctx, job{suite: suite, run: run, snapshot: snapshot, in: in, specs: specs}, pending); err != nil {
+			return err
+		}
+	}
+	return s.commit(ctx, suite, run, func(st grade.Run) grade.Decision { return grade.Decide(st, run, snapshot, plan) })
+}
+
+// checkedGrading validates a grading section against the case it applies
+// to, the way loading the case would.
+func checkedGrading(kase *cases.Case, g *cases.Grading) (*cases.Grading, error) {
+	c := *kase
+	c.Grading = g
+	data, err := c.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("grader: regrade: %w", err)
+	}
+	back, err := cases.DecodeCase(data)
+	if err != nil {
+		return nil, fmt.Errorf("grader: regrade: %w", err)
+	}
+	return back.Grading, nil
+}
+
+// planOf turns a case's grading section into the core's plan, keeping each
+// instrument's full description by key.
+func planOf(g *cases.Grading) (grade.Policy, map[grade.Key]cases.Instrument) {
+	specs := map[grade.Key]cases.Instrument{}
+	if g == nil {
+		return grade.Policy{}, specs
+	}
+	p := grade.Policy{AllowMissingAdvisory: g.AllowMissingAdvisory}
+	for _, in := range g.Instruments {
+		gi := grade.Instrument{ID: events.InstrumentID(in.ID), Version: in.Version, Required: in.IsRequired(),
+			Binding: in.IsBinding(), Requirement: events.RequirementID(in.RequirementID())}
+		p.Instruments = append(p.Instruments, gi)
+		specs[gi.Key()] = in
+	}
+	return p, specs
+}
+
+func requested(log bus.RunLog) (events.RunRequested, bool) {
+	for _, r := range log.Records {
+		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
+			return rr, true
+		}
+	}
+	return events.RunRequested{}, false
+}
+
+// execute runs the pending instruments one by one, committing each result
+// as soon as it exists. A result cut short by this grader's own shutdown is
+// never committed: the next grader runs that instrument again.
+func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument) error {
+	env := &instrumentEnv{s: s, job: j}
+	defer env.close()
+	for _, gi := range pending {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if s.cfg.hook != nil {
+			s.cfg.hook(ctx, Execution{Suite: j.suite, Run: j.run, Snapshot: j.snapshot, Instrument: gi.ID, Version: gi.Version})
+		}
+		res := env.run(ctx, j.specs[gi.Key()])
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res.Instrument, res.Version, res.Required = gi.ID, gi.Version, gi.Required
+		k := gi.Key()
+		_, err := s.b.Commit(ctx, s.runs, j.suite, j.run, func(log bus.RunLog) ([]bus.Pending, error) {
+			st := grade.Fold(log.Facts())
+			if _, done := st.Results[j.snapshot][k]; done {
+				return nil, nil
+			}
+			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res}, 0)
+			return []bus.Pending{{Fact: f, MsgID: grade.InstrumentMsgID(j.run, j.snapshot, k)}}, err
+		})
+		if err != nil {
+			return fmt.Errorf("grader: commit %s of %s/%s: %w", k, j.suite, j.run, err)
+		}
+		s.log.Debug("instrument", "suite", j.suite, "run", j.run, "instrument", k.String(), "outcome", res.Outcome)
+	}
+	return nil
+}
+
+// commit appends what the core decides on the run as it is when appended.
+func (s *Service) commit(ctx context.Context, suite, run string, decide func(grade.Run) grade.Decision) error {
+	recs, err := s.b.Commit(ctx, s.runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
+		st := grade.Fold(log.Facts())
+		d := decide(st)
+		if d.Verdict == nil {
+			return nil, nil
+		}
+		v := *d.Verdict
+		f, err := s.fact(log, st, events.GradeVerdict{Verdict: v}, 0)
+		if err != nil {
+			return nil, err
+		}
+		out := []bus.Pending{{Fact: f, MsgID: grade.VerdictMsgID(run, v.SnapshotID, v.Revision)}}
+		for i, c := range d.Conflicts {
+			f, err := s.fact(log, st, c, i+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, bus.Pending{Fact: f, MsgID: grade.ConflictMsgID(run, c.SnapshotDigest, c.Revision, c.Instrument)})
+		}
+		return out, nil
+	})
+	if err != nil {
+		return fmt.Errorf("grader: commit the grade of %s/%s: %w", suite, run, err)
+	}
+	for _, r := range recs {
+		if gv, ok := r.Fact.Body.(events.GradeVerdict); ok && !r.Duplicate {
+			s.log.Info("graded", "suite", suite, "run", run, "revision", gv.Verdict.Revision, "result", gv.Verdict.Result.Type())
+		}
+	}
+	return nil
+}
+
+// fact builds a grader fact at the log's next position plus offset.
+func (s *Service) fact(log bus.RunLog, st grade.Run, body events.Body, offset int) (events.Fact, error) {
+	var causation string
+	if n := len(log.Records); n > 0 {
+		causation = log.Records[n-1].Fact.ID.String()
+	}
+	return events.NewFact(events.Meta{
+		Suite: log.Suite, Run: log.Run, TaskGeneration: st.Generation, Position: log.NextPosition() + uint64(offset),
+		Causation: causation, Producer: events.Producer{Service: events.OwnerGrader, Instance: s.cfg.instance},
+	}, body)
+}
+
+// inputs is what grading a run needs besides its log: the case and the
+// treatment it ran under.
+type inputs struct {
+	kase  *cases.Case
+	treat *cases.Treatment
+}
+
+// inputCache keeps decoded cases and treatments by their blob digests.
+type inputCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]inputs
+	order []string
+}
+
+func newInputCache(max int) *inputCache { return &inputCache{max: max, m: map[string]inputs{}} }
+
+func (c *inputCache) get(ctx context.Context, b *bus.Bus, req events.RunRequested) (inputs, error) {
+	key := string(req.CaseDigest) + "|" + string(req.TreatmentDigest)
+	c.mu.Lock()
+	in, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return in, nil
+	}
+	cdata, err := blob(ctx, b, "case", req.CaseDigest)
+	if err != nil {
+		return inputs{}, err
+	}
+	if in.kase, err = cases.DecodeCase(cdata); err != nil {
+		return inputs{}, bus.Permanent(fmt.Errorf("grader: case %s (%s): %w", req.Case, req.CaseDigest, err))
+	}
+	tdata, err := blob(ctx, b, "treatment", req.TreatmentDigest)
+	if err != nil {
+		return inputs{}, err
+	}
+	if in.treat, err = cases.DecodeTreatment(tdata); err != nil {
+		return inputs{}, bus.Permanent(fmt.Errorf("grader: treatment %s (%s): %w", req.Treatment, req.TreatmentDigest, err))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		c.m[key] = in
+		c.order = append(c.order, key)
+		for len(c.order) > c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	return in, nil
+}
+
+func blob(ctx context.Context, b *bus.Bus, what string, d events.Digest) ([]byte, error) {
+	data, err := b.GetBlob(ctx, d)
+	if errors.Is(err, bus.ErrBlobNotFound) {
+		return nil, bus.Permanent(fmt.Errorf("grader: %s blob: %w", what, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grader: %s blob: %w", what, err)
+	}
+	return data, nil
+}
+
+// keyedMutex serialises work on one run within this instance, so that the
+// candidate.sealed and run.ended of one run, handled by two workers, do not
+// run the same instruments twice. Across instances the message IDs keep the
+// log right; a duplicate execution there is only wasted work.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*lockEntry
+}
+
+type lockEntry struct {
+	ch   chan struct{}
+	refs int
+}
+
+func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	e := k.m[key]
+	if e == nil {
+		e = &lockEntry{ch: make(chan struct{}, 1)}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case e.ch <- struct{}{}:
+		return func() { <-e.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,125 @@
+package grader
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/models/scripted"
+	"github.com/factline/factline/workspace"
+)
+
+// DefaultJudges builds a judge's model from the case: a scripted model from
+// its inline script, or an OpenAI-compatible endpoint whose key comes from
+// the environment.
+func DefaultJudges(ctx context.Context, in cases.Instrument) (models.Model, error) {
+	m := in.Model
+	switch m.Provider {
+	case cases.ProviderScripted:
+		return scripted.Parse(in.ID+".yaml", []byte(in.Script))
+	case cases.ProviderOpenAI:
+		cfg, err := openai.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		return openai.New(cfg)
+	}
+	return nil, fmt.Errorf("unknown judge provider %q", m.Provider)
+}
+
+// judgeSystem tells the reviewing model what it is for and how to answer.
+const judgeSystem = "You review the final state of another agent's work against a rubric. " +
+	"You see the rubric, the paths the work changed and the files named for review. " +
+	"End your answer with one line: VERDICT: PASS if the work meets the rubric, VERDICT: FAIL if it does not."
+
+// verdictLine finds the judge's verdict; the last one counts.
+var verdictLine = regexp.MustCompile(`(?im)^\s*VERDICT:\s*(PASS|FAIL)\b`)
+
+// judge asks a reviewing model. Whatever keeps it from judging (the
+// actor's own model named as judge, a provider error, a timeout, an answer
+// without a verdict) makes it abstain: never a failure of the candidate.
+func (e *instrumentEnv) judge(ctx context.Context, in cases.Instrument) events.InstrumentResult {
+	abstain := func(format string, args ...any) events.InstrumentResult {
+		return events.InstrumentResult{Outcome: events.InstrumentAbstained, Detail: clip(fmt.Sprintf(format, args...))}
+	}
+	if in.Model == nil {
+		return abstain("no judge model")
+	}
+	if t := e.job.in.treat; t != nil && cases.SameModel(*in.Model, t.Model) {
+		return abstain("the judge %s/%s is the actor's own model under treatment %s", in.Model.Provider, in.Model.Name, t.ID)
+	}
+	prompt, err := e.judgePrompt(ctx, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return events.InstrumentResult{}
+		}
+		return abstain("cannot show the judge the candidate: %v", err)
+	}
+	model, err := e.s.cfg.judges(ctx, in)
+	if err != nil {
+		return abstain("judge unavailable: %v", err)
+	}
+	req := models.Request{
+		Messages: []models.Message{{Role: models.RoleSystem, Content: judgeSystem}, {Role: models.RoleUser, Content: prompt}},
+		Settings: models.Settings{Model: in.Model.Name, Temperature: in.Model.Temperature,
+			MaxOutputTokens: in.Model.MaxOutputTokens, Seed: in.Model.Seed},
+		Turn: 1,
+	}
+	cctx, cancel := context.WithTimeout(ctx, in.Timeout.Std())
+	defer cancel()
+	reply, err := model.Complete(cctx, req)
+	if err != nil {
+		return abstain("judge unavailable: %v", err)
+	}
+	ms := verdictLine.FindAllStringSubmatch(reply.Text, -1)
+	if len(ms) == 0 {
+		return abstain("the judge gave no VERDICT line: %s", tail(reply.Text))
+	}
+	outcome := events.InstrumentPassed
+	if strings.EqualFold(ms[len(ms)-1][1], "FAIL") {
+		outcome = events.InstrumentFailed
+	}
+	return events.InstrumentResult{Outcome: outcome, Detail: clip(fmt.Sprintf("%s/%s: %s", in.Model.Provider, in.Model.Name, tail(reply.Text)))}
+}
+
+// judgePrompt is the rubric, the changed paths and the named files.
+func (e *instrumentEnv) judgePrompt(ctx context.Context, in cases.Instrument) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Rubric:\n%s\n", in.Rubric)
+	fx, cand, err := e.manifests(ctx)
+	if err != nil {
+		return "", err
+	}
+	changed := paths(workspace.Diff(fx, cand))
+	fmt.Fprintf(&b, "\nChanged paths (%d):\n%s\n", len(changed), strings.Join(changed, "\n"))
+	if len(in.Files) == 0 {
+		return b.String(), nil
+	}
+	dir, err := e.readOnlyTree(ctx)
+	if err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	for _, p := range in.Files {
+		data, err := root.ReadFile(p)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "\n--- %s: cannot be read (%v)\n", p, err)
+		case len(data) > fileReadCap:
+			fmt.Fprintf(&b, "\n--- %s: %d bytes, too large to show\n", p, len(data))
+		default:
+			fmt.Fprintf(&b, "\n--- %s\n%s\n", p, data)
+		}
+	}
+	return b.String(), nil
+}
