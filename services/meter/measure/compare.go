@@ -1,0 +1,195 @@
+package measure
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/stats"
+)
+
+// Labels of a comparison between two treatments.
+const (
+	// LabelAblation: the two agents differ in exactly one component.
+	LabelAblation = "ablation"
+	// LabelBundled: they differ in more than one; the comparison cannot
+	// say which difference mattered, and names them all.
+	LabelBundled = "bundled comparison"
+	// LabelSameAgent: no component differs; the comparison measures noise.
+	LabelSameAgent = "same agent"
+	// LabelUnknown: an attempt has no recorded identity (or its trials
+	// disagree), so what differs cannot be said.
+	LabelUnknown = "identity unknown"
+)
+
+// Comparison is the paired comparison of two treatments on the same roster.
+type Comparison struct {
+	A     string `json:"a"`
+	B     string `json:"b"`
+	Label string `json:"label"`
+	// Differences names every component whose value differs between the
+	// two agents, on any case.
+	Differences []string `json:"differences"`
+	Note        string   `json:"note,omitempty"`
+	// Pairs counts the (case, trial) pairs graded passed or failed under
+	// both treatments; only they enter the statistics.
+	Pairs int      `json:"pairs"`
+	RateA *float64 `json:"rate_a"`
+	RateB *float64 `json:"rate_b"`
+	// Difference is rate A − rate B over the pairs, with its paired cluster
+	// bootstrap interval.
+	Difference *stats.Difference `json:"difference"`
+	McNemar    *McNemar          `json:"mcnemar"`
+}
+
+// McNemar is McNemar's exact test on the discordant pairs.
+type McNemar struct {
+	OnlyA int     `json:"only_a"` // pairs where only A passed
+	OnlyB int     `json:"only_b"` // pairs where only B passed
+	P     float64 `json:"p"`
+}
+
+// Compare compares treatments a and b over the report's attempt rows,
+// reading their identities from the runs' run.requested facts. It is an
+// ablation only when the agents differ in exactly one component.
+func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Comparison {
+	c := Comparison{A: a, B: b}
+	c.Label, c.Differences, c.Note = label(rows, runs, a, b)
+
+	type key struct {
+		c string
+		t uint32
+	}
+	scores := map[string]map[key]float64{a: {}, b: {}}
+	for _, r := range rows {
+		if m, ok := scores[r.Treatment]; ok && (r.Outcome == OutcomePassed || r.Outcome == OutcomeFailed) {
+			s := 0.0
+			if r.Outcome == OutcomePassed {
+				s = 1
+			}
+			m[key{r.Case, r.Trial}] = s
+		}
+	}
+	var order []string
+	perCase := map[string][]stats.Pair{}
+	var sa, sb float64
+	var onlyA, onlyB int
+	for _, r := range rows {
+		if r.Treatment != a {
+			continue
+		}
+		k := key{r.Case, r.Trial}
+		x, okA := scores[a][k]
+		y, okB := scores[b][k]
+		if !okA || !okB {
+			continue
+		}
+		if _, seen := perCase[r.Case]; !seen {
+			order = append(order, r.Case)
+		}
+		perCase[r.Case] = append(perCase[r.Case], stats.Pair{A: x, B: y})
+		c.Pairs++
+		sa, sb = sa+x, sb+y
+		switch {
+		case x > y:
+			onlyA++
+		case y > x:
+			onlyB++
+		}
+	}
+	if c.Pairs == 0 {
+		return c
+	}
+	c.RateA, c.RateB = ptr(sa/float64(c.Pairs)), ptr(sb/float64(c.Pairs))
+	clusters := make([][]stats.Pair, len(order))
+	for i, cs := range order {
+		clusters[i] = perCase[cs]
+	}
+	if d, err := stats.PairedBootstrap(clusters, stats.DefaultResamples, stats.DefaultSeed); err == nil {
+		c.Difference = &d
+	}
+	if p, err := stats.McNemarExact(onlyA, onlyB); err == nil {
+		c.McNemar = &McNemar{OnlyA: onlyA, OnlyB: onlyB, P: p}
+	}
+	return c
+}
+
+// label decides what kind of comparison two treatments make, from the
+// identity components their attempts recorded, case by case.
+func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []string, string) {
+	// components[treatment][case] is the one component set of that
+	// treatment's attempts on the case.
+	components := map[string]map[string][]events.Component{a: {}, b: {}}
+	for _, r := range rows {
+		m, ok := components[r.Treatment]
+		if !ok {
+			continue
+		}
+		at := runs[r.Run]
+		if at == nil || at.Requested == nil {
+			continue // not requested yet: says nothing
+		}
+		comps := at.Requested.Components
+		if len(comps) == 0 {
+			return LabelUnknown, nil, fmt.Sprintf("run %s recorded no identity components", r.Run)
+		}
+		if old, seen := m[r.Case]; seen && !slices.Equal(old, comps) {
+			return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s recorded different identities", r.Treatment, r.Case)
+		}
+		m[r.Case] = comps
+	}
+	diff := map[string]bool{}
+	compared := 0
+	for cs, ca := range components[a] {
+		cb, ok := components[b][cs]
+		if !ok {
+			continue
+		}
+		compared++
+		for _, name := range DiffComponents(ca, cb) {
+			diff[name] = true
+		}
+	}
+	if compared == 0 {
+		return LabelUnknown, nil, "no case has a recorded identity under both treatments yet"
+	}
+	names := make([]string, 0, len(diff))
+	for n := range diff {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	switch len(names) {
+	case 0:
+		return LabelSameAgent, names, "no component differs: the difference measures noise"
+	case 1:
+		return LabelAblation, names, "only " + names[0] + " differs"
+	}
+	return LabelBundled, names, "differs in " + strings.Join(names, ", ") + ": the comparison cannot say which mattered"
+}
+
+// DiffComponents returns the names of the components whose values differ
+// between two identities (a component present in one only differs).
+func DiffComponents(a, b []events.Component) []string {
+	va := map[string]string{}
+	for _, c := range a {
+		va[c.Name] = c.Value
+	}
+	vb := map[string]string{}
+	for _, c := range b {
+		vb[c.Name] = c.Value
+	}
+	var out []string
+	for n, v := range va {
+		if w, ok := vb[n]; !ok || w != v {
+			out = append(out, n)
+		}
+	}
+	for n := range vb {
+		if _, ok := va[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

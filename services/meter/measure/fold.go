@@ -1,0 +1,118 @@
+package measure
+
+import (
+	"slices"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/projections"
+)
+
+// Log is what a report reads of one suite's facts.
+type Log struct {
+	Suite     string
+	Submitted *events.SuiteSubmitted
+	// Runs holds every run of the suite by run ID, whether or not the
+	// roster plans it (the report reads only the planned ones).
+	Runs map[string]*Attempt
+	// Reported lists the suite.reported facts, in log order.
+	Reported []events.SuiteReported
+}
+
+// Attempt is one run as the report sees it.
+type Attempt struct {
+	Requested *events.RunRequested
+	Claimed   bool
+	Ended     *events.RunEnded
+	// Snapshot is the newest sealed candidate ("" when none).
+	Snapshot events.Digest
+	// Verdicts holds the newest revision of the grade of each snapshot.
+	Verdicts map[events.Digest]events.GraderVerdict
+	// Conflicts counts grade.conflict facts: later checks that disagreed
+	// with an earlier revision.
+	Conflicts int
+}
+
+// NewLog returns the empty state of one suite.
+func NewLog(suite string) *Log { return &Log{Suite: suite, Runs: map[string]*Attempt{}} }
+
+// Apply folds one fact of the suite. Facts of other suites are ignored.
+func (l *Log) Apply(f events.Fact) {
+	if f.Suite != l.Suite {
+		return
+	}
+	switch b := f.Body.(type) {
+	case events.SuiteSubmitted:
+		if l.Submitted == nil { // the first submission fixes the roster
+			l.Submitted = &b
+		}
+		return
+	case events.SuiteReported:
+		l.Reported = append(l.Reported, b)
+		return
+	}
+	if f.Run == events.SuiteScope {
+		return
+	}
+	a := l.Runs[f.Run]
+	if a == nil {
+		a = &Attempt{Verdicts: map[events.Digest]events.GraderVerdict{}}
+		l.Runs[f.Run] = a
+	}
+	switch b := f.Body.(type) {
+	case events.RunRequested:
+		if a.Requested == nil {
+			a.Requested = &b
+		}
+	case events.RunClaimed:
+		a.Claimed = true
+	case events.RunEnded:
+		if a.Ended == nil { // a run ends once; a second end never rewrites the first
+			a.Ended = &b
+		}
+	case events.CandidateSealed:
+		a.Snapshot = b.SnapshotDigest
+	case events.GradeVerdict:
+		v := b.Verdict
+		if old, ok := a.Verdicts[v.SnapshotID]; !ok || v.Revision > old.Revision {
+			a.Verdicts[v.SnapshotID] = v
+		}
+	case events.GradeConflict:
+		a.Conflicts++
+	}
+}
+
+// Suites is the state of the suites projection: one Log per suite.
+type Suites map[string]*Log
+
+// SuitesFold rebuilds every suite's report from the log: the projection of
+// the meter stick. Its view is the list of reports, by suite name.
+var SuitesFold = projections.Fold[Suites]{
+	Key:  "suites",
+	Help: "the meter stick's report of every suite: outcomes, pass rates with intervals, usage and comparisons",
+	Init: func() Suites { return Suites{} },
+	Apply: func(s Suites, f events.Fact) Suites {
+		l := s[f.Suite]
+		if l == nil {
+			l = NewLog(f.Suite)
+			s[f.Suite] = l
+		}
+		l.Apply(f)
+		return s
+	},
+	View: func(s Suites) any {
+		names := make([]string, 0, len(s))
+		for n, l := range s {
+			if l.Submitted != nil {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		out := make([]Report, len(names))
+		for i, n := range names {
+			out[i] = Build(s[n])
+		}
+		return out
+	},
+}
+
+func init() { projections.Register(SuitesFold) }

@@ -1,0 +1,246 @@
+package measure
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as indented JSON: the form stored as the
+// report blob that suite.reported names.
+func WriteJSON(w io.Writer, r Report) error {
+	b, err := EncodeJSON(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// EncodeJSON returns the report's canonical JSON (indented, ending in a
+// newline). The same report always encodes to the same bytes.
+func EncodeJSON(r Report) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode report of %s: %w", r.Suite, err)
+	}
+	return append(b, '\n'), nil
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100**p)
+}
+
+func num(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+// WriteTable writes the report as a terminal table: a heading, one row per
+// treatment with every column of docs/report.md, then the comparisons.
+func WriteTable(w io.Writer, r Report) error {
+	state := "complete"
+	if !r.Complete {
+		state = "in progress"
+	}
+	fmt.Fprintf(w, "suite %s (split %s): %d cases × %d treatments × %d trials, %s\n", r.Suite, r.Split, len(r.Cases),
+		len(r.Treatments), r.Trials, state)
+	fmt.Fprintf(w, "spec %s; valid outcomes %v", r.SpecDigest, r.ValidOutcomes)
+	if len(r.Required) > 0 {
+		fmt.Fprintf(w, "; required instruments %v", r.Required)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending", "invalid",
+		"abstained", "excluded", "harness errors", "awaiting", "pass rate", "95% Wilson", "clustered SE"}
+	for k := 1; k <= int(r.Trials); k++ {
+		head = append(head, fmt.Sprintf("pass@%d", k))
+	}
+	head = append(head, "tokens", "cost", "wall")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, t := range r.Treatments {
+		ci := "-"
+		if t.Wilson != nil {
+			ci = fmt.Sprintf("[%.1f%%, %.1f%%]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
+		}
+		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
+			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors),
+			itoa(t.Awaiting), pct(t.PassRate), ci, num(t.ClusteredSE, "%.3f")}
+		for k := 1; k <= int(r.Trials); k++ {
+			cells = append(cells, passAt(t, k, "%.3f"))
+		}
+		u := t.Usage
+		cells = append(cells, known(u.Tokens, u.TokensKnown, u.TokensUnknown), known(u.Cost, u.CostKnown, u.CostUnknown),
+			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Comparisons) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "comparisons (paired on case and trial; cluster bootstrap, %d resamples, seed %d; McNemar exact):\n",
+			r.Method.BootstrapResamples, r.Method.BootstrapSeed)
+	}
+	for _, c := range r.Comparisons {
+		fmt.Fprintf(w, "  %s vs %s: %s", c.A, c.B, c.Label)
+		if len(c.Differences) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(c.Differences, ", "))
+		}
+		if c.Label == LabelUnknown && c.Note != "" {
+			fmt.Fprintf(w, ": %s", c.Note)
+		}
+		fmt.Fprintf(w, "; %d pairs", c.Pairs)
+		if c.Difference != nil {
+			d := c.Difference
+			fmt.Fprintf(w, "; %s − %s = %+.1f pts [%+.1f, %+.1f]", c.A, c.B, 100*d.Estimate, 100*d.Interval.Lo, 100*d.Interval.Hi)
+		}
+		if c.McNemar != nil {
+			fmt.Fprintf(w, "; McNemar %d/%d p=%.4g", c.McNemar.OnlyA, c.McNemar.OnlyB, c.McNemar.P)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// known renders a total with its unknown count apart: "1200", "1200 + 2
+// unknown", or "unknown (3)" when no attempt's figure is known.
+func known(total uint64, knownN, unknown int) string {
+	switch {
+	case unknown == 0:
+		return strconv.FormatUint(total, 10)
+	case knownN == 0:
+		return fmt.Sprintf("unknown (%d)", unknown)
+	}
+	return fmt.Sprintf("%d + %d unknown", total, unknown)
+}
+
+func passAt(t TreatmentReport, k int, format string) string {
+	for _, p := range t.PassAtK {
+		if p.K == k {
+			return fmt.Sprintf(format, p.Value)
+		}
+	}
+	return "-"
+}
+
+// WriteCSV writes one row per treatment with every column of the report
+// (docs/report.md); an undefined statistic is an empty cell, never 0.
+func WriteCSV(w io.Writer, r Report) error {
+	cw := csv.NewWriter(w)
+	head := []string{"suite", "split", "treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending",
+		"invalid", "abstained", "excluded", "harness_errors", "awaiting", "conflicted", "pass_rate", "wilson_lo", "wilson_hi",
+		"clustered_se"}
+	for k := 1; k <= int(r.Trials); k++ {
+		head = append(head, fmt.Sprintf("pass_at_%d", k))
+	}
+	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	for _, t := range r.Treatments {
+		var lo, hi *float64
+		if t.Wilson != nil {
+			lo, hi = &t.Wilson.Lo, &t.Wilson.Hi
+		}
+		rec := []string{r.Suite, r.Split, t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded),
+			itoa(t.Passed), itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded),
+			itoa(t.HarnessErrors), itoa(t.Awaiting), itoa(t.Conflicted), f(t.PassRate), f(lo), f(hi), f(t.ClusteredSE)}
+		for k := 1; k <= int(r.Trials); k++ {
+			v := ""
+			for _, p := range t.PassAtK {
+				if p.K == k {
+					v = strconv.FormatFloat(p.Value, 'g', -1, 64)
+				}
+			}
+			rec = append(rec, v)
+		}
+		u := t.Usage
+		rec = append(rec, strconv.FormatUint(u.Tokens, 10), itoa(u.TokensKnown), itoa(u.TokensUnknown),
+			strconv.FormatUint(u.Cost, 10), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteSVG draws the pass rate of every treatment as a bar with its 95%
+// Wilson interval as an error bar, on a 0–100% axis. A treatment with no
+// graded attempt gets no bar and says so.
+func WriteSVG(w io.Writer, r Report) error {
+	const (
+		left, top, plotH, bottom, right = 56, 72, 240, 76, 24
+		minWidth, minSlot, barW         = 640, 120, 56
+	)
+	n := max(len(r.Treatments), 1)
+	slot := max(minSlot, (minWidth-left-right)/n)
+	width := left + n*slot + right
+	height := top + plotH + bottom
+	y := func(p float64) float64 { return float64(top) + float64(plotH)*(1-p) }
+	var b strings.Builder
+	esc := html.EscapeString
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
+		width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="12" y="22" font-size="14" font-weight="bold">%s (split %s): pass rate with 95%% Wilson interval</text>`+"\n",
+		esc(r.Suite), esc(r.Split))
+	state := "complete"
+	if !r.Complete {
+		state = "in progress"
+	}
+	fmt.Fprintf(&b, `<text x="12" y="40" fill="#555">%d cases × %d trials, %s; pass rate = passed / graded</text>`+"\n",
+		len(r.Cases), r.Trials, state)
+	for _, g := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(g), width-right, y(g))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%d%%</text>`+"\n", left-6, y(g)+4, int(g*100))
+	}
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", left, top, left, top+plotH)
+	for i, t := range r.Treatments {
+		cx := left + i*slot + slot/2
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", cx, top+plotH+18, esc(t.Treatment))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%d/%d graded</text>`+"\n", cx, top+plotH+34, t.Passed, t.Graded)
+		if t.PassRate == nil {
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="middle" fill="#999">no graded attempt</text>`+"\n", cx, y(0.5))
+			continue
+		}
+		p := *t.PassRate
+		fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#4a7ab5"><title>%s: %.1f%%</title></rect>`+"\n",
+			cx-barW/2, y(p), barW, float64(plotH)*p, esc(t.Treatment), 100*p)
+		label, labelY := fmt.Sprintf("%.0f%%", 100*p), y(p)-6
+		if iv := t.Wilson; iv != nil {
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#222" stroke-width="2"/>`+"\n", cx, y(iv.Lo), cx, y(iv.Hi))
+			for _, e := range []float64{iv.Lo, iv.Hi} {
+				fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#222" stroke-width="2"/>`+"\n", cx-10, y(e), cx+10, y(e))
+			}
+			label += fmt.Sprintf(" [%.0f, %.0f]", 100*iv.Lo, 100*iv.Hi)
+			labelY = y(iv.Hi) - 6
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="middle" fill="#222">%s</text>`+"\n", cx, labelY, label)
+	}
+	fmt.Fprintf(&b, `<text x="12" y="%d" fill="#555">Not in the rate: pending, invalid, abstained and excluded attempts (see the table).</text>`+"\n",
+		height-10)
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

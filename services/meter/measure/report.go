@@ -1,0 +1,373 @@
+package measure
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/stats"
+)
+
+// Outcome is where an attempt lands in the report. The outcomes are
+// mutually exclusive; docs/report.md says how each is decided.
+type Outcome string
+
+// Outcomes of an attempt.
+const (
+	OutcomePassed    Outcome = "passed"
+	OutcomeFailed    Outcome = "failed"
+	OutcomePending   Outcome = "pending"
+	OutcomeInvalid   Outcome = "invalid"
+	OutcomeAbstained Outcome = "abstained"
+	OutcomeExcluded  Outcome = "excluded"
+	// OutcomeAwaiting: not settled yet (not ended, or ended and not yet
+	// graded). A complete report has none.
+	OutcomeAwaiting Outcome = "awaiting"
+)
+
+// Method records how the report's statistics were computed.
+type Method struct {
+	Z                  float64 `json:"z"`
+	Interval           string  `json:"interval"`
+	BootstrapResamples int     `json:"bootstrap_resamples"`
+	BootstrapSeed      uint64  `json:"bootstrap_seed"`
+}
+
+// Report is the meter stick's account of one suite.
+type Report struct {
+	Suite         string                `json:"suite"`
+	Name          string                `json:"name"`
+	Split         string                `json:"split"`
+	SpecDigest    events.Digest         `json:"spec_digest"`
+	Trials        uint32                `json:"trials"`
+	Cases         []string              `json:"cases"`
+	Required      []events.InstrumentID `json:"required,omitempty"`
+	ValidOutcomes []events.RunStatus    `json:"valid_outcomes"`
+	// Complete is true when every planned attempt is settled: ended and
+	// graded (or terminally pending), or excluded.
+	Complete    bool              `json:"complete"`
+	Method      Method            `json:"method"`
+	Treatments  []TreatmentReport `json:"treatments"`
+	Comparisons []Comparison      `json:"comparisons"`
+	Attempts    []AttemptRow      `json:"attempts"`
+}
+
+// TreatmentReport is one treatment's row of the report.
+type TreatmentReport struct {
+	Treatment     string `json:"treatment"`
+	Planned       int    `json:"planned"`
+	Started       int    `json:"started"`
+	Ended         int    `json:"ended"`
+	Graded        int    `json:"graded"`
+	Passed        int    `json:"passed"`
+	Failed        int    `json:"failed"`
+	Pending       int    `json:"pending"`
+	Invalid       int    `json:"invalid"`
+	Abstained     int    `json:"abstained"`
+	Excluded      int    `json:"excluded"`
+	HarnessErrors int    `json:"harness_errors"`
+	Awaiting      int    `json:"awaiting"`
+	Conflicted    int    `json:"conflicted"`
+	// PassRate is passed / graded; nil when nothing was graded.
+	PassRate *float64 `json:"pass_rate"`
+	// Wilson is the 95% Wilson score interval of PassRate.
+	Wilson *stats.Interval `json:"wilson"`
+	// ClusteredSE is the case-clustered standard error of PassRate, with
+	// repeated trials and at least two cases graded.
+	ClusteredSE *float64  `json:"clustered_se"`
+	PassAtK     []PassAtK `json:"pass_at_k,omitempty"`
+	Usage       Usage     `json:"usage"`
+}
+
+// PassAtK is the mean unbiased pass@k over the cases with at least k graded
+// trials.
+type PassAtK struct {
+	K     int     `json:"k"`
+	Value float64 `json:"value"`
+	Cases int     `json:"cases"`
+}
+
+// Usage is what a treatment's ended attempts consumed. An attempt whose
+// tokens or cost are unknown is counted in the Unknown field and adds
+// nothing to the total: unknown never becomes zero.
+type Usage struct {
+	Tokens        uint64 `json:"tokens"`
+	TokensKnown   int    `json:"tokens_known"`
+	TokensUnknown int    `json:"tokens_unknown"`
+	Cost          uint64 `json:"cost"`
+	CostKnown     int    `json:"cost_known"`
+	CostUnknown   int    `json:"cost_unknown"`
+	WallMillis    uint64 `json:"wall_millis"`
+	WallKnown     int    `json:"wall_known"`
+}
+
+// AttemptRow is one planned attempt and where it landed.
+type AttemptRow struct {
+	Run       string           `json:"run"`
+	Case      string           `json:"case"`
+	Treatment string           `json:"treatment"`
+	Trial     uint32           `json:"trial"`
+	Identity  events.Digest    `json:"identity,omitempty"`
+	Started   bool             `json:"started"`
+	Status    events.RunStatus `json:"status,omitempty"`
+	Outcome   Outcome          `json:"outcome"`
+	Reason    string           `json:"reason,omitempty"`
+	Revision  uint32           `json:"revision,omitempty"`
+	Conflicts int              `json:"conflicts,omitempty"`
+	Tokens    *uint64          `json:"tokens,omitempty"`
+	Cost      *uint64          `json:"cost,omitempty"`
+	Millis    *uint64          `json:"millis,omitempty"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Build computes the report of a suite from its folded facts. The result
+// depends only on the facts, never on the order runs interleaved in: the
+// same graded attempts always give the same report.
+func Build(l *Log) Report {
+	r := Report{Suite: l.Suite, Method: Method{Z: stats.Z95, Interval: "wilson",
+		BootstrapResamples: stats.DefaultResamples, BootstrapSeed: stats.DefaultSeed}}
+	if l.Submitted == nil {
+		return r
+	}
+	s := *l.Submitted
+	valid := s.ValidOutcomes
+	if len(valid) == 0 {
+		valid = defaultValid
+	}
+	r.Name, r.Split, r.SpecDigest, r.Trials, r.Required, r.ValidOutcomes = s.Name, s.Split, s.SpecDigest, s.Trials, s.Required, valid
+	for _, c := range s.Cases {
+		r.Cases = append(r.Cases, c.ID)
+	}
+	roster := Roster(s)
+	for _, m := range roster {
+		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
+	}
+	r.Complete = true
+	for _, a := range r.Attempts {
+		if a.Outcome == OutcomeAwaiting {
+			r.Complete = false
+		}
+	}
+	for _, t := range s.Treatments {
+		r.Treatments = append(r.Treatments, treatmentReport(t.ID, r.Attempts, s.Trials))
+	}
+	for i := range s.Treatments {
+		for j := i + 1; j < len(s.Treatments); j++ {
+			r.Comparisons = append(r.Comparisons, Compare(r.Attempts, l.Runs, s.Treatments[i].ID, s.Treatments[j].ID))
+		}
+	}
+	return r
+}
+
+// defaultValid are the valid outcomes of a suite that names none (the same
+// as suites.DefaultValidOutcomes, which this core cannot import).
+var defaultValid = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete, events.RunExhausted, events.RunNeedsHuman}
+
+// row classifies one planned attempt.
+func row(m Member, a *Attempt, valid []events.RunStatus, required []events.InstrumentID) AttemptRow {
+	out := AttemptRow{Run: m.Run, Case: m.Case, Treatment: m.Treatment, Trial: m.Trial, Outcome: OutcomeAwaiting}
+	if a == nil {
+		out.Reason = "not requested yet"
+		return out
+	}
+	if a.Requested != nil {
+		out.Identity = a.Requested.Identity
+	}
+	out.Started, out.Conflicts = a.Claimed, a.Conflicts
+	if a.Ended == nil {
+		out.Reason = "running"
+		if !a.Claimed {
+			out.Reason = "not started"
+		}
+		return out
+	}
+	e := a.Ended
+	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	if !slices.Contains(valid, e.Status) {
+		out.Outcome, out.Reason = OutcomeExcluded, fmt.Sprintf("ended %s (%s), not a valid outcome of this suite", e.Status, e.Reason)
+		return out
+	}
+	v, ok := verdictOf(a)
+	if !ok {
+		out.Reason = "awaiting its grade"
+		return out
+	}
+	out.Revision = v.Revision
+	switch res := v.Result.Variant().(type) {
+	case events.VerdictPassed, events.VerdictFailed:
+		out.Outcome = OutcomePassed
+		if _, f := res.(events.VerdictFailed); f {
+			out.Outcome = OutcomeFailed
+		}
+		if missing := missingRequired(v, required); len(missing) > 0 {
+			out.Outcome = OutcomePending
+			out.Reason = "the grade lacks the suite's required instruments " + strings.Join(missing, ", ")
+		}
+	case events.VerdictPending:
+		out.Outcome = OutcomePending
+		ids := make([]string, len(res.Instruments))
+		for i, id := range res.Instruments {
+			ids[i] = string(id)
+		}
+		out.Reason = "no result from " + strings.Join(ids, ", ")
+	case events.VerdictInvalid:
+		out.Outcome, out.Reason = OutcomeInvalid, res.Reason
+	case events.VerdictAbstained:
+		out.Outcome, out.Reason = OutcomeAbstained, res.Reason
+	}
+	return out
+}
+
+// verdictOf returns the grade the report counts: the newest revision for
+// the newest sealed candidate, or, when no candidate was sealed, the grade
+// of the run without one.
+func verdictOf(a *Attempt) (events.GraderVerdict, bool) {
+	if a.Snapshot != "" {
+		v, ok := a.Verdicts[a.Snapshot]
+		return v, ok
+	}
+	var best events.GraderVerdict
+	found := false
+	for _, v := range a.Verdicts {
+		if !found || v.Revision > best.Revision || v.Revision == best.Revision && v.SnapshotID < best.SnapshotID {
+			best, found = v, true
+		}
+	}
+	return best, found
+}
+
+// missingRequired lists the suite's required instruments that a definitive
+// grade does not rest on as required, passed-or-failed results.
+func missingRequired(v events.GraderVerdict, required []events.InstrumentID) []string {
+	var out []string
+	for _, id := range required {
+		ok := false
+		for _, r := range v.Instruments {
+			if r.Instrument == id && r.Required && (r.Outcome == events.InstrumentPassed || r.Outcome == events.InstrumentFailed) {
+				ok = true
+			}
+		}
+		if !ok {
+			out = append(out, string(id))
+		}
+	}
+	return out
+}
+
+func treatmentReport(treatment string, rows []AttemptRow, trials uint32) TreatmentReport {
+	t := TreatmentReport{Treatment: treatment}
+	perCase := map[string][]float64{}
+	var order []string
+	for _, a := range rows {
+		if a.Treatment != treatment {
+			continue
+		}
+		t.Planned++
+		if a.Started {
+			t.Started++
+		}
+		if a.Status != "" {
+			t.Ended++
+			u := &t.Usage
+			if a.Tokens != nil {
+				u.Tokens += *a.Tokens
+				u.TokensKnown++
+			} else {
+				u.TokensUnknown++
+			}
+			if a.Cost != nil {
+				u.Cost += *a.Cost
+				u.CostKnown++
+			} else {
+				u.CostUnknown++
+			}
+			if a.Millis != nil {
+				u.WallMillis += *a.Millis
+				u.WallKnown++
+			}
+		}
+		if a.Status == events.RunErrored {
+			t.HarnessErrors++
+		}
+		if a.Conflicts > 0 {
+			t.Conflicted++
+		}
+		switch a.Outcome {
+		case OutcomePassed, OutcomeFailed:
+			t.Graded++
+			score := 0.0
+			if a.Outcome == OutcomePassed {
+				t.Passed++
+				score = 1
+			} else {
+				t.Failed++
+			}
+			if _, ok := perCase[a.Case]; !ok {
+				order = append(order, a.Case)
+			}
+			perCase[a.Case] = append(perCase[a.Case], score)
+		case OutcomePending:
+			t.Pending++
+		case OutcomeInvalid:
+			t.Invalid++
+		case OutcomeAbstained:
+			t.Abstained++
+		case OutcomeExcluded:
+			t.Excluded++
+		case OutcomeAwaiting:
+			t.Awaiting++
+		}
+	}
+	if t.Graded > 0 {
+		t.PassRate = ptr(float64(t.Passed) / float64(t.Graded))
+		if iv, err := stats.Wilson(t.Passed, t.Graded, stats.Z95); err == nil {
+			t.Wilson = &iv
+		}
+	}
+	clusters := make([][]float64, 0, len(order))
+	for _, c := range order {
+		clusters = append(clusters, perCase[c])
+	}
+	if trials > 1 {
+		if _, se, err := stats.ClusteredSE(clusters); err == nil {
+			t.ClusteredSE = &se
+		}
+	}
+	for k := 1; k <= int(trials); k++ {
+		sum, n := 0.0, 0
+		for _, cl := range clusters {
+			c := 0
+			for _, s := range cl {
+				if s == 1 {
+					c++
+				}
+			}
+			if v, err := stats.PassAtK(len(cl), c, k); err == nil {
+				sum += v
+				n++
+			}
+		}
+		if n > 0 {
+			t.PassAtK = append(t.PassAtK, PassAtK{K: k, Value: sum / float64(n), Cases: n})
+		}
+	}
+	return t
+}
+
+// Reported returns the suite.reported body of a complete report, naming
+// the stored report by its digest.
+func (r Report) Reported(digest events.Digest) events.SuiteReported {
+	out := events.SuiteReported{ReportDigest: digest}
+	for _, t := range r.Treatments {
+		out.Attempts += uint32(t.Planned)
+		out.Passed += uint32(t.Passed)
+		out.Failed += uint32(t.Failed)
+		out.Pending += uint32(t.Pending)
+		out.Invalid += uint32(t.Invalid)
+		out.Abstained += uint32(t.Abstained)
+		out.Excluded += uint32(t.Excluded)
+	}
+	return out
+}

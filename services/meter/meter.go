@@ -1,0 +1,291 @@
+// Package meter is the meter stick's service shell. It consumes
+// suite.submitted, expanding the roster into run.requested facts with
+// deterministic run and message IDs (so a redelivered submission requests
+// nothing twice), each carrying the attempt's agent identity; and it
+// consumes run.ended and grade.verdict, folding the suite's facts with the
+// pure core in package measure until every planned attempt is settled, when
+// it stores the report as a blob and appends suite.reported. The report is
+// also the "suites" projection, which anyone can rebuild from the log.
+package meter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter/measure"
+	"github.com/factline/factline/suites"
+)
+
+// ConsumerName is the durable consumer every meter instance shares.
+const ConsumerName = "meter"
+
+// Option configures a Service.
+type Option func(*config)
+
+type config struct {
+	instance string
+	log      *slog.Logger
+	suites   int
+	consumer bus.ConsumerConfig
+}
+
+// WithInstance names this instance in the facts it writes (default
+// meter-<hostname>-<pid>).
+func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithCacheSize bounds how many suites' folded facts are kept (default 64);
+// an evicted suite is read again from the log when it is next needed.
+func WithCacheSize(suites int) Option { return func(c *config) { c.suites = suites } }
+
+// WithConsumer tunes the durable consumer. Its name and filters are always
+// the meter's.
+func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
+
+// Service is one meter instance.
+type Service struct {
+	b     *bus.Bus
+	cfg   config
+	log   *slog.Logger
+	mu    sync.Mutex
+	cache map[string]*suiteState
+	order []string
+}
+
+// suiteState is a suite's folded facts up to a stream sequence.
+type suiteState struct {
+	mu   sync.Mutex
+	log  *measure.Log
+	last uint64
+}
+
+// New returns a meter instance on b. Start it with Run.
+func New(b *bus.Bus, opts ...Option) *Service {
+	c := config{suites: 64}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "host"
+		}
+		c.instance = fmt.Sprintf("meter-%s-%d", h, os.Getpid())
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.consumer.Name = ConsumerName
+	c.consumer.Filters = []string{events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded),
+		events.KindFilter(events.KindGradeVerdict)}
+	return &Service{b: b, cfg: c, log: c.log.With("service", "meter", "instance", c.instance), cache: map[string]*suiteState{}}
+}
+
+// Run consumes until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	s.log.Info("meter started")
+	defer s.log.Info("meter stopped")
+	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
+		return fmt.Errorf("meter: %w", err)
+	}
+	return nil
+}
+
+// Handle expands a submitted suite, or settles the suite a run.ended or
+// grade.verdict belongs to.
+func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
+	switch b := d.Fact.Body.(type) {
+	case events.SuiteSubmitted:
+		if err := s.Expand(ctx, d.Fact, b); err != nil {
+			return err
+		}
+	case events.RunEnded, events.GradeVerdict:
+	default:
+		return bus.Permanent(fmt.Errorf("meter: delivered %s", d.Fact.Kind()))
+	}
+	return s.settle(ctx, d.Fact.Suite)
+}
+
+// Expand commits one run.requested per planned attempt of a submitted
+// suite, each under its deterministic run ID and message ID, with the
+// attempt's agent identity and the case's budget. Expanding again requests
+// nothing twice.
+func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.SuiteSubmitted) error {
+	suite := submitted.Suite
+	kases := map[string]*cases.Case{}
+	treats := map[string]*cases.Treatment{}
+	digests := map[string]events.Digest{} // "c/<id>", "t/<id>"
+	for _, r := range sub.Cases {
+		data, err := s.blob(ctx, "case", r.Digest)
+		if err != nil {
+			return err
+		}
+		c, err := cases.DecodeCase(data)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("meter: case %s (%s): %w", r.ID, r.Digest, err))
+		}
+		kases[r.ID], digests["c/"+r.ID] = c, r.Digest
+	}
+	for _, r := range sub.Treatments {
+		data, err := s.blob(ctx, "treatment", r.Digest)
+		if err != nil {
+			return err
+		}
+		t, err := cases.DecodeTreatment(data)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("meter: treatment %s (%s): %w", r.ID, r.Digest, err))
+		}
+		treats[r.ID], digests["t/"+r.ID] = t, r.Digest
+	}
+	requested := 0
+	for _, m := range measure.Roster(sub) {
+		c, t := kases[m.Case], treats[m.Treatment]
+		id, comps, err := suites.AgentIdentity(c, t)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("meter: %w", err))
+		}
+		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
+			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
+		recs, err := s.b.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+			for _, r := range log.Records {
+				if _, ok := r.Fact.Body.(events.RunRequested); ok {
+					return nil, nil
+				}
+			}
+			f, err := events.NewFact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
+				Causation: submitted.ID.String(), Producer: events.Producer{Service: events.OwnerMeter, Instance: s.cfg.instance}}, body)
+			return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(m.Run)}}, err
+		})
+		if err != nil {
+			return fmt.Errorf("meter: request %s/%s: %w", suite, m.Run, err)
+		}
+		if len(recs) > 0 && !recs[0].Duplicate {
+			requested++
+		}
+	}
+	s.log.Info("suite expanded", "suite", suite, "requested", requested, "cases", len(sub.Cases),
+		"treatments", len(sub.Treatments), "trials", sub.Trials)
+	return nil
+}
+
+func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byte, error) {
+	data, err := s.b.GetBlob(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("meter: %s blob: %w", what, err)
+	}
+	return data, nil
+}
+
+// settle brings a suite's report up to date and, when every attempt is
+// settled, stores it and appends suite.reported (once per distinct report).
+func (s *Service) settle(ctx context.Context, suite string) error {
+	st := s.state(suite)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := s.refresh(ctx, st); err != nil {
+		return err
+	}
+	if st.log.Submitted == nil {
+		return nil // runs of a suite the meter did not plan
+	}
+	r := measure.Build(st.log)
+	if !r.Complete {
+		return nil
+	}
+	data, err := measure.EncodeJSON(r)
+	if err != nil {
+		return err
+	}
+	digest, err := s.b.PutBlob(ctx, data)
+	if err != nil {
+		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
+	}
+	body := r.Reported(digest)
+	recs, err := s.b.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
+		for _, rec := range log.Records {
+			if sr, ok := rec.Fact.Body.(events.SuiteReported); ok && sr.ReportDigest == digest {
+				return nil, nil
+			}
+		}
+		f, err := events.NewFact(events.Meta{Suite: suite, Run: events.SuiteScope, Position: log.NextPosition(),
+			Producer: events.Producer{Service: events.OwnerMeter, Instance: s.cfg.instance}}, body)
+		return []bus.Pending{{Fact: f, MsgID: measure.ReportMsgID(digest)}}, err
+	})
+	if err != nil {
+		return fmt.Errorf("meter: report %s: %w", suite, err)
+	}
+	if len(recs) > 0 && !recs[0].Duplicate {
+		s.log.Info("suite reported", "suite", suite, "report", digest, "attempts", body.Attempts, "passed", body.Passed,
+			"failed", body.Failed, "pending", body.Pending, "invalid", body.Invalid, "abstained", body.Abstained, "excluded", body.Excluded)
+	}
+	return nil
+}
+
+// state returns the cached state of a suite, making room for it.
+func (s *Service) state(suite string) *suiteState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.cache[suite]; ok {
+		return st
+	}
+	st := &suiteState{log: measure.NewLog(suite)}
+	s.cache[suite] = st
+	s.order = append(s.order, suite)
+	for len(s.order) > s.cfg.suites {
+		delete(s.cache, s.order[0])
+		s.order = s.order[1:]
+	}
+	return st
+}
+
+// refresh folds the suite's facts committed since the state's last
+// sequence.
+func (s *Service) refresh(ctx context.Context, st *suiteState) error {
+	last, err := readSuite(ctx, s.b, st.log, st.last+1)
+	if err != nil {
+		return err
+	}
+	st.last = max(st.last, last)
+	return nil
+}
+
+// readSuite folds the suite's facts from stream sequence from on into l and
+// returns the sequence of the last one read (0 when there was none).
+func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from uint64) (uint64, error) {
+	last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(l.Suite), FromSeq: from}, func(raw bus.Raw) error {
+		f, err := events.Decode(raw.Data)
+		if err != nil {
+			return nil // an undecodable message is the consumers' to dead-letter; it holds no fact
+		}
+		l.Apply(f)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("meter: read suite %s: %w", l.Suite, err)
+	}
+	return last, nil
+}
+
+// Report builds a suite's report from the log as it is now: what the CLI
+// prints, and what anyone can rebuild with the "suites" projection.
+func Report(ctx context.Context, b *bus.Bus, suite string) (measure.Report, error) {
+	if err := events.ValidateToken("suite", suite); err != nil {
+		return measure.Report{}, fmt.Errorf("report: %w", err)
+	}
+	l := measure.NewLog(suite)
+	if _, err := readSuite(ctx, b, l, 0); err != nil {
+		return measure.Report{}, err
+	}
+	if l.Submitted == nil {
+		return measure.Report{}, fmt.Errorf("report: suite %s was never submitted", suite)
+	}
+	return measure.Build(l), nil
+}
