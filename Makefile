@@ -1,5 +1,5 @@
 # factline: two commands matter on a fresh machine.
-#   make run    the main job (today: the foundation's demo on an embedded server)
+#   make run    the main job: the demo suite on an embedded NATS server
 #   make test   vet and every test, with the race detector
 GO       ?= go
 BIN      := bin/factline
@@ -14,7 +14,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/factline
 
 run: build
-	./$(BIN) demo
+	./$(BIN) run examples/demo/suite.yaml
 
 vet:
 	$(GO) vet $(PKGS)

@@ -16,6 +16,8 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/staller"
 )
@@ -37,6 +39,12 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 	},
 	"decider": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
 		return decider.New(b, decider.WithLogger(slog.Default())).Run, nil
+	},
+	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
+		return grader.New(b, grader.WithLogger(slog.Default())).Run, nil
+	},
+	"meter": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
+		return meter.New(b, meter.WithLogger(slog.Default())).Run, nil
 	},
 }
 

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/services/meter/measure"
+	"github.com/factline/factline/suites"
+)
+
+// runRun is the main job: submit a suite, let the services run, grade and
+// measure it, and print the report.
+func runRun(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("run", "run SUITE.yaml [--store DIR | --nats URL] [--json] [--out DIR]", out)
+	var t target
+	t.flags(fs)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	outDir := fs.String("out", "", "also write report.json, report.csv and report.svg to this directory")
+	fsync := fs.String("fsync", string(bus.SyncAlways), "embedded server durability: always or interval")
+	instances := fs.Int("instances", 2, "runs the embedded runner drives at once")
+	pos, rest := splitPositional(args, 1)
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	if len(pos) != 1 {
+		return usageError{"name one suite file: factline run SUITE.yaml"}
+	}
+	suite, err := suites.Load(pos[0])
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	mode, err := bus.ParseDurability(*fsync)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	progress := newProgress(out)
+
+	var b *bus.Bus
+	var closeBus func()
+	if t.url != "" {
+		if t.store != "" {
+			return usageError{"give --store or --nats, not both"}
+		}
+		if b, closeBus, err = t.open(ctx); err != nil {
+			return err
+		}
+		progress.note("submitting to %s; services run elsewhere", t.url)
+	} else {
+		store := t.store
+		if store == "" {
+			if store, err = os.MkdirTemp("", "factline-"+suite.File.Name+"-"); err != nil {
+				return err
+			}
+		}
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: mode})
+		if err != nil {
+			return err
+		}
+		nc, err := srv.Connect()
+		if err != nil {
+			srv.Shutdown()
+			return err
+		}
+		if b, err = bus.Open(ctx, nc, bus.Config{}); err != nil {
+			nc.Close()
+			srv.Shutdown()
+			return err
+		}
+		closeBus = func() { nc.Close(); srv.Shutdown() }
+		stop := startAll(ctx, b, *instances)
+		defer stop()
+		abs, _ := filepath.Abs(store)
+		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
+	}
+	defer closeBus()
+
+	pub, err := suites.Publish(ctx, b, suite)
+	if err != nil {
+		return err
+	}
+	planned := len(measure.Roster(pub.Submitted))
+	progress.note("suite %q: %d cases × %d treatments × %d trials = %d runs", suite.File.Name,
+		len(pub.Submitted.Cases), len(pub.Submitted.Treatments), pub.Submitted.Trials, planned)
+	if err := suites.Submit(ctx, b, pub, "factline-run"); err != nil {
+		return err
+	}
+	if err := progress.follow(ctx, b, suite.File.Name, planned); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(out, "\ncancelled: %s; the log keeps everything done so far\n", progress.summary())
+			return errors.New("cancelled before the suite was measured")
+		}
+		return err
+	}
+	report, err := meter.Report(ctx, b, suite.File.Name)
+	if err != nil {
+		return err
+	}
+	if *outDir != "" {
+		if err := writeReports(*outDir, report); err != nil {
+			return err
+		}
+		progress.note("wrote report.json, report.csv and report.svg to %s", *outDir)
+	}
+	if *asJSON {
+		return measure.WriteJSON(out, report)
+	}
+	fmt.Fprintln(out)
+	return measure.WriteTable(out, report)
+}
+
+// startAll runs the five services in this process, connected only through
+// the bus, as separate processes would be.
+func startAll(ctx context.Context, b *bus.Bus, instances int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, name := range serviceNames() {
+		run, err := serviceStarters[name](b, serveOptions{instances: instances})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			continue
+		}
+		wg.Go(func() { _ = run(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+func writeReports(dir string, r measure.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer, measure.Report) error{
+		"report.json": measure.WriteJSON, "report.csv": measure.WriteCSV, "report.svg": measure.WriteSVG,
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = write(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// progress shows a suite's progress: one updating line on a terminal,
+// plain lines otherwise.
+type progress struct {
+	out       io.Writer
+	tty       bool
+	start     time.Time
+	mu        sync.Mutex
+	started   map[string]bool
+	ended     map[string]bool
+	graded    map[string]bool
+	passed    int
+	lastLine  string
+	lastPrint time.Time
+}
+
+func newProgress(out io.Writer) *progress {
+	tty := false
+	if f, ok := out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{out: out, tty: tty, start: time.Now(), started: map[string]bool{}, ended: map[string]bool{}, graded: map[string]bool{}}
+}
+
+func (p *progress) note(format string, args ...any) {
+	if p.tty && p.lastLine != "" {
+		fmt.Fprintln(p.out)
+		p.lastLine = ""
+	}
+	fmt.Fprintf(p.out, format+"\n", args...)
+}
+
+func (p *progress) summary() string {
+	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", len(p.started), len(p.ended), len(p.graded), p.passed,
+		time.Since(p.start).Round(100*time.Millisecond))
+}
+
+// follow reads the suite's facts as they are committed until the meter
+// reports the suite.
+func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reported := false
+	_, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true}, func(r bus.Raw) error {
+		f, err := events.Decode(r.Data)
+		if err != nil {
+			return nil
+		}
+		switch body := f.Body.(type) {
+		case events.RunClaimed:
+			p.started[f.Run] = true
+		case events.RunEnded:
+			p.ended[f.Run] = true
+		case events.GradeVerdict:
+			p.graded[f.Run] = true
+			if body.Verdict.Result.Type() == "passed" {
+				p.passed++
+			}
+		case events.SuiteReported:
+			reported = true
+			cancel()
+			return nil
+		default:
+			return nil
+		}
+		line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", len(p.started), planned,
+			len(p.ended), len(p.graded), p.passed, time.Since(p.start).Round(100*time.Millisecond))
+		switch {
+		case p.tty:
+			fmt.Fprintf(p.out, "\r%s%s", line, strings.Repeat(" ", max(0, len(p.lastLine)-len(line))))
+			p.lastLine = line
+		case time.Since(p.lastPrint) >= time.Second || len(p.graded) == planned:
+			// Not a terminal: a plain line at most once a second.
+			fmt.Fprintln(p.out, line)
+			p.lastPrint = time.Now()
+		}
+		return nil
+	})
+	if reported {
+		return nil
+	}
+	return err
+}

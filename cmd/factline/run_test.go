@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The main job on the demo suite: it measures every attempt, and each demo
+// case ends and grades the way its script is meant to show.
+func TestRunDemoSuite(t *testing.T) {
+	store := t.TempDir()
+	outDir := t.TempDir()
+	code, out, errOut := runCLI(t, "run", "../../examples/demo/suite.yaml", "--store", store, "--fsync", "interval", "--out", outDir, "--json")
+	if code != 0 {
+		t.Fatalf("run exited %d: %s\n%s", code, errOut, out)
+	}
+	for _, f := range []string{"report.json", "report.csv", "report.svg"} {
+		if st, err := os.Stat(filepath.Join(outDir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	start := strings.Index(out, "{")
+	var report map[string]any
+	if start < 0 || json.Unmarshal([]byte(out[start:]), &report) != nil {
+		t.Fatalf("the JSON report does not parse:\n%s", out)
+	}
+
+	// Every case's outcome, from the log.
+	_, runsJSON, _ := runCLI(t, "replay", "runs", "--store", store, "--json")
+	var runs []struct {
+		Run, Case, Treatment, Status, Reason string
+	}
+	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 42 {
+		t.Fatalf("%d runs (%v)", len(runs), err)
+	}
+	want := map[string]string{ // case/treatment → status and a word of the reason
+		"fix-sum/stall-on": "done", "fix-sum/stall-off": "done",
+		"stuck-loop/stall-on": "incomplete repeated_failure", "stuck-loop/stall-off": "incomplete",
+		"over-budget/stall-on": "incomplete budget_preflight", "over-budget/stall-off": "incomplete budget_preflight",
+		"needs-key/stall-on": "blocked deploy.key", "needs-key/stall-off": "blocked deploy.key",
+		"cheat/stall-on": "done", "poll-job/stall-on": "done", "read-only/stall-on": "done",
+	}
+	for _, r := range runs {
+		w, ok := want[r.Case+"/"+r.Treatment]
+		if !ok {
+			continue
+		}
+		status, word, _ := strings.Cut(w, " ")
+		if r.Status != status || !strings.Contains(r.Reason, word) {
+			t.Errorf("%s: %s/%q, want %s/…%s…", r.Run, r.Status, r.Reason, status, word)
+		}
+	}
+	// And how each was graded: only honest work passes.
+	_, tail, _ := runCLI(t, "tail", "--store", store, "--since", "start", "--no-follow", "--kind", "grade.verdict")
+	passed := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(tail), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 2 && strings.HasSuffix(l, "result=passed") {
+			c := strings.TrimPrefix(f[2], "demo/")
+			passed[c[:strings.Index(c, "-stall")]] = true
+		}
+	}
+	for c, should := range map[string]bool{"fix-sum": true, "poll-job": true, "read-only": true,
+		"cheat": false, "stuck-loop": false, "over-budget": false, "needs-key": false} {
+		if passed[c] != should {
+			t.Errorf("case %s passed=%v, want %v", c, passed[c], should)
+		}
+	}
+}
+
+func TestRunRefusesBadSuites(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("t.yaml", "id: t\nmodel: {provider: scripted, scripts: s}\n")
+	write("s/c.yaml", "turns: []\n")
+	write("c.yaml", "id: c\ninstruction: x\ntools: [rm_rf]\n")
+	write("neg.yaml", "id: c\ninstruction: x\nbudget: {steps: -1}\n")
+	for _, c := range []struct{ file, body, want string }{
+		{"missing.yaml", "name: s\ncases: [{path: nope.yaml}]\ntreatments: [{path: t.yaml}]\n", "nope.yaml"},
+		{"tool.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", `unknown tool "rm_rf"`},
+		{"budget.yaml", "name: s\ncases: [{path: neg.yaml}]\ntreatments: [{path: t.yaml}]\n", "steps"},
+		{"syntax.yaml", "name: s\ncases: [\n", "syntax.yaml"},
+	} {
+		path := write(c.file, c.body)
+		code, _, errOut := runCLI(t, "run", path, "--store", t.TempDir())
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 2 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("%s: exit %d, first line %q; want exit 2 naming %q", c.file, code, lines[0], c.want)
+		}
+	}
+}
