@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"slices"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -39,18 +38,7 @@ var RunsFold = Fold[Runs]{
 	Help:  "status, reason, spend, last evidence and next action of every run",
 	Init:  func() Runs { return Runs{} },
 	Apply: applyRun,
-	View: func(s Runs) any {
-		keys := make([]string, 0, len(s))
-		for k := range s {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		out := make([]*RunSummary, len(keys))
-		for i, k := range keys {
-			out[i] = s[k]
-		}
-		return out
-	},
+	View:  func(s Runs) any { return sortedValues(s) },
 }
 
 func applyRun(s Runs, f events.Fact) Runs {

@@ -28,6 +28,30 @@ func TestRunDemoSuite(t *testing.T) {
 		t.Fatalf("the JSON report does not parse:\n%s", out)
 	}
 
+	// Replaying the stream into the suites projection gives the report run
+	// printed; the report command gives it too.
+	_, replayed, _ := runCLI(t, "replay", "suites", "--store", store, "--json")
+	var reports []map[string]any
+	if err := json.Unmarshal([]byte(replayed), &reports); err != nil || len(reports) != 1 {
+		t.Fatalf("replay suites: %v\n%s", err, replayed)
+	}
+	same := func(a, b map[string]any) bool { x, _ := json.Marshal(a); y, _ := json.Marshal(b); return string(x) == string(y) }
+	if !same(reports[0], report) {
+		t.Fatal("the replayed report differs from the one run printed")
+	}
+	_, again, _ := runCLI(t, "report", "demo", "--store", store, "--json")
+	var fromReport map[string]any
+	if err := json.Unmarshal([]byte(again), &fromReport); err != nil || !same(fromReport, report) {
+		t.Fatalf("factline report differs from run's report: %v", err)
+	}
+	for _, p := range []string{"history", "grades"} {
+		code, out, errOut := runCLI(t, "replay", p, "--store", store, "--json")
+		var v []any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Fatalf("replay %s: %d %q", p, code, errOut)
+		}
+	}
+
 	// Every case's outcome, from the log.
 	_, runsJSON, _ := runCLI(t, "replay", "runs", "--store", store, "--json")
 	var runs []struct {
