@@ -44,7 +44,11 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out)
+	if *asJSON {
+		progress = newProgress(os.Stderr)
+	}
 
 	var b *bus.Bus
 	var closeBus func()

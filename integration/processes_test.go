@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// factlineBinary builds cmd/factline once for the tests that run it as
+// separate OS processes.
+func factlineBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "factline-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "factline")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/factline").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// normalise drops what no two runs share (wall times) from a report.
+func normalise(t *testing.T, report []byte) string {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("report does not parse: %v\n%s", err, report)
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch v := x.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if k == "wall_millis" || k == "millis" {
+					v[k] = 0
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(r)
+	out, _ := json.Marshal(r)
+	return string(out)
+}
+
+// The demo suite run by services in three separate OS processes (the
+// stall handler, decider, grader and meter in one, a runner in each of the
+// other two) against one NATS server on loopback, submitted by a fourth:
+// the same report as everything in one process.
+func TestServeInSeparateProcesses(t *testing.T) {
+	bin := factlineBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	port := freePorts(t, 1)[0]
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	var procs []*exec.Cmd
+	start := func(args ...string) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("factline %v:\n%s", args, logs.String())
+			}
+		})
+	}
+	start("serve", "--services", "staller,decider,grader,meter", "--store", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	for {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the NATS server never listened")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	start("serve", "--services", "runner", "--nats", url, "--instances", "2", "--work-dir", t.TempDir())
+	start("serve", "--services", "runner", "--nats", url, "--instances", "2", "--work-dir", t.TempDir())
+
+	distributed, err := exec.CommandContext(ctx, bin, "run", "../examples/demo/suite.yaml", "--nats", url, "--json").Output()
+	if err != nil {
+		t.Fatalf("run against the fleet: %v", err)
+	}
+	single, err := exec.CommandContext(ctx, bin, "run", "../examples/demo/suite.yaml", "--store", t.TempDir(), "--fsync", "interval", "--json").Output()
+	if err != nil {
+		t.Fatalf("run in one process: %v", err)
+	}
+	if a, b := normalise(t, distributed), normalise(t, single); a != b {
+		t.Fatalf("reports differ:\n distributed %s\n      single %s", a, b)
+	}
+}
