@@ -35,7 +35,11 @@ func TestRunDemoSuite(t *testing.T) {
 	if err := json.Unmarshal([]byte(replayed), &reports); err != nil || len(reports) != 1 {
 		t.Fatalf("replay suites: %v\n%s", err, replayed)
 	}
-	same := func(a, b map[string]any) bool { x, _ := json.Marshal(a); y, _ := json.Marshal(b); return string(x) == string(y) }
+	same := func(a, b map[string]any) bool {
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		return string(x) == string(y)
+	}
 	if !same(reports[0], report) {
 		t.Fatal("the replayed report differs from the one run printed")
 	}
