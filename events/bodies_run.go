@@ -105,6 +105,10 @@ type ControlAccepted struct {
 	CallID      CallID     `msgpack:"call_id,omitempty"`
 	ArgsDigest  Digest     `msgpack:"args_digest,omitempty"`
 	Reason      string     `msgpack:"reason,omitempty"`
+	// Operation and Outcome record a resolution: the operation a person
+	// settled and what they found (applied or not_applied).
+	Operation string `msgpack:"operation,omitempty"`
+	Outcome   string `msgpack:"outcome,omitempty"`
 }
 
 // Kind implements Body.
@@ -122,6 +126,11 @@ func (b ControlAccepted) validate(p string) error {
 			return err
 		}
 		return needDigest(p, "args_digest", b.ArgsDigest)
+	case SignalResolve:
+		if err := needString(p, "operation", b.Operation); err != nil {
+			return err
+		}
+		return needOneOf(p, "outcome", b.Outcome, []string{OutcomeApplied, OutcomeNotApplied})
 	}
 	return optDigest(p, "args_digest", b.ArgsDigest)
 }

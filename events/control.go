@@ -18,8 +18,10 @@ type Control struct {
 	Operation string `json:"operation,omitempty"`
 	// ArgsDigest binds an approval to the exact arguments it approves.
 	ArgsDigest Digest `json:"args_digest,omitempty"`
-	// Reason says why (cancel, reject).
+	// Reason says why (cancel, reject, resolve).
 	Reason string `json:"reason,omitempty"`
+	// Outcome is a resolution's finding: applied or not_applied.
+	Outcome string `json:"outcome,omitempty"`
 	// From names who sent it.
 	From string `json:"from,omitempty"`
 }
@@ -35,12 +37,15 @@ func (c Control) Validate() error {
 	switch c.Signal {
 	case SignalSteer:
 		return needString("", "instruction", c.Instruction)
-	case SignalApprove, SignalReject:
+	case SignalApprove, SignalReject, SignalResolve:
 		if err := needString("", "operation", c.Operation); err != nil {
 			return err
 		}
-		if c.Signal == SignalApprove {
+		switch c.Signal {
+		case SignalApprove:
 			return needDigest("", "args_digest", c.ArgsDigest)
+		case SignalResolve:
+			return needOneOf("", "outcome", c.Outcome, []string{OutcomeApplied, OutcomeNotApplied})
 		}
 	}
 	return nil

@@ -10,9 +10,19 @@ const (
 	SignalSteer   Signal = "steer"
 	SignalApprove Signal = "approve"
 	SignalReject  Signal = "reject"
+	// SignalResolve settles an operation whose outcome the log does not
+	// know (its runner died between intent and settlement) with a person's
+	// finding: applied or not applied.
+	SignalResolve Signal = "resolve"
 )
 
-var signals = []Signal{SignalCancel, SignalSteer, SignalApprove, SignalReject}
+var signals = []Signal{SignalCancel, SignalSteer, SignalApprove, SignalReject, SignalResolve}
+
+// Outcomes a person can find when resolving an operation.
+const (
+	OutcomeApplied    = "applied"
+	OutcomeNotApplied = "not_applied"
+)
 
 // ControlRef names an accepted control signal.
 type ControlRef struct {

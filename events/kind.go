@@ -67,14 +67,15 @@ var kinds = map[Kind]kindSpec{
 	KindTurnCompleted:    {1, OwnerRunner, runScope, func() any { return new(TurnCompleted) }},
 	KindStallObserved:    {1, OwnerStaller, runScope, func() any { return new(StallObserved) }},
 	KindStopDecided:      {1, OwnerDecider, runScope, func() any { return new(StopDecided) }},
-	KindControlAccepted:  {1, OwnerRunner, runScope, func() any { return new(ControlAccepted) }},
-	KindTaskGeneration:   {1, OwnerRunner, runScope, func() any { return new(TaskGenerationStarted) }},
-	KindRunEnded:         {1, OwnerRunner, runScope, func() any { return new(RunEnded) }},
-	KindCandidateSealed:  {1, OwnerRunner, runScope, func() any { return new(CandidateSealed) }},
-	KindGradeInstrument:  {1, OwnerGrader, runScope, func() any { return new(GradeInstrument) }},
-	KindGradeVerdict:     {1, OwnerGrader, runScope, func() any { return new(GradeVerdict) }},
-	KindGradeConflict:    {1, OwnerGrader, runScope, func() any { return new(GradeConflict) }},
-	KindSuiteReported:    {1, OwnerMeter, suiteScope, func() any { return new(SuiteReported) }},
+	// Version 2 added the resolve signal: a version-1 reader cannot know it.
+	KindControlAccepted: {2, OwnerRunner, runScope, func() any { return new(ControlAccepted) }},
+	KindTaskGeneration:  {1, OwnerRunner, runScope, func() any { return new(TaskGenerationStarted) }},
+	KindRunEnded:        {1, OwnerRunner, runScope, func() any { return new(RunEnded) }},
+	KindCandidateSealed: {1, OwnerRunner, runScope, func() any { return new(CandidateSealed) }},
+	KindGradeInstrument: {1, OwnerGrader, runScope, func() any { return new(GradeInstrument) }},
+	KindGradeVerdict:    {1, OwnerGrader, runScope, func() any { return new(GradeVerdict) }},
+	KindGradeConflict:   {1, OwnerGrader, runScope, func() any { return new(GradeConflict) }},
+	KindSuiteReported:   {1, OwnerMeter, suiteScope, func() any { return new(SuiteReported) }},
 }
 
 // Kinds returns every known kind, sorted.

@@ -19,6 +19,8 @@ func runControl(sig events.Signal, synopsis string, positional int) func(context
 		reason := fs.String("reason", "", "why (shown in the run's handoff)")
 		digest := fs.String("args-digest", "", "approve: the digest of the exact arguments approved (from dispatch.intended)")
 		from := fs.String("from", "", "who sends the signal")
+		applied := fs.Bool("applied", false, "resolve: the operation took effect")
+		notApplied := fs.Bool("not-applied", false, "resolve: the operation did not take effect (it may run again)")
 		pos, rest := splitPositional(args, positional)
 		if err := parse(fs, rest); err != nil {
 			return err
@@ -44,6 +46,14 @@ func runControl(sig events.Signal, synopsis string, positional int) func(context
 		case events.SignalApprove, events.SignalReject:
 			c.Operation = pos[1]
 			c.ArgsDigest = events.Digest(*digest)
+		case events.SignalResolve:
+			if *applied == *notApplied {
+				return usageError{"say what you found: --applied or --not-applied"}
+			}
+			c.Operation, c.Outcome = pos[1], events.OutcomeNotApplied
+			if *applied {
+				c.Outcome = events.OutcomeApplied
+			}
 		}
 		if err := b.SendControl(ctx, suite, run, c); err != nil {
 			return err

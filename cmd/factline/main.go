@@ -39,6 +39,7 @@ func commands() []command {
 		{"steer", "add an instruction to a running task (a new task generation)", runControl(events.SignalSteer, "steer RUN TEXT (--store DIR | --nats URL)", 2)},
 		{"approve", "approve an operation waiting for approval, bound to its exact arguments", runControl(events.SignalApprove, "approve RUN OPERATION --args-digest DIGEST (--store DIR | --nats URL)", 2)},
 		{"reject", "reject an operation waiting for approval", runControl(events.SignalReject, "reject RUN OPERATION [--reason TEXT] (--store DIR | --nats URL)", 2)},
+		{"resolve", "settle an operation of unknown outcome with what a person found", runControl(events.SignalResolve, "resolve RUN OPERATION --applied|--not-applied (--store DIR | --nats URL)", 2)},
 	}
 }
 

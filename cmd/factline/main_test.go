@@ -87,6 +87,12 @@ func TestDemo(t *testing.T) {
 	if code, _, errOut := runCLI(t, "approve", runs[0].Run, "op-1", "--store", store); code != 1 || !strings.Contains(errOut, "args_digest") {
 		t.Fatalf("approve without a digest: %d %q", code, errOut)
 	}
+	if code, _, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--store", store); code != 2 || !strings.Contains(errOut, "--applied or --not-applied") {
+		t.Fatalf("resolve without a finding: %d %q", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--applied", "--store", store); code != 0 || !strings.Contains(out, "sent resolve") {
+		t.Fatalf("resolve: %d %q %q", code, out, errOut)
+	}
 	_, fromStore, _ := runCLI(t, "replay", "runs", "--store", fresh, "--json")
 	_, fromFile, _ := runCLI(t, "replay", "runs", "--file", export, "--json")
 	if fromStore == "" || fromStore != fromFile {

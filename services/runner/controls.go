@@ -18,13 +18,14 @@ type controls struct {
 	cancel    *events.Control
 	steers    []events.Control
 	approvals map[string][]events.Control // by operation ID
+	resolved  map[string]events.Control   // resolutions, by operation ID
 	accepted  map[string]bool             // control IDs already accepted (from the log)
 	wake      chan struct{}
 	stopWork  context.CancelFunc
 }
 
 func newControls(stopWork context.CancelFunc) *controls {
-	return &controls{approvals: map[string][]events.Control{}, accepted: map[string]bool{},
+	return &controls{approvals: map[string][]events.Control{}, resolved: map[string]events.Control{}, accepted: map[string]bool{},
 		wake: make(chan struct{}, 1), stopWork: stopWork}
 }
 
@@ -45,6 +46,8 @@ func (c *controls) watch(ch <-chan events.Control) {
 			}
 		case events.SignalApprove, events.SignalReject:
 			c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
+		case events.SignalResolve:
+			c.resolved[sig.Operation] = sig
 		}
 		c.mu.Unlock()
 		select {
@@ -178,4 +181,31 @@ func (a *attempt) status(phase string, extra map[string]any) {
 		st[k] = v
 	}
 	_ = a.svc.bus.PublishStatus(a.suite, a.run, st)
+}
+
+// awaitResolution waits for a person to say whether an operation of unknown
+// outcome took effect. It reports false when nobody did in time (or the run
+// was cancelled): the run then ends for a person.
+func (a *attempt) awaitResolution(ctx context.Context, op string) (events.Control, bool) {
+	a.status("awaiting_resolution", map[string]any{"operation": op})
+	limit := time.NewTimer(a.svc.approvalTimeout)
+	defer limit.Stop()
+	for {
+		a.ctl.mu.Lock()
+		sig, ok := a.ctl.resolved[op]
+		a.ctl.mu.Unlock()
+		if ok {
+			return sig, true
+		}
+		if a.ctl.pendingCancel() != nil {
+			return events.Control{}, false
+		}
+		select {
+		case <-a.ctl.wake:
+		case <-limit.C:
+			return events.Control{}, false
+		case <-ctx.Done():
+			return events.Control{}, false
+		}
+	}
 }

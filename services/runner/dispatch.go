@@ -42,7 +42,21 @@ func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.Complet
 		if in, ok := p.intended[call.ID]; ok {
 			rec := a.reconcile(ctx, in)
 			if rec.end != nil {
-				return nil, nil, rec.end, nil
+				// Nothing in the log or the contract can tell: a person
+				// may, with factline resolve. Until then nothing runs.
+				if rec, err := a.resolveByPerson(ctx, in); err != nil || rec.end != nil {
+					return nil, nil, rec.end, err
+				} else if rec.settled != nil {
+					d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/%s", p.turn, call.ID)),
+						Tool: call.Name, Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable,
+						Verification: events.NotVerifier(), Digest: a.ws.Digest()}
+					if err := a.settle(ctx, p.turn, d, *rec.settled); err != nil {
+						return nil, nil, nil, err
+					}
+					out = append(out, d)
+					continue
+				}
+				rec = reconciliation{}
 			}
 			if rec.settled != nil {
 				d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/%s", p.turn, call.ID)),
@@ -113,6 +127,32 @@ func (a *attempt) reconcile(ctx context.Context, in events.DispatchIntended) rec
 		}
 	}
 	return reconciliation{end: human}
+}
+
+// resolveByPerson waits for a person's finding on an operation of unknown
+// outcome and records it: applied settles the call without running it
+// again, not applied lets it run again under the same operation ID. No
+// finding in time ends the run for a person, naming the operation.
+func (a *attempt) resolveByPerson(ctx context.Context, in events.DispatchIntended) (reconciliation, error) {
+	human := &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect; settle it with factline resolve", in.OperationID, in.Tool)}
+	sig, ok := a.awaitResolution(ctx, in.OperationID)
+	if !ok {
+		if sigc := a.ctl.pendingCancel(); sigc != nil {
+			end, err := a.acceptCancel(ctx, sigc)
+			return reconciliation{end: &end}, err
+		}
+		return reconciliation{end: human}, ctx.Err()
+	}
+	if _, err := a.commit(ctx, "control/"+sig.ID, events.ControlAccepted{
+		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalResolve}, Operation: in.OperationID, Outcome: sig.Outcome, Reason: sig.Reason,
+	}); err != nil {
+		return reconciliation{}, err
+	}
+	if sig.Outcome == events.OutcomeApplied {
+		res := tools.Result{Output: "resolved by a person: operation " + in.OperationID + " took effect; it was not sent again"}
+		return reconciliation{settled: &res}, nil
+	}
+	return reconciliation{}, nil
 }
 
 // lookupOperation asks a sink's status endpoint whether an operation took

@@ -180,7 +180,7 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runne
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir"})
+		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second})
 	must(t, err)
 	done := make(chan struct{})
 	go func() { _ = svc.Run(rctx); close(done) }()
@@ -204,11 +204,13 @@ func TestExternalEffectAfterCrash(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		dedupe, status bool
+		resolve        string // a person's finding, sent once the runner died
 		want           events.RunStatus
 	}{
-		{"the sink deduplicates", true, false, events.RunDone},
-		{"the sink has a status lookup", false, true, events.RunDone},
-		{"no way to know", false, false, events.RunNeedsHuman},
+		{"the sink deduplicates", true, false, "", events.RunDone},
+		{"the sink has a status lookup", false, true, "", events.RunDone},
+		{"a person finds it applied", false, false, events.OutcomeApplied, events.RunDone},
+		{"no way to know", false, false, "", events.RunNeedsHuman},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var child *exec.Cmd
@@ -234,6 +236,12 @@ func TestExternalEffectAfterCrash(t *testing.T) {
 			child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(), "FACTLINE_TEST_WORKDIR="+t.TempDir())
 			must(t, child.Start())
 			run := strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "-"), "the-", "")
+			if c.resolve != "" {
+				// Signals wait in the CONTROL stream: the runner that takes
+				// the run over reads it when it needs it.
+				must(t, b.SendControl(ctx, "suite", run, events.Control{Signal: events.SignalResolve,
+					Operation: run + "/t1/pay", Outcome: c.resolve, Reason: "checked the sink"}))
+			}
 			res := takeover(t, ctx, b, run, p, child)
 			if res.end.Status != c.want {
 				t.Fatalf("ended %s/%q, want %s", res.end.Status, res.end.Reason, c.want)
@@ -243,6 +251,17 @@ func TestExternalEffectAfterCrash(t *testing.T) {
 			}
 			if c.want == events.RunNeedsHuman && !strings.Contains(res.end.Reason, run+"/t1/pay") {
 				t.Fatalf("the reason does not name the operation: %q", res.end.Reason)
+			}
+			if c.resolve != "" {
+				found := false
+				for _, f := range res.log.Facts() {
+					if ca, ok := f.Body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalResolve && ca.Outcome == c.resolve {
+						found = true
+					}
+				}
+				if !found {
+					t.Fatal("the person's finding was not accepted as a fact")
+				}
 			}
 		})
 	}
