@@ -117,7 +117,6 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"replay", "nosuch", "--file", file}, 2, `no projection named "nosuch"`},
 		{[]string{"replay", "runs"}, 2, "--store DIR or --nats URL"},
 		{[]string{"replay", "runs", "--file", file}, 1, "not a factline export"},
-		{[]string{"export", "--store", t.TempDir()}, 2, "--out FILE is required"},
 		{[]string{"import", "--store", t.TempDir()}, 2, "exactly one export FILE"},
 		{[]string{"export", "--store", "a", "--nats", "b", "--out", file}, 2, "not both"},
 		{[]string{"serve", "--services", "runner,oracle", "--store", t.TempDir()}, 2, `unknown service "oracle"`},

@@ -15,23 +15,31 @@ import (
 )
 
 func runExport(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("export", "export (--store DIR | --nats URL) --out FILE [--filter SUBJECT] [--from-seq N]", out)
+	fs := newFlags("export", "export [FILTER] (--store DIR | --nats URL) [--out FILE] [--from-seq N]", out)
 	var t target
 	t.flags(fs)
-	path := fs.String("out", "", "file to write (required)")
+	path := fs.String("out", "", "file to write (default: standard output)")
 	filter := fs.String("filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
 	from := fs.Uint64("from-seq", 0, "first stream sequence to export")
-	if err := parse(fs, args); err != nil {
+	pos, rest := splitPositional(args, 1)
+	if err := parse(fs, rest); err != nil {
 		return err
 	}
-	if *path == "" {
-		return usageError{"--out FILE is required"}
+	if len(pos) == 1 {
+		*filter = pos[0]
 	}
 	b, closeBus, err := t.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
+	if *path == "" {
+		n, err := b.Export(ctx, out, bus.ReadOptions{Filter: *filter, FromSeq: *from})
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "exported %d messages\n", n)
+		}
+		return err
+	}
 	f, err := os.Create(*path)
 	if err != nil {
 		return err
@@ -48,7 +56,7 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runImport(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("import", "import (--store DIR | --nats URL) FILE", out)
+	fs := newFlags("import", "import (--store DIR | --nats URL) FILE (- for standard input)", out)
 	var t target
 	t.flags(fs)
 	if err := parse(fs, args); err != nil {
@@ -57,9 +65,13 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageError{"give exactly one export FILE to import"}
 	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return err
+	var f io.ReadCloser = os.Stdin
+	if fs.Arg(0) != "-" {
+		file, err := os.Open(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		f = file
 	}
 	defer f.Close()
 	b, closeBus, err := t.open(ctx)
