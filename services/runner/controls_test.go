@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,8 +94,17 @@ func TestCancelDuringLongCommand(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err := syscall.Kill(pid, 0); err == nil {
-		t.Fatalf("the command's child %d survived the cancel", pid)
+	// Killed: gone, or a zombie waiting to be reaped by init.
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+		if strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's child %d survived the cancel", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
