@@ -47,6 +47,12 @@ func (c *Cache) Effective(ctx context.Context, b *bus.Bus, log bus.RunLog) (case
 	if req == nil {
 		return cases.Effective{}, bus.Permanent(errors.New("the run has no run.requested, so its case and stall policy are unknown"))
 	}
+	return c.ForRequest(ctx, b, *req)
+}
+
+// ForRequest returns the case under its treatment that a run.requested
+// names. A missing blob or one that does not decode is a permanent error.
+func (c *Cache) ForRequest(ctx context.Context, b *bus.Bus, req events.RunRequested) (cases.Effective, error) {
 	key := string(req.CaseDigest) + "|" + string(req.TreatmentDigest)
 	c.mu.Lock()
 	eff, ok := c.m[key]

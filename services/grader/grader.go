@@ -24,6 +24,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/services/grader/grade"
@@ -91,7 +92,7 @@ type Service struct {
 	cfg    config
 	log    *slog.Logger
 	runs   *bus.RunCache
-	inputs *inputCache
+	inputs *caseload.Cache
 	locks  keyedMutex
 }
 
@@ -124,7 +125,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		cfg:    c,
 		log:    c.log.With("service", "grader", "instance", c.instance),
 		runs:   b.NewRunCache(c.runs),
-		inputs: newInputCache(64),
+		inputs: caseload.New(64),
 		locks:  keyedMutex{m: map[string]*lockEntry{}},
 	}
 }
@@ -194,7 +195,8 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		}
 		return s.commit(ctx, suite, run, func(st grade.Run) grade.Decision { return grade.DecideInvalid(st, run) })
 	}
-	in, err := s.inputs.get(ctx, s.b, req)
+	eff, err := s.inputs.ForRequest(ctx, s.b, req)
+	in := inputs{kase: eff.Case, treat: eff.Treatment}
 	if err != nil {
 		return err
 	}
@@ -342,62 +344,6 @@ func (s *Service) fact(log bus.RunLog, st grade.Run, body events.Body, offset in
 type inputs struct {
 	kase  *cases.Case
 	treat *cases.Treatment
-}
-
-// inputCache keeps decoded cases and treatments by their blob digests.
-type inputCache struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]inputs
-	order []string
-}
-
-func newInputCache(max int) *inputCache { return &inputCache{max: max, m: map[string]inputs{}} }
-
-func (c *inputCache) get(ctx context.Context, b *bus.Bus, req events.RunRequested) (inputs, error) {
-	key := string(req.CaseDigest) + "|" + string(req.TreatmentDigest)
-	c.mu.Lock()
-	in, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return in, nil
-	}
-	cdata, err := blob(ctx, b, "case", req.CaseDigest)
-	if err != nil {
-		return inputs{}, err
-	}
-	if in.kase, err = cases.DecodeCase(cdata); err != nil {
-		return inputs{}, bus.Permanent(fmt.Errorf("grader: case %s (%s): %w", req.Case, req.CaseDigest, err))
-	}
-	tdata, err := blob(ctx, b, "treatment", req.TreatmentDigest)
-	if err != nil {
-		return inputs{}, err
-	}
-	if in.treat, err = cases.DecodeTreatment(tdata); err != nil {
-		return inputs{}, bus.Permanent(fmt.Errorf("grader: treatment %s (%s): %w", req.Treatment, req.TreatmentDigest, err))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[key]; !ok {
-		c.m[key] = in
-		c.order = append(c.order, key)
-		for len(c.order) > c.max {
-			delete(c.m, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
-	return in, nil
-}
-
-func blob(ctx context.Context, b *bus.Bus, what string, d events.Digest) ([]byte, error) {
-	data, err := b.GetBlob(ctx, d)
-	if errors.Is(err, bus.ErrBlobNotFound) {
-		return nil, bus.Permanent(fmt.Errorf("grader: %s blob: %w", what, err))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("grader: %s blob: %w", what, err)
-	}
-	return data, nil
 }
 
 // keyedMutex serialises work on one run within this instance, so that the
