@@ -27,6 +27,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run a suite: submit it, run, grade and measure every attempt, print the report", runRun},
+		{"audit", "check the log's invariants; exit non-zero naming each violation", runAudit},
 		{"report", "print the meter's report of a suite, rebuilt from the log", runReport},
 		{"demo", "start an embedded server, append a small run's facts, replay and print them", runDemo},
 		{"serve", "run services (runner, staller, decider, …) against a store or a NATS server", runServe},

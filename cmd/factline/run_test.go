@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/bus"
 )
 
 // The main job on the demo suite: it measures every attempt, and each demo
@@ -54,6 +59,23 @@ func TestRunDemoSuite(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 			t.Fatalf("replay %s: %d %q", p, code, errOut)
 		}
+	}
+
+	// The log keeps every invariant; a deleted fact and a forged effect at
+	// the sink both fail the audit.
+	if code, out, errOut := runCLI(t, "audit", "--suite", "demo", "--finished", "--store", store); code != 0 || !strings.Contains(out, "every invariant holds") {
+		t.Fatalf("audit of the demo: %d\n%s%s", code, out, errOut)
+	}
+	sinkFile := filepath.Join(t.TempDir(), "sink.txt")
+	if err := os.WriteFile(sinkFile, []byte("fix-sum-stall-on-t1/t9/forged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--sink-records", sinkFile, "--store", store); code != 1 || !strings.Contains(out, "effect-in-log") {
+		t.Fatalf("a forged effect passed the audit: %d\n%s", code, out)
+	}
+	deleteOne(t, store, "fact.demo.fix-sum-stall-on-t1.stall.observed")
+	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--store", store); code != 1 || !strings.Contains(out, "one-stall-per-turn") || !strings.Contains(out, "positions") {
+		t.Fatalf("a deleted fact passed the audit: %d\n%s", code, out)
 	}
 
 	// Every case's outcome, from the log.
@@ -125,5 +147,34 @@ func TestRunRefusesBadSuites(t *testing.T) {
 		if code != 2 || !strings.Contains(lines[0], c.want) {
 			t.Errorf("%s: exit %d, first line %q; want exit 2 naming %q", c.file, code, lines[0], c.want)
 		}
+	}
+}
+
+// deleteOne removes the last message of a subject from a store, as a lost
+// or tampered fact would.
+func deleteOne(t *testing.T, store, subject string) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, m.Sequence); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,223 @@
+// Package audit checks the committed log against the invariants every
+// factline service keeps. It is a pure function of the facts (and,
+// optionally, an external sink's own record of effects), so it can run on a
+// live stream, an export or a test's log alike, and it trusts nothing the
+// services say about themselves.
+package audit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/factline/factline/events"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Suite, Run string
+	Rule       string // short name of the invariant
+	Detail     string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s/%s: %s: %s", v.Suite, v.Run, v.Rule, v.Detail)
+}
+
+// Rules the audit checks.
+const (
+	RulePositions    = "positions"          // 1, 2, 3… per run, no gap, no repeat
+	RuleOneStall     = "one-stall-per-turn" // every completed turn: exactly one stall.observed
+	RuleOneDecision  = "one-decision-per-turn"
+	RuleSettled      = "dispatch-settled" // every intended dispatch completed, resolved or surfaced as unknown
+	RuleEndedOnce    = "ended-once"       // every started run ended exactly once
+	RuleGraded       = "candidate-graded" // every sealed candidate has a verdict
+	RuleEffectOnce   = "effect-once"      // the sink saw each settled external effect exactly once
+	RuleEffectInLog  = "effect-in-log"    // the sink saw no effect the log does not intend
+	RuleNoStrayFacts = "no-facts-after-end"
+)
+
+// run gathers what one run's facts say.
+type run struct {
+	suite, name string
+	positions   []uint64
+	completed   map[uint32]int
+	stalls      map[uint32]int
+	decisions   map[uint32]int
+	intended    map[string]events.DispatchIntended // by operation
+	settled     map[string]bool                    // operation → completed or resolved
+	applied     map[string]bool                    // external operations known to have taken effect
+	claimed     bool
+	ended       int
+	endReason   string
+	sealed      bool
+	verdicts    int
+	lastKinds   []events.Kind
+}
+
+// Options say what else the audit knows.
+type Options struct {
+	// Sink, when not nil, is an external sink's own count of effects by
+	// operation ID (its Idempotency-Key).
+	Sink map[string]int
+	// Finished says every run should be over (e.g. the suite was reported):
+	// a started run that never ended is then a violation, not work in
+	// progress.
+	Finished bool
+}
+
+// Check audits facts (in log order).
+func Check(facts []events.Fact, opts Options) []Violation {
+	sink := opts.Sink
+	runs := map[string]*run{}
+	var order []string
+	for _, f := range facts {
+		if f.Run == events.SuiteScope {
+			continue
+		}
+		key := f.Suite + "/" + f.Run
+		r := runs[key]
+		if r == nil {
+			r = &run{suite: f.Suite, name: f.Run, completed: map[uint32]int{}, stalls: map[uint32]int{}, decisions: map[uint32]int{},
+				intended: map[string]events.DispatchIntended{}, settled: map[string]bool{}, applied: map[string]bool{}}
+			runs[key] = r
+			order = append(order, key)
+		}
+		r.positions = append(r.positions, f.Position)
+		if r.ended > 0 {
+			r.lastKinds = append(r.lastKinds, f.Kind())
+		}
+		r.observe(f)
+	}
+	var out []Violation
+	intendedOps := map[string]bool{}
+	for _, key := range order {
+		r := runs[key]
+		out = append(out, r.check(opts.Finished)...)
+		for op, in := range r.intended {
+			intendedOps[op] = true
+			if sink == nil || in.Effect != events.EffectExternal {
+				continue
+			}
+			if r.applied[op] && sink[op] != 1 {
+				out = append(out, Violation{r.suite, r.name, RuleEffectOnce, fmt.Sprintf("operation %s took effect %d times at the sink, want 1", op, sink[op])})
+			}
+		}
+	}
+	if sink != nil {
+		ops := make([]string, 0, len(sink))
+		for op := range sink {
+			ops = append(ops, op)
+		}
+		slices.Sort(ops)
+		for _, op := range ops {
+			if !intendedOps[op] {
+				suite, runName := "?", "?"
+				if parts := strings.SplitN(op, "/", 2); len(parts) == 2 {
+					runName = parts[0]
+				}
+				out = append(out, Violation{suite, runName, RuleEffectInLog, fmt.Sprintf("the sink holds %d effect(s) of operation %s, which the log never intended", sink[op], op)})
+			}
+		}
+	}
+	return out
+}
+
+func (r *run) observe(f events.Fact) {
+	switch b := f.Body.(type) {
+	case events.RunClaimed:
+		r.claimed = true
+	case events.TurnCompleted:
+		r.completed[b.Evidence.Turn]++
+	case events.StallObserved:
+		r.stalls[b.Turn]++
+	case events.StopDecided:
+		r.decisions[b.Decision.Turn]++
+	case events.DispatchIntended:
+		r.intended[b.OperationID] = b
+	case events.DispatchCompleted:
+		for op, in := range r.intended {
+			if in.Turn == b.Turn && in.CallID == b.Dispatch.CallID {
+				r.settled[op] = true
+				if b.Dispatch.Disposition == events.DispositionExecuted && b.Error == nil {
+					r.applied[op] = true
+				}
+			}
+		}
+	case events.ControlAccepted:
+		if b.Control.Signal == events.SignalResolve {
+			r.settled[b.Operation] = true
+			if b.Outcome == events.OutcomeApplied {
+				r.applied[b.Operation] = true
+			}
+		}
+	case events.RunEnded:
+		r.ended++
+		r.endReason = b.Reason
+	case events.CandidateSealed:
+		r.sealed = true
+	case events.GradeVerdict:
+		r.verdicts++
+	}
+}
+
+func (r *run) check(finished bool) []Violation {
+	var out []Violation
+	add := func(rule, format string, args ...any) {
+		out = append(out, Violation{r.suite, r.name, rule, fmt.Sprintf(format, args...)})
+	}
+	for i, p := range r.positions {
+		if p != uint64(i+1) {
+			add(RulePositions, "fact %d of the run has position %d", i+1, p)
+			break
+		}
+	}
+	turns := make([]uint32, 0, len(r.completed))
+	for t := range r.completed {
+		turns = append(turns, t)
+	}
+	slices.Sort(turns)
+	for _, t := range turns {
+		if n := r.completed[t]; n != 1 {
+			add(RuleOneStall, "turn %d completed %d times", t, n)
+		}
+		if n := r.stalls[t]; n != 1 {
+			add(RuleOneStall, "turn %d has %d stall.observed, want 1", t, n)
+		}
+		if n := r.decisions[t]; n != 1 {
+			add(RuleOneDecision, "turn %d has %d stop.decided, want 1", t, n)
+		}
+	}
+	ops := make([]string, 0, len(r.intended))
+	for op := range r.intended {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		if r.settled[op] {
+			continue
+		}
+		// An unsettled intent is allowed only when the run ended naming it
+		// as an unknown outcome for a person, or is still running.
+		if r.ended > 0 && !strings.Contains(r.endReason, op) {
+			add(RuleSettled, "operation %s was intended and never settled, and the run's end does not surface it", op)
+		}
+	}
+	switch {
+	case r.claimed && r.ended > 1:
+		add(RuleEndedOnce, "the run ended %d times", r.ended)
+	case r.claimed && r.ended == 0 && finished:
+		add(RuleEndedOnce, "the run started and never ended")
+	}
+	if len(r.lastKinds) > 0 {
+		for _, k := range r.lastKinds {
+			if strings.HasPrefix(string(k), "turn.") || strings.HasPrefix(string(k), "dispatch.") || k == events.KindModelReplied {
+				add(RuleNoStrayFacts, "%s after run.ended", k)
+			}
+		}
+	}
+	if r.sealed && r.ended == 1 && r.verdicts == 0 {
+		add(RuleGraded, "the sealed candidate has no verdict (not even pending)")
+	}
+	return out
+}
