@@ -16,19 +16,26 @@ import (
 // Registry is the process's registry; every factline metric is in it.
 var Registry = prometheus.NewRegistry()
 
+// declared lists every metric name this package defines, for checks of
+// dashboards and alerts.
+var declared []string
+
 func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	declared = append(declared, name)
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	Registry.MustRegister(c)
 	return c
 }
 
 func histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	declared = append(declared, name)
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	Registry.MustRegister(h)
 	return h
 }
 
 func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	declared = append(declared, name)
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	Registry.MustRegister(g)
 	return g
