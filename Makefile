@@ -6,7 +6,7 @@ BIN      := bin/factline
 PKGS     := ./...
 BENCHTIME ?= 3s
 
-.PHONY: all build run test vet fmt fmt-check bench fuzz clean
+.PHONY: all build run test vet fmt fmt-check bench fuzz faults clean
 
 all: build
 
@@ -34,6 +34,11 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench 'Append|LoadRun' -benchtime $(BENCHTIME) ./bus/
 	$(GO) test -run '^$$' -bench . -benchmem ./events/
+
+# Fault tests that are not yet reliable enough for CI (see the issue notes):
+# losing the FACTS stream leader of a three-node cluster mid-suite.
+faults:
+	$(GO) test -tags faults -count=1 -timeout 10m -run 'StreamLeader' -v ./integration/
 
 # A short fuzz run of the fact decoder, on top of the checked-in corpus.
 fuzz:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,9 +14,23 @@ import (
 // ErrBlobNotFound is returned when no blob has the requested digest.
 var ErrBlobNotFound = errors.New("blob not found")
 
+// blobTimeout bounds a blob transfer whose caller set no deadline: an
+// object store read stalled by a stream leader lost mid-transfer must fail
+// and be retried, not hang.
+const blobTimeout = 2 * time.Minute
+
+func boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, blobTimeout)
+}
+
 // PutBlob stores data under its content digest and returns the digest.
 // Storing the same bytes twice is free: the name already exists.
 func (b *Bus) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
+	ctx, cancel := boundCtx(ctx)
+	defer cancel()
 	d := events.DigestOf(data)
 	if _, err := b.blobs.GetInfo(ctx, d.Hex()); err == nil {
 		return d, nil
@@ -30,6 +45,8 @@ func (b *Bus) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
 
 // GetBlob returns the bytes named by d, checking that they still match it.
 func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
+	ctx, cancel := boundCtx(ctx)
+	defer cancel()
 	if err := d.Validate("digest"); err != nil {
 		return nil, fmt.Errorf("get blob: %w", err)
 	}

@@ -105,7 +105,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	if cfg.DeliverNew {
 		deliver = jetstream.DeliverNewPolicy
 	}
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, FactsStream, jetstream.ConsumerConfig{
+	ccfg := jetstream.ConsumerConfig{
 		Durable:        cfg.Name,
 		FilterSubjects: cfg.Filters,
 		AckPolicy:      jetstream.AckExplicitPolicy,
@@ -116,11 +116,8 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		MaxDeliver:    cfg.MaxDeliver + 1,
 		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: deliver,
-	})
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, FactsStream, ccfg)
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
@@ -133,26 +130,59 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			}
 		})
 	}
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
+	// The pull loop outlives what a cluster does to it: a missed heartbeat
+	// while a stream leader is elected, a consumer whose state moved, a
+	// connection that came back. It reports and pulls again; only the end
+	// of ctx stops it.
+	for attempt := 0; ; attempt++ {
+		iter, err := cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
+		if err == nil {
+			err = b.pull(ctx, cfg, iter, work)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		b.log.Warn("consumer interrupted; pulling again", "consumer", cfg.Name, "err", err)
+		if err := sleepCtx(ctx, backoff(min(attempt, 8))); err != nil {
+			return nil
+		}
+		if c, cerr := b.js.CreateOrUpdateConsumer(ctx, FactsStream, ccfg); cerr == nil {
+			cons = c
+		}
+	}
+}
+
+// pull feeds deliveries to the workers until the iterator fails or ctx
+// ends. Errors that do not end the iterator (a missed heartbeat) are
+// logged and the pull goes on.
+func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, iter jetstream.MessagesContext, work chan<- jetstream.Msg) error {
 	stop := context.AfterFunc(ctx, iter.Stop)
 	defer stop()
-	var runErr error
+	defer iter.Stop()
+	misses := 0
 	for {
 		m, err := iter.Next()
-		if err != nil {
-			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				runErr = fmt.Errorf("consumer %s: %w", cfg.Name, err)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return err
+		case err != nil:
+			if misses++; misses > 3 {
+				return err
 			}
-			break
+			b.log.Debug("consumer pull error", "consumer", cfg.Name, "err", err)
+			continue
 		}
+		misses = 0
 		select {
 		case work <- m:
 		case <-ctx.Done():
 			handBack(m, cfg.AckWait)
 		}
 	}
-	close(work)
-	wg.Wait()
-	return runErr
 }
 
 // handle runs one delivery to its end: ack, nak with backoff, or dead-letter.

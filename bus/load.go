@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -254,8 +255,15 @@ func (g *getter) send(req directGetRequest) error {
 	return nil
 }
 
+// replyTimeout bounds the wait for one direct-get answer: a request lost
+// while the connection moves to another server must fail (and be retried
+// by the caller) rather than wait forever.
+const replyTimeout = 10 * time.Second
+
 // receive reads one answer; found is false for "no such message".
 func (g *getter) receive(ctx context.Context) (*nats.Msg, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, replyTimeout)
+	defer cancel()
 	m, err := g.sub.NextMsgWithContext(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("direct get: %w", err)
@@ -351,7 +359,9 @@ func (b *Bus) directBatch(ctx context.Context, stream, filter string, from uint6
 // server has more matching messages and the last sequence it delivered.
 func readBatch(ctx context.Context, sub *nats.Subscription, fn func(*nats.Msg, uint64)) (more bool, last uint64, err error) {
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
+		rctx, cancel := context.WithTimeout(ctx, replyTimeout)
+		m, err := sub.NextMsgWithContext(rctx)
+		cancel()
 		if err != nil {
 			return false, last, err
 		}

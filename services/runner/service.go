@@ -132,9 +132,9 @@ func (s *Service) Run(ctx context.Context) error {
 		AckWait:  s.ackWait,
 		Prefetch: 1,
 		Workers:  s.concurrency,
-		// A run that keeps failing to start is a harness problem worth a
-		// dead letter, not an endless loop.
-		MaxDeliver: 3,
+		// A run that keeps failing is a harness problem worth a dead
+		// letter, not an endless loop; a few tries ride out a failover.
+		MaxDeliver: 5,
 	}, s.handle)
 }
 
@@ -186,13 +186,27 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return nil
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return err // shutting down: hand the run back
+		if ctx.Err() != nil || bus.Transient(err) {
+			// Shutting down, or the bus failed for a moment (a reconnect, a
+			// leader election): hand the run back; whoever takes it next
+			// resumes from the log.
+			log.Warn("handing the run back", "err", err)
+			return err
 		}
 		end = ending{events.RunErrored, "harness: " + err.Error()}
 	}
 	log.Info("run ended", "status", end.status, "reason", end.reason)
 	return a.finish(ctx, end, rl)
+}
+
+// inputErr classifies a failure to fetch what a run needs: a blob that is
+// not there (or is corrupt) is bad input that no retry fixes; a bus that
+// failed for a moment, or a shutdown, is not: the run is handed back.
+func inputErr(what string, err error) error {
+	if bus.Transient(err) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%w: %s: %v", errBadInput, what, err)
 }
 
 // errBadInput marks problems with what was requested (missing or invalid
@@ -213,7 +227,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	caseData, err := s.bus.GetBlob(ctx, req.CaseDigest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
+		return nil, inputErr(fmt.Sprintf("case %s", req.Case), err)
 	}
 	kase, err := cases.DecodeCase(caseData)
 	if err != nil {
@@ -221,7 +235,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	treatData, err := s.bus.GetBlob(ctx, req.TreatmentDigest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: treatment %s: %v", errBadInput, req.Treatment, err)
+		return nil, inputErr(fmt.Sprintf("treatment %s", req.Treatment), err)
 	}
 	treat, err := cases.DecodeTreatment(treatData)
 	if err != nil {
@@ -254,7 +268,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		from = d
 	}
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
-		return nil, fmt.Errorf("%w: workspace: %v", errBadInput, err)
+		return nil, inputErr("workspace", err)
 	}
 	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows}
 	return a, nil
