@@ -3,7 +3,6 @@ package staller_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
@@ -14,22 +13,10 @@ import (
 // facts themselves, through bus.Commit with the runner's producer role,
 // exactly as the runner contract describes them.
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Shared with the other downstream services' tests.
+const caseYAML = runnertest.SimCaseYAML
 
-const caseYAML = `
-id: fix-add
-instruction: Fix calc.go so that the tests pass.
-checks:
-  - id: tests
-    command: ./check.sh
-stall:
-  idle_turns: 2
-  repair_budget: 0
-`
+func testCtx(t *testing.T) context.Context { return runnertest.Ctx(t) }
 
 // The runner is simulated by runnertest.Sim.
 type sim = runnertest.Sim

@@ -163,3 +163,25 @@ func Await(ctx context.Context, b *bus.Bus, suite, run string, find func(bus.Run
 		}
 	}
 }
+
+// SimCaseYAML is a small case with one required check, a two-turn idle
+// limit and no repair budget: what the downstream services' tests run
+// their simulated runs under.
+const SimCaseYAML = `
+id: fix-add
+instruction: Fix calc.go so that the tests pass.
+checks:
+  - id: tests
+    command: ./check.sh
+stall:
+  idle_turns: 2
+  repair_budget: 0
+`
+
+// Ctx returns a context that ends with the test, bounded so that a hang
+// fails instead of waiting forever.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
