@@ -38,7 +38,8 @@ func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Contr
 // the watch ends.
 func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan events.Control, error) {
 	cons, err := b.js.OrderedConsumer(ctx, ControlStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.ControlPrefix + "." + suite + "." + run + ".*"},
+		FilterSubjects:    []string{events.ControlPrefix + "." + suite + "." + run + ".*"},
+		InactiveThreshold: orderedIdle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
@@ -62,6 +63,7 @@ func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan even
 		<-ctx.Done()
 		cc.Stop()
 		<-cc.Closed()
+		b.dropOrdered(ControlStream, cons)
 		close(out)
 	}()
 	return out, nil

@@ -39,7 +39,7 @@ const readPrefetch = 2048
 // consumer. It returns the sequence of the last message delivered. An error
 // from fn stops the read and is returned.
 func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (uint64, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle}
 	if opts.Filter != "" {
 		cfg.FilterSubjects = []string{opts.Filter}
 	}
@@ -54,6 +54,7 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}
+	defer b.dropOrdered(FactsStream, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
