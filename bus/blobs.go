@@ -14,6 +14,9 @@ import (
 // ErrBlobNotFound is returned when no blob has the requested digest.
 var ErrBlobNotFound = errors.New("blob not found")
 
+// ErrBlobCorrupt is returned when a blob's bytes do not match its digest.
+var ErrBlobCorrupt = errors.New("the store is corrupt")
+
 // blobTimeout bounds a blob transfer whose caller set no deadline: an
 // object store read stalled by a stream leader lost mid-transfer must fail
 // and be retried, not hang.
@@ -44,13 +47,41 @@ func (b *Bus) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
 }
 
 // GetBlob returns the bytes named by d, checking that they still match it.
+// A read that stalls (its chunks stop coming, as when the stream's leader is
+// lost mid-transfer) is abandoned after blobAttempt and tried again, until
+// ctx or blobTimeout ends.
 func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	if err := d.Validate("digest"); err != nil {
 		return nil, fmt.Errorf("get blob: %w", err)
 	}
-	data, err := b.blobs.GetBytes(ctx, d.Hex())
+	for attempt := 0; ; attempt++ {
+		data, err := b.getBlobOnce(ctx, d)
+		switch {
+		case err == nil:
+			return data, nil
+		case errors.Is(err, ErrBlobNotFound) || errors.Is(err, ErrBlobCorrupt) || ctx.Err() != nil:
+			return nil, err
+		}
+		b.log.Warn("blob read failed; trying again", "digest", d, "attempt", attempt+1, "err", err)
+		if serr := sleepCtx(ctx, backoff(min(attempt, 4))); serr != nil {
+			return nil, err
+		}
+	}
+}
+
+func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+	info, err := b.blobs.GetInfo(ctx, d.Hex())
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get blob %s: %w", d, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, blobAttempt(info.Size))
+	defer cancel()
+	data, err := b.blobs.GetBytes(actx, d.Hex())
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
 	}
@@ -58,7 +89,14 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("get blob %s: %w", d, err)
 	}
 	if got := events.DigestOf(data); got != d {
-		return nil, fmt.Errorf("get blob %s: content digest is %s: the store is corrupt", d, got)
+		return nil, fmt.Errorf("get blob %s: content digest is %s: %w", d, got, ErrBlobCorrupt)
 	}
 	return data, nil
+}
+
+// blobAttempt bounds one read of a blob of size bytes: a floor plus a slow
+// link's rate, so a large blob is not cut short while a stalled read is
+// noticed in seconds.
+func blobAttempt(size uint64) time.Duration {
+	return 10*time.Second + time.Duration(size>>20)*time.Second
 }
