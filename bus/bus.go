@@ -32,6 +32,8 @@ type Config struct {
 	ControlMaxAge time.Duration
 	// Logger receives the bus's own log lines (default slog.Default()).
 	Logger *slog.Logger
+	// Faults injects delivery faults (drills and tests only).
+	Faults Faults
 }
 
 func (c *Config) defaults() {
@@ -57,6 +59,8 @@ type Bus struct {
 	log   *slog.Logger
 	blobs jetstream.ObjectStore
 	pos   jetstream.KeyValue
+	// faults records the delivery faults injected so far.
+	faults faultState
 }
 
 // Open ensures the streams and buckets exist with the expected settings and

@@ -224,8 +224,14 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		Deliveries: md.NumDelivered,
 		Pending:    md.NumPending,
 	}
+	if pause := b.pauseOnce(); pause > 0 {
+		b.log.Warn("fault: stalling a delivery without heartbeats", "consumer", cfg.Name, "seq", d.Seq, "for", pause)
+		_ = sleepCtx(ctx, pause)
+	}
 	err = b.runWithHeartbeat(ctx, cfg.AckWait/3, m, func() error { return h(ctx, d) })
 	switch {
+	case err == nil && b.redeliverFirst(md.NumDelivered):
+		_ = m.Nak()
 	case err == nil:
 		metrics.FactsConsumed.WithLabelValues(cfg.Name, string(f.Kind())).Inc()
 		if aerr := m.Ack(); aerr != nil {
