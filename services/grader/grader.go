@@ -21,12 +21,14 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/grader/grade"
 )
 
@@ -195,6 +197,8 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		}
 		return s.commit(ctx, suite, run, func(st grade.Run) grade.Decision { return grade.DecideInvalid(st, run) })
 	}
+	start := time.Now()
+	defer func() { metrics.GradingSeconds.WithLabelValues().Observe(time.Since(start).Seconds()) }()
 	eff, err := s.inputs.ForRequest(ctx, s.b, req)
 	in := inputs{kase: eff.Case, treat: eff.Treatment}
 	if err != nil {
@@ -322,6 +326,7 @@ func (s *Service) commit(ctx context.Context, suite, run string, decide func(gra
 	for _, r := range recs {
 		if gv, ok := r.Fact.Body.(events.GradeVerdict); ok && !r.Duplicate {
 			s.log.Info("graded", "suite", suite, "run", run, "revision", gv.Verdict.Revision, "result", gv.Verdict.Result.Type())
+			metrics.Verdicts.WithLabelValues(string(gv.Verdict.Result.Type())).Inc()
 		}
 	}
 	return nil
