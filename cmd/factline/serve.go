@@ -28,29 +28,32 @@ import (
 var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
 	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			Concurrency: o.instances, WorkDir: o.workDir, Logger: slog.Default()})
+			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, Logger: slog.Default()})
 		if err != nil {
 			return nil, err
 		}
 		return svc.Run, nil
 	},
-	"staller": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
-		return staller.New(b, staller.WithLogger(slog.Default())).Run, nil
+	"staller": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
+		return staller.New(b, staller.WithLogger(slog.Default()), staller.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
 	},
-	"decider": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
-		return decider.New(b, decider.WithLogger(slog.Default())).Run, nil
+	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
+		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
 	},
 	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return grader.New(b, grader.WithLogger(slog.Default())).Run, nil
+		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
 	},
-	"meter": func(b *bus.Bus, _ serveOptions) (func(context.Context) error, error) {
-		return meter.New(b, meter.WithLogger(slog.Default())).Run, nil
+	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
+		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
 	},
 }
 
 type serveOptions struct {
 	instances int
 	workDir   string
+	// ackWait is how long a delivery may go unacknowledged before another
+	// instance gets it (zero: each service's default).
+	ackWait time.Duration
 }
 
 func serviceNames() []string {
@@ -70,6 +73,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	listen := fs.String("listen", "", "with --store: also serve NATS clients on this address (e.g. 127.0.0.1:4222)")
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
+	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
 	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,6 +88,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *instances < 1 {
 		return usageError{"--instances must be at least 1"}
+	}
+	if *ackWait < 0 || (*ackWait > 0 && *ackWait < time.Second) {
+		return usageError{"--ack-wait must be at least 1s"}
 	}
 	var b *bus.Bus
 	var closeBus func()
@@ -115,7 +122,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
-		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir})
+		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait})
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}
