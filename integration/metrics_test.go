@@ -54,3 +54,28 @@ func TestMetricsAfterARun(t *testing.T) {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
 }
+
+// After a graded suite, the grader's latency histogram and verdict counts
+// have moved.
+func TestGraderMetricsAfterASuite(t *testing.T) {
+	faultFree(t)
+	srv := httptest.NewServer(metrics.Handler(func() error { return nil }))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, series := range []string{`factline_verdicts_total{result="passed"}`, `factline_verdicts_total{result="failed"}`,
+		`factline_grading_duration_seconds_count`} {
+		m := regexp.MustCompile(regexp.QuoteMeta(series) + ` (\S+)`).FindStringSubmatch(string(body))
+		if m == nil {
+			t.Errorf("no series %s", series)
+			continue
+		}
+		if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
+			t.Errorf("%s = %s, want > 0", series, m[1])
+		}
+	}
+}

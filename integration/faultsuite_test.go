@@ -1,0 +1,291 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/audit"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/services/meter/measure"
+	"github.com/factline/factline/suites"
+)
+
+// The fault suite is the demo suite plus one case with an external effect:
+// "notify" POSTs a note to a webhook sink that applies every POST it
+// receives (it does not deduplicate) and answers status lookups, so a
+// runner that dies with the POST in flight must look the operation up
+// instead of sending it again. Every fault test runs it and compares what
+// it got with a fault-free run.
+
+// effectSink is the webhook of the notify case: shared by every test in
+// the package (the URL is part of the case, so it must not change between
+// the fault-free run and the faulty ones) and reset by each.
+type effectSink struct {
+	mu      sync.Mutex
+	applied map[string]int // operation ID → effects applied
+	onPost  func(operation string)
+	srv     *httptest.Server
+}
+
+var (
+	sinkOnce   sync.Once
+	sharedSink *effectSink
+)
+
+func theSink() *effectSink {
+	sinkOnce.Do(func() {
+		sharedSink = &effectSink{applied: map[string]int{}}
+		sharedSink.srv = httptest.NewServer(sharedSink)
+	})
+	return sharedSink
+}
+
+func (s *effectSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		op := strings.TrimPrefix(r.URL.Path, "/status/")
+		s.mu.Lock()
+		n := s.applied[op]
+		s.mu.Unlock()
+		if n > 0 {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	op := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	s.applied[op]++
+	hook := s.onPost
+	s.mu.Unlock()
+	if hook != nil {
+		hook(op)
+	}
+	fmt.Fprintf(w, `{"accepted":%q}`, op)
+}
+
+// reset forgets every effect and sets the hook called on each POST (after
+// it was applied, before it is answered).
+func (s *effectSink) reset(onPost func(operation string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied = map[string]int{}
+	s.onPost = onPost
+}
+
+func (s *effectSink) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.applied))
+	for k, v := range s.applied {
+		out[k] = v
+	}
+	return out
+}
+
+// writeFaultSuite copies the demo suite into a temporary directory, adds
+// the notify case and its script, and sets the number of trials.
+func writeFaultSuite(t testing.TB, trials int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "faultsuite")
+	if err := os.CopyFS(dir, os.DirFS("../examples/demo")); err != nil {
+		t.Fatal(err)
+	}
+	url := theSink().srv.URL
+	files := map[string]string{
+		"cases/notify/case.yaml": fmt.Sprintf(`id: notify
+instruction: Post the release note to the team webhook, then call task_complete citing the post.
+tools: [http_call, task_complete]
+budget: {steps: 3, cost: 10}
+http:
+  allow: ["%s/notes"]
+  status: "%s/status/{operation}"
+`, url, url),
+		"scripts/notify.yaml": fmt.Sprintf(`turns:
+  - calls:
+      - {id: post, name: http_call, args: {url: "%s/notes", body: '{"note": "v1.2 shipped"}'}}
+    usage: {input_tokens: 300, output_tokens: 20, cost: 1}
+    reserve: 2
+  - calls:
+      - {id: done, name: task_complete, args: {status: done, evidence: [t1/post]}}
+    usage: {input_tokens: 350, output_tokens: 10, cost: 1}
+    reserve: 2
+`, url),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	suitePath := filepath.Join(dir, "suite.yaml")
+	data, err := os.ReadFile(suitePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "  - {path: cases/read-only/case.yaml}\n",
+		"  - {path: cases/read-only/case.yaml}\n  - {path: cases/notify/case.yaml}\n", 1)
+	text = strings.Replace(text, "trials: 3", fmt.Sprintf("trials: %d", trials), 1)
+	if !strings.Contains(text, "cases/notify") || !strings.Contains(text, fmt.Sprintf("trials: %d", trials)) {
+		t.Fatalf("the demo suite changed shape; update writeFaultSuite:\n%s", data)
+	}
+	if err := os.WriteFile(suitePath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return suitePath
+}
+
+// submitSuite publishes a suite file and submits it.
+func submitSuite(t testing.TB, ctx context.Context, b *bus.Bus, path string) *suites.Published {
+	t.Helper()
+	s, err := suites.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := suites.Publish(ctx, b, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := suites.Submit(ctx, b, p, "fault-test"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// suiteOutcome is what a fault test compares with the fault-free run.
+type suiteOutcome struct {
+	report string              // the report without wall times
+	kinds  map[events.Kind]int // facts by kind, see comparableKinds
+	sink   map[string]int      // the sink's effects by operation
+	facts  []events.Fact
+	ended  int
+}
+
+// faultKinds are the kinds a fault may add to a correct log: a runner that
+// takes a run over claims it again (with a higher fencing epoch), and a
+// dispatch left unsettled by a dead runner is settled by its heir. Every
+// other kind must appear exactly as often as without faults.
+var faultKinds = map[events.Kind]bool{events.KindRunClaimed: true}
+
+// awaitReported waits until the suite is reported, then reads what a fault
+// test compares. It fails the test with where the suite stands when ctx
+// ends first.
+func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, progress func() string) suiteOutcome {
+	t.Helper()
+	var reported *events.SuiteReported
+	for reported == nil {
+		if log, err := b.LoadRun(ctx, suite, events.SuiteScope); err == nil {
+			for _, f := range log.Facts() {
+				if sr, ok := f.Body.(events.SuiteReported); ok {
+					reported = &sr
+				}
+			}
+		}
+		if reported != nil {
+			break
+		}
+		if ctx.Err() != nil {
+			r, _ := meter.Report(context.Background(), b, suite)
+			var sb strings.Builder
+			_ = measure.WriteTable(&sb, r)
+			extra := ""
+			if progress != nil {
+				extra = progress()
+			}
+			t.Fatalf("the suite was never reported; where it stands:\n%s%s", sb.String(), extra)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stored, err := b.GetBlob(ctx, reported.ReportDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := meter.Report(ctx, b, suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := measure.EncodeJSON(r); string(again) != string(stored) {
+		t.Fatal("the stored report differs from the one rebuilt from the log")
+	}
+	out := suiteOutcome{report: withoutWallTime(r), kinds: map[events.Kind]int{}, sink: theSink().counts()}
+	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite)}, func(raw bus.Raw) error {
+		f, err := events.Decode(raw.Data)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", raw.Seq, err)
+		}
+		out.facts = append(out.facts, f)
+		if !faultKinds[f.Kind()] {
+			out.kinds[f.Kind()]++
+		}
+		if f.Kind() == events.KindRunEnded {
+			out.ended++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkOutcome is every fault test's verdict: the audit passes (with the
+// sink's own record), every effect reached the sink exactly once, and the
+// report and the fact counts by kind are those of the fault-free run.
+func checkOutcome(t testing.TB, got, want suiteOutcome) {
+	t.Helper()
+	if vs := audit.Check(got.facts, audit.Options{Finished: true, Sink: got.sink}); len(vs) > 0 {
+		for _, v := range vs {
+			t.Errorf("audit: %v", v)
+		}
+	}
+	if len(got.sink) != len(want.sink) {
+		t.Errorf("the sink saw %d operations, want %d", len(got.sink), len(want.sink))
+	}
+	for op, n := range got.sink {
+		if n != 1 {
+			t.Errorf("the sink applied %s %d times, want exactly once", op, n)
+		}
+	}
+	if got.report != want.report {
+		t.Errorf("the report differs from the fault-free one:\n  got %s\n want %s", got.report, want.report)
+	}
+	var diffs []string
+	for _, k := range unionKinds(got.kinds, want.kinds) {
+		if got.kinds[k] != want.kinds[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %d, want %d", k, got.kinds[k], want.kinds[k]))
+		}
+	}
+	if len(diffs) > 0 {
+		t.Errorf("fact counts by kind differ from the fault-free run:\n  %s", strings.Join(diffs, "\n  "))
+	}
+}
+
+func unionKinds(a, b map[events.Kind]int) []events.Kind {
+	seen := map[events.Kind]bool{}
+	var out []events.Kind
+	for _, m := range []map[events.Kind]int{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
