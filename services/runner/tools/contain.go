@@ -181,7 +181,14 @@ func (s *Sandbox) handOver() error {
 			if err != nil {
 				return err
 			}
-			if owner(p) == s.uid {
+			uid, links := owner(p)
+			if uid == s.uid {
+				return nil
+			}
+			if !d.IsDir() && links > 1 {
+				// A hard link may be a name for a file outside the
+				// workspace (a host without protected_hardlinks lets a user
+				// link to what it does not own): never hand that over.
 				return nil
 			}
 			return os.Lchown(p, int(s.uid), int(s.uid))

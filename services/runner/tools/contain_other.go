@@ -18,11 +18,12 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 // session is still killed as a whole.
 func (s *Sandbox) killAll() {}
 
-// owner returns the uid owning path (not following a symlink).
-func owner(path string) uint32 {
+// owner returns the uid owning path and its number of hard links (not
+// following a symlink).
+func owner(path string) (uint32, uint64) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
-		return 0
+		return 0, 0
 	}
-	return st.Uid
+	return st.Uid, uint64(st.Nlink)
 }

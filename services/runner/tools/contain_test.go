@@ -294,9 +294,21 @@ func TestAttemptUserOwnsOnlyItsDirectories(t *testing.T) {
 	if err := os.Chmod(outside, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A hard link in the workspace to a file outside must not hand that
+	// file over.
+	precious := filepath.Join(outside, "precious")
+	if err := os.WriteFile(precious, []byte("root's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(precious, filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
 	res := Exec(context.Background(), env, `echo y >> by-runner.txt && mkdir -p sub && echo z > sub/new.txt && echo ok`, time.Minute, 4096)
 	if res.Err != nil || !strings.Contains(res.Output, "ok") {
 		t.Fatalf("writing the workspace: %+v %q", res.Err, res.Output)
+	}
+	if uid, _ := owner(precious); uid != uint32(os.Geteuid()) {
+		t.Errorf("a file outside the workspace was handed to uid %d through a hard link", uid)
 	}
 	res = Exec(context.Background(), env, `echo pwned > `+filepath.Join(outside, "x"), time.Minute, 4096)
 	_, statErr := os.Stat(filepath.Join(outside, "x"))
