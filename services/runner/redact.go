@@ -73,3 +73,25 @@ func redactBody(r *secrets.Redactor, b events.Body) events.Body {
 	}
 	return b
 }
+
+// redactErr hides secrets in an error the runner hands to the bus (which
+// logs it and may put it in a dead letter), keeping what errors.Is and
+// errors.As see.
+func redactErr(r *secrets.Redactor, err error) error {
+	if err == nil || r.Len() == 0 {
+		return err
+	}
+	msg := r.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }

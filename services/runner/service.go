@@ -168,7 +168,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// A run that keeps failing is a harness problem worth a dead
 		// letter, not an endless loop; a few tries ride out a failover.
 		MaxDeliver: 5,
-	}, s.handle)
+	}, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
 
 // handle drives one requested run to its end.
