@@ -84,6 +84,9 @@ type RunClaimed struct {
 	Runner     string `msgpack:"runner"`
 	Lease      uint32 `msgpack:"lease"`
 	ResumeFrom uint64 `msgpack:"resume_from,omitempty"` // last position seen by the claimer
+	// Containment is how this runner contains the commands it runs, as its
+	// host let it (absent: not recorded, as in facts of older runners).
+	Containment *Containment `msgpack:"containment,omitempty"`
 }
 
 // Kind implements Body.
@@ -93,7 +96,13 @@ func (b RunClaimed) validate(p string) error {
 	if err := needString(p, "runner", b.Runner); err != nil {
 		return err
 	}
-	return needPositive(p, "lease", b.Lease)
+	if err := needPositive(p, "lease", b.Lease); err != nil {
+		return err
+	}
+	if b.Containment != nil {
+		return b.Containment.validate(join(p, "containment"))
+	}
+	return nil
 }
 
 // ControlAccepted (control.accepted) is a runner taking a control signal.

@@ -283,6 +283,19 @@ func goldenFacts(t testing.TB) []goldenCase {
 			Control: events.ControlRef{ID: "ctl-4", Signal: events.SignalResolve}, Operation: "r-7f3a/t3/pay",
 			Outcome: events.OutcomeApplied, Reason: "the sink shows the payment",
 		}},
+		// Added with the optional containment record of run.claimed.
+		{"run_claimed_containment", events.RunClaimed{Runner: "runner-b", Lease: 1, Containment: &events.Containment{
+			Provider: "process",
+			Features: []events.ContainmentFeature{
+				{Name: "address_space_bytes", State: events.ContainmentActive, Limit: 8 << 30},
+				{Name: "cpu_seconds", State: events.ContainmentActive, Limit: 600},
+				{Name: "network_isolation", State: events.ContainmentUnsupported, Detail: "unshare(CLONE_NEWNET): operation not permitted"},
+				{Name: "open_files", State: events.ContainmentActive, Limit: 1024},
+				{Name: "processes", State: events.ContainmentActive, Limit: 512},
+				{Name: "session", State: events.ContainmentActive},
+				{Name: "unprivileged_user", State: events.ContainmentOff},
+			},
+		}}},
 	}
 	out := make([]goldenCase, len(cases))
 	for i, c := range cases {

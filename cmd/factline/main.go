@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/secrets"
 )
 
 // command is one subcommand of the binary.
@@ -50,7 +51,13 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// No secret the configuration names reaches a log line.
+	red, err := secrets.FromEnvironment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "factline: %v\n", err)
+		os.Exit(1)
+	}
+	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), red)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -53,6 +53,7 @@ type attempt struct {
 // appended meanwhile. It refuses to append once another runner holds a newer
 // lease.
 func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (bus.Record, error) {
+	body = redactBody(a.svc.secrets, body)
 	recs, err := a.svc.bus.Commit(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
 		if l := currentLease(log); l > a.lease {
 			return nil, fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, l, a.lease)
@@ -280,7 +281,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 		}
 		return ending{}, false, err
 	}
-	_, err = a.commit(ctx, fmt.Sprintf("t%d/replied", p.turn), repliedFact(p.turn, a.model.Provider(), reply))
+	_, err = a.commit(ctx, fmt.Sprintf("t%d/replied", p.turn), repliedFact(p.turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
 	return ending{}, false, err
 }
 

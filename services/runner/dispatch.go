@@ -232,7 +232,9 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	}
 	interrupted := runCtx.Err() != nil
 	cancel()
-	metrics.ToolSeconds.WithLabelValues(call.Name).Observe(time.Since(t0).Seconds())
+	// Before anything reads the output (diagnostics, the observation).
+	res = redactResult(a.svc.secrets, res)
+	metrics.ToolSeconds.WithLabelValues(toolLabel(call.Name)).Observe(time.Since(t0).Seconds())
 	d.Disposition = events.DispositionExecuted
 	switch {
 	case interrupted && ctx.Err() == nil:
@@ -283,11 +285,8 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 
 // settle commits dispatch.completed with the observation the model reads.
 func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
-	tool := d.Tool
-	if _, known := tools.BuiltinByName(tool); !known {
-		tool = "unknown" // a bounded label set: a model can invent any name
-	}
-	metrics.ToolDispatches.WithLabelValues(tool, string(d.Disposition)).Inc()
+	res = redactResult(a.svc.secrets, res)
+	metrics.ToolDispatches.WithLabelValues(toolLabel(d.Tool), string(d.Disposition)).Inc()
 	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
 		Turn: turn, Dispatch: d, Output: res.Observation(), Error: res.Err,
 	})
@@ -352,4 +351,13 @@ func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall
 		Control: events.ControlRef{ID: dec.sig.ID, Signal: sig}, CallID: call.ID, ArgsDigest: call.ArgsDigest, Reason: dec.sig.Reason,
 	})
 	return dec.approved, err
+}
+
+// toolLabel is a tool's metric label from a bounded set: a model can
+// invent any name, and a label must never carry its text.
+func toolLabel(name string) string {
+	if _, known := tools.BuiltinByName(name); known {
+		return name
+	}
+	return "unknown"
 }

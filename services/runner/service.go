@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -65,8 +66,16 @@ type Config struct {
 	// AfterCommit, when set, is called after every fact the runner commits:
 	// the hook fault-injection tests use to kill a runner between facts.
 	AfterCommit func(events.Fact)
-	// Logger (default slog.Default()).
+	// Logger (default slog.Default()). Whatever it is, the runner's log
+	// lines pass through the secret redactor.
 	Logger *slog.Logger
+	// Containment is how commands are contained (default: every feature,
+	// at tools.DefaultLimits). What the host grants is probed once, in New,
+	// and recorded in every run.claimed.
+	Containment *tools.ContainmentConfig
+	// Secrets are redacted from every fact, blob and log line the runner
+	// writes (default: secrets.FromEnvironment).
+	Secrets *secrets.Redactor
 }
 
 // Service is a runner: it takes run.requested facts from a durable consumer
@@ -84,6 +93,8 @@ type Service struct {
 	approvalTimeout time.Duration
 	afterCommit     func(events.Fact)
 	log             *slog.Logger
+	containment     *tools.Containment
+	secrets         *secrets.Redactor
 }
 
 // New returns a runner service.
@@ -113,10 +124,32 @@ func New(cfg Config) (*Service, error) {
 	if s.decisionTimeout <= 0 {
 		s.decisionTimeout = 10 * time.Minute
 	}
+	s.secrets = cfg.Secrets
+	if s.secrets == nil {
+		var err error
+		if s.secrets, err = secrets.FromEnvironment(); err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.log = slog.New(secrets.NewHandler(s.log.Handler(), s.secrets))
 	s.log = s.log.With("service", "runner", "instance", s.instance)
+	contain := tools.DefaultContainment(s.workDir)
+	if cfg.Containment != nil {
+		contain = *cfg.Containment
+		contain.WorkDir = s.workDir
+	}
+	var err error
+	if s.containment, err = tools.ProbeContainment(context.Background(), contain); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	for _, f := range s.containment.Record().Features {
+		if f.State == events.ContainmentUnsupported {
+			s.log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
+		}
+	}
 	s.cache = s.bus.NewRunCache(4 * s.concurrency)
 	return s, nil
 }
@@ -135,7 +168,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// A run that keeps failing is a harness problem worth a dead
 		// letter, not an endless loop; a few tries ride out a failover.
 		MaxDeliver: 5,
-	}, s.handle)
+	}, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
 
 // handle drives one requested run to its end.
@@ -248,7 +281,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.registry, err = tools.NewRegistry(kase.Tools); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadInput, err)
 	}
-	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), events.RunClaimed{Runner: s.instance, Lease: a.lease}); err != nil {
+	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: s.containment.Record()}); err != nil {
 		return nil, err
 	}
 	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
@@ -270,7 +303,15 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
 		return nil, inputErr("workspace", err)
 	}
-	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows}
+	sandbox := s.containment.ForAttempt(a.ws.Root(), home, tmp)
+	if sandbox.UID() != 0 {
+		// The attempt's user may pass through its directory but not change
+		// it: it cannot swap the workspace for a link elsewhere.
+		if err := os.Chmod(a.dir, 0o711); err != nil {
+			return nil, err
+		}
+	}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sandbox}
 	return a, nil
 }
 

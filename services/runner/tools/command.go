@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -53,36 +55,84 @@ func (RunCommand) Run(ctx context.Context, env Env, raw json.RawMessage) Result 
 	return Exec(ctx, env, a.Command, timeout, commandOutputCap)
 }
 
-// Exec runs command with bash in the workspace root under a timeout, in its
-// own process group so that the whole group is killed when the time is up
-// or ctx ends. Output beyond outCap bytes is dropped and the result marked
-// truncated. A non-zero exit is a COMMAND_FAILED result carrying the output.
+// Exec runs command with bash in the workspace root under a timeout,
+// contained as env.Sandbox says: in its own session (and process group),
+// under resource limits, as the attempt's own user and without network
+// where the host allows. When the time is up or ctx ends, the whole session
+// is killed, and with it every process of the attempt's user, also those
+// that left the session. Output beyond outCap bytes is dropped and the
+// result marked truncated. A non-zero exit is a COMMAND_FAILED result
+// carrying the output.
 func Exec(ctx context.Context, env Env, command string, timeout time.Duration, outCap int) Result {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command("bash", "-c", command)
+	sb := env.Sandbox
+	var c *Containment
+	if sb != nil {
+		c = sb.c
+	}
+	if err := sb.handOver(); err != nil {
+		return Fail(CodeIO, "%v", err)
+	}
+	argv := c.wrap(command)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = env.Root.Root()
-	cmd.Env = env.Environ
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Never nil: a nil Env would hand the runner's whole environment over.
+	cmd.Env = append([]string{}, env.Environ...)
+	cmd.SysProcAttr = sb.sysProcAttr()
 	out := &capBuffer{max: outCap}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	// Our own pipe, not exec's: Wait must not hang on a process that left
+	// the session and still holds the output open.
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		return Fail(CodeIO, "start command: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	timedOut := false
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		// Kill the group, not just bash: children must not outlive the call.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-		timedOut = true
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return Fail(CodeIO, "start command: %v", err)
 	}
-	// Whatever the command left running in its group goes too.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(out, pr); close(copied) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	kill := func() {
+		// The session leader's pid is its process group: kill the group,
+		// not just bash, and then whatever else the attempt's user runs.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		sb.killAll()
+	}
+	var waitErr error
+	timedOut := false
+	done := false
+	for !done {
+		select {
+		case waitErr = <-exited:
+			exited = nil
+		case <-copied:
+			copied = nil
+		case <-ctx.Done():
+			timedOut = true
+		}
+		done = timedOut || (exited == nil && copied == nil)
+	}
+	// Whatever the command left running goes too.
+	kill()
+	if exited != nil {
+		waitErr = <-exited
+	}
+	if copied != nil {
+		// Everything that held the output is dead; a process that escaped
+		// even the kill cannot keep the call open.
+		select {
+		case <-copied:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	pr.Close()
 	text, truncated := out.result()
 	res := Result{Output: text, Truncated: truncated}
 	if timedOut {
@@ -95,10 +145,17 @@ func Exec(ctx context.Context, env Env, command string, timeout time.Duration, o
 	}
 	code := 0
 	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
+	if errors.As(waitErr, &exitErr) {
 		code = exitErr.ExitCode()
-	} else if err != nil {
-		res.Err = &events.ToolError{Code: CodeIO, Message: err.Error()}
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// A limit (CPU time) or the kernel killed it: say which signal.
+			code = 128 + int(ws.Signal())
+			res.ExitCode = &code
+			res.Err = &events.ToolError{Code: CodeCommandFailed, Message: fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())}
+			return res
+		}
+	} else if waitErr != nil {
+		res.Err = &events.ToolError{Code: CodeIO, Message: waitErr.Error()}
 		return res
 	}
 	res.ExitCode = &code

@@ -122,6 +122,9 @@ type Env struct {
 	Operation string
 	// AllowURL says whether http_call may reach a URL.
 	AllowURL func(url string) bool
+	// Sandbox contains commands (nil: only their own session and the
+	// minimal environment).
+	Sandbox *Sandbox
 }
 
 // Resolver maps a path a tool was given to an absolute path inside the

@@ -1,0 +1,68 @@
+package events
+
+// Containment states.
+const (
+	// ContainmentActive: the feature is in force, at the recorded limit.
+	ContainmentActive = "active"
+	// ContainmentUnsupported: the runner asked for the feature and the host
+	// refused it (or it would not bind); Detail says why.
+	ContainmentUnsupported = "unsupported"
+	// ContainmentOff: the runner was configured not to use the feature.
+	ContainmentOff = "off"
+)
+
+var containmentStates = []string{ContainmentActive, ContainmentUnsupported, ContainmentOff}
+
+// Containment records how a runner contains the commands it runs: the
+// provider (e.g. "process") and, feature by feature, what is in force on
+// this host. A feature the host does not support is recorded as
+// unsupported, never claimed.
+type Containment struct {
+	Provider string               `msgpack:"provider" json:"provider"`
+	Features []ContainmentFeature `msgpack:"features" json:"features"`
+}
+
+// ContainmentFeature is one containment feature and its effective setting.
+// Limit is the effective limit for the limit features (in the unit the
+// feature's name says), Detail a short explanation (the uid commands run
+// as, or why the feature is unsupported).
+type ContainmentFeature struct {
+	Name   string `msgpack:"name" json:"name"`
+	State  string `msgpack:"state" json:"state"`
+	Limit  uint64 `msgpack:"limit,omitempty" json:"limit,omitempty"`
+	Detail string `msgpack:"detail,omitempty" json:"detail,omitempty"`
+}
+
+// Feature returns the feature of that name, if recorded.
+func (c *Containment) Feature(name string) (ContainmentFeature, bool) {
+	if c == nil {
+		return ContainmentFeature{}, false
+	}
+	for _, f := range c.Features {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return ContainmentFeature{}, false
+}
+
+func (c Containment) validate(p string) error {
+	if err := needString(p, "provider", c.Provider); err != nil {
+		return err
+	}
+	// Features are sorted by name without repeats, so that one setting has
+	// one encoding.
+	for i, f := range c.Features {
+		fp := at(join(p, "features"), i)
+		if err := needString(fp, "name", f.Name); err != nil {
+			return err
+		}
+		if i > 0 && c.Features[i-1].Name >= f.Name {
+			return invalid(join(fp, "name"), "features must be sorted by name without repeats (%q after %q)", f.Name, c.Features[i-1].Name)
+		}
+		if err := needOneOf(fp, "state", f.State, containmentStates); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package events_test
+
+import (
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+func claimWith(c *events.Containment) events.RunClaimed {
+	return events.RunClaimed{Runner: "runner-a", Lease: 1, Containment: c}
+}
+
+func TestContainmentFeaturesSortedWithoutRepeats(t *testing.T) {
+	c := &events.Containment{Provider: "process", Features: []events.ContainmentFeature{
+		{Name: "session", State: events.ContainmentActive},
+		{Name: "cpu_seconds", State: events.ContainmentActive, Limit: 60},
+	}}
+	_, err := newFact(claimWith(c))
+	wantFieldError(t, err, events.ErrInvalidField, events.KindRunClaimed, "body.containment.features[1].name")
+
+	c.Features[1].Name = "session"
+	_, err = newFact(claimWith(c))
+	wantFieldError(t, err, events.ErrInvalidField, events.KindRunClaimed, "body.containment.features[1].name")
+}
+
+func TestContainmentFeatureNeedsKnownState(t *testing.T) {
+	c := &events.Containment{Provider: "process", Features: []events.ContainmentFeature{{Name: "network_isolation", State: "probably"}}}
+	_, err := newFact(claimWith(c))
+	wantFieldError(t, err, events.ErrInvalidField, events.KindRunClaimed, "body.containment.features[0].state")
+
+	c.Features[0].State = ""
+	_, err = newFact(claimWith(c))
+	wantFieldError(t, err, events.ErrMissingField, events.KindRunClaimed, "body.containment.features[0].state")
+}
+
+func TestContainmentNeedsProvider(t *testing.T) {
+	_, err := newFact(claimWith(&events.Containment{}))
+	wantFieldError(t, err, events.ErrMissingField, events.KindRunClaimed, "body.containment.provider")
+}
+
+func TestContainmentFeatureLookup(t *testing.T) {
+	f := mustNewFact(t, claimWith(&events.Containment{Provider: "process", Features: []events.ContainmentFeature{
+		{Name: "processes", State: events.ContainmentUnsupported, Detail: "RLIMIT_NPROC does not bind uid 0"},
+	}}))
+	got, ok := f.Body.(events.RunClaimed).Containment.Feature("processes")
+	if !ok || got.State != events.ContainmentUnsupported {
+		t.Errorf("Feature(processes) = %+v, %v", got, ok)
+	}
+	if _, ok := (*events.Containment)(nil).Feature("processes"); ok {
+		t.Error("a nil containment reported a feature")
+	}
+}

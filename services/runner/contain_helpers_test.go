@@ -1,0 +1,160 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/runnertest"
+)
+
+// lockedBuffer is a log sink the runner writes from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// reachableDir is a fresh directory every user may traverse but not list
+// or write, as /tmp is for a real runner: the attempt's own user must
+// reach its workspace below it.
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		must(t, os.Chmod(d, 0o711))
+	}
+	return dir
+}
+
+// startWith starts a runner configured by edit and a stand-in decider on
+// a real embedded server; the runner logs to the returned buffer.
+func startWith(t *testing.T, edit func(*runner.Config)) (*env, *lockedBuffer) {
+	t.Helper()
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	logs := &lockedBuffer{}
+	cfg := runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: reachableDir(t), Concurrency: 1, DecisionTimeout: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	edit(&cfg)
+	svc, err := runner.New(cfg)
+	must(t, err)
+	done := make(chan struct{}, 2)
+	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
+	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return &env{t: t, b: b, ctx: ctx}, logs
+}
+
+// leakyModel plays a script but puts a secret where the script says
+// @@SECRET@@ (in text and call arguments), and fails with an error that
+// quotes the secret where the script's text is @@FAIL@@: a model that
+// repeats a key it saw, and a provider whose error echoes it.
+type leakyModel struct {
+	models.Model
+	secret string
+}
+
+func (m leakyModel) Exhausted(turn int) bool {
+	ex, ok := m.Model.(interface{ Exhausted(int) bool })
+	return ok && ex.Exhausted(turn)
+}
+
+func (m leakyModel) Complete(ctx context.Context, req models.Request) (models.Reply, error) {
+	r, err := m.Model.Complete(ctx, req)
+	if err != nil {
+		return r, err
+	}
+	if r.Text == "@@FAIL@@" {
+		return models.Reply{}, &models.Error{Kind: models.ErrBadRequest, Provider: "leaky", Status: 401,
+			Err: errorString("invalid api key " + m.secret)}
+	}
+	r.Text = strings.ReplaceAll(r.Text, "@@SECRET@@", m.secret)
+	calls := append([]models.ToolCall(nil), r.Calls...)
+	for i := range calls {
+		calls[i].Args = strings.ReplaceAll(calls[i].Args, "@@SECRET@@", m.secret)
+	}
+	r.Calls = calls
+	return r, nil
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// leakyModels builds the treatment's scripted model wrapped in leakyModel.
+func leakyModels(secret string) runner.ModelFactory {
+	return func(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error) {
+		m, err := runner.Models(ctx, c, t)
+		if err != nil {
+			return nil, err
+		}
+		return leakyModel{Model: m, secret: secret}, nil
+	}
+}
+
+// scanAll returns every stored message of every stream on the server
+// (FACTS, the blob bucket's chunks, CONTROL, the KV buckets) and every
+// blob reassembled, as raw bytes.
+func scanAll(t *testing.T, ctx context.Context, b *bus.Bus) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	js := b.JetStream()
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := js.Stream(ctx, name)
+		must(t, err)
+		info, err := s.Info(ctx)
+		must(t, err)
+		for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				continue // deleted or expired
+			}
+			var hdr bytes.Buffer
+			for k, vs := range m.Header {
+				hdr.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
+			}
+			out[name+"/"+m.Subject+"#"+strconv.FormatUint(seq, 10)] = append(append(hdr.Bytes(), m.Subject...), m.Data...)
+		}
+	}
+	must(t, names.Err())
+	obs, err := js.ObjectStore(ctx, bus.BlobBucket)
+	must(t, err)
+	list, err := obs.List(ctx)
+	must(t, err)
+	for _, o := range list {
+		data, err := obs.GetBytes(ctx, o.Name)
+		must(t, err)
+		out["blob/"+o.Name] = data
+	}
+	return out
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

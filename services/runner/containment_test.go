@@ -1,0 +1,88 @@
+package runner_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/tools"
+)
+
+// run.claimed records the containment the runner's commands get, and a
+// command of the run sees exactly the recorded limits, as a user that is
+// not root exactly when the record says so.
+func TestRunClaimedRecordsContainment(t *testing.T) {
+	limits := tools.Limits{CPUSeconds: 120, AddressSpace: 2 << 30, OpenFiles: 256, Processes: 128}
+	e, _ := startWith(t, func(c *runner.Config) {
+		c.Containment = &tools.ContainmentConfig{Limits: limits, Network: true, Unprivileged: true}
+	})
+	script := `turns:
+  - calls:
+      - {id: look, name: run_command, args: {command: "ulimit -t; ulimit -v; ulimit -n; ulimit -u; id -u"}}
+`
+	log, _ := e.run(fixtureCase(t, "{steps: 3}"), script, "contained")
+	claims := kinds(log, events.KindRunClaimed)
+	if len(claims) != 1 {
+		t.Fatalf("%d claims", len(claims))
+	}
+	rec := claims[0].Body.(events.RunClaimed).Containment
+	if rec == nil || rec.Provider != "process" {
+		t.Fatalf("run.claimed records no containment: %+v", claims[0].Body)
+	}
+	var obs struct {
+		Output string `json:"output"`
+	}
+	d := kinds(log, events.KindDispatchComplete)[0].Body.(events.DispatchCompleted)
+	if d.Error != nil {
+		t.Fatalf("the command failed: %+v %s", d.Error, d.Output)
+	}
+	must(t, jsonUnmarshal(d.Output, &obs))
+	seen := strings.Fields(obs.Output)
+	if len(seen) != 5 {
+		t.Fatalf("command output %q", obs.Output)
+	}
+	for i, c := range []struct {
+		name  string
+		asked uint64
+		scale uint64
+	}{
+		{tools.FeatureCPU, limits.CPUSeconds, 1},
+		{tools.FeatureAddressSpace, limits.AddressSpace, 1024},
+		{tools.FeatureOpenFiles, limits.OpenFiles, 1},
+	} {
+		f, ok := rec.Feature(c.name)
+		if !ok {
+			t.Fatalf("no %s in %+v", c.name, rec)
+		}
+		n, _ := strconv.ParseUint(seen[i], 10, 64)
+		switch f.State {
+		case events.ContainmentActive:
+			if f.Limit != c.asked || n*c.scale != c.asked {
+				t.Errorf("%s: recorded %d, asked %d, the command sees %s", c.name, f.Limit, c.asked, seen[i])
+			}
+		case events.ContainmentUnsupported:
+			if f.Detail == "" {
+				t.Errorf("%s unsupported without a reason", c.name)
+			}
+		default:
+			t.Errorf("%s: state %s", c.name, f.State)
+		}
+	}
+	uid, _ := strconv.Atoi(seen[4])
+	user, _ := rec.Feature(tools.FeatureUser)
+	procs, _ := rec.Feature(tools.FeatureProcesses)
+	if (user.State == events.ContainmentActive) != (uid != 0) {
+		t.Errorf("unprivileged_user %s but the command ran as uid %d", user.State, uid)
+	}
+	if procs.State == events.ContainmentActive && (uid == 0 || seen[3] != strconv.FormatUint(limits.Processes, 10)) {
+		t.Errorf("processes active at %d, the command ran as uid %d with ulimit -u %s", procs.Limit, uid, seen[3])
+	}
+	if uid == 0 && procs.State != events.ContainmentUnsupported {
+		t.Errorf("commands run as root, yet processes is %s", procs.State)
+	}
+	if net, _ := rec.Feature(tools.FeatureNetwork); net.State != events.ContainmentActive && net.State != events.ContainmentUnsupported {
+		t.Errorf("network_isolation was asked for: %+v", net)
+	}
+}

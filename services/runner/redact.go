@@ -1,0 +1,97 @@
+package runner
+
+import (
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/secrets"
+	"github.com/factline/factline/services/runner/tools"
+)
+
+// Secrets are redacted where text enters the log: a model's reply before
+// model.replied is made (so the argument digests are of what is stored,
+// and what later runs is what the log says), a tool's result before its
+// output is read for diagnostics, and every fact the runner commits as a
+// last guard for error messages and reasons.
+
+// redactReply removes secrets from what a model said.
+func redactReply(r *secrets.Redactor, reply models.Reply) models.Reply {
+	if r.Len() == 0 {
+		return reply
+	}
+	reply.Text = r.Redact(reply.Text)
+	reply.Model = r.Redact(reply.Model)
+	reply.Calls = append([]models.ToolCall(nil), reply.Calls...)
+	for i, c := range reply.Calls {
+		reply.Calls[i].ID = r.Redact(c.ID)
+		reply.Calls[i].Name = r.Redact(c.Name)
+		reply.Calls[i].Args = r.Redact(c.Args)
+	}
+	return reply
+}
+
+// redactResult removes secrets from what a tool returned.
+func redactResult(r *secrets.Redactor, res tools.Result) tools.Result {
+	if r.Len() == 0 {
+		return res
+	}
+	res.Output = r.Redact(res.Output)
+	if res.Err != nil {
+		e := *res.Err
+		e.Message = r.Redact(e.Message)
+		res.Err = &e
+	}
+	return res
+}
+
+// redactBody removes secrets from the free text of a fact the runner is
+// about to commit. Bodies whose text was redacted where it came in
+// (model.replied) pass unchanged: their digests cover the stored text.
+func redactBody(r *secrets.Redactor, b events.Body) events.Body {
+	if r.Len() == 0 {
+		return b
+	}
+	switch v := b.(type) {
+	case events.DispatchCompleted:
+		v.Output = r.Redact(v.Output)
+		if v.Error != nil {
+			e := *v.Error
+			e.Message = r.Redact(e.Message)
+			v.Error = &e
+		}
+		return v
+	case events.RunEnded:
+		v.Reason = r.Redact(v.Reason)
+		v.NextAction = r.Redact(v.NextAction)
+		return v
+	case events.ControlAccepted:
+		v.Instruction = r.Redact(v.Instruction)
+		v.Reason = r.Redact(v.Reason)
+		return v
+	case events.TaskGenerationStarted:
+		v.Instruction = r.Redact(v.Instruction)
+		return v
+	}
+	return b
+}
+
+// redactErr hides secrets in an error the runner hands to the bus (which
+// logs it and may put it in a dead letter), keeping what errors.Is and
+// errors.As see.
+func redactErr(r *secrets.Redactor, err error) error {
+	if err == nil || r.Len() == 0 {
+		return err
+	}
+	msg := r.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
