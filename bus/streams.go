@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,7 +79,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	var err error
 	b.blobs, err = b.js.ObjectStore(ctx, BlobBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		b.blobs, err = b.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		b.blobs, err = b.js.CreateObjectStore(cctx, jetstream.ObjectStoreConfig{
 			Bucket:      BlobBucket,
 			Description: "factline blobs named by content digest",
 			Storage:     jetstream.FileStorage,
@@ -91,7 +94,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	b.pos, err = b.js.KeyValue(ctx, PositionsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		b.pos, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		b.pos, err = b.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{
 			Bucket:      PositionsBucket,
 			Description: "factline projection replay positions",
 			Storage:     jetstream.FileStorage,
@@ -111,6 +116,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 // identity that may not manage streams, on an account nobody has set up yet.
 var ErrNotSetUp = errors.New("not set up: create the streams with an identity allowed to (factline setup)")
 
+// createTimeout bounds one create: a server that refuses it never answers,
+// and a caller with a long deadline must still learn why it cannot start.
+const createTimeout = 20 * time.Second
+
 // createErr explains a failed create. A server that refuses a request for
 // want of permission does not answer it at all, so a create that timed out
 // while the caller's own deadline still holds is most likely refused.
@@ -128,7 +137,9 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 	s, err := b.js.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := b.js.CreateStream(ctx, want); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		if _, err := b.js.CreateStream(cctx, want); err != nil {
 			return fmt.Errorf("create stream %s: %w", want.Name, createErr(ctx, "stream "+want.Name, err))
 		}
 		return nil

@@ -405,6 +405,20 @@ func TestTenantsAreIsolated(t *testing.T) {
 	if bLog, _ := bAnalyst.LoadRun(ctx, "s1", "run-a1"); len(bLog.Records) != 1 || bLog.Records[0].Fact.ID == log.Records[0].Fact.ID {
 		t.Fatalf("tenant B's log of the same run name: %d facts", len(bLog.Records))
 	}
+
+	// The same from new OS processes: a replay as tenant A's analyst counts
+	// A's three facts; as tenant B's, the one B wrote.
+	bin := factlineBinary(t)
+	for _, c := range []struct {
+		prefix, user, want string
+	}{{"TENANT_A", "a-analyst", `"run.claimed": 3`}, {"TENANT_B", "b-analyst", `"run.claimed": 1`}} {
+		role := c.user[strings.LastIndex(c.user, "-")+1:]
+		out, err := exec.CommandContext(ctx, bin, "replay", "kinds", "--json", "--nats", url, "--user", c.user,
+			"--password-file", writePasswordFile(t, c.prefix, role)).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Fatalf("replay as %s: %v, want %s in\n%s", c.user, err, c.want, out)
+		}
+	}
 }
 
 // writePasswordFile writes a role's password to a file only this user can
@@ -431,6 +445,25 @@ func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
 	as := func(role string) []string {
 		return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
 	}
+	// A request the server refuses ends the command with exit status 1
+	// and an error naming what was refused.
+	refused := func(want string, args ...string) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, bin, args...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || cctx.Err() != nil {
+			t.Fatalf("factline %v: want exit 1, got %v\n%s", args, err, out)
+		}
+		if !strings.Contains(string(out), "permission denied") || !strings.Contains(string(out), want) {
+			t.Fatalf("factline %v: the error does not name %q:\n%s", args, want, out)
+		}
+	}
+	// Services only look streams up: on an account nobody set up, a
+	// service stops at once and says who must create them.
+	refused(`"$JS.API.STREAM.CREATE.FACTS" (needed to create stream FACTS, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first)`,
+		append([]string{"serve", "--services", "staller"}, as("staller")...)...)
 	if out, err := exec.CommandContext(ctx, bin, append([]string{"setup"}, as("admin")...)...).CombinedOutput(); err != nil {
 		t.Fatalf("setup as admin: %v\n%s", err, out)
 	}
@@ -489,19 +522,6 @@ func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
 	}
 
 	// Doing another role's work fails fast, naming the subject.
-	refused := func(want string, args ...string) {
-		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, bin, args...).CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || cctx.Err() != nil {
-			t.Fatalf("factline %v: want exit 1, got %v\n%s", args, err, out)
-		}
-		if !strings.Contains(string(out), "permission denied") || !strings.Contains(string(out), want) {
-			t.Fatalf("factline %v: the error does not name %q:\n%s", args, want, out)
-		}
-	}
 	refused(`"fact.factline-probe.probe.grade.conflict" (needed by grader to append grade.conflict)`, append([]string{"serve", "--services", "grader"}, as("runner")...)...)
 	refused(`"ctl.authority.`, append([]string{"cancel", firstRun(t, ctx, url)}, as("analyst")...)...)
 	refused(`"fact.factline-probe._suite.suite.submitted"`, append([]string{"run", suite}, as("ops")...)...)

@@ -191,6 +191,7 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 			pe.Op = "subscribe"
 		}
 	}
+	pe.Need = hintFor(pe.Subject)
 	g.mu.Lock()
 	_, seen := g.denied[pe.Subject]
 	g.denied[pe.Subject] = pe
@@ -205,6 +206,21 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 	if g.onDeny != nil {
 		g.onDeny(pe)
 	}
+}
+
+// hintFor says what a refused JetStream API subject was for, where that
+// points at the fix.
+func hintFor(subject string) string {
+	const api = "$JS.API."
+	for _, p := range []string{"STREAM.CREATE.", "STREAM.UPDATE."} {
+		if name, ok := strings.CutPrefix(subject, api+p); ok {
+			return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
+		}
+	}
+	if rest, ok := strings.CutPrefix(subject, api+"CONSUMER.CREATE."); ok {
+		return "to create consumer " + rest
+	}
+	return ""
 }
 
 // deniedFor returns the violation recorded for subject, if any.
