@@ -520,6 +520,14 @@ func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
 	if err != nil || strings.Count(string(tail), "run.ended") != 3 {
 		t.Fatalf("tail as ops: %v\n%s", err, tail)
 	}
+	report, err := exec.CommandContext(ctx, bin, append([]string{"report", "authority", "--json"}, as("ops")...)...).Output()
+	if err != nil || normalise(t, report) != normalise(t, distributed) {
+		t.Fatalf("report as ops: %v\n%s", err, report)
+	}
+	export, err := exec.CommandContext(ctx, bin, append([]string{"export", "fact.authority.>"}, as("analyst")...)...).Output()
+	if err != nil || len(export) == 0 {
+		t.Fatalf("export as analyst: %v (%d bytes)", err, len(export))
+	}
 
 	// Doing another role's work fails fast, naming the subject.
 	refused(`"fact.factline-probe.probe.grade.conflict" (needed by grader to append grade.conflict)`, append([]string{"serve", "--services", "grader"}, as("runner")...)...)

@@ -156,7 +156,7 @@ func TestConnectWithCredentialsAndTLS(t *testing.T) {
 	pub, _ := kp.PublicKey()
 	seed, _ := kp.Seed()
 	seedFile := filepath.Join(dir, "analyst.nk")
-	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+	if err := os.WriteFile(seedFile, append(seed, '\n'), 0o600); err != nil { // as nkeygen writes it
 		t.Fatal(err)
 	}
 	// nats-server refuses a top-level variable nobody uses: every role of

@@ -16,22 +16,18 @@ func runSetup(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("setup", "setup --nats URL [--replicas N] [credentials]", out)
 	var t target
 	t.flags(fs)
-	replicas := fs.Int("replicas", 1, "replicas of FACTS, CONTROL, DEAD and the buckets: 1 on one server, 3 on a three-node cluster")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if t.url == "" {
 		return usageError{"setup works on a NATS server: --nats URL (an embedded --store sets itself up)"}
 	}
-	if *replicas < 1 {
-		return usageError{"--replicas must be at least 1"}
-	}
-	b, _, err := dial(ctx, t.url, &t.cred, bus.Config{Replicas: *replicas})
+	_, closeBus, err := t.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Conn().Close()
+	defer closeBus()
 	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s are set up (replicas %d)\n",
-		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, *replicas)
+		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, t.replicas)
 	return nil
 }
