@@ -118,7 +118,7 @@ var ErrNotSetUp = errors.New("not set up: create the streams with an identity al
 
 // createTimeout bounds one create: a server that refuses it never answers,
 // and a caller with a long deadline must still learn why it cannot start.
-const createTimeout = 20 * time.Second
+var createTimeout = 20 * time.Second
 
 // createErr explains a failed create. A server that refuses a request for
 // want of permission does not answer it at all, so a create that timed out
