@@ -51,6 +51,13 @@ type EmbeddedConfig struct {
 	Cluster *ClusterConfig
 	// Logger receives the server's log lines; nil silences them.
 	Logger server.Logger
+	// ConfigFile, when set, is a nats-server configuration file (accounts,
+	// users, permissions; see ops/nats/) read before the settings above,
+	// which take precedence over it: the store directory, durability,
+	// listen address and cluster always come from this struct, and an
+	// embedded server serves no monitoring port. Its
+	// $VARIABLES resolve from the environment, as nats-server's do.
+	ConfigFile string
 }
 
 // ClusterConfig joins an embedded server to a JetStream cluster on loopback
@@ -82,16 +89,26 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Name == "" {
 		cfg.Name = "factline"
 	}
-	opts := &server.Options{
-		ServerName: cfg.Name,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		NoSigs:     true,
-		NoLog:      cfg.Logger == nil,
-		DontListen: cfg.Listen == "",
-		Host:       "127.0.0.1",
-		Port:       -1,
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		fileOpts, err := server.ProcessConfigFile(cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server: %w", err)
+		}
+		opts = fileOpts
 	}
+	opts.ServerName = cfg.Name
+	opts.JetStream = true
+	opts.StoreDir = cfg.StoreDir
+	opts.NoSigs = true
+	opts.NoLog = cfg.Logger == nil
+	opts.DontListen = cfg.Listen == ""
+	opts.Host, opts.Port = "127.0.0.1", -1
+	// Networking beyond the client port is this struct's business alone: a
+	// file written for a standalone nats-server must not make an embedded
+	// one open a monitoring port or dial routes.
+	opts.HTTPHost, opts.HTTPPort, opts.HTTPSPort = "", 0, 0
+	opts.Cluster, opts.Routes = server.ClusterOpts{}, nil
 	switch cfg.Durability {
 	case SyncAlways:
 		opts.SyncAlways = true

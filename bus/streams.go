@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -70,35 +72,75 @@ func (b *Bus) ensure(ctx context.Context) error {
 			return err
 		}
 	}
+	// Buckets are looked up before they are made, like streams: a service
+	// whose identity may only read stream information (see docs/security.md)
+	// opens a bus that an administrator set up, and an existing bucket is
+	// never changed behind the operator's back.
 	var err error
-	b.blobs, err = b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      BlobBucket,
-		Description: "factline blobs named by content digest",
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
-	})
+	b.blobs, err = b.js.ObjectStore(ctx, BlobBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		b.blobs, err = b.js.CreateObjectStore(cctx, jetstream.ObjectStoreConfig{
+			Bucket:      BlobBucket,
+			Description: "factline blobs named by content digest",
+			Storage:     jetstream.FileStorage,
+			Replicas:    b.cfg.Replicas,
+		})
+		err = createErr(ctx, "object store "+BlobBucket, err)
+	}
 	if err != nil {
 		return fmt.Errorf("object store %s: %w", BlobBucket, err)
 	}
-	b.pos, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      PositionsBucket,
-		Description: "factline projection replay positions",
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
-		History:     1,
-	})
+	b.pos, err = b.js.KeyValue(ctx, PositionsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		b.pos, err = b.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{
+			Bucket:      PositionsBucket,
+			Description: "factline projection replay positions",
+			Storage:     jetstream.FileStorage,
+			Replicas:    b.cfg.Replicas,
+			History:     1,
+		})
+		err = createErr(ctx, "kv "+PositionsBucket, err)
+	}
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", PositionsBucket, err)
 	}
 	return nil
 }
 
+// ErrNotSetUp is returned by Open when a stream or bucket factline needs does
+// not exist and this connection could not create it: typically a service
+// identity that may not manage streams, on an account nobody has set up yet.
+var ErrNotSetUp = errors.New("not set up: create the streams with an identity allowed to (factline setup)")
+
+// createTimeout bounds one create: a server that refuses it never answers,
+// and a caller with a long deadline must still learn why it cannot start.
+var createTimeout = 20 * time.Second
+
+// createErr explains a failed create. A server that refuses a request for
+// want of permission does not answer it at all, so a create that timed out
+// while the caller's own deadline still holds is most likely refused.
+func createErr(ctx context.Context, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+		return fmt.Errorf("%s is missing and creating it got no answer (%v): %w", what, err, ErrNotSetUp)
+	}
+	return err
+}
+
 func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) error {
 	s, err := b.js.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := b.js.CreateStream(ctx, want); err != nil {
-			return fmt.Errorf("create stream %s: %w", want.Name, err)
+		cctx, cancel := context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+		if _, err := b.js.CreateStream(cctx, want); err != nil {
+			return fmt.Errorf("create stream %s: %w", want.Name, createErr(ctx, "stream "+want.Name, err))
 		}
 		return nil
 	case err != nil:

@@ -37,6 +37,7 @@ func commands() []command {
 		{"export", "write the facts of a store or a server to an export file", runExport},
 		{"import", "load an export file into an empty store or server", runImport},
 		{"projections", "list the projections replay knows", runProjections},
+		{"setup", "create the streams and buckets on a NATS server (as an identity allowed to)", runSetup},
 		{"cancel", "ask a run's runner to cancel it", runControl(events.SignalCancel, "cancel RUN [--reason TEXT] (--store DIR | --nats URL)", 1)},
 		{"steer", "add an instruction to a running task (a new task generation)", runControl(events.SignalSteer, "steer RUN TEXT (--store DIR | --nats URL)", 2)},
 		{"approve", "approve an operation waiting for approval, bound to its exact arguments", runControl(events.SignalApprove, "approve RUN OPERATION --args-digest DIGEST (--store DIR | --nats URL)", 2)},
@@ -70,7 +71,17 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			// A permission the server refuses ends the command: the refusal
+			// arrives on the side, so it cancels the command and becomes
+			// its error.
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			ctx = withViolationHook(ctx, func(err error) { cancel(err) })
 			err := c.run(ctx, args[1:], out)
+			var pe *PermissionError
+			if errors.As(context.Cause(ctx), &pe) {
+				err = pe
+			}
 			switch {
 			case err == nil:
 				return 0

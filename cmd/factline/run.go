@@ -59,6 +59,10 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 		if b, closeBus, err = t.open(ctx); err != nil {
 			return err
 		}
+		if err := t.probe(ctx, b, submitterNeeds()); err != nil {
+			closeBus()
+			return err
+		}
 		progress.note("submitting to %s; services run elsewhere", t.url)
 	} else {
 		store := t.store

@@ -107,6 +107,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer closeBus()
+	var needs []need
+	for _, n := range names {
+		needs = append(needs, serviceNeeds(n)...)
+	}
+	if err := t.probe(ctx, b, needs); err != nil {
+		return err
+	}
 	if *metricsAddr != "" {
 		stopMetrics, err := serveMetrics(*metricsAddr, func() error {
 			if !b.Conn().IsConnected() {

@@ -14,11 +14,29 @@ import (
 type target struct {
 	store string
 	url   string
+	cred  credentials
+	// replicas is what the streams must have on a --nats server: 3 on a
+	// three-node cluster.
+	replicas int
+	// guard reports the server's permission violations on a --nats
+	// connection once open has made one.
+	guard *guard
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open")
 	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
+	fs.IntVar(&t.replicas, "replicas", 1, "with --nats: replicas the streams have (or, for setup, get): 1 on one server, 3 on a three-node cluster")
+	t.cred.flags(fs)
+}
+
+// probe checks, on a --nats connection, that this identity may publish
+// what the command will (see probe.go); an embedded store needs no check.
+func (t *target) probe(ctx context.Context, b *bus.Bus, needs []need) error {
+	if t.guard == nil {
+		return nil
+	}
+	return probe(ctx, b, t.guard, needs)
 }
 
 // open connects to the target; the returned function releases it.
@@ -27,11 +45,17 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 	case t.store != "" && t.url != "":
 		return nil, nil, usageError{"give --store or --nats, not both"}
 	case t.url != "":
-		b, err := bus.Dial(ctx, t.url, bus.Config{})
+		if t.replicas < 1 {
+			return nil, nil, usageError{"--replicas must be at least 1"}
+		}
+		b, g, err := dial(ctx, t.url, &t.cred, bus.Config{Replicas: t.replicas})
 		if err != nil {
 			return nil, nil, err
 		}
+		t.guard = g
 		return b, b.Conn().Close, nil
+	case t.cred.given():
+		return nil, nil, usageError{"credentials and TLS flags apply to --nats only"}
 	case t.store != "":
 		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store})
 		if err != nil {

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/factline/factline/bus"
+)
+
+// PasswordEnv is the environment variable a NATS password is read from when
+// neither --password nor --password-file is given. An environment variable
+// or a file keeps the secret out of the process list, which --password does
+// not.
+const PasswordEnv = "FACTLINE_NATS_PASSWORD"
+
+// credentials are how a command identifies itself to a NATS server: every
+// command that takes --nats takes these too (see docs/security.md).
+type credentials struct {
+	creds        string
+	user         string
+	password     string
+	passwordFile string
+	nkey         string
+	tlsCA        string
+	tlsCert      string
+	tlsKey       string
+}
+
+func (c *credentials) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.creds, "creds", "", "with --nats: a NATS credentials file (JWT and nkey seed)")
+	fs.StringVar(&c.user, "user", "", "with --nats: the NATS user name of this process's role")
+	fs.StringVar(&c.password, "password", "", "with --user: the password (visible to ps; prefer --password-file or $"+PasswordEnv+")")
+	fs.StringVar(&c.passwordFile, "password-file", "", "with --user: a file holding the password (one line)")
+	fs.StringVar(&c.nkey, "nkey", "", "with --nats: a file holding the nkey seed of this process's user")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "with --nats: CA certificate (PEM) to verify the server with; turns TLS on")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "with --nats: client certificate (PEM) for mutual TLS; needs --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "with --nats: client private key (PEM) for mutual TLS")
+}
+
+// given reports whether any credential or TLS flag was set.
+func (c *credentials) given() bool {
+	return c.creds != "" || c.user != "" || c.password != "" || c.passwordFile != "" || c.nkey != "" ||
+		c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != ""
+}
+
+// identity names who this process is to the server, for error messages.
+// It never includes a secret.
+func (c *credentials) identity() string {
+	switch {
+	case c.user != "":
+		return "user " + c.user
+	case c.nkey != "":
+		return "nkey " + filepath.Base(c.nkey)
+	case c.creds != "":
+		return "creds " + filepath.Base(c.creds)
+	}
+	return "no credentials"
+}
+
+// options turns the flags into connection options. Secrets are read here,
+// once, and go nowhere but the connection.
+func (c *credentials) options() ([]nats.Option, error) {
+	var opts []nats.Option
+	methods := 0
+	if c.creds != "" {
+		methods++
+		if _, err := os.Stat(c.creds); err != nil {
+			return nil, usageError{fmt.Sprintf("--creds: %v", err)}
+		}
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.nkey != "" {
+		methods++
+		o, err := nats.NkeyOptionFromSeed(c.nkey)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--nkey %s: %v", c.nkey, err)}
+		}
+		opts = append(opts, o)
+	}
+	if c.password != "" && c.passwordFile != "" {
+		return nil, usageError{"give --password or --password-file, not both"}
+	}
+	if c.user != "" {
+		methods++
+		pw, err := c.readPassword()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.UserInfo(c.user, pw))
+	} else if c.password != "" || c.passwordFile != "" {
+		return nil, usageError{"a password needs --user"}
+	}
+	if methods > 1 {
+		return nil, usageError{"give one of --creds, --nkey or --user"}
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, usageError{"--tls-cert and --tls-key go together"}
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	return opts, nil
+}
+
+func (c *credentials) readPassword() (string, error) {
+	switch {
+	case c.password != "":
+		return c.password, nil
+	case c.passwordFile != "":
+		data, err := os.ReadFile(c.passwordFile)
+		if err != nil {
+			return "", usageError{fmt.Sprintf("--password-file: %v", err)}
+		}
+		pw := strings.TrimRight(string(data), "\r\n")
+		if pw == "" {
+			return "", usageError{fmt.Sprintf("--password-file %s is empty", c.passwordFile)}
+		}
+		return pw, nil
+	}
+	if pw := os.Getenv(PasswordEnv); pw != "" {
+		return pw, nil
+	}
+	return "", usageError{fmt.Sprintf("--user %s needs a password: --password-file FILE or $%s", c.user, PasswordEnv)}
+}
+
+// PermissionError is a request the NATS server refused because this
+// process's identity lacks the permission: the role's configuration and the
+// work asked of it disagree.
+type PermissionError struct {
+	Identity string // who connected, e.g. "user runner"
+	Op       string // "publish" or "subscribe"
+	Subject  string
+	Need     string // what the subject was for, when known
+}
+
+func (e *PermissionError) Error() string {
+	need := ""
+	if e.Need != "" {
+		need = " (needed " + e.Need + ")"
+	}
+	return fmt.Sprintf("permission denied: NATS %s may not %s to %q%s; the server refused it (Permissions Violation). "+
+		"Connect as the role that owns this work, or fix its permissions (ops/nats/roles.conf, docs/security.md)",
+		e.Identity, e.Op, e.Subject, need)
+}
+
+var violationRe = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "([^"]+)"`)
+
+// guard turns the server's asynchronous permission violations into errors:
+// the server does not answer a refused request, it reports the violation
+// on the side, and the request would otherwise just time out.
+type guard struct {
+	identity string
+	onDeny   func(error)
+
+	mu     sync.Mutex
+	denied map[string]*PermissionError
+	notify chan struct{}
+}
+
+func newGuard(identity string, onDeny func(error)) *guard {
+	return &guard{identity: identity, onDeny: onDeny, denied: map[string]*PermissionError{}, notify: make(chan struct{}, 1)}
+}
+
+func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		if sub != nil {
+			slog.Warn("NATS error", "subject", sub.Subject, "err", err)
+		} else {
+			slog.Warn("NATS error", "err", err)
+		}
+		return
+	}
+	pe := &PermissionError{Identity: g.identity, Op: "use", Subject: "?"}
+	if m := violationRe.FindStringSubmatch(err.Error()); m != nil {
+		pe.Op, pe.Subject = strings.ToLower(m[1]), m[2]
+		if pe.Op == "subscription" {
+			pe.Op = "subscribe"
+		}
+	}
+	pe.Need = hintFor(pe.Subject)
+	g.mu.Lock()
+	_, seen := g.denied[pe.Subject]
+	g.denied[pe.Subject] = pe
+	g.mu.Unlock()
+	select {
+	case g.notify <- struct{}{}:
+	default:
+	}
+	if !seen {
+		slog.Error("NATS refused a request", "err", pe)
+	}
+	if g.onDeny != nil {
+		g.onDeny(pe)
+	}
+}
+
+// hintFor says what a refused JetStream API subject was for, where that
+// points at the fix.
+func hintFor(subject string) string {
+	const api = "$JS.API."
+	for _, p := range []string{"STREAM.CREATE.", "STREAM.UPDATE."} {
+		if name, ok := strings.CutPrefix(subject, api+p); ok {
+			return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
+		}
+	}
+	if rest, ok := strings.CutPrefix(subject, api+"CONSUMER.CREATE."); ok {
+		return "to create consumer " + rest
+	}
+	return ""
+}
+
+// deniedFor returns the violation recorded for subject, if any.
+func (g *guard) deniedFor(subject string) *PermissionError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.denied[subject]
+}
+
+// violationKey carries, in a command's context, what to do when the server
+// refuses a request: main cancels the command with the violation as cause
+// and exits non-zero naming it.
+type violationKey struct{}
+
+func withViolationHook(ctx context.Context, hook func(error)) context.Context {
+	return context.WithValue(ctx, violationKey{}, hook)
+}
+
+func violationHook(ctx context.Context) func(error) {
+	h, _ := ctx.Value(violationKey{}).(func(error))
+	return h
+}
+
+// dial connects to a NATS server with the credentials and opens the bus on
+// it. A permission the identity lacks ends the command (through the
+// context's violation hook) with an error naming the subject and identity.
+func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*bus.Bus, *guard, error) {
+	opts, err := c.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	g := newGuard(c.identity(), violationHook(ctx))
+	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1), nats.ErrorHandler(g.handle)}, opts...)
+	nc, err := nats.Connect(rawURL, opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds?)", redactURL(rawURL), c.identity(), err)
+		}
+		return nil, nil, fmt.Errorf("connect %s: %w", redactURL(rawURL), err)
+	}
+	b, err := bus.Open(ctx, nc, cfg)
+	if err != nil {
+		nc.Close()
+		if cause := context.Cause(ctx); errors.As(cause, new(*PermissionError)) {
+			return nil, nil, cause
+		}
+		return nil, nil, err
+	}
+	return b, g, nil
+}
+
+// redactURL drops a password written into a server URL, so that it never
+// reaches a log or an error message.
+func redactURL(raw string) string {
+	var out []string
+	for _, part := range strings.Split(raw, ",") {
+		u, err := url.Parse(strings.TrimSpace(part))
+		if err != nil || u.User == nil {
+			out = append(out, part)
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		}
+		out = append(out, u.String())
+	}
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+)
+
+// need is a subject a command must be allowed to publish on, and why.
+type need struct {
+	subject string
+	why     string
+}
+
+// Tokens of the subjects probes publish on. No fact is ever stored there.
+const (
+	probeSuite = "factline-probe"
+	probeRun   = "probe"
+)
+
+// serviceNeeds lists what a service publishes: the kinds it owns (by the
+// events registry), its dead letters, and its blobs and live status where
+// it writes them.
+func serviceNeeds(service string) []need {
+	var out []need
+	for _, k := range events.Kinds() {
+		if string(k.Owner()) != service {
+			continue
+		}
+		run := probeRun
+		if k.SuiteScoped() {
+			run = events.SuiteScope
+		}
+		subj, err := events.FactSubject(probeSuite, run, k)
+		if err != nil {
+			continue
+		}
+		out = append(out, need{subj, fmt.Sprintf("by %s to append %s", service, k)})
+	}
+	out = append(out, need{bus.DeadSubject(bus.FactsStream, service), "by " + service + " to dead-letter what it cannot use"})
+	switch service {
+	case "runner":
+		subj, _ := events.StatusSubject(probeSuite, probeRun)
+		out = append(out, need{subj, "by runner to publish live status"}, blobNeed("runner"))
+	case "meter":
+		out = append(out, blobNeed("meter"))
+	}
+	return out
+}
+
+// submitterNeeds lists what "factline run --nats" publishes.
+func submitterNeeds() []need {
+	subj, _ := events.FactSubject(probeSuite, events.SuiteScope, events.KindSuiteSubmitted)
+	return []need{{subj, "to submit a suite"}, blobNeed("the submitter")}
+}
+
+func blobNeed(who string) need {
+	return need{"$O." + bus.BlobBucket + ".C." + probeRun, "by " + who + " to store blobs"}
+}
+
+// probeTimeout bounds one probe: a refused publish gets no answer at all.
+const probeTimeout = 5 * time.Second
+
+// probe checks, before a command starts its work, that its identity may
+// publish on every subject it will need, so that a role missing a
+// permission fails at once with the subject named rather than hours later
+// mid-run. Each probe is a JetStream publish that expects a last subject
+// sequence no subject can have: a stream that accepts the subject refuses
+// to store it (and says so), while a server that denies the subject reports
+// a permissions violation. Nothing is ever written.
+func probe(ctx context.Context, b *bus.Bus, g *guard, needs []need) error {
+	for _, n := range needs {
+		if err := probeOne(ctx, b.JetStream(), g, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeOne(ctx context.Context, js jetstream.JetStream, g *guard, n need) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	m := &nats.Msg{Subject: n.subject, Header: nats.Header{}}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "18446744073709551615")
+	res := make(chan error, 1)
+	go func() {
+		_, err := js.PublishMsg(ctx, m)
+		res <- err
+	}()
+	denied := func() error {
+		if pe := g.deniedFor(n.subject); pe != nil {
+			pe.Need = n.why
+			return pe
+		}
+		return nil
+	}
+	for {
+		select {
+		case err := <-res:
+			var apiErr *jetstream.APIError
+			switch {
+			case err == nil, errors.As(err, &apiErr):
+				return nil // a stream answered: the subject is allowed
+			case denied() != nil:
+				return denied()
+			case errors.Is(err, jetstream.ErrNoStreamResponse):
+				return fmt.Errorf("no stream stores %s (needed %s): set the account up first (factline setup)", n.subject, n.why)
+			default:
+				return fmt.Errorf("check permission to publish %s (needed %s): %w", n.subject, n.why, err)
+			}
+		case <-g.notify:
+			if err := denied(); err != nil {
+				return err
+			}
+		}
+	}
+}
