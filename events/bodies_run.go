@@ -84,6 +84,13 @@ type RunClaimed struct {
 	Runner     string `msgpack:"runner"`
 	Lease      uint32 `msgpack:"lease"`
 	ResumeFrom uint64 `msgpack:"resume_from,omitempty"` // last position seen by the claimer
+	// Extensions are the extensions the runner admitted for this claim
+	// (their source, server version and capabilities), and Identity the
+	// agent identity they make: the requested components with the
+	// extensions component replaced by what was admitted. Both are absent
+	// for a run that uses no extension.
+	Extensions []Extension `msgpack:"extensions,omitempty"`
+	Identity   Digest      `msgpack:"identity,omitempty"`
 }
 
 // Kind implements Body.
@@ -91,6 +98,12 @@ func (RunClaimed) Kind() Kind { return KindRunClaimed }
 
 func (b RunClaimed) validate(p string) error {
 	if err := needString(p, "runner", b.Runner); err != nil {
+		return err
+	}
+	if err := each(p, "extensions", b.Extensions); err != nil {
+		return err
+	}
+	if err := optDigest(p, "identity", b.Identity); err != nil {
 		return err
 	}
 	return needPositive(p, "lease", b.Lease)
