@@ -209,7 +209,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	}); err != nil {
 		return d, nil, err
 	}
-	if a.needsApproval(call.Name) {
+	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
 		ok, err := a.approve(ctx, turn, call, op)
 		if err != nil {
 			return d, nil, err

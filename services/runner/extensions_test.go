@@ -1,0 +1,255 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/extensions/extensionstest"
+	"github.com/factline/factline/services/runner/runnertest"
+)
+
+// startWith runs a runner with an extension allowlist, and the stand-in
+// decider, on a real embedded JetStream server.
+func startWith(t *testing.T, allow *extensions.Allowlist) *env {
+	t.Helper()
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: t.TempDir(), Concurrency: 2, DecisionTimeout: time.Minute, Extensions: allow})
+	must(t, err)
+	done := make(chan struct{}, 2)
+	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
+	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return &env{t: t, b: b, ctx: ctx}
+}
+
+// testAllowlist pins the test MCP server as "testsrv" (and, when given,
+// the same server under another name with another pin).
+func testAllowlist(t *testing.T, bin string, f extensionstest.Files, extra string) *extensions.Allowlist {
+	t.Helper()
+	d, err := extensions.FileDigest(bin)
+	must(t, err)
+	args, _ := json.Marshal(f.Args())
+	l, err := extensions.Parse("ext.yaml", []byte(fmt.Sprintf(`extensions:
+  - name: testsrv
+    command: %s
+    args: %s
+    digest: %s
+    start_timeout: 60s
+    tools:
+      - {name: echo, effect: read}
+      - {name: add, effect: read}
+      - {name: fail, effect: read}
+      - {name: publish, effect: external}
+%s`, bin, args, d, extra)))
+	must(t, err)
+	return l
+}
+
+// End to end through the real runner with a scripted model: discovery,
+// success, invalid arguments and a tool error as observations, a tool the
+// allowlist does not list is unknown to the model, and a tool the server
+// calls read-only but the allowlist calls external waits for a person's
+// approval of its exact arguments. The server ends with the run.
+func TestExtensionEndToEnd(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	e := startWith(t, testAllowlist(t, bin, f, ""))
+	c := fixtureCase(t, "{steps: 6}")
+	c.Extensions = []string{"testsrv"}
+	s := `turns:
+  - calls:
+      - {id: echo, name: testsrv__echo, args: {text: hello}}
+      - {id: bad, name: testsrv__add, args: {a: 1, b: two}}
+      - {id: fail, name: testsrv__fail, args: {}}
+      - {id: secret, name: testsrv__secret, args: {}}
+  - calls:
+      - {id: pub, name: testsrv__publish, args: {message: hello world}}
+  - calls:
+      - {id: done, name: task_complete, args: {status: done, evidence: [t1/echo, t2/pub]}}
+`
+	status, err := e.b.Conn().SubscribeSync("status.suite.ext")
+	must(t, err)
+	defer status.Unsubscribe()
+	e.start(c, s, "ext")
+	pub := e.waitFact("ext", func(f events.Fact) bool {
+		d, ok := f.Body.(events.DispatchIntended)
+		return ok && d.CallID == "pub"
+	}).Body.(events.DispatchIntended)
+	if pub.Effect != events.EffectExternal || pub.Tool != "testsrv__publish" {
+		t.Fatalf("intended %+v: the allowlist's effect class did not decide", pub)
+	}
+	// The runner waits for a person: nothing reached the sink meanwhile.
+	for waiting := false; !waiting; {
+		if _, ran := dispatches(e.load("ext"))["t2/pub"]; ran {
+			t.Fatal("the external call settled without an approval")
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+		m, err := status.NextMsgWithContext(ctx)
+		cancel()
+		waiting = err == nil && strings.Contains(string(m.Data), `"awaiting_approval"`) && strings.Contains(string(m.Data), pub.OperationID)
+	}
+	if got := extensionstest.Lines(t, f.Sink); len(got) != 0 {
+		t.Fatalf("the external call ran before approval: %v", got)
+	}
+	must(t, e.b.SendControl(e.ctx, "suite", "ext", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
+	log, end := e.wait("ext")
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+
+	// The claim records source, version and capabilities, and the identity.
+	claims := kinds(log, events.KindRunClaimed)
+	if len(claims) != 1 {
+		t.Fatalf("%d claims", len(claims))
+	}
+	claim := claims[0].Body.(events.RunClaimed)
+	digest, _ := extensions.FileDigest(bin)
+	if len(claim.Extensions) != 1 || claim.Identity == "" {
+		t.Fatalf("claim %+v", claim)
+	}
+	rec := claim.Extensions[0]
+	if rec.Name != "testsrv" || rec.Command != bin || rec.Executable != digest || rec.Server != "factline-test-server" || rec.Version != "1.2.3" {
+		t.Fatalf("extension record %+v", rec)
+	}
+	wantTools := []events.ExtensionTool{{Name: "echo", Effect: "read", Approval: "never"}, {Name: "add", Effect: "read", Approval: "never"},
+		{Name: "fail", Effect: "read", Approval: "never"}, {Name: "publish", Effect: "external", Approval: "always"}}
+	if !slices.Equal(rec.Tools, wantTools) || !slices.Equal(rec.Withheld, []string{"secret"}) {
+		t.Fatalf("recorded tools %+v, withheld %v", rec.Tools, rec.Withheld)
+	}
+
+	// What the model was offered: the allowlisted tools, not the withheld one.
+	started := kinds(log, events.KindTurnStarted)[0].Body.(events.TurnStarted)
+	req, err := e.b.GetBlob(e.ctx, started.ContextDigest)
+	must(t, err)
+	if !strings.Contains(string(req), "testsrv__echo") || strings.Contains(string(req), "testsrv__secret") {
+		t.Fatalf("the model's tools: %s", req)
+	}
+
+	ds := dispatches(log)
+	check := func(ref string, disp events.Disposition, code, output string) {
+		t.Helper()
+		d, ok := ds[ref]
+		gotCode := ""
+		if ok && d.Error != nil {
+			gotCode = d.Error.Code
+		}
+		if !ok || d.Dispatch.Disposition != disp || gotCode != code || !strings.Contains(d.Output, output) {
+			t.Errorf("%s: %+v (error %q), want %s, code %q, output with %q", ref, d.Dispatch, gotCode, disp, code, output)
+		}
+	}
+	check("t1/echo", events.DispositionExecuted, "", "echo: hello")
+	check("t1/bad", events.DispositionRejected, "BAD_ARGUMENTS", "testsrv__add")
+	check("t1/fail", events.DispositionExecuted, "TOOL_ERROR", "the widget is broken")
+	check("t1/secret", events.DispositionRejected, "UNKNOWN_TOOL", "testsrv__secret")
+	check("t2/pub", events.DispositionExecuted, "", "published hello world")
+	approved := false
+	for _, f := range log.Facts() {
+		if ca, ok := f.Body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalApprove && ca.CallID == "pub" && ca.ArgsDigest == pub.ArgsDigest {
+			approved = true
+		}
+	}
+	if !approved {
+		t.Error("no accepted approval of the publish call")
+	}
+
+	// The server saw only the calls the runner let through, once each.
+	calls := extensionstest.Lines(t, f.Calls)
+	want := []string{`echo {"text":"hello"}`, `fail {}`, `publish {"message":"hello world"}`}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("the server received %q, want %q", calls, want)
+	}
+	if sink := extensionstest.Lines(t, f.Sink); !slices.Equal(sink, []string{pub.OperationID + " hello world"}) {
+		t.Fatalf("sink %q, want one effect under operation %s", sink, pub.OperationID)
+	}
+
+	// One server process for the run, killed with its process group.
+	starts := extensionstest.Lines(t, f.Marker)
+	if len(starts) != 1 {
+		t.Fatalf("the server started %d times", len(starts))
+	}
+	pid, _ := strconv.Atoi(starts[0])
+	b, err := os.ReadFile(f.Child)
+	must(t, err)
+	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for _, p := range []int{pid, child} {
+		gone(t, p)
+	}
+}
+
+// An extension the allowlist does not name, and one whose executable is
+// not the pinned file, are refused before any process starts; the refusal
+// is the run's ending, with a typed reason.
+func TestExtensionRefusedBeforeStart(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	tampered := extensionstest.NewFiles(t)
+	targs, _ := json.Marshal(tampered.Args())
+	e := startWith(t, testAllowlist(t, bin, f, fmt.Sprintf(`  - name: tampered
+    command: %s
+    args: %s
+    digest: sha256:%s
+    tools:
+      - {name: echo, effect: read}
+`, bin, targs, strings.Repeat("0", 64))))
+	for _, c := range []struct{ run, ext, reason string }{
+		{"rogue", "rogue", "extension_rejected: rogue: not_allowlisted: "},
+		{"tampered", "tampered", "extension_rejected: tampered: digest_mismatch: "},
+	} {
+		k := fixtureCase(t, "{steps: 6}")
+		k.Extensions = []string{c.ext}
+		log, end := e.run(k, "turns:\n  - calls: [{name: task_complete, args: {status: done}}]\n", c.run)
+		if end.Status != events.RunErrored || !strings.HasPrefix(end.Reason, c.reason) {
+			t.Fatalf("%s: ended %s/%q, want errored with %q", c.run, end.Status, end.Reason, c.reason)
+		}
+		for _, k := range []events.Kind{events.KindRunClaimed, events.KindTurnStarted, events.KindDispatchIntended} {
+			if n := len(kinds(log, k)); n != 0 {
+				t.Fatalf("%s: %d %s facts after a refusal", c.run, n, k)
+			}
+		}
+	}
+	if got := extensionstest.Lines(t, tampered.Marker); len(got) != 0 {
+		t.Fatalf("the tampered server started: %v", got)
+	}
+	if got := extensionstest.Lines(t, f.Marker); len(got) != 0 {
+		t.Fatalf("a server started for runs that named none it may run: %v", got)
+	}
+}
+
+func (e *env) load(run string) bus.RunLog {
+	e.t.Helper()
+	log, err := e.b.LoadRun(e.ctx, "suite", run)
+	must(e.t, err)
+	return log
+}
+
+// gone waits until pid is gone or a zombie.
+func gone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+		if strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d outlived its run", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
