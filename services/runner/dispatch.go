@@ -285,7 +285,9 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
 	tool := d.Tool
 	if _, known := tools.BuiltinByName(tool); !known {
-		tool = "unknown" // a bounded label set: a model can invent any name
+		if _, offered := a.registry.Lookup(tool); !offered {
+			tool = "unknown" // a bounded label set: a model can invent any name
+		}
 	}
 	metrics.ToolDispatches.WithLabelValues(tool, string(d.Disposition)).Inc()
 	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
