@@ -253,3 +253,105 @@ func gone(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// childExtensions is the allowlist a child runner process reads from the
+// file FACTLINE_TEST_EXTENSIONS names (none when unset).
+func childExtensions() (*extensions.Allowlist, error) {
+	path := os.Getenv("FACTLINE_TEST_EXTENSIONS")
+	if path == "" {
+		return nil, nil
+	}
+	return extensions.Load(path)
+}
+
+// A runner process dies after an extension's external effect took place
+// but before it could settle the call (the server kills it on the effect:
+// a lost acknowledgement). Its server exits with it (its input closes), and
+// the runner that takes the run over starts its own, records it in its
+// claim, and does not repeat the call: nothing tells it whether the effect
+// happened, so the run stops for a person naming the operation.
+func TestExtensionEffectAfterCrash(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	d, err := extensions.FileDigest(bin)
+	must(t, err)
+	args, _ := json.Marshal([]string{"-marker", f.Marker, "-calls", f.Calls, "-sink", f.Sink, "-kill-parent-after-publish"})
+	path := t.TempDir() + "/ext.yaml"
+	must(t, os.WriteFile(path, []byte(fmt.Sprintf(`extensions:
+  - name: testsrv
+    command: %s
+    args: %s
+    digest: %s
+    start_timeout: 60s
+    tools:
+      - {name: publish, effect: external}
+`, bin, args, d)), 0o644))
+	allow, err := extensions.Load(path)
+	must(t, err)
+
+	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
+	kase := fixtureCase(t, "{steps: 6}")
+	kase.Extensions = []string{"testsrv"}
+	p, err := runnertest.Publish(ctx, b, kase, treatment(t, `turns:
+  - calls:
+      - {id: pub, name: testsrv__publish, args: {message: once}}
+      - {id: done, name: task_complete, args: {status: done, evidence: [t1/pub]}}
+`))
+	must(t, err)
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(), "FACTLINE_TEST_WORKDIR="+t.TempDir(),
+		"FACTLINE_TEST_EXTENSIONS="+path)
+	must(t, child.Start())
+	e := &env{t: t, b: b, ctx: ctx}
+	must(t, runnertest.Request(ctx, b, "suite", "extcrash", p, 1))
+	pub := e.waitFact("extcrash", func(f events.Fact) bool {
+		d, ok := f.Body.(events.DispatchIntended)
+		return ok && d.CallID == "pub"
+	}).Body.(events.DispatchIntended)
+	must(t, b.SendControl(ctx, "suite", "extcrash", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
+	err = child.Wait()
+	if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the child runner did not die by SIGKILL: %v", err)
+	}
+	starts := extensionstest.Lines(t, f.Marker)
+	if len(starts) != 1 {
+		t.Fatalf("server starts before the takeover: %v", starts)
+	}
+	first, _ := strconv.Atoi(starts[0])
+	gone(t, first)
+
+	heir, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second, Extensions: allow})
+	must(t, err)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = heir.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	log, end, err := runnertest.WaitEnded(ctx, b, "suite", "extcrash")
+	must(t, err)
+	if end.Status != events.RunNeedsHuman || !strings.Contains(end.Reason, pub.OperationID) {
+		t.Fatalf("ended %s/%q, want needs_human naming %s", end.Status, end.Reason, pub.OperationID)
+	}
+	if sink := extensionstest.Lines(t, f.Sink); len(sink) != 1 {
+		t.Fatalf("the sink holds %d effects, want exactly 1: %v", len(sink), sink)
+	}
+	claims := kinds(log, events.KindRunClaimed)
+	if len(claims) != 2 {
+		t.Fatalf("%d claims, want the dead runner's and the heir's", len(claims))
+	}
+	for i, c := range claims {
+		rc := c.Body.(events.RunClaimed)
+		if rc.Lease != uint32(i+1) || len(rc.Extensions) != 1 || rc.Extensions[0].Version != "1.2.3" || rc.Identity == "" {
+			t.Fatalf("claim %d: %+v", i+1, rc)
+		}
+	}
+	starts = extensionstest.Lines(t, f.Marker)
+	if len(starts) != 2 {
+		t.Fatalf("server starts %v, want the heir's own too", starts)
+	}
+	second, _ := strconv.Atoi(starts[1])
+	gone(t, second)
+}

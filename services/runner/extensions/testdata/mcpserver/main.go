@@ -1,6 +1,7 @@
 // Command mcpserver is a small MCP server over stdio for the extension
 // tests. It records that it started (-marker) and every call it receives
-// (-calls), can leave a child process behind (-child), and offers:
+// (-calls), can leave a child process behind (-child), can kill the runner
+// right after an effect (-kill-parent-after-publish), and offers:
 //
 //   - echo: succeeds, echoing its text
 //   - add: integer arguments under a strict input schema
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,6 +33,7 @@ func main() {
 	calls := flag.String("calls", "", "file to append every call to")
 	sink := flag.String("sink", "", "file publish appends its message to")
 	child := flag.String("child", "", "start a long sleep child and write its pid here")
+	killParent := flag.Bool("kill-parent-after-publish", false, "SIGKILL the parent (the runner) once publish took effect: a lost acknowledgement")
 	flag.Parse()
 	if *marker != "" {
 		appendLine(*marker, strconv.Itoa(os.Getpid()))
@@ -86,6 +89,9 @@ func main() {
 			op, _ := req.Params.Meta["factline/operation"].(string)
 			if *sink != "" {
 				appendLine(*sink, op+" "+a.Message)
+			}
+			if *killParent {
+				_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
 			}
 			return text("published "+a.Message, false), nil
 		})
