@@ -129,7 +129,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 	}
 	wantTools := []events.ExtensionTool{{Name: "echo", Effect: "read", Approval: "never"}, {Name: "add", Effect: "read", Approval: "never"},
 		{Name: "fail", Effect: "read", Approval: "never"}, {Name: "publish", Effect: "external", Approval: "always"}}
-	if !slices.Equal(rec.Tools, wantTools) || !slices.Equal(rec.Withheld, []string{"secret"}) {
+	if !slices.Equal(rec.Tools, wantTools) || !slices.Equal(rec.Withheld, []string{"secret", "stall"}) {
 		t.Fatalf("recorded tools %+v, withheld %v", rec.Tools, rec.Withheld)
 	}
 

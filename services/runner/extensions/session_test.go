@@ -43,6 +43,7 @@ func allowlist(t *testing.T, path string, digest events.Digest, f extensionstest
       - {name: fail, effect: read}
       - {name: publish, effect: external}
       - {name: missing, effect: read}
+      - {name: stall, effect: read, timeout: 1s}
 `, path, args, digest)))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestDiscovery(t *testing.T) {
 	for _, tl := range r.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(names, []string{"echo", "add", "fail", "publish"}) {
+	if !slices.Equal(names, []string{"echo", "add", "fail", "publish", "stall"}) {
 		t.Fatalf("exposed %v (the allowlisted but not offered tool must not appear)", names)
 	}
 	var contracts = map[string]tools.Contract{}
@@ -160,9 +161,16 @@ func TestCalls(t *testing.T) {
 	if r := call("testsrv__publish", `{"message":"m1"}`); r.Err != nil {
 		t.Fatalf("publish: %+v", r)
 	}
+	// A call that outlives its timeout is cancelled; the session goes on.
+	if r := call("testsrv__stall", `{}`); r.Err == nil || r.Err.Code != tools.CodeTimeout {
+		t.Fatalf("stall: %+v", r)
+	}
+	if r := call("testsrv__echo", `{"text":"again"}`); r.Err != nil || r.Output != "echo: again" {
+		t.Fatalf("echo after a timeout: %+v", r)
+	}
 	// The server saw exactly the valid calls: no bad arguments, no secret.
 	got := extensionstest.Lines(t, f.Calls)
-	want := []string{`echo {"text":"hi"}`, `add {"a":2,"b":3}`, `fail {}`, `publish {"message":"m1"}`}
+	want := []string{`echo {"text":"hi"}`, `add {"a":2,"b":3}`, `fail {}`, `publish {"message":"m1"}`, `stall {}`, `echo {"text":"again"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the server received %q, want %q", got, want)
 	}

@@ -8,6 +8,7 @@
 //   - fail: always answers with an error result (isError)
 //   - publish: an effect outside the workspace (appends to -sink) that
 //     annotates itself readOnlyHint
+//   - stall: never answers until the call is cancelled
 //   - secret: a tool no allowlist in the tests lists
 //
 // Its tools are registered with raw handlers: the server checks nothing,
@@ -94,6 +95,13 @@ func main() {
 				_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
 			}
 			return text("published "+a.Message, false), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "stall", Description: "Never answers until cancelled.",
+		InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			record(req)
+			<-ctx.Done()
+			return nil, ctx.Err()
 		})
 	s.AddTool(&mcp.Tool{Name: "secret", Description: "Not for the model.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
