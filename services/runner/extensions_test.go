@@ -56,6 +56,7 @@ func testAllowlist(t *testing.T, bin string, f extensionstest.Files, extra strin
       - {name: add, effect: read}
       - {name: fail, effect: read}
       - {name: publish, effect: external}
+      - {name: stall, effect: read}
 %s`, bin, args, d, extra)))
 	must(t, err)
 	return l
@@ -128,8 +129,9 @@ func TestExtensionEndToEnd(t *testing.T) {
 		t.Fatalf("extension record %+v", rec)
 	}
 	wantTools := []events.ExtensionTool{{Name: "echo", Effect: "read", Approval: "never"}, {Name: "add", Effect: "read", Approval: "never"},
-		{Name: "fail", Effect: "read", Approval: "never"}, {Name: "publish", Effect: "external", Approval: "always"}}
-	if !slices.Equal(rec.Tools, wantTools) || !slices.Equal(rec.Withheld, []string{"secret", "stall"}) {
+		{Name: "fail", Effect: "read", Approval: "never"}, {Name: "publish", Effect: "external", Approval: "always"},
+		{Name: "stall", Effect: "read", Approval: "never"}}
+	if !slices.Equal(rec.Tools, wantTools) || !slices.Equal(rec.Withheld, []string{"secret"}) {
 		t.Fatalf("recorded tools %+v, withheld %v", rec.Tools, rec.Withheld)
 	}
 
@@ -190,6 +192,56 @@ func TestExtensionEndToEnd(t *testing.T) {
 	for _, p := range []int{pid, child} {
 		gone(t, p)
 	}
+}
+
+// Cancel while an extension call is in flight: the call is cancelled, the
+// cancel is accepted, and the server's process group (the server and the
+// child it left running) is killed with the run.
+func TestExtensionCancelledCall(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	e := startWith(t, testAllowlist(t, bin, f, ""))
+	c := fixtureCase(t, "{steps: 6}")
+	c.Extensions = []string{"testsrv"}
+	e.start(c, `turns:
+  - calls:
+      - {id: stall, name: testsrv__stall, args: {}}
+  - calls:
+      - {id: after, name: testsrv__echo, args: {text: too late}}
+`, "extcancel")
+	e.waitFact("extcancel", func(f events.Fact) bool {
+		d, ok := f.Body.(events.DispatchIntended)
+		return ok && d.CallID == "stall"
+	})
+	// The server has the call before the cancel is sent.
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(extensionstest.Lines(t, f.Calls), "stall {}"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got the call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, e.b.SendControl(e.ctx, "suite", "extcancel", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
+	log, end := e.wait("extcancel")
+	if end.Status != events.RunCancelled {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+	d := dispatches(log)["t1/stall"]
+	if d.Dispatch.Disposition != events.DispositionCanceled || d.Error == nil || d.Error.Code != "TIMEOUT" {
+		t.Fatalf("the stalled call settled as %+v (error %+v)", d.Dispatch, d.Error)
+	}
+	if _, ran := dispatches(log)["t2/after"]; ran {
+		t.Fatal("a call ran after the cancel")
+	}
+	if calls := extensionstest.Lines(t, f.Calls); slices.Contains(calls, `echo {"text":"too late"}`) {
+		t.Fatalf("the server got a call after the cancel: %v", calls)
+	}
+	starts := extensionstest.Lines(t, f.Marker)
+	pid, _ := strconv.Atoi(starts[0])
+	b, err := os.ReadFile(f.Child)
+	must(t, err)
+	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	gone(t, pid)
+	gone(t, child)
 }
 
 // An extension the allowlist does not name, and one whose executable is
