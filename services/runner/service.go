@@ -287,10 +287,12 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	// what this runner admitted: their source, version and capabilities.
 	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease}
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
+		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), claim); err != nil {
 		a.exts.Stop()
+		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	return a, nil

@@ -2,7 +2,6 @@ package extensions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -246,11 +245,4 @@ func (s *Set) Stop() {
 			srv.kill()
 		}
 	})
-}
-
-// IsFailure reports whether err is an extension that was refused or did
-// not start: a problem with the run's configuration, not a passing fault.
-func IsFailure(err error) bool {
-	var se *StartError
-	return errors.Is(err, ErrRejected) || errors.As(err, &se)
 }

@@ -259,3 +259,29 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An admitted executable that is no MCP server fails to start with a typed
+// error carrying the end of its standard error.
+func TestStartFailure(t *testing.T) {
+	script := t.TempDir() + "/broken"
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'no protocol here' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := extensions.FileDigest(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := extensions.Parse("ext.yaml", []byte(fmt.Sprintf("extensions:\n  - name: broken\n    command: %s\n    digest: %s\n    start_timeout: 20s\n    tools:\n      - {name: x, effect: read}\n", script, d)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := extensions.Admit(l, []string{"broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = extensions.Start(context.Background(), entries, extensions.Options{Dir: t.TempDir(), LogDir: t.TempDir()})
+	var se *extensions.StartError
+	if !errors.As(err, &se) || se.Extension != "broken" || !strings.HasPrefix(err.Error(), "extension_failed: broken: ") || !strings.Contains(err.Error(), "no protocol here") {
+		t.Fatalf("got %v, want an extension_failed error with the server's stderr", err)
+	}
+}
