@@ -22,7 +22,7 @@ import (
 
 // allowlist pins the test server at path with the digest given ("" for
 // its real one) and these capabilities.
-func allowlist(t *testing.T, path string, digest events.Digest, f extensionstest.Files) *extensions.Allowlist {
+func allowlist(t testing.TB, path string, digest events.Digest, f extensionstest.Files) *extensions.Allowlist {
 	t.Helper()
 	if digest == "" {
 		var err error
@@ -51,7 +51,7 @@ func allowlist(t *testing.T, path string, digest events.Digest, f extensionstest
 	return l
 }
 
-func startSet(t *testing.T, l *extensions.Allowlist) *extensions.Set {
+func startSet(t testing.TB, l *extensions.Allowlist) *extensions.Set {
 	t.Helper()
 	entries, err := extensions.Admit(l, []string{"testsrv"})
 	if err != nil {
