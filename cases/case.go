@@ -50,6 +50,10 @@ type Case struct {
 	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
 	// Env adds variables to the minimal environment commands run with.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Extensions names the extensions (tool servers) whose allowlisted
+	// tools the model may call. The runner's allowlist, not the case, says
+	// what each one is and what its tools may do (docs/extensions.md).
+	Extensions []string `yaml:"extensions,omitempty" json:"extensions,omitempty"`
 	// HTTP allows external effects through http_call (see HTTPPolicy).
 	HTTP *HTTPPolicy `yaml:"http,omitempty" json:"http,omitempty"`
 	// Grading lists the instruments graders run on the sealed candidate
@@ -244,6 +248,9 @@ func (c *Case) normalise() error {
 		if !slices.Contains(BuiltinTools, t) {
 			return fieldErr(fmt.Sprintf("tools[%d]", i), "unknown tool %q (known: %v)", t, BuiltinTools)
 		}
+	}
+	if err := checkExtensions("extensions", c.Extensions); err != nil {
+		return err
 	}
 	if c.Budget.Steps == 0 {
 		c.Budget.Steps = DefaultSteps

@@ -52,6 +52,8 @@ func TestBadCases(t *testing.T) {
 		{"id: a\ninstruction: x\nbudget: {cost: -2}\n", "budget.cost: -2 is negative"},
 		{"id: a\ninstruction: x\nhttp: {allow: [ftp://x]}\n", "http.allow[0]"},
 		{"id: a\ninstruction: x\nhttp: {allow: ['http://127.0.0.1/'], status: 'http://127.0.0.1/s'}\n", "http.status: the template needs {operation}"},
+		{"id: a\ninstruction: x\nextensions: [notes, notes]\n", `extensions[1]: extension "notes" is listed twice`},
+		{"id: a\ninstruction: x\nextensions: ['no tes']\n", "extensions[0]: "},
 	}
 	for _, c := range cases {
 		_, err := ParseCase("bad.yaml", []byte(c.yaml))
@@ -86,5 +88,23 @@ func TestTreatmentOverridesCase(t *testing.T) {
 		if _, err := ParseTreatment("t.yaml", []byte(bad)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%q accepted: %v", bad, err)
 		}
+	}
+}
+
+// A case names extensions by name; the names travel with the case and an
+// empty list leaves the stored case as it was.
+func TestCaseExtensions(t *testing.T) {
+	c, err := ParseCase("c.yaml", []byte("id: a\ninstruction: x\nextensions: [notes, search]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Encode()
+	back, err := DecodeCase(b)
+	if err != nil || strings.Join(back.Extensions, ",") != "notes,search" {
+		t.Fatalf("round trip: %v %v", back, err)
+	}
+	plain, _ := ParseCase("c.yaml", []byte("id: a\ninstruction: x\n"))
+	if b, _ := plain.Encode(); strings.Contains(string(b), "extensions") {
+		t.Fatalf("a case without extensions encodes them: %s", b)
 	}
 }

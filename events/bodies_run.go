@@ -87,6 +87,13 @@ type RunClaimed struct {
 	// Containment is how this runner contains the commands it runs, as its
 	// host let it (absent: not recorded, as in facts of older runners).
 	Containment *Containment `msgpack:"containment,omitempty"`
+	// Extensions are the extensions the runner admitted for this claim
+	// (their source, server version and capabilities), and Identity the
+	// agent identity they make: the requested components with the
+	// extensions component replaced by what was admitted. Both are absent
+	// for a run that uses no extension.
+	Extensions []Extension `msgpack:"extensions,omitempty"`
+	Identity   Digest      `msgpack:"identity,omitempty"`
 }
 
 // Kind implements Body.
@@ -94,6 +101,12 @@ func (RunClaimed) Kind() Kind { return KindRunClaimed }
 
 func (b RunClaimed) validate(p string) error {
 	if err := needString(p, "runner", b.Runner); err != nil {
+		return err
+	}
+	if err := each(p, "extensions", b.Extensions); err != nil {
+		return err
+	}
+	if err := optDigest(p, "identity", b.Identity); err != nil {
 		return err
 	}
 	if err := needPositive(p, "lease", b.Lease); err != nil {

@@ -256,6 +256,27 @@ var genComponents = rapid.Custom(func(t *rapid.T) []events.Component {
 	return out
 })
 
+// genExtensions draws the extension records of a claim.
+var genExtensions = sliceOf(rapid.Custom(func(t *rapid.T) events.Extension {
+	return events.Extension{
+		Name:       genText.Draw(t, "name"),
+		Command:    genText.Draw(t, "command"),
+		Args:       sliceOf(genText, 3).Draw(t, "args"),
+		Executable: genDigest.Draw(t, "executable"),
+		Server:     genOptText.Draw(t, "server"),
+		Version:    genOptText.Draw(t, "version"),
+		Protocol:   genOptText.Draw(t, "protocol"),
+		Tools: sliceOf(rapid.Custom(func(t *rapid.T) events.ExtensionTool {
+			return events.ExtensionTool{
+				Name:     genText.Draw(t, "tool"),
+				Effect:   rapid.SampledFrom(allEffects).Draw(t, "effect"),
+				Approval: rapid.SampledFrom([]string{events.ApprovalNever, events.ApprovalAlways}).Draw(t, "approval"),
+			}
+		}), 3).Draw(t, "tools"),
+		Withheld: sliceOf(genText, 2).Draw(t, "withheld"),
+	}
+}), 2)
+
 // body wraps a body constructor as a generator of events.Body.
 func body[B events.Body](fn func(t *rapid.T) B) *rapid.Generator[events.Body] {
 	return rapid.Custom(func(t *rapid.T) events.Body { return fn(t) })
@@ -298,6 +319,8 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 			Runner:     genText.Draw(t, "runner"),
 			Lease:      rapid.Uint32Min(1).Draw(t, "lease"),
 			ResumeFrom: rapid.Uint64().Draw(t, "resume_from"),
+			Extensions: genExtensions.Draw(t, "extensions"),
+			Identity:   genOptDigest.Draw(t, "identity"),
 		}
 	}),
 	events.KindTurnStarted: body(func(t *rapid.T) events.TurnStarted {

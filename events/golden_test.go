@@ -307,6 +307,31 @@ func goldenFacts(t testing.TB) []goldenCase {
 		}
 		out[i] = goldenCase{name: c.name, fact: f}
 	}
+	// Fixtures numbered apart from the list above (from 1001), so that
+	// fixtures appended to that list concurrently never shift their IDs.
+	for _, c := range []struct {
+		n    int
+		name string
+		body events.Body
+	}{
+		// run.claimed with the optional extensions and identity fields.
+		{1001, "run_claimed_extensions", events.RunClaimed{Runner: "runner-b", Lease: 1,
+			Identity: digest("identity:claimed"),
+			Extensions: []events.Extension{{
+				Name: "notes", Command: "/opt/mcp/notes-server", Args: []string{"--root", "."},
+				Executable: digest("notes-server binary"), Server: "notes-server", Version: "1.2.3", Protocol: "2025-06-18",
+				Tools: []events.ExtensionTool{
+					{Name: "search", Effect: events.EffectRead, Approval: events.ApprovalNever},
+					{Name: "publish", Effect: events.EffectExternal, Approval: events.ApprovalAlways},
+				},
+				Withheld: []string{"delete_all"},
+			}},
+		}},
+	} {
+		f := fixture(t, c.n, c.body)
+		f.Schema = 1
+		out = append(out, goldenCase{name: c.name, fact: f})
+	}
 	return out
 }
 

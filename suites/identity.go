@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -22,6 +23,10 @@ const (
 	ComponentHarness = "harness"
 	// ComponentCapabilities is the capability manifest: the tools offered.
 	ComponentCapabilities = "capabilities"
+	// ComponentExtensions is the extensions the case names (only when it
+	// names any); the runner's run.claimed replaces it with what it
+	// admitted: source, server version and capabilities.
+	ComponentExtensions = "extensions"
 	// ComponentContext is the effective context policy.
 	ComponentContext = "context"
 	// ComponentStall is the effective stall policy (thresholds, repair
@@ -58,6 +63,16 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 		{ComponentModel, mc},
 		{ComponentStall, eff.Stall},
 	}
+	if len(c.Extensions) > 0 {
+		// Only then, so that the identity of a case without extensions
+		// stays what it was.
+		names := slices.Clone(c.Extensions)
+		slices.Sort(names)
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentExtensions, names})
+	}
 	comps := make([]events.Component, 0, len(parts))
 	for _, p := range parts {
 		var v string
@@ -72,11 +87,36 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 		}
 		comps = append(comps, events.Component{Name: p.name, Value: v})
 	}
-	b, err := json.Marshal(comps)
+	id, comps, err := IdentityOf(comps)
 	if err != nil {
 		return "", nil, fmt.Errorf("identity of %s under %s: %w", c.ID, t.ID, err)
 	}
+	return id, comps, nil
+}
+
+// IdentityOf sorts identity components by name and returns the digest of
+// their canonical JSON: the one identity scheme, used by the meter for
+// requests and by the runner for what it admitted.
+func IdentityOf(comps []events.Component) (events.Digest, []events.Component, error) {
+	comps = slices.Clone(comps)
+	slices.SortFunc(comps, func(a, b events.Component) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.Marshal(comps)
+	if err != nil {
+		return "", nil, err
+	}
 	return events.DigestOf(b), comps, nil
+}
+
+// WithComponent returns the identity of comps with the component name set
+// to value (added when absent, replaced when present).
+func WithComponent(comps []events.Component, name, value string) (events.Digest, []events.Component, error) {
+	out := make([]events.Component, 0, len(comps)+1)
+	for _, c := range comps {
+		if c.Name != name {
+			out = append(out, c)
+		}
+	}
+	return IdentityOf(append(out, events.Component{Name: name, Value: value}))
 }
 
 // Budget returns the run budget of a case, as run.requested carries it.

@@ -202,6 +202,24 @@ func TestAgentIdentity(t *testing.T) {
 	if strings.Join(diff, ",") != "stall" {
 		t.Fatalf("base and nostall differ in %v, want only stall", diff)
 	}
+	// Naming extensions adds one component and changes nothing else.
+	withExt := *add
+	withExt.Extensions = []string{"search", "notes"}
+	id3, comps3, err := AgentIdentity(&withExt, base)
+	if err != nil || id3 == id1 {
+		t.Fatalf("extensions did not change the identity: %v", err)
+	}
+	if d := measureDiff(comps, comps3); d != "extensions" {
+		t.Fatalf("with extensions differs in %q, want only extensions", d)
+	}
+	if v := comps3[2]; v.Name != ComponentExtensions || v.Value != `["notes","search"]` {
+		t.Fatalf("extensions component %+v", v)
+	}
+	// The runner replaces it with what it admitted.
+	id4, comps4, err := WithComponent(comps3, ComponentExtensions, `[{"name":"notes"}]`)
+	if err != nil || id4 == id3 || len(comps4) != len(comps3) || comps4[2].Value != `[{"name":"notes"}]` {
+		t.Fatalf("WithComponent: %v %v", comps4, err)
+	}
 	// A real run.requested can carry them.
 	if err := events.ValidateBody(events.RunRequested{Case: "add", CaseDigest: id1, Treatment: "base", TreatmentDigest: id1,
 		Trial: 1, Identity: id1, Components: comps}); err != nil {
@@ -264,4 +282,24 @@ func TestPublishAndSubmit(t *testing.T) {
 	if err := Submit(ctx, b, &other, "cli"); !errors.Is(err, ErrSuiteExists) {
 		t.Fatalf("another roster under the same name: %v", err)
 	}
+}
+
+// measureDiff names the components whose values differ or that only one
+// side has, joined by commas.
+func measureDiff(a, b []events.Component) string {
+	va := map[string]string{}
+	for _, c := range a {
+		va[c.Name] = c.Value
+	}
+	var out []string
+	for _, c := range b {
+		if v, ok := va[c.Name]; !ok || v != c.Value {
+			out = append(out, c.Name)
+		}
+		delete(va, c.Name)
+	}
+	for n := range va {
+		out = append(out, n)
+	}
+	return strings.Join(out, ",")
 }

@@ -28,6 +28,7 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	outDir := fs.String("out", "", "also write report.json, report.csv and report.svg to this directory")
 	fsync := fs.String("fsync", string(bus.SyncAlways), "embedded server durability: always or interval")
 	instances := fs.Int("instances", 2, "runs the embedded runner drives at once")
+	loadExtensions := extensionsFlag(fs)
 	pos, rest := splitPositional(args, 1)
 	if err := parse(fs, rest); err != nil {
 		return err
@@ -39,6 +40,10 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	suite, err := suites.Load(pos[0])
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	allow, err := loadExtensions()
+	if err != nil {
+		return err
 	}
 	mode, err := bus.ParseDurability(*fsync)
 	if err != nil {
@@ -86,7 +91,7 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		closeBus = func() { nc.Close(); srv.Shutdown() }
-		stop := startAll(ctx, b, *instances)
+		stop := startAll(ctx, b, serveOptions{instances: *instances, extensions: allow})
 		defer stop()
 		abs, _ := filepath.Abs(store)
 		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
@@ -129,11 +134,11 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 
 // startAll runs the five services in this process, connected only through
 // the bus, as separate processes would be.
-func startAll(ctx context.Context, b *bus.Bus, instances int) (stop func()) {
+func startAll(ctx context.Context, b *bus.Bus, o serveOptions) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, name := range serviceNames() {
-		run, err := serviceStarters[name](b, serveOptions{instances: instances})
+		run, err := serviceStarters[name](b, o)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 			continue

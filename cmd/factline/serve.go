@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/staller"
 )
 
@@ -28,7 +30,7 @@ import (
 var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
 	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, Logger: slog.Default()})
+			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, Extensions: o.extensions, Logger: slog.Default()})
 		if err != nil {
 			return nil, err
 		}
@@ -49,11 +51,28 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 }
 
 type serveOptions struct {
-	instances int
-	workDir   string
+	instances  int
+	workDir    string
+	extensions *extensions.Allowlist // nil: runs may use no extension
 	// ackWait is how long a delivery may go unacknowledged before another
 	// instance gets it (zero: each service's default).
 	ackWait time.Duration
+}
+
+// extensionsFlag adds --extensions, the runner's allowlist of extensions
+// (docs/extensions.md); load reads it (nil when the flag is not given).
+func extensionsFlag(fs *flag.FlagSet) (load func() (*extensions.Allowlist, error)) {
+	path := fs.String("extensions", "", "the runner's allowlist of extensions (MCP servers) runs may use (docs/extensions.md)")
+	return func() (*extensions.Allowlist, error) {
+		if *path == "" {
+			return nil, nil
+		}
+		l, err := extensions.Load(*path)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		return l, nil
+	}
 }
 
 func serviceNames() []string {
@@ -75,7 +94,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
 	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
+	loadExtensions := extensionsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	allow, err := loadExtensions()
+	if err != nil {
 		return err
 	}
 	var names []string
@@ -94,7 +118,6 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var b *bus.Bus
 	var closeBus func()
-	var err error
 	if *listen != "" {
 		if t.store == "" {
 			return usageError{"--listen needs --store: it serves the embedded server"}
@@ -129,7 +152,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
-		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait})
+		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, extensions: allow})
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}

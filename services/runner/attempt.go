@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -38,6 +39,7 @@ type attempt struct {
 	eff       cases.Effective
 	model     models.Model
 	registry  *tools.Registry
+	exts      *extensions.Set // the run's extension servers (nil: none)
 	ws        Workspace
 	env       tools.Env
 	started   time.Time

@@ -209,7 +209,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	}); err != nil {
 		return d, nil, err
 	}
-	if a.needsApproval(call.Name) {
+	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
 		ok, err := a.approve(ctx, turn, call, op)
 		if err != nil {
 			return d, nil, err
@@ -234,7 +234,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	cancel()
 	// Before anything reads the output (diagnostics, the observation).
 	res = redactResult(a.svc.secrets, res)
-	metrics.ToolSeconds.WithLabelValues(toolLabel(call.Name)).Observe(time.Since(t0).Seconds())
+	metrics.ToolSeconds.WithLabelValues(a.toolLabel(call.Name)).Observe(time.Since(t0).Seconds())
 	d.Disposition = events.DispositionExecuted
 	switch {
 	case interrupted && ctx.Err() == nil:
@@ -286,7 +286,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 // settle commits dispatch.completed with the observation the model reads.
 func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
 	res = redactResult(a.svc.secrets, res)
-	metrics.ToolDispatches.WithLabelValues(toolLabel(d.Tool), string(d.Disposition)).Inc()
+	metrics.ToolDispatches.WithLabelValues(a.toolLabel(d.Tool), string(d.Disposition)).Inc()
 	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
 		Turn: turn, Dispatch: d, Output: res.Observation(), Error: res.Err,
 	})
@@ -355,9 +355,12 @@ func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall
 
 // toolLabel is a tool's metric label from a bounded set: a model can
 // invent any name, and a label must never carry its text.
-func toolLabel(name string) string {
+func (a *attempt) toolLabel(name string) string {
 	if _, known := tools.BuiltinByName(name); known {
 		return name
+	}
+	if _, offered := a.registry.Lookup(name); offered {
+		return name // an allowlisted extension tool: a bounded set too
 	}
 	return "unknown"
 }

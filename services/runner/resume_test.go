@@ -41,8 +41,13 @@ func runChild(url string) int {
 		return 3
 	}
 	n := 0
+	allow, err := childExtensions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
 	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: os.Getenv("FACTLINE_TEST_WORKDIR"), AckWait: time.Second, Instance: "doomed",
+		WorkDir: os.Getenv("FACTLINE_TEST_WORKDIR"), AckWait: time.Second, Instance: "doomed", Extensions: allow,
 		AfterCommit: func(events.Fact) {
 			if n++; n == crashAt {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/secrets"
+	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// ApprovalTimeout bounds the wait for a person to approve an
 	// operation; then it counts as rejected (default 1h).
 	ApprovalTimeout time.Duration
+	// Extensions is the allowlist of the extensions (MCP servers) runs may
+	// use; a case naming any other is refused (docs/extensions.md).
+	Extensions *extensions.Allowlist
 	// AfterCommit, when set, is called after every fact the runner commits:
 	// the hook fault-injection tests use to kill a runner between facts.
 	AfterCommit func(events.Fact)
@@ -92,6 +96,7 @@ type Service struct {
 	ackWait         time.Duration
 	approvalTimeout time.Duration
 	afterCommit     func(events.Fact)
+	extensions      *extensions.Allowlist
 	log             *slog.Logger
 	containment     *tools.Containment
 	secrets         *secrets.Redactor
@@ -104,7 +109,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
 		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger,
-		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout}
+		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout, extensions: cfg.Extensions}
 	if s.approvalTimeout <= 0 {
 		s.approvalTimeout = time.Hour
 	}
@@ -196,11 +201,12 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
 			a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
-			return a.finish(ctx, ending{events.RunErrored, err.Error()}, rl)
+			return a.finish(ctx, ending{events.RunErrored, startReason(err)}, rl)
 		}
 		return err
 	}
 	defer os.RemoveAll(a.dir)
+	defer a.exts.Stop()
 	metrics.RunsInFlight.WithLabelValues().Inc()
 	defer metrics.RunsInFlight.WithLabelValues().Dec()
 	work, stopWork := context.WithCancel(ctx)
@@ -214,6 +220,9 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	go a.ctl.watch(sigs)
 	end, err := a.loop(ctx)
+	// The run's extension servers end with its last dispatch, before the
+	// candidate is sealed.
+	a.exts.Stop()
 	if errors.Is(err, ErrLeaseLost) {
 		log.Warn("stopping: another runner holds the run", "err", err)
 		return nil
@@ -281,8 +290,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.registry, err = tools.NewRegistry(kase.Tools); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadInput, err)
 	}
-	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: s.containment.Record()}); err != nil {
-		return nil, err
+	// Before anything runs: an extension that is not allowlisted, or whose
+	// executable is not the pinned file, never starts.
+	admitted, err := extensions.Admit(s.extensions, kase.Extensions)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadInput, err)
 	}
 	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
 	if err != nil {
@@ -312,6 +324,18 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		}
 	}
 	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sandbox}
+	// The claim comes after the extensions started, so that it records
+	// what this runner admitted: their source, version and capabilities.
+	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: s.containment.Record()}
+	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
+		_ = os.RemoveAll(a.dir)
+		return nil, err
+	}
+	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), claim); err != nil {
+		a.exts.Stop()
+		_ = os.RemoveAll(a.dir)
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -50,6 +50,25 @@ func NewRegistry(names []string) (*Registry, error) {
 	return r, nil
 }
 
+// Add offers one more tool (an extension's), after the built-ins. Its
+// schema is compiled now, so that its calls are checked like any other's.
+func (r *Registry) Add(t Tool) error {
+	c := t.Contract()
+	if _, dup := r.tools[c.Name]; dup {
+		return fmt.Errorf("tool %q is offered twice", c.Name)
+	}
+	if _, builtin := BuiltinByName(c.Name); builtin {
+		return fmt.Errorf("tool %q would shadow a built-in tool", c.Name)
+	}
+	s, err := compileSchema(c.Name, c.Schema)
+	if err != nil {
+		return err
+	}
+	r.tools[c.Name], r.schemas[c.Name] = t, s
+	r.order = append(r.order, c.Name)
+	return nil
+}
+
 // Specs returns the tool schemas offered to the model, in a stable order.
 func (r *Registry) Specs() []models.ToolSpec {
 	out := make([]models.ToolSpec, 0, len(r.order))
