@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,8 +33,12 @@ type ReadOptions struct {
 	Follow bool
 }
 
-// readBatch is the ordered consumer's prefetch: replay is a bulk read.
+// readPrefetch is the ordered consumer's prefetch: replay is a bulk read.
 const readPrefetch = 2048
+
+// readStall is how long a read that expects more messages waits for the
+// next one before it fails as stalled.
+const readStall = 15 * time.Second
 
 // Read delivers FACTS messages in stream order to fn through an ordered
 // consumer. It returns the sequence of the last message delivered. An error
@@ -71,7 +76,16 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	defer stop()
 	var last uint64
 	for {
-		m, err := iter.Next()
+		m, err := iter.Next(jetstream.NextMaxWait(readStall))
+		if errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+			if opts.Follow {
+				continue // nothing new yet
+			}
+			// The stream said more was there; a read that stops getting it
+			// (its consumer lost with a stream leader) fails and is retried
+			// by its caller rather than waiting forever.
+			return last, fmt.Errorf("read %v: no message for %s after sequence %d: %w", cfg.FilterSubjects, readStall, last, err)
+		}
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() != nil {
 				return last, ctx.Err()

@@ -250,11 +250,10 @@ func (s *Service) state(suite string) *suiteState {
 // sequence.
 func (s *Service) refresh(ctx context.Context, st *suiteState) error {
 	last, err := readSuite(ctx, s.b, st.log, st.last+1)
-	if err != nil {
-		return err
-	}
+	// What was folded before a failed read stays folded: the retry goes on
+	// from there instead of folding it twice.
 	st.last = max(st.last, last)
-	return nil
+	return err
 }
 
 // readSuite folds the suite's facts from stream sequence from on into l and
@@ -269,7 +268,7 @@ func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from uint64) (ui
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("meter: read suite %s: %w", l.Suite, err)
+		return last, fmt.Errorf("meter: read suite %s: %w", l.Suite, err)
 	}
 	return last, nil
 }
