@@ -117,7 +117,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: deliver,
 	}
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, FactsStream, ccfg)
+	actx, cancel := apiCtx(ctx)
+	cons, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
@@ -150,9 +152,11 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		if err := sleepCtx(ctx, backoff(min(attempt, 8))); err != nil {
 			return nil
 		}
-		if c, cerr := b.js.CreateOrUpdateConsumer(ctx, FactsStream, ccfg); cerr == nil {
+		actx, cancel := apiCtx(ctx)
+		if c, cerr := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg); cerr == nil {
 			cons = c
 		}
+		cancel()
 	}
 }
 

@@ -37,7 +37,9 @@ func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Contr
 // valid signals are logged and skipped. The returned channel closes when
 // the watch ends.
 func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan events.Control, error) {
-	cons, err := b.js.OrderedConsumer(ctx, ControlStream, jetstream.OrderedConsumerConfig{
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	cons, err := b.js.OrderedConsumer(actx, ControlStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{events.ControlPrefix + "." + suite + "." + run + ".*"},
 		InactiveThreshold: orderedIdle,
 	})

@@ -55,12 +55,14 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 		t := opts.FromTime
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
 	}
-	cons, err := b.js.OrderedConsumer(ctx, FactsStream, cfg)
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	cons, err := b.js.OrderedConsumer(actx, FactsStream, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}
 	defer b.dropOrdered(FactsStream, cons)
-	info, err := cons.Info(ctx)
+	info, err := cons.Info(actx)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"strings"
@@ -19,3 +20,12 @@ func splitHostPort(hp string) (string, int, error) {
 }
 
 func joinComma(ss []string) string { return strings.Join(ss, ",") }
+
+// apiCtx bounds one JetStream API request. Some client calls (consumer
+// creation, consumer info) wait for their answer as long as ctx lets them,
+// and an answer lost with a stream or meta leader never comes: without a
+// bound, a service waits forever with its delivery kept alive by
+// heartbeats.
+func apiCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, replyTimeout)
+}
