@@ -85,9 +85,13 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 			return out, err
 		}
 		t0 := time.Now()
-		ack, err := b.js.PublishMsg(ctx, msg,
+		// Bounded: an acknowledgement lost with a stream leader never
+		// comes, and the retry recognises a fact that did land by its ID.
+		pctx, cancel := apiCtx(ctx)
+		ack, err := b.js.PublishMsg(pctx, msg,
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
 			jetstream.WithMsgID(id))
+		cancel()
 		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
 		if err != nil {
 			if isConflict(err) {

@@ -26,7 +26,9 @@ func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Contr
 		return fmt.Errorf("control: %w", err)
 	}
 	data, _ := json.Marshal(c)
-	if _, err := b.js.Publish(ctx, subj, data, jetstream.WithMsgID(c.ID)); err != nil {
+	pctx, cancel := apiCtx(ctx)
+	defer cancel()
+	if _, err := b.js.Publish(pctx, subj, data, jetstream.WithMsgID(c.ID)); err != nil {
 		return fmt.Errorf("send %s to %s/%s: %w", c.Signal, suite, run, err)
 	}
 	return nil

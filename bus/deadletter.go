@@ -48,7 +48,9 @@ func (b *Bus) deadLetter(ctx context.Context, stream, consumer string, subject s
 	m.Header.Set(HeaderDeadConsumer, consumer)
 	m.Header.Set(HeaderDeadDeliveries, strconv.FormatUint(deliveries, 10))
 	id := fmt.Sprintf("%s/%d/%s", stream, seq, consumer)
-	if _, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(id)); err != nil {
+	pctx, cancel := apiCtx(ctx)
+	defer cancel()
+	if _, err := b.js.PublishMsg(pctx, m, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("dead-letter %s seq %d: %w", subject, seq, err)
 	}
 	b.log.Warn("dead-lettered message", "consumer", consumer, "subject", subject, "seq", seq, "reason", reason)
