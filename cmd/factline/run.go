@@ -90,7 +90,11 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 			srv.Shutdown()
 			return err
 		}
-		closeBus = func() { nc.Close(); srv.Shutdown() }
+		// The services stop before the connection closes (deferred calls
+		// run last first): closed under them, they would warn instead of
+		// stopping quietly.
+		closeBus = func() {}
+		defer func() { nc.Close(); srv.Shutdown() }()
 		stop := startAll(ctx, b, serveOptions{instances: *instances, extensions: allow})
 		defer stop()
 		abs, _ := filepath.Abs(store)
