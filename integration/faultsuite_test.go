@@ -174,6 +174,7 @@ type suiteOutcome struct {
 	kinds  map[events.Kind]int // facts by kind, see comparableKinds
 	sink   map[string]int      // the sink's effects by operation
 	facts  []events.Fact
+	seqs   []uint64 // the stream sequence of each fact
 	ended  int
 }
 
@@ -230,6 +231,7 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 			return fmt.Errorf("message %d: %w", raw.Seq, err)
 		}
 		out.facts = append(out.facts, f)
+		out.seqs = append(out.seqs, raw.Seq)
 		if !faultKinds[f.Kind()] {
 			out.kinds[f.Kind()]++
 		}
@@ -249,8 +251,22 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 func checkOutcome(t testing.TB, got, want suiteOutcome) {
 	t.Helper()
 	if vs := audit.Check(got.facts, audit.Options{Finished: true, Sink: got.sink}); len(vs) > 0 {
+		runs := map[string]bool{}
 		for _, v := range vs {
 			t.Errorf("audit: %v", v)
+			runs[v.Run] = true
+		}
+		for i, f := range got.facts {
+			if runs[f.Run] {
+				detail := ""
+				switch b := f.Body.(type) {
+				case events.RunClaimed:
+					detail = fmt.Sprintf(" lease %d", b.Lease)
+				case events.RunEnded:
+					detail = fmt.Sprintf(" %s %q", b.Status, b.Reason)
+				}
+				t.Logf("%s seq %d pos %d %s by %s/%s%s", f.Run, got.seqs[i], f.Position, f.Kind(), f.Producer.Service, f.Producer.Instance, detail)
+			}
 		}
 	}
 	if len(got.sink) != len(want.sink) {

@@ -48,6 +48,9 @@ type attempt struct {
 	ctl       *controls
 	work      context.Context // model calls and tools; a cancel stops it
 	dir       string
+	// claimID is the message ID of this attempt's claim once it is
+	// committed: the attempt holds the run while that claim is the newest.
+	claimID string
 }
 
 // commit appends one fact of this run as the runner, built against the
@@ -56,9 +59,18 @@ type attempt struct {
 // lease.
 func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (bus.Record, error) {
 	body = redactBody(a.svc.secrets, body)
+	claim, claiming := body.(events.RunClaimed)
 	recs, err := a.svc.bus.Commit(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
-		if l := currentLease(log); l > a.lease {
-			return nil, fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, l, a.lease)
+		if err := a.holds(log, claiming); err != nil {
+			return nil, err
+		}
+		if claiming {
+			// The lease follows the log as it is now: a claim decided on a
+			// stale read (a lagging replica) must not reuse a lease number
+			// another runner holds.
+			a.lease = currentLease(log) + 1
+			claim.Lease = a.lease
+			body = claim
 		}
 		f, err := events.NewFact(events.Meta{
 			Suite: a.suite, Run: a.run, TaskGeneration: max(a.gen, 1), Position: log.NextPosition(),
@@ -72,10 +84,39 @@ func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (b
 	if err != nil {
 		return bus.Record{}, fmt.Errorf("commit %s: %w", body.Kind(), err)
 	}
+	if claiming {
+		a.claimID = recs[0].MsgID
+	}
 	if a.svc.afterCommit != nil {
 		a.svc.afterCommit(recs[0].Fact)
 	}
 	return recs[0], nil
+}
+
+// holds refuses an append once the attempt no longer holds the run: the
+// run has ended, or a claim other than this attempt's is the newest.
+func (a *attempt) holds(log bus.RunLog, claiming bool) error {
+	var newest bus.Record
+	var lease uint32
+	for _, r := range log.Records {
+		switch b := r.Fact.Body.(type) {
+		case events.RunEnded:
+			return fmt.Errorf("%w: the run has ended", ErrLeaseLost)
+		case events.RunClaimed:
+			if b.Lease >= lease {
+				newest, lease = r, b.Lease
+			}
+		}
+	}
+	switch {
+	case claiming:
+		return nil
+	case a.claimID != "" && newest.MsgID != a.claimID:
+		return fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, lease, a.lease)
+	case lease > a.lease:
+		return fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, lease, a.lease)
+	}
+	return nil
 }
 
 func lastID(log bus.RunLog) string {

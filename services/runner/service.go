@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -196,6 +198,9 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl)
 	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return nil // the run ended or another runner claimed it meanwhile
+		}
 		if errors.Is(err, errBadInput) {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
@@ -331,7 +336,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
-	if _, err := a.commit(ctx, fmt.Sprintf("claim/%d", a.lease), claim); err != nil {
+	// Each attempt's claim has an ID of its own, so that a claim another
+	// attempt made is never mistaken for this one's retried append.
+	if _, err := a.commit(ctx, "claim/"+ulid.Make().String(), claim); err != nil {
 		a.exts.Stop()
 		_ = os.RemoveAll(a.dir)
 		return nil, err
