@@ -216,26 +216,32 @@ func TestStaleRunnerMakesNoFurtherEffect(t *testing.T) {
   - calls:
       - {id: w, name: write_file, args: {path: answer.txt, content: "6\n"}}
 `
-	e.start(fixtureCase(t, "{steps: 6}"), s, "lease")
-	e.waitFact("lease", func(f events.Fact) bool { return f.Kind() == events.KindTurnStarted })
-	// Another runner takes the run while the first waits for its model.
-	_, err := e.b.Commit(e.ctx, nil, "suite", "lease", func(log bus.RunLog) ([]bus.Pending, error) {
-		f, err := events.NewFact(events.Meta{Suite: "suite", Run: "lease", TaskGeneration: 1, Position: log.NextPosition(),
-			Producer: events.Producer{Service: events.OwnerRunner, Instance: "usurper"}}, events.RunClaimed{Runner: "usurper", Lease: 2})
-		return []bus.Pending{{Fact: f}}, err
-	})
-	must(t, err)
-	time.Sleep(2 * time.Second) // give the stale runner every chance to misbehave
-	log, err := e.b.LoadRun(e.ctx, "suite", "lease")
-	must(t, err)
-	seen := false
-	for _, f := range log.Facts() {
-		if c, ok := f.Body.(events.RunClaimed); ok && c.Lease == 2 {
-			seen = true
-			continue
-		}
-		if seen && f.Producer.Service == events.OwnerRunner {
-			t.Fatalf("the stale runner appended %s after losing its lease", f.Kind())
+	// The usurper's claim has a newer lease, or the same lease number as
+	// ours: a claim decided on a stale read of the run (a lagging replica)
+	// must still take the run away from the first runner.
+	for _, lease := range []uint32{2, 1} {
+		run := fmt.Sprintf("lease-%d", lease)
+		e.start(fixtureCase(t, "{steps: 6}"), s, run)
+		e.waitFact(run, func(f events.Fact) bool { return f.Kind() == events.KindTurnStarted })
+		// Another runner takes the run while the first waits for its model.
+		_, err := e.b.Commit(e.ctx, nil, "suite", run, func(log bus.RunLog) ([]bus.Pending, error) {
+			f, err := events.NewFact(events.Meta{Suite: "suite", Run: run, TaskGeneration: 1, Position: log.NextPosition(),
+				Producer: events.Producer{Service: events.OwnerRunner, Instance: "usurper"}}, events.RunClaimed{Runner: "usurper", Lease: lease})
+			return []bus.Pending{{Fact: f}}, err
+		})
+		must(t, err)
+		time.Sleep(2 * time.Second) // give the stale runner every chance to misbehave
+		log, err := e.b.LoadRun(e.ctx, "suite", run)
+		must(t, err)
+		seen := false
+		for _, f := range log.Facts() {
+			if c, ok := f.Body.(events.RunClaimed); ok && c.Runner == "usurper" {
+				seen = true
+				continue
+			}
+			if seen && f.Producer.Service == events.OwnerRunner {
+				t.Fatalf("lease %d: the stale runner appended %s after another claim", lease, f.Kind())
+			}
 		}
 	}
 }
