@@ -493,7 +493,7 @@ func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
 		t.Cleanup(func() {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			<-exited
-			if t.Failed() || strings.Contains(logs.String(), "permission denied") {
+			if t.Failed() || strings.Contains(logs.String(), "Permissions Violation") {
 				t.Errorf("factline serve --services %s:\n%s", svc, logs.String())
 			}
 		})
