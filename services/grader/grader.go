@@ -7,6 +7,11 @@
 // grade.verdict (and any grade.conflict) that the pure core in package grade
 // decides.
 //
+// Command instruments run code the model wrote, so they run contained
+// like the runner's commands (package sandbox): the grader probes what its
+// host grants once, in New, gives every command a sandbox of its own and
+// records the containment in the command's grade.instrument fact.
+//
 // Every instrument result is committed as soon as it exists, under a
 // deterministic message ID, so a grader that dies mid-batch is resumed by
 // the redelivered fact and runs exactly the instruments that have no
@@ -29,6 +34,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/services/grader/grade"
 )
 
@@ -57,6 +63,7 @@ type config struct {
 	judges   JudgeFactory
 	hook     func(context.Context, Execution)
 	consumer bus.ConsumerConfig
+	contain  *sandbox.Config
 }
 
 // WithInstance names this instance in the facts it writes (default
@@ -84,6 +91,13 @@ func WithExecuteHook(fn func(context.Context, Execution)) Option {
 	return func(c *config) { c.hook = fn }
 }
 
+// WithContainment sets how command instruments are contained (default:
+// sandbox.DefaultConfig, every feature at sandbox.DefaultLimits, as the
+// runner's default). Its WorkDir is always the grader's work directory.
+// What the host grants is probed once, in New, and recorded in every
+// command's grade.instrument.
+func WithContainment(cfg sandbox.Config) Option { return func(c *config) { c.contain = &cfg } }
+
 // WithConsumer tunes the durable consumer (workers, prefetch, ack wait,
 // max deliveries). Its name and filters are always the grader's.
 func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
@@ -96,9 +110,16 @@ type Service struct {
 	runs   *bus.RunCache
 	inputs *caseload.Cache
 	locks  keyedMutex
+	// containment is what the host grants command instruments; nil when
+	// the probe failed (probeErr), and then every command is errored.
+	containment *sandbox.Containment
+	probeErr    error
 }
 
-// New returns a grader instance on b. Start it with Run.
+// New returns a grader instance on b. Start it with Run. It probes the
+// containment of command instruments once; a host on which even a plain
+// contained command cannot run still gets a grader, whose command
+// instruments are errored (never failed) with the probe's reason.
 func New(b *bus.Bus, opts ...Option) *Service {
 	c := config{runs: 256}
 	for _, o := range opts {
@@ -122,7 +143,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 	}
 	c.consumer.Name = ConsumerName
 	c.consumer.Filters = []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}
-	return &Service{
+	s := &Service{
 		b:      b,
 		cfg:    c,
 		log:    c.log.With("service", "grader", "instance", c.instance),
@@ -130,13 +151,39 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		inputs: caseload.New(64),
 		locks:  keyedMutex{m: map[string]*lockEntry{}},
 	}
+	s.probe()
+	return s
 }
+
+// probe finds out once which containment the host grants command
+// instruments, and says what it cannot give.
+func (s *Service) probe() {
+	cfg := sandbox.DefaultConfig(s.cfg.workDir)
+	if s.cfg.contain != nil {
+		cfg = *s.cfg.contain
+		cfg.WorkDir = s.cfg.workDir
+	}
+	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
+	if s.probeErr != nil {
+		s.log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
+		return
+	}
+	for _, f := range s.containment.Record().Features {
+		if f.State == events.ContainmentUnsupported {
+			s.log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
+		}
+	}
+}
+
+// Containment is the containment command instruments run under, as the
+// probe found it (nil when the probe failed).
+func (s *Service) Containment() *events.Containment { return s.containment.Record() }
 
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
 func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("grader started")
+	s.log.Info("grader started", "containment", summary(s.containment.Record()))
 	defer s.log.Info("grader stopped")
 	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
 		return fmt.Errorf("grader: %w", err)
@@ -275,7 +322,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		if s.cfg.hook != nil {
 			s.cfg.hook(ctx, Execution{Suite: j.suite, Run: j.run, Snapshot: j.snapshot, Instrument: gi.ID, Version: gi.Version})
 		}
-		res := env.run(ctx, j.specs[gi.Key()])
+		res, contained := env.run(ctx, j.specs[gi.Key()])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -286,7 +333,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 			if _, done := st.Results[j.snapshot][k]; done {
 				return nil, nil
 			}
-			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res}, 0)
+			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained}, 0)
 			return []bus.Pending{{Fact: f, MsgID: grade.InstrumentMsgID(j.run, j.snapshot, k)}}, err
 		})
 		if err != nil {
