@@ -91,13 +91,6 @@ func WithExecuteHook(fn func(context.Context, Execution)) Option {
 	return func(c *config) { c.hook = fn }
 }
 
-// WithContainment sets how command instruments are contained (default:
-// sandbox.DefaultConfig, every feature at sandbox.DefaultLimits, as the
-// runner's default). Its WorkDir is always the grader's work directory.
-// What the host grants is probed once, in New, and recorded in every
-// command's grade.instrument.
-func WithContainment(cfg sandbox.Config) Option { return func(c *config) { c.contain = &cfg } }
-
 // WithConsumer tunes the durable consumer (workers, prefetch, ack wait,
 // max deliveries). Its name and filters are always the grader's.
 func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
@@ -154,30 +147,6 @@ func New(b *bus.Bus, opts ...Option) *Service {
 	s.probe()
 	return s
 }
-
-// probe finds out once which containment the host grants command
-// instruments, and says what it cannot give.
-func (s *Service) probe() {
-	cfg := sandbox.DefaultConfig(s.cfg.workDir)
-	if s.cfg.contain != nil {
-		cfg = *s.cfg.contain
-		cfg.WorkDir = s.cfg.workDir
-	}
-	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
-	if s.probeErr != nil {
-		s.log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
-		return
-	}
-	for _, f := range s.containment.Record().Features {
-		if f.State == events.ContainmentUnsupported {
-			s.log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
-		}
-	}
-}
-
-// Containment is the containment command instruments run under, as the
-// probe found it (nil when the probe failed).
-func (s *Service) Containment() *events.Containment { return s.containment.Record() }
 
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
