@@ -5,6 +5,10 @@ package events
 type GradeInstrument struct {
 	SnapshotDigest Digest           `msgpack:"snapshot_digest"`
 	Result         InstrumentResult `msgpack:"result"`
+	// Containment is how the grader contained the instrument's command, as
+	// its host allowed: set for a command that ran, absent for instruments
+	// that run no code of the candidate and in facts of older graders.
+	Containment *Containment `msgpack:"containment,omitempty"`
 }
 
 // Kind implements Body.
@@ -14,7 +18,13 @@ func (b GradeInstrument) validate(p string) error {
 	if err := needDigest(p, "snapshot_digest", b.SnapshotDigest); err != nil {
 		return err
 	}
-	return b.Result.validate(join(p, "result"))
+	if err := b.Result.validate(join(p, "result")); err != nil {
+		return err
+	}
+	if b.Containment != nil {
+		return b.Containment.validate(join(p, "containment"))
+	}
+	return nil
 }
 
 // GradeVerdict (grade.verdict) is one revision of the grade of a snapshot.

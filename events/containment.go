@@ -4,16 +4,18 @@ package events
 const (
 	// ContainmentActive: the feature is in force, at the recorded limit.
 	ContainmentActive = "active"
-	// ContainmentUnsupported: the runner asked for the feature and the host
-	// refused it (or it would not bind); Detail says why.
+	// ContainmentUnsupported: the service (runner or grader) asked for the
+	// feature and the host refused it (or it would not bind); Detail says
+	// why.
 	ContainmentUnsupported = "unsupported"
-	// ContainmentOff: the runner was configured not to use the feature.
+	// ContainmentOff: the service was configured not to use the feature.
 	ContainmentOff = "off"
 )
 
 var containmentStates = []string{ContainmentActive, ContainmentUnsupported, ContainmentOff}
 
-// Containment records how a runner contains the commands it runs: the
+// Containment records how a service (the runner in run.claimed, the grader
+// in grade.instrument) contains the commands it runs: the
 // provider (e.g. "process") and, feature by feature, what is in force on
 // this host. A feature the host does not support is recorded as
 // unsupported, never claimed.

@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/factline/factline/events"
@@ -48,5 +49,26 @@ func TestContainmentFeatureLookup(t *testing.T) {
 	}
 	if _, ok := (*events.Containment)(nil).Feature("processes"); ok {
 		t.Error("a nil containment reported a feature")
+	}
+}
+
+// grade.instrument carries the grader's containment under the same rules,
+// and a fact without it (an older grader's, or a non-command instrument's)
+// is still valid and encodes without the key.
+func TestGradeInstrumentContainmentIsValidated(t *testing.T) {
+	gi := events.GradeInstrument{SnapshotDigest: events.DigestOf([]byte("snap")), Result: events.InstrumentResult{
+		Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed,
+	}, Containment: &events.Containment{Provider: "process", Features: []events.ContainmentFeature{{Name: "session", State: "maybe"}}}}
+	_, err := newFact(gi)
+	wantFieldError(t, err, events.ErrInvalidField, events.KindGradeInstrument, "body.containment.features[0].state")
+
+	gi.Containment = nil
+	f := mustNewFact(t, gi)
+	b, err := events.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("containment")) {
+		t.Error("a grade.instrument without containment encodes the key")
 	}
 }

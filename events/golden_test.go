@@ -327,6 +327,24 @@ func goldenFacts(t testing.TB) []goldenCase {
 				Withheld: []string{"delete_all"},
 			}},
 		}},
+		// grade.instrument with the optional containment of the grader's
+		// command.
+		{1002, "grade_instrument_containment", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{
+				Instrument: "unit-tests", Version: "1.4.0", Required: true, Outcome: events.InstrumentFailed,
+				Detail: "timed out after 30s; the command and its children were killed",
+			},
+			Containment: &events.Containment{Provider: "process", Features: []events.ContainmentFeature{
+				{Name: "address_space_bytes", State: events.ContainmentActive, Limit: 8 << 30},
+				{Name: "cpu_seconds", State: events.ContainmentActive, Limit: 600},
+				{Name: "network_isolation", State: events.ContainmentActive, Detail: "own network namespace, loopback down"},
+				{Name: "open_files", State: events.ContainmentActive, Limit: 1024},
+				{Name: "processes", State: events.ContainmentActive, Limit: 512},
+				{Name: "scrubbed_environment", State: events.ContainmentActive},
+				{Name: "session", State: events.ContainmentActive},
+				{Name: "unprivileged_user", State: events.ContainmentActive, Detail: "a fresh uid per attempt; every process of it is killed after each command"},
+			}},
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

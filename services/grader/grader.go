@@ -7,6 +7,11 @@
 // grade.verdict (and any grade.conflict) that the pure core in package grade
 // decides.
 //
+// Command instruments run code the model wrote, so they run contained
+// like the runner's commands (package sandbox): the grader probes what its
+// host grants once, in New, gives every command a sandbox of its own and
+// records the containment in the command's grade.instrument fact.
+//
 // Every instrument result is committed as soon as it exists, under a
 // deterministic message ID, so a grader that dies mid-batch is resumed by
 // the redelivered fact and runs exactly the instruments that have no
@@ -29,6 +34,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/services/grader/grade"
 )
 
@@ -57,6 +63,7 @@ type config struct {
 	judges   JudgeFactory
 	hook     func(context.Context, Execution)
 	consumer bus.ConsumerConfig
+	contain  *sandbox.Config
 }
 
 // WithInstance names this instance in the facts it writes (default
@@ -96,9 +103,16 @@ type Service struct {
 	runs   *bus.RunCache
 	inputs *caseload.Cache
 	locks  keyedMutex
+	// containment is what the host grants command instruments; nil when
+	// the probe failed (probeErr), and then every command is errored.
+	containment *sandbox.Containment
+	probeErr    error
 }
 
-// New returns a grader instance on b. Start it with Run.
+// New returns a grader instance on b. Start it with Run. It probes the
+// containment of command instruments once; a host on which even a plain
+// contained command cannot run still gets a grader, whose command
+// instruments are errored (never failed) with the probe's reason.
 func New(b *bus.Bus, opts ...Option) *Service {
 	c := config{runs: 256}
 	for _, o := range opts {
@@ -122,7 +136,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 	}
 	c.consumer.Name = ConsumerName
 	c.consumer.Filters = []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}
-	return &Service{
+	s := &Service{
 		b:      b,
 		cfg:    c,
 		log:    c.log.With("service", "grader", "instance", c.instance),
@@ -130,13 +144,15 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		inputs: caseload.New(64),
 		locks:  keyedMutex{m: map[string]*lockEntry{}},
 	}
+	s.probe()
+	return s
 }
 
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
 func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("grader started")
+	s.log.Info("grader started", "containment", summary(s.containment.Record()))
 	defer s.log.Info("grader stopped")
 	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
 		return fmt.Errorf("grader: %w", err)
@@ -275,7 +291,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		if s.cfg.hook != nil {
 			s.cfg.hook(ctx, Execution{Suite: j.suite, Run: j.run, Snapshot: j.snapshot, Instrument: gi.ID, Version: gi.Version})
 		}
-		res := env.run(ctx, j.specs[gi.Key()])
+		res, contained := env.run(ctx, j.specs[gi.Key()])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -286,7 +302,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 			if _, done := st.Results[j.snapshot][k]; done {
 				return nil, nil
 			}
-			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res}, 0)
+			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained}, 0)
 			return []bus.Pending{{Fact: f, MsgID: grade.InstrumentMsgID(j.run, j.snapshot, k)}}, err
 		})
 		if err != nil {

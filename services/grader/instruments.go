@@ -8,19 +8,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/services/grader/grade"
 	"github.com/factline/factline/workspace"
 )
@@ -114,15 +111,17 @@ func (e *instrumentEnv) manifests(ctx context.Context) (workspace.Manifest, work
 	return *e.fixture, *e.cand, nil
 }
 
-// run runs one instrument and returns its result. Problems of the grader
-// (the candidate cannot be restored, a command cannot start) are errored
-// results, never failures of the candidate.
-func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) events.InstrumentResult {
+// run runs one instrument and returns its result and, for a command that
+// ran, the containment it ran under. Problems of the grader (the candidate
+// cannot be restored, a command cannot start) are errored results, never
+// failures of the candidate.
+func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) (events.InstrumentResult, *events.Containment) {
 	var res events.InstrumentResult
+	var contained *events.Containment
 	var err error
 	switch in.Kind {
 	case cases.InstrumentCommand:
-		res, err = e.command(ctx, in)
+		res, contained, err = e.command(ctx, in)
 	case cases.InstrumentFile:
 		res, err = e.file(ctx, in)
 	case cases.InstrumentScope:
@@ -135,7 +134,7 @@ func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) events.Ins
 	if err != nil {
 		res = events.InstrumentResult{Outcome: events.InstrumentErrored, Detail: clip(err.Error())}
 	}
-	return res
+	return res, contained
 }
 
 func passed(detail string) (events.InstrumentResult, error) {
@@ -151,49 +150,78 @@ func errored(detail string) (events.InstrumentResult, error) {
 }
 
 // command runs a command instrument in a fresh copy of the candidate, with
-// its protected test files taken from the fixture.
-func (e *instrumentEnv) command(ctx context.Context, in cases.Instrument) (events.InstrumentResult, error) {
+// its protected test files taken from the fixture, contained in a sandbox
+// of its own. It returns the containment when the command ran.
+func (e *instrumentEnv) command(ctx context.Context, in cases.Instrument) (events.InstrumentResult, *events.Containment, error) {
+	if e.s.containment == nil {
+		res, err := errored(fmt.Sprintf("cannot run the command: %v", e.s.probeErr))
+		return res, nil, err
+	}
 	dir, err := e.restore(ctx)
 	if err != nil {
-		return events.InstrumentResult{}, err
+		return events.InstrumentResult{}, nil, err
 	}
 	ws := filepath.Join(dir, "ws")
 	var note string
 	if len(in.TestsFromFixture) > 0 {
 		changed, err := e.protected(ctx, in.TestsFromFixture)
 		if err != nil {
-			return events.InstrumentResult{}, err
+			return events.InstrumentResult{}, nil, err
 		}
 		if len(changed) > 0 {
 			if in.OnTestEdit == cases.TestEditRefuse {
-				return failed("refused: the candidate changed files its tests come from the fixture: " + list(paths(changed)))
+				res, err := failed("refused: the candidate changed files its tests come from the fixture: " + list(paths(changed)))
+				return res, nil, err
 			}
 			if err := e.restoreFromFixture(ctx, ws, changed); err != nil {
-				return events.InstrumentResult{}, fmt.Errorf("restore protected files from the fixture: %w", err)
+				return events.InstrumentResult{}, nil, fmt.Errorf("restore protected files from the fixture: %w", err)
 			}
 			note = "restored from the fixture: " + list(paths(changed)) + "\n"
 		}
 	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return errored("cannot run the command: no bash on this grader's PATH")
+	// A sandbox per command copy: its own uid (when the grader is root),
+	// to which the copy, HOME and TMPDIR are handed just before the
+	// command runs, after the protected files were written back, so the
+	// command can read and run them.
+	sb := e.s.containment.ForAttempt(ws, filepath.Join(dir, "home"), filepath.Join(dir, "tmp"))
+	if sb.UID() != 0 {
+		// The command's user may pass through its directory but not change
+		// it: it cannot swap the copy for a link elsewhere.
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return events.InstrumentResult{}, nil, err
+		}
 	}
-	code, out, timedOut, err := runCommand(ctx, bash, in.Command, ws, commandEnv(dir, e.job.in.kase.Env), in.Timeout.Std())
+	run, err := sb.Run(ctx, sandbox.Command{Script: in.Command, Dir: ws, Env: commandEnv(dir, e.job.in.kase.Env),
+		Timeout: in.Timeout.Std(), OutputCap: outputCap})
+	if ctx.Err() != nil {
+		return events.InstrumentResult{}, nil, ctx.Err()
+	}
+	if err != nil {
+		res, err := errored(fmt.Sprintf("cannot run the command: %v", err))
+		return res, nil, err
+	}
+	res, err := commandOutcome(in, run, note)
+	return res, e.s.containment.Record(), err
+}
+
+// commandOutcome turns how a command ended into the instrument's outcome.
+func commandOutcome(in cases.Instrument, run sandbox.Result, note string) (events.InstrumentResult, error) {
+	code := run.ExitCode
 	switch {
-	case ctx.Err() != nil:
-		return events.InstrumentResult{}, ctx.Err()
-	case err != nil:
-		return errored(fmt.Sprintf("cannot run the command: %v", err))
-	case timedOut:
-		return failed(note + fmt.Sprintf("timed out after %v; the command and its children were killed\n%s", in.Timeout.Std(), tail(out)))
+	case run.TimedOut:
+		return failed(note + fmt.Sprintf("timed out after %v; the command and its children were killed\n%s", in.Timeout.Std(), tail(run.Output)))
+	case run.Signal != 0:
+		// A limit (CPU time) or the kernel killed the command itself: it
+		// did not pass, whatever exit it was meant to have.
+		return failed(note + fmt.Sprintf("killed by signal %d (%v)\n%s", int(run.Signal), run.Signal, tail(run.Output)))
 	case code == in.ExpectExit:
-		return passed(note + fmt.Sprintf("exit %d\n%s", code, tail(out)))
+		return passed(note + fmt.Sprintf("exit %d\n%s", code, tail(run.Output)))
 	case code == 126 || code == 127:
 		// bash's own codes for a command it could not find or execute: the
 		// check never ran, which is not a verdict on the candidate.
-		return errored(note + fmt.Sprintf("the command could not run (exit %d: not found or not executable)\n%s", code, tail(out)))
+		return errored(note + fmt.Sprintf("the command could not run (exit %d: not found or not executable)\n%s", code, tail(run.Output)))
 	}
-	return failed(note + fmt.Sprintf("exit %d, want %d\n%s", code, in.ExpectExit, tail(out)))
+	return failed(note + fmt.Sprintf("exit %d, want %d\n%s", code, in.ExpectExit, tail(run.Output)))
 }
 
 // protected returns the differences between the fixture and the candidate
@@ -318,63 +346,6 @@ func commandEnv(dir string, extra map[string]string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return env
-}
-
-// runCommand runs command with bash in dir, in its own process group, and
-// kills the whole group when the timeout passes or ctx ends.
-func runCommand(ctx context.Context, bash, command, dir string, env []string, timeout time.Duration) (code int, out string, timedOut bool, err error) {
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.Command(bash, "-c", command)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	buf := &capBuffer{max: outputCap}
-	cmd.Stdout, cmd.Stderr = buf, buf
-	if err := cmd.Start(); err != nil {
-		return 0, "", false, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-tctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-		timedOut = true
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if timedOut {
-		return 0, buf.String(), true, nil
-	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		return exitErr.ExitCode(), buf.String(), false, nil
-	}
-	return 0, buf.String(), false, err
-}
-
-// capBuffer keeps the first max bytes written to it.
-type capBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-// Write keeps what fits and drops the rest, never failing the command.
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-// String returns what was kept.
-func (c *capBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
 }
 
 // file runs a file check on the restored candidate.

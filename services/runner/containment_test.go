@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/tools"
 )
 
 // run.claimed records the containment the runner's commands get, and a
 // command of the run sees exactly the recorded limits, as a user that is
 // not root exactly when the record says so.
 func TestRunClaimedRecordsContainment(t *testing.T) {
-	limits := tools.Limits{CPUSeconds: 120, AddressSpace: 2 << 30, OpenFiles: 256, Processes: 128}
+	limits := sandbox.Limits{CPUSeconds: 120, AddressSpace: 2 << 30, OpenFiles: 256, Processes: 128}
 	e, _ := startWith(t, func(c *runner.Config) {
-		c.Containment = &tools.ContainmentConfig{Limits: limits, Network: true, Unprivileged: true}
+		c.Containment = &sandbox.Config{Limits: limits, Network: true, Unprivileged: true}
 	})
 	script := `turns:
   - calls:
@@ -48,9 +48,9 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 		asked uint64
 		scale uint64
 	}{
-		{tools.FeatureCPU, limits.CPUSeconds, 1},
-		{tools.FeatureAddressSpace, limits.AddressSpace, 1024},
-		{tools.FeatureOpenFiles, limits.OpenFiles, 1},
+		{sandbox.FeatureCPU, limits.CPUSeconds, 1},
+		{sandbox.FeatureAddressSpace, limits.AddressSpace, 1024},
+		{sandbox.FeatureOpenFiles, limits.OpenFiles, 1},
 	} {
 		f, ok := rec.Feature(c.name)
 		if !ok {
@@ -71,8 +71,8 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 		}
 	}
 	uid, _ := strconv.Atoi(seen[4])
-	user, _ := rec.Feature(tools.FeatureUser)
-	procs, _ := rec.Feature(tools.FeatureProcesses)
+	user, _ := rec.Feature(sandbox.FeatureUser)
+	procs, _ := rec.Feature(sandbox.FeatureProcesses)
 	if (user.State == events.ContainmentActive) != (uid != 0) {
 		t.Errorf("unprivileged_user %s but the command ran as uid %d", user.State, uid)
 	}
@@ -82,7 +82,7 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 	if uid == 0 && procs.State != events.ContainmentUnsupported {
 		t.Errorf("commands run as root, yet processes is %s", procs.State)
 	}
-	if net, _ := rec.Feature(tools.FeatureNetwork); net.State != events.ContainmentActive && net.State != events.ContainmentUnsupported {
+	if net, _ := rec.Feature(sandbox.FeatureNetwork); net.State != events.ContainmentActive && net.State != events.ContainmentUnsupported {
 		t.Errorf("network_isolation was asked for: %+v", net)
 	}
 }

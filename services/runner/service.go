@@ -16,6 +16,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/tools"
@@ -76,9 +77,9 @@ type Config struct {
 	// lines pass through the secret redactor.
 	Logger *slog.Logger
 	// Containment is how commands are contained (default: every feature,
-	// at tools.DefaultLimits). What the host grants is probed once, in New,
-	// and recorded in every run.claimed.
-	Containment *tools.ContainmentConfig
+	// at sandbox.DefaultLimits). What the host grants is probed once, in
+	// New, and recorded in every run.claimed.
+	Containment *sandbox.Config
 	// Secrets are redacted from every fact, blob and log line the runner
 	// writes (default: secrets.FromEnvironment).
 	Secrets *secrets.Redactor
@@ -100,7 +101,7 @@ type Service struct {
 	afterCommit     func(events.Fact)
 	extensions      *extensions.Allowlist
 	log             *slog.Logger
-	containment     *tools.Containment
+	containment     *sandbox.Containment
 	secrets         *secrets.Redactor
 }
 
@@ -143,13 +144,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.log = slog.New(secrets.NewHandler(s.log.Handler(), s.secrets))
 	s.log = s.log.With("service", "runner", "instance", s.instance)
-	contain := tools.DefaultContainment(s.workDir)
+	contain := sandbox.DefaultConfig(s.workDir)
 	if cfg.Containment != nil {
 		contain = *cfg.Containment
 		contain.WorkDir = s.workDir
 	}
 	var err error
-	if s.containment, err = tools.ProbeContainment(context.Background(), contain); err != nil {
+	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	for _, f := range s.containment.Record().Features {
@@ -320,15 +321,15 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
 		return nil, inputErr("workspace", err)
 	}
-	sandbox := s.containment.ForAttempt(a.ws.Root(), home, tmp)
-	if sandbox.UID() != 0 {
+	sb := s.containment.ForAttempt(a.ws.Root(), home, tmp)
+	if sb.UID() != 0 {
 		// The attempt's user may pass through its directory but not change
 		// it: it cannot swap the workspace for a link elsewhere.
 		if err := os.Chmod(a.dir, 0o711); err != nil {
 			return nil, err
 		}
 	}
-	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sandbox}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sb}
 	// The claim comes after the extensions started, so that it records
 	// what this runner admitted: their source, version and capabilities.
 	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: s.containment.Record()}

@@ -1,19 +1,13 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 )
 
 // commandOutputCap bounds what a command may put in an observation.
@@ -56,144 +50,37 @@ func (RunCommand) Run(ctx context.Context, env Env, raw json.RawMessage) Result 
 }
 
 // Exec runs command with bash in the workspace root under a timeout,
-// contained as env.Sandbox says: in its own session (and process group),
-// under resource limits, as the attempt's own user and without network
-// where the host allows. When the time is up or ctx ends, the whole session
-// is killed, and with it every process of the attempt's user, also those
-// that left the session. Output beyond outCap bytes is dropped and the
-// result marked truncated. A non-zero exit is a COMMAND_FAILED result
-// carrying the output.
+// contained as env.Sandbox says (sandbox.Sandbox.Run: own session,
+// resource limits, the attempt's own user and no network where the host
+// allows; everything it started is killed when it ends). Output beyond
+// outCap bytes is dropped and the result marked truncated. A non-zero exit
+// is a COMMAND_FAILED result carrying the output; a timeout or cancel is
+// a retryable TIMEOUT.
 func Exec(ctx context.Context, env Env, command string, timeout time.Duration, outCap int) Result {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	sb := env.Sandbox
-	var c *Containment
-	if sb != nil {
-		c = sb.c
-	}
-	if err := sb.handOver(); err != nil {
-		return Fail(CodeIO, "%v", err)
-	}
-	argv := c.wrap(command)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = env.Root.Root()
-	// Never nil: a nil Env would hand the runner's whole environment over.
-	cmd.Env = append([]string{}, env.Environ...)
-	cmd.SysProcAttr = sb.sysProcAttr()
-	out := &capBuffer{max: outCap}
-	// Our own pipe, not exec's: Wait must not hang on a process that left
-	// the session and still holds the output open.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return Fail(CodeIO, "start command: %v", err)
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return Fail(CodeIO, "start command: %v", err)
-	}
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(out, pr); close(copied) }()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	kill := func() {
-		// The session leader's pid is its process group: kill the group,
-		// not just bash, and then whatever else the attempt's user runs.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		sb.killAll()
-	}
-	var waitErr error
-	timedOut := false
-	done := false
-	for !done {
-		select {
-		case waitErr = <-exited:
-			exited = nil
-		case <-copied:
-			copied = nil
-		case <-ctx.Done():
-			timedOut = true
-		}
-		done = timedOut || (exited == nil && copied == nil)
-	}
-	// Whatever the command left running goes too.
-	kill()
-	if exited != nil {
-		waitErr = <-exited
-	}
-	if copied != nil {
-		// Everything that held the output is dead; a process that escaped
-		// even the kill cannot keep the call open.
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-	}
-	pr.Close()
-	text, truncated := out.result()
-	res := Result{Output: text, Truncated: truncated}
-	if timedOut {
+	run, err := env.Sandbox.Run(ctx, sandbox.Command{
+		Script: command, Dir: env.Root.Root(), Env: env.Environ, Timeout: timeout, OutputCap: outCap,
+	})
+	res := Result{Output: run.Output, Truncated: run.Truncated}
+	switch {
+	case err != nil:
+		res.Err = &events.ToolError{Code: CodeIO, Message: err.Error()}
+		return res
+	case run.TimedOut:
 		reason := "timed out after " + timeout.String()
-		if errors.Is(ctx.Err(), context.Canceled) {
+		if run.Cancelled {
 			reason = "cancelled"
 		}
 		res.Err = &events.ToolError{Code: CodeTimeout, Message: "command " + reason + "; it and its children were killed", Retryable: true}
 		return res
 	}
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(waitErr, &exitErr) {
-		code = exitErr.ExitCode()
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// A limit (CPU time) or the kernel killed it: say which signal.
-			code = 128 + int(ws.Signal())
-			res.ExitCode = &code
-			res.Err = &events.ToolError{Code: CodeCommandFailed, Message: fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())}
-			return res
-		}
-	} else if waitErr != nil {
-		res.Err = &events.ToolError{Code: CodeIO, Message: waitErr.Error()}
-		return res
-	}
+	code := run.ExitCode
 	res.ExitCode = &code
-	if code != 0 {
+	switch {
+	case run.Signal != 0:
+		// A limit (CPU time) or the kernel killed it: say which signal.
+		res.Err = &events.ToolError{Code: CodeCommandFailed, Message: fmt.Sprintf("killed by signal %d (%v)", int(run.Signal), run.Signal)}
+	case code != 0:
 		res.Err = &events.ToolError{Code: CodeCommandFailed, Message: fmt.Sprintf("exit status %d", code)}
 	}
 	return res
-}
-
-// capBuffer keeps the first max bytes written to it and counts the rest.
-type capBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	max     int
-	dropped int
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	room := c.max - c.buf.Len()
-	if room >= len(p) {
-		c.buf.Write(p)
-	} else {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		c.dropped += len(p) - max(room, 0)
-	}
-	return len(p), nil
-}
-
-func (c *capBuffer) result() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.buf.String()
-	if c.dropped > 0 {
-		return s + fmt.Sprintf("\n[output cut: %d more bytes not shown]", c.dropped), true
-	}
-	return s, false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 )
 
 // Approval says whether a call needs a human's approval before it runs.
@@ -124,7 +125,7 @@ type Env struct {
 	AllowURL func(url string) bool
 	// Sandbox contains commands (nil: only their own session and the
 	// minimal environment).
-	Sandbox *Sandbox
+	Sandbox *sandbox.Sandbox
 }
 
 // Resolver maps a path a tool was given to an absolute path inside the

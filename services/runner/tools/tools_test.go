@@ -118,6 +118,24 @@ func TestCommandTimeoutKillsChildren(t *testing.T) {
 	}
 }
 
+// The tool contract over the sandbox's result: a command killed by a
+// signal (as a limit kills it) is COMMAND_FAILED naming the signal, with
+// 128+signal as its exit code; a cancel is a retryable TIMEOUT saying so.
+func TestCommandEndingsMapToToolErrors(t *testing.T) {
+	env, _ := testEnv(t)
+	res := Exec(context.Background(), env, "echo before; kill -KILL $$", time.Minute, 1024)
+	if res.Err == nil || res.Err.Code != CodeCommandFailed || !strings.Contains(res.Err.Message, "killed by signal 9") ||
+		res.ExitCode == nil || *res.ExitCode != 137 || !strings.Contains(res.Output, "before") {
+		t.Fatalf("killed by a signal: %+v %v", res.Err, res.ExitCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	res = Exec(ctx, env, "sleep 300", time.Minute, 1024)
+	if res.Err == nil || res.Err.Code != CodeTimeout || !res.Err.Retryable || !strings.Contains(res.Err.Message, "cancelled") || res.ExitCode != nil {
+		t.Fatalf("cancelled: %+v", res.Err)
+	}
+}
+
 func TestCommandOutputIsCappedAndMarked(t *testing.T) {
 	env, _ := testEnv(t)
 	r, _ := NewRegistry(nil)

@@ -1,4 +1,4 @@
-package tools
+package sandbox
 
 import (
 	"context"
@@ -34,16 +34,24 @@ func reachableDir(t *testing.T) string {
 // testLimits are small enough to hit on purpose.
 var testLimits = Limits{CPUSeconds: 30, AddressSpace: 256 << 20, OpenFiles: 64, Processes: 32}
 
+// attempt is one attempt's sandbox and its directories.
+type attempt struct {
+	t    *testing.T
+	sb   *Sandbox
+	ws   string
+	home string
+}
+
 // sandboxEnv probes containment as cfg asks (in a reachable work dir) and
-// returns an attempt environment in it: a workspace and a HOME handed to
-// the attempt's user.
-func sandboxEnv(t *testing.T, cfg ContainmentConfig) (Env, *Containment, string) {
+// returns an attempt in it: a workspace and a HOME handed to the attempt's
+// user.
+func sandboxEnv(t *testing.T, cfg Config) (attempt, *Containment, string) {
 	t.Helper()
 	work := reachableDir(t)
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = work
 	}
-	c, err := ProbeContainment(context.Background(), cfg)
+	c, err := Probe(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +63,25 @@ func sandboxEnv(t *testing.T, cfg ContainmentConfig) (Env, *Containment, string)
 	}
 	sb := c.ForAttempt(ws, home)
 	t.Cleanup(sb.killAll)
-	return Env{Root: rootDir(ws), Environ: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, Sandbox: sb}, c, ws
+	return attempt{t: t, sb: sb, ws: ws, home: home}, c, ws
 }
 
-func allFeatures() ContainmentConfig {
-	return ContainmentConfig{Limits: testLimits, Network: true, Unprivileged: true}
+// run runs script in the attempt's workspace with a minimal environment.
+func (a attempt) run(script string, timeout time.Duration) Result {
+	a.t.Helper()
+	res, err := a.sb.Run(context.Background(), Command{Script: script, Dir: a.ws,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + a.home}, Timeout: timeout, OutputCap: 4096})
+	if err != nil {
+		a.t.Fatalf("run %q: %v", script, err)
+	}
+	return res
+}
+
+// failed reports whether a command did not exit 0 in time.
+func failed(r Result) bool { return r.TimedOut || r.ExitCode != 0 }
+
+func allFeatures() Config {
+	return Config{Limits: testLimits, Network: true, Unprivileged: true}
 }
 
 func feature(t *testing.T, c *Containment, name string) events.ContainmentFeature {
@@ -91,9 +113,9 @@ func TestContainmentRecordMatchesWhatACommandSees(t *testing.T) {
 		Producer: events.Producer{Service: events.OwnerRunner, Instance: "r"}}, events.RunClaimed{Runner: "r", Lease: 1, Containment: rec}); err != nil {
 		t.Fatalf("the record is not a valid run.claimed: %v", err)
 	}
-	res := Exec(context.Background(), env, `ulimit -t; ulimit -v; ulimit -n; ulimit -u; id -u; read -r -a f < /proc/$$/stat; echo "${f[5]} $$"`, time.Minute, 4096)
-	if res.Err != nil {
-		t.Fatalf("%+v: %s", res.Err, res.Output)
+	res := env.run(`ulimit -t; ulimit -v; ulimit -n; ulimit -u; id -u; read -r -a f < /proc/$$/stat; echo "${f[5]} $$"`, time.Minute)
+	if failed(res) {
+		t.Fatalf("%+v: %s", res, res.Output)
 	}
 	lines := strings.Split(strings.TrimSpace(res.Output), "\n")
 	if len(lines) != 6 {
@@ -135,7 +157,7 @@ func TestContainmentRecordMatchesWhatACommandSees(t *testing.T) {
 // uid cannot reach it, and as root the process limit then cannot bind.
 func TestUnreachableWorkDirMakesTheUserUnsupported(t *testing.T) {
 	if os.Geteuid() != 0 {
-		c, err := ProbeContainment(context.Background(), ContainmentConfig{Limits: testLimits, Unprivileged: true, WorkDir: t.TempDir()})
+		c, err := Probe(context.Background(), Config{Limits: testLimits, Unprivileged: true, WorkDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +168,7 @@ func TestUnreachableWorkDirMakesTheUserUnsupported(t *testing.T) {
 		return
 	}
 	closed := t.TempDir() // 0700, owned by root
-	c, err := ProbeContainment(context.Background(), ContainmentConfig{Limits: testLimits, Unprivileged: true, WorkDir: closed})
+	c, err := Probe(context.Background(), Config{Limits: testLimits, Unprivileged: true, WorkDir: closed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +193,15 @@ func TestForkBombIsContained(t *testing.T) {
 		// checked by feature above.
 		return
 	}
-	res := Exec(context.Background(), env, `bomb() { bomb | bomb & }; bomb; wait`, 3*time.Second, 4096)
-	if res.Err == nil || (res.Err.Code != CodeTimeout && res.Err.Code != CodeCommandFailed) {
+	res := env.run(`bomb() { bomb | bomb & }; bomb; wait`, 3*time.Second)
+	if !failed(res) {
 		t.Fatalf("fork bomb: %+v", res)
 	}
 	if !strings.Contains(res.Output, "Resource temporarily unavailable") {
 		t.Errorf("the bomb never hit the process limit: %q", res.Output)
 	}
-	if left := processesOf(env.Sandbox.UID()); len(left) > 0 {
-		t.Errorf("%d processes of uid %d survived the call", len(left), env.Sandbox.UID())
+	if left := processesOf(env.sb.UID()); len(left) > 0 {
+		t.Errorf("%d processes of uid %d survived the call", len(left), env.sb.UID())
 	}
 }
 
@@ -191,13 +213,13 @@ func TestMemoryHogFailsAtAddressSpaceLimit(t *testing.T) {
 	if f.State != events.ContainmentActive {
 		return
 	}
-	small := Exec(context.Background(), env, `dd if=/dev/zero of=/dev/null bs=16M count=1`, time.Minute, 4096)
-	if small.Err != nil {
-		t.Fatalf("dd of 16 MiB failed: %+v %s", small.Err, small.Output)
+	small := env.run(`dd if=/dev/zero of=/dev/null bs=16M count=1`, time.Minute)
+	if failed(small) {
+		t.Fatalf("dd of 16 MiB failed: %+v", small)
 	}
-	hog := Exec(context.Background(), env, `dd if=/dev/zero of=/dev/null bs=512M count=1`, time.Minute, 4096)
-	if hog.Err == nil || hog.Err.Code != CodeCommandFailed || !strings.Contains(hog.Output, "memory exhausted") {
-		t.Fatalf("a 512 MiB buffer under a %d byte limit: %+v %q", f.Limit, hog.Err, hog.Output)
+	hog := env.run(`dd if=/dev/zero of=/dev/null bs=512M count=1`, time.Minute)
+	if hog.TimedOut || hog.ExitCode == 0 || !strings.Contains(hog.Output, "memory exhausted") {
+		t.Fatalf("a 512 MiB buffer under a %d byte limit: %+v", f.Limit, hog)
 	}
 }
 
@@ -210,9 +232,9 @@ func TestTimeoutKillsSessionAndEscapees(t *testing.T) {
 setsid bash -c 'trap "" TERM; echo $$ > escaped.pid; exec sleep 300' &
 until [ -s escaped.pid ]; do sleep 0.05; done
 wait`
-	res := Exec(context.Background(), env, script, 2*time.Second, 4096)
-	if res.Err == nil || res.Err.Code != CodeTimeout {
-		t.Fatalf("want a timeout, got %+v %s", res.Err, res.Output)
+	res := env.run(script, 2*time.Second)
+	if !res.TimedOut || res.Cancelled {
+		t.Fatalf("want a timeout, got %+v", res)
 	}
 	user := feature(t, c, FeatureUser)
 	for _, name := range []string{"child.pid", "escaped.pid"} {
@@ -271,15 +293,15 @@ func TestNetworkIsolationBlocksLoopback(t *testing.T) {
 
 	env, c, _ := sandboxEnv(t, allFeatures())
 	if f := feature(t, c, FeatureNetwork); f.State == events.ContainmentActive {
-		res := Exec(context.Background(), env, dial, time.Minute, 4096)
-		if res.Err == nil || strings.Contains(res.Output, "connected") || accepted.Load() != 0 {
-			t.Fatalf("an isolated command reached 127.0.0.1:%s: %+v %q", port, res.Err, res.Output)
+		res := env.run(dial, time.Minute)
+		if !failed(res) || strings.Contains(res.Output, "connected") || accepted.Load() != 0 {
+			t.Fatalf("an isolated command reached 127.0.0.1:%s: %+v", port, res)
 		}
 	}
-	open, _, _ := sandboxEnv(t, ContainmentConfig{Limits: testLimits, Unprivileged: true})
-	res := Exec(context.Background(), open, dial, time.Minute, 4096)
-	if res.Err != nil || !strings.Contains(res.Output, "connected") {
-		t.Fatalf("without isolation the command should connect: %+v %q", res.Err, res.Output)
+	open, _, _ := sandboxEnv(t, Config{Limits: testLimits, Unprivileged: true})
+	res := open.run(dial, time.Minute)
+	if failed(res) || !strings.Contains(res.Output, "connected") {
+		t.Fatalf("without isolation the command should connect: %+v", res)
 	}
 }
 
@@ -303,17 +325,17 @@ func TestAttemptUserOwnsOnlyItsDirectories(t *testing.T) {
 	if err := os.Link(precious, filepath.Join(ws, "link")); err != nil {
 		t.Fatal(err)
 	}
-	res := Exec(context.Background(), env, `echo y >> by-runner.txt && mkdir -p sub && echo z > sub/new.txt && echo ok`, time.Minute, 4096)
-	if res.Err != nil || !strings.Contains(res.Output, "ok") {
-		t.Fatalf("writing the workspace: %+v %q", res.Err, res.Output)
+	res := env.run(`echo y >> by-runner.txt && mkdir -p sub && echo z > sub/new.txt && echo ok`, time.Minute)
+	if failed(res) || !strings.Contains(res.Output, "ok") {
+		t.Fatalf("writing the workspace: %+v", res)
 	}
 	if uid, _ := owner(precious); uid != uint32(os.Geteuid()) {
 		t.Errorf("a file outside the workspace was handed to uid %d through a hard link", uid)
 	}
-	res = Exec(context.Background(), env, `echo pwned > `+filepath.Join(outside, "x"), time.Minute, 4096)
+	res = env.run(`echo pwned > `+filepath.Join(outside, "x"), time.Minute)
 	_, statErr := os.Stat(filepath.Join(outside, "x"))
 	if feature(t, c, FeatureUser).State == events.ContainmentActive {
-		if res.Err == nil || statErr == nil {
+		if !failed(res) || statErr == nil {
 			t.Errorf("the attempt's user wrote a root-owned directory: %+v", res)
 		}
 	} else if statErr != nil {

@@ -1,4 +1,4 @@
-package tools
+package sandbox
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 
 // probeChildEnv makes the test binary a child that probes and prints the
 // record instead of running tests.
-const probeChildEnv = "FACTLINE_TOOLS_PROBE_CHILD"
+const probeChildEnv = "FACTLINE_SANDBOX_PROBE_CHILD"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(probeChildEnv); dir != "" {
-		c, err := ProbeContainment(context.Background(), ContainmentConfig{Limits: testLimits, Network: true, Unprivileged: true, WorkDir: dir})
+		c, err := Probe(context.Background(), Config{Limits: testLimits, Network: true, Unprivileged: true, WorkDir: dir})
 		if err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(3)

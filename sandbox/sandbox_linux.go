@@ -1,4 +1,4 @@
-package tools
+package sandbox
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 	if s.c.netns {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 		if s.c.userns {
-			// Not root: a user namespace in which the runner's uid maps to
+			// Not root: a user namespace in which the service's uid maps to
 			// itself grants the right to make the network namespace.
 			uid, gid := os.Getuid(), os.Getgid()
 			attr.Cloneflags |= syscall.CLONE_NEWUSER

@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Command is one command a Sandbox runs.
+type Command struct {
+	// Script is run with bash -c.
+	Script string
+	// Dir is the working directory.
+	Dir string
+	// Env is the command's whole environment. Nil is an empty environment,
+	// never the caller's: the caller's keys and tokens must not leak.
+	Env []string
+	// Timeout bounds the command (zero or less: only ctx does).
+	Timeout time.Duration
+	// OutputCap bounds the output kept, stdout and stderr together (zero or
+	// less: nothing is kept).
+	OutputCap int
+}
+
+// Result is how a contained command ended.
+type Result struct {
+	// Output is the output kept; when more was written, a last line says
+	// how many bytes were dropped.
+	Output string
+	// Truncated reports that output was dropped.
+	Truncated bool
+	// ExitCode is the exit status; for a command killed by a signal it is
+	// 128 plus the signal, as bash reports it.
+	ExitCode int
+	// Signal is the signal that killed the command (a limit, the kernel);
+	// zero when it exited.
+	Signal syscall.Signal
+	// TimedOut reports that the timeout passed or ctx ended before the
+	// command did: it and everything it started were killed, and ExitCode
+	// and Signal mean nothing.
+	TimedOut bool
+	// Cancelled reports that it was ctx being cancelled, not a deadline,
+	// that ended the command (only with TimedOut).
+	Cancelled bool
+}
+
+// Run runs cmd with bash, contained as the sandbox says: in its own
+// session (and process group), under the resource limits, as the
+// sandbox's user and without network where the host allows. Before the
+// command the sandbox's directories are handed to its user. When the
+// command ends, times out or ctx ends, the whole session is killed, and
+// with it every process of the sandbox's user, also those that left the
+// session; a process holding the output open cannot keep Run waiting.
+//
+// A nil Sandbox runs the command in its own session with nothing more.
+// Run fails only when the command cannot be started or waited for; a
+// command that ran and failed is a Result.
+func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
+	if cmd.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
+		defer cancel()
+	}
+	var c *Containment
+	if s != nil {
+		c = s.c
+	}
+	if err := s.handOver(); err != nil {
+		return Result{}, err
+	}
+	argv := c.wrap(cmd.Script)
+	proc := exec.Command(argv[0], argv[1:]...)
+	proc.Dir = cmd.Dir
+	// Never nil: a nil Env would hand the caller's whole environment over.
+	proc.Env = append([]string{}, cmd.Env...)
+	proc.SysProcAttr = s.sysProcAttr()
+	out := &capBuffer{max: max(cmd.OutputCap, 0)}
+	// Our own pipe, not exec's: Wait must not hang on a process that left
+	// the session and still holds the output open.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("start command: %w", err)
+	}
+	proc.Stdout, proc.Stderr = pw, pw
+	err = proc.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return Result{}, fmt.Errorf("start command: %w", err)
+	}
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(out, pr); close(copied) }()
+	exited := make(chan error, 1)
+	go func() { exited <- proc.Wait() }()
+
+	var waitErr error
+	timedOut := false
+	done := false
+	for !done {
+		select {
+		case waitErr = <-exited:
+			exited = nil
+		case <-copied:
+			copied = nil
+		case <-ctx.Done():
+			timedOut = true
+		}
+		done = timedOut || (exited == nil && copied == nil)
+	}
+	// Whatever the command left running goes too. The session leader's
+	// pid is its process group: kill the group, not just bash, and then
+	// whatever else the sandbox's user runs.
+	_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
+	s.killAll()
+	if exited != nil {
+		waitErr = <-exited
+	}
+	if copied != nil {
+		// Everything that held the output is dead; a process that escaped
+		// even the kill cannot keep the call open.
+		select {
+		case <-copied:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	pr.Close()
+	res := Result{}
+	res.Output, res.Truncated = out.result()
+	if timedOut {
+		res.TimedOut = true
+		res.Cancelled = errors.Is(ctx.Err(), context.Canceled)
+		return res, nil
+	}
+	var exitErr *exec.ExitError
+	if errors.As(waitErr, &exitErr) {
+		res.ExitCode = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal()
+			res.ExitCode = 128 + int(ws.Signal())
+		}
+		return res, nil
+	}
+	if waitErr != nil {
+		return res, fmt.Errorf("wait for the command: %w", waitErr)
+	}
+	return res, nil
+}
+
+// capBuffer keeps the first max bytes written to it and counts the rest.
+type capBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+// Write keeps what fits and counts the rest, never failing the command.
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		c.buf.Write(p)
+	} else {
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		c.dropped += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func (c *capBuffer) result() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.buf.String()
+	if c.dropped > 0 {
+		return s + fmt.Sprintf("\n[output cut: %d more bytes not shown]", c.dropped), true
+	}
+	return s, false
+}
