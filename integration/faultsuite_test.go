@@ -125,15 +125,7 @@ http:
     reserve: 2
 `, url),
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, dir, files)
 	suitePath := filepath.Join(dir, "suite.yaml")
 	data, err := os.ReadFile(suitePath)
 	if err != nil {

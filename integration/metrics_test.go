@@ -19,14 +19,7 @@ func TestMetricsAfterARun(t *testing.T) {
 	f.run("metrics", checkTask("{steps: 4, cost: 12}"), script(fail(1, "5"), turn(write("w", "4"), check("c"), done("t2/c"))))
 	srv := httptest.NewServer(metrics.Handler(func() error { return nil }))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
-	for _, series := range []string{
+	text := expectSeries(t, srv.URL,
 		`factline_facts_appended_total{kind="turn.completed"}`,
 		`factline_facts_consumed_total{consumer="decider",kind="stall.observed"}`,
 		`factline_decisions_total{result="done"}`,
@@ -36,20 +29,11 @@ func TestMetricsAfterARun(t *testing.T) {
 		`factline_runs_ended_total{status="done"}`,
 		`factline_append_duration_seconds_count`,
 		`factline_model_call_duration_seconds_count{provider="scripted"}`,
-	} {
-		m := regexp.MustCompile(regexp.QuoteMeta(series) + ` (\S+)`).FindStringSubmatch(text)
-		if m == nil {
-			t.Errorf("no series %s", series)
-			continue
-		}
-		if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
-			t.Errorf("%s = %s, want > 0", series, m[1])
-		}
-	}
+	)
 	if strings.Contains(text, `run="`) || strings.Contains(text, `suite="`) {
 		t.Error("a run or suite ID is a label")
 	}
-	resp, err = http.Get(srv.URL + "/healthz")
+	resp, err := http.Get(srv.URL + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
@@ -61,21 +45,30 @@ func TestGraderMetricsAfterASuite(t *testing.T) {
 	faultFree(t)
 	srv := httptest.NewServer(metrics.Handler(func() error { return nil }))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
+	expectSeries(t, srv.URL, `factline_verdicts_total{result="passed"}`, `factline_verdicts_total{result="failed"}`,
+		`factline_grading_duration_seconds_count`)
+}
+
+// expectSeries scrapes url's /metrics, checks that every series is there
+// with a positive value, and returns the whole text.
+func expectSeries(t *testing.T, url string, series ...string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, series := range []string{`factline_verdicts_total{result="passed"}`, `factline_verdicts_total{result="failed"}`,
-		`factline_grading_duration_seconds_count`} {
-		m := regexp.MustCompile(regexp.QuoteMeta(series) + ` (\S+)`).FindStringSubmatch(string(body))
+	text := string(body)
+	for _, s := range series {
+		m := regexp.MustCompile(regexp.QuoteMeta(s) + ` (\S+)`).FindStringSubmatch(text)
 		if m == nil {
-			t.Errorf("no series %s", series)
+			t.Errorf("no series %s", s)
 			continue
 		}
 		if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
-			t.Errorf("%s = %s, want > 0", series, m[1])
+			t.Errorf("%s = %s, want > 0", s, m[1])
 		}
 	}
+	return text
 }

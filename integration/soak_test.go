@@ -107,15 +107,7 @@ func writeSoakSuite(t *testing.T, cases, treatments, trials int) string {
 		files["treatments/"+id+".yaml"] = fmt.Sprintf("id: %s\nmodel: {provider: scripted, scripts: ../scripts}\nstall: {repeated_failure: %d}\n", id, tr+2)
 	}
 	files["suite.yaml"] = suite.String()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, dir, files)
 	return filepath.Join(dir, "suite.yaml")
 }
 

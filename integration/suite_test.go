@@ -89,6 +89,25 @@ func e2eScript(answer string, cheat bool) string {
 
 // writeE2ESuite writes the suite and everything it names; it returns the
 // suite file.
+// writeTree writes files (path → content) under dir; paths ending in .sh
+// are executable.
+func writeTree(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func writeE2ESuite(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -108,19 +127,7 @@ func writeE2ESuite(t *testing.T) string {
 		}
 		files["treatments/variant/"+id+".yaml"] = e2eScript(wrong, id == "beta")
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".sh") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, dir, files)
 	return filepath.Join(dir, "suite.yaml")
 }
 
