@@ -34,24 +34,7 @@ func startWithExtensions(t *testing.T, allow *extensions.Allowlist) *env {
 // the same server under another name with another pin).
 func testAllowlist(t *testing.T, bin string, f extensionstest.Files, extra string) *extensions.Allowlist {
 	t.Helper()
-	d, err := extensions.FileDigest(bin)
-	must(t, err)
-	args, _ := json.Marshal(f.Args())
-	l, err := extensions.Parse("ext.yaml", []byte(fmt.Sprintf(`extensions:
-  - name: testsrv
-    command: %s
-    args: %s
-    digest: %s
-    start_timeout: 60s
-    tools:
-      - {name: echo, effect: read}
-      - {name: add, effect: read}
-      - {name: fail, effect: read}
-      - {name: publish, effect: external}
-      - {name: stall, effect: read}
-%s`, bin, args, d, extra)))
-	must(t, err)
-	return l
+	return extensionstest.Allowlist(t, bin, "", f, "", extra)
 }
 
 // End to end through the real runner with a scripted model: discovery,

@@ -2,7 +2,6 @@ package extensions_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,31 +23,7 @@ import (
 // its real one) and these capabilities.
 func allowlist(t testing.TB, path string, digest events.Digest, f extensionstest.Files) *extensions.Allowlist {
 	t.Helper()
-	if digest == "" {
-		var err error
-		if digest, err = extensions.FileDigest(path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args, _ := json.Marshal(f.Args())
-	l, err := extensions.Parse("ext.yaml", []byte(fmt.Sprintf(`extensions:
-  - name: testsrv
-    command: %s
-    args: %s
-    digest: %s
-    start_timeout: 60s
-    tools:
-      - {name: echo, effect: read}
-      - {name: add, effect: read}
-      - {name: fail, effect: read}
-      - {name: publish, effect: external}
-      - {name: missing, effect: read}
-      - {name: stall, effect: read, timeout: 1s}
-`, path, args, digest)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return extensionstest.Allowlist(t, path, digest, f, "1s", "")
 }
 
 func startSet(t testing.TB, l *extensions.Allowlist) *extensions.Set {

@@ -3,11 +3,16 @@
 package extensionstest
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner/extensions"
 )
 
 // ServerPackage is the import path of the test MCP server.
@@ -66,4 +71,41 @@ func Lines(t testing.TB, path string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// Allowlist pins the test server at bin as "testsrv" with its tools (digest
+// "" means the file's own digest), followed by extra allowlist entries in
+// YAML. The "missing" tool is allowlisted but not offered; "stall" times out
+// after stallTimeout ("" for the default).
+func Allowlist(tb testing.TB, bin string, digest events.Digest, f Files, stallTimeout, extra string) *extensions.Allowlist {
+	tb.Helper()
+	if digest == "" {
+		var err error
+		if digest, err = extensions.FileDigest(bin); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	stall := "{name: stall, effect: read}"
+	if stallTimeout != "" {
+		stall = fmt.Sprintf("{name: stall, effect: read, timeout: %s}", stallTimeout)
+	}
+	args, _ := json.Marshal(f.Args())
+	l, err := extensions.Parse("ext.yaml", []byte(fmt.Sprintf(`extensions:
+  - name: testsrv
+    command: %s
+    args: %s
+    digest: %s
+    start_timeout: 60s
+    tools:
+      - {name: echo, effect: read}
+      - {name: add, effect: read}
+      - {name: fail, effect: read}
+      - {name: publish, effect: external}
+      - {name: missing, effect: read}
+      - %s
+%s`, bin, args, digest, stall, extra)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
 }
