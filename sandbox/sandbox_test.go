@@ -13,23 +13,10 @@ import (
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox/sandboxtest"
 )
 
-// reachableDir returns a fresh directory every user may traverse (but not
-// list or write): what a runner's work dir is in production (/tmp).
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
 // testLimits are small enough to hit on purpose.
 var testLimits = Limits{CPUSeconds: 30, AddressSpace: 256 << 20, OpenFiles: 64, Processes: 32}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -13,25 +12,11 @@ import (
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/sandbox/sandboxtest"
 	"github.com/factline/factline/services/grader"
 )
 
-// reachableDir returns a fresh directory every user may traverse (but not
-// list or write), as a grader's work dir is in production (/tmp), so that
-// a fresh uid can reach the candidate copies below it.
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
 // testLimits are small enough to hit on purpose.
 var testLimits = sandbox.Limits{CPUSeconds: 30, AddressSpace: 256 << 20, OpenFiles: 64, Processes: 32}

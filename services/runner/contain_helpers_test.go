@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/sandbox/sandboxtest"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
 )
@@ -39,18 +38,7 @@ func (l *lockedBuffer) String() string {
 	return l.buf.String()
 }
 
-// reachableDir is a fresh directory every user may traverse but not list
-// or write, as /tmp is for a real runner: the attempt's own user must
-// reach its workspace below it.
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o711))
-	}
-	return dir
-}
+func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
 // startWith starts a runner configured by edit and a stand-in decider on
 // a real embedded server; the runner logs to the returned buffer.
