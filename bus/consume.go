@@ -39,6 +39,10 @@ type ConsumerConfig struct {
 	// DeliverNew starts a new consumer at the stream's end instead of its
 	// beginning.
 	DeliverNew bool
+	// OnDeadLetter, when set, is called after a fact was moved to the
+	// dead-letter stream (it is safe there), with the reason: the service
+	// may record that it gave up on it. An error is logged.
+	OnDeadLetter func(ctx context.Context, d Delivery, reason string) error
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -201,18 +205,26 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	if md.NumDelivered > 1 {
 		metrics.Redeliveries.WithLabelValues(cfg.Name).Inc()
 	}
-	dead := func(reason string) {
+	dead := func(reason string) bool {
 		if err := b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason); err != nil {
 			b.log.Error("dead-letter failed; will retry", "consumer", cfg.Name, "err", err)
 			_ = m.NakWithDelay(backoff(int(md.NumDelivered)))
-			return
+			return false
 		}
 		metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
 		_ = m.Term()
+		return true
 	}
-	if md.NumDelivered > uint64(cfg.MaxDeliver) {
-		dead(fmt.Sprintf("delivered %d times without an answer (max %d)", md.NumDelivered, cfg.MaxDeliver))
-		return
+	// deadFact dead-letters a fact and then tells the service, which may
+	// record that it gave up (a runner ends the run as errored), so that
+	// the work it stood for does not wait forever.
+	deadFact := func(reason string, d Delivery) {
+		if !dead(reason) || cfg.OnDeadLetter == nil {
+			return
+		}
+		if err := cfg.OnDeadLetter(ctx, d, reason); err != nil {
+			b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", d.Seq, "err", err)
+		}
 	}
 	f, err := events.Decode(m.Data())
 	if err != nil {
@@ -227,6 +239,10 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader)},
 		Deliveries: md.NumDelivered,
 		Pending:    md.NumPending,
+	}
+	if md.NumDelivered > uint64(cfg.MaxDeliver) {
+		deadFact(fmt.Sprintf("delivered %d times without an answer (max %d)", md.NumDelivered, cfg.MaxDeliver), d)
+		return
 	}
 	if pause := b.pauseOnce(); pause > 0 {
 		b.log.Warn("fault: stalling a delivery without heartbeats", "consumer", cfg.Name, "seq", d.Seq, "for", pause)
@@ -245,9 +261,9 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		// Shutting down: hand it back unfinished for another instance.
 		handBack(m, cfg.AckWait)
 	case errors.As(err, new(permanentError)):
-		dead(err.Error())
+		deadFact(err.Error(), d)
 	case md.NumDelivered >= uint64(cfg.MaxDeliver):
-		dead(fmt.Sprintf("failed %d times, last: %v", md.NumDelivered, err))
+		deadFact(fmt.Sprintf("failed %d times, last: %v", md.NumDelivered, err), d)
 	default:
 		b.log.Warn("handler failed; redelivering", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))

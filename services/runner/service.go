@@ -175,8 +175,30 @@ func (s *Service) Run(ctx context.Context) error {
 		Workers:  s.concurrency,
 		// A run that keeps failing is a harness problem worth a dead
 		// letter, not an endless loop; a few tries ride out a failover.
-		MaxDeliver: 5,
+		MaxDeliver:   5,
+		OnDeadLetter: s.gaveUp,
 	}, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
+}
+
+// gaveUp ends a run whose request was dead-lettered (every runner that
+// took it died or failed): errored, naming why, so that its suite is
+// still measured, with the attempt counted as a harness error, instead of
+// waiting forever.
+func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) error {
+	suite, run := d.Fact.Suite, d.Fact.Run
+	rl, err := s.cache.Load(ctx, suite, run)
+	if err != nil {
+		return err
+	}
+	defer s.cache.Forget(suite, run)
+	for _, r := range rl.Records {
+		if _, ended := r.Fact.Body.(events.RunEnded); ended {
+			return nil
+		}
+	}
+	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
+	a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+	return redactErr(s.secrets, a.finish(ctx, ending{events.RunErrored, "harness: gave up: " + reason}, rl))
 }
 
 // handle drives one requested run to its end.

@@ -1,0 +1,84 @@
+package runner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/runner/runnertest"
+)
+
+// A run whose request was delivered more often than the runner's limit
+// without an answer (every runner that took it died) is dead-lettered, and
+// the runner that sees it last ends the run as errored, naming why, instead
+// of leaving it unended forever.
+func TestRunnerGivesUpOnAPoisonRequest(t *testing.T) {
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	newRunner := func() *runner.Service {
+		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute})
+		must(t, err)
+		return svc
+	}
+	// A first runner makes the shared durable consumer, then stops.
+	first, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = newRunner().Run(first); close(done) }()
+	cons := waitConsumer(t, ctx, b, runner.ConsumerName)
+	stop()
+	<-done
+
+	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
+	must(t, err)
+	must(t, runnertest.Request(ctx, b, "suite", "poison", p, 1))
+	// Five runners take the request and die before answering.
+	for i := range 5 {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+		must(t, err)
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			must(t, m.Nak())
+		}
+		if n != 1 {
+			t.Fatalf("delivery %d: got %d messages", i+1, n)
+		}
+	}
+	rctx, stopRunner := context.WithCancel(ctx)
+	defer stopRunner()
+	go func() { _ = newRunner().Run(rctx) }()
+	_, end, err := runnertest.WaitEnded(ctx, b, "suite", "poison")
+	must(t, err)
+	if end.Status != events.RunErrored || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, "delivered 6 times") {
+		t.Fatalf("ended %s %q, want errored naming the give-up", end.Status, end.Reason)
+	}
+	dl, err := b.DeadLetters(ctx, runner.ConsumerName)
+	must(t, err)
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want the request", len(dl))
+	}
+}
+
+// waitConsumer waits until the durable consumer exists.
+func waitConsumer(t *testing.T, ctx context.Context, b *bus.Bus, name string) jetstream.Consumer {
+	t.Helper()
+	for {
+		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, name)
+		if err == nil {
+			return c
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("consumer %s never appeared: %v", name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
