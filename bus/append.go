@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -90,7 +91,7 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 		pctx, cancel := apiCtx(ctx)
 		ack, err := b.js.PublishMsg(pctx, msg,
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
-			jetstream.WithMsgID(id))
+			jetstream.WithMsgID(scopeMsgID(suite, id)))
 		cancel()
 		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
 		if err != nil {
@@ -187,7 +188,7 @@ func (b *Bus) AppendAsync(expect Expect, p Pending) (*AsyncAppend, error) {
 	suite, run := p.Fact.Suite, p.Fact.Run
 	fut, err := b.js.PublishMsgAsync(msg,
 		jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
-		jetstream.WithMsgID(id))
+		jetstream.WithMsgID(scopeMsgID(suite, id)))
 	if err != nil {
 		return nil, fmt.Errorf("append to %s/%s: %w", suite, run, err)
 	}
@@ -213,4 +214,22 @@ func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
 	case <-ctx.Done():
 		return Record{}, fmt.Errorf("append to %s/%s: %w", a.suite, a.run, ctx.Err())
 	}
+}
+
+// scopeMsgID is the deduplication ID a fact is stored under. JetStream
+// deduplicates message IDs across the whole stream, while the IDs writers
+// derive (a run's "<run>/requested", a decision's "<run>/<turn>/stop") are
+// unique only within a suite, and run IDs repeat across suites that share a
+// case and a treatment: unscoped, a second suite's facts would be taken
+// for retries of the first's and dropped. Readers see the writer's own ID
+// (unscopeMsgID).
+func scopeMsgID(suite, id string) string { return suite + "/" + id }
+
+// unscopeMsgID returns the writer's ID of a stored fact; IDs stored before
+// they were scoped come back as they are.
+func unscopeMsgID(suite, stored string) string {
+	if id, ok := strings.CutPrefix(stored, suite+"/"); ok {
+		return id
+	}
+	return stored
 }

@@ -229,3 +229,27 @@ func TestCommitRecognisesBeyondDedupWindow(t *testing.T) {
 		t.Fatalf("run holds %d facts, want 1 (%v)", len(log.Records), err)
 	}
 }
+
+// Two suites that share a case and a treatment have runs of the same ID,
+// and their writers derive the same message IDs: both suites' facts land,
+// and each run's log shows the writer's own ID.
+func TestSameRunIDInTwoSuitesBothLand(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	for _, suite := range []string{"first", "second"} {
+		recs, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, suite, "fix-t1", 1, 1), MsgID: "fix-t1/requested"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs[0].Duplicate {
+			t.Fatalf("%s: the fact was taken for a retry of another suite's", suite)
+		}
+		log, err := b.LoadRun(ctx, suite, "fix-t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Records) != 1 || log.Records[0].MsgID != "fix-t1/requested" {
+			t.Fatalf("%s: %d records, ID %q", suite, len(log.Records), log.Records[0].MsgID)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		return
 	}
 	d := Delivery{
-		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader)},
+		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: unscopeMsgID(f.Suite, m.Headers().Get(jetstream.MsgIDHeader))},
 		Deliveries: md.NumDelivered,
 		Pending:    md.NumPending,
 	}

@@ -147,7 +147,7 @@ func addMessage(log *RunLog, m *nats.Msg) {
 		log.Bad = append(log.Bad, BadRecord{Seq: seq, Subject: subj, Err: err})
 		return
 	}
-	log.Records = append(log.Records, Record{Fact: f, Seq: seq, Subject: subj, MsgID: m.Header.Get(jetstream.MsgIDHeader)})
+	log.Records = append(log.Records, Record{Fact: f, Seq: seq, Subject: subj, MsgID: unscopeMsgID(f.Suite, m.Header.Get(jetstream.MsgIDHeader))})
 }
 
 // fetchByLinks fetches the run's messages after stop by following HeaderPrev
