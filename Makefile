@@ -4,9 +4,8 @@
 GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
-BENCHTIME ?= 3s
 
-.PHONY: all build run test vet fmt fmt-check bench fuzz faults clean
+.PHONY: all build run test vet fmt fmt-check bench bench-quick fuzz faults clean
 
 all: build
 
@@ -28,12 +27,18 @@ fmt:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Benchmarks of the foundation: append throughput (both fsync modes, factline
-# against raw JetStream) and loading one run among 100k facts. Results and
-# the machine they ran on go into docs/benchmarks.md.
-bench:
-	$(GO) test -run '^$$' -bench 'Append|LoadRun' -benchtime $(BENCHTIME) ./bus/
-	$(GO) test -run '^$$' -bench . -benchmem ./events/
+# The benchmark table (docs/benchmarks.md): one program, one embedded
+# JetStream server per fsync mode, factline side by side with raw JetStream.
+# It writes the table into docs/benchmarks.md. bench-quick is a smoke run
+# with small counts that writes nothing.
+BENCH_FLAGS ?=
+bench: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --out docs/benchmarks.md $(BENCH_FLAGS)
+
+bench-quick: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --reps 1 --facts 20000 --b2-runs 20 --b3-turns 10 --b6-runs 200 --b1-rounds-always 1 --b1-rounds-interval 3 --b5-loads 50
 
 # Fault tests that are not yet reliable enough for CI (see the issue notes):
 # losing the FACTS stream leader of a three-node cluster mid-suite.

@@ -62,6 +62,7 @@ func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan even
 		<-ctx.Done()
 		cc.Stop()
 		<-cc.Closed()
+		b.dropOrdered(ControlStream, cons)
 		close(out)
 	}()
 	return out, nil

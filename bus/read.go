@@ -32,6 +32,24 @@ type ReadOptions struct {
 	Follow bool
 }
 
+// dropOrdered deletes an ordered consumer's server-side consumer once the
+// caller is done with it. Stopping the client's iterator leaves it on the
+// server until its inactivity threshold (5 minutes) passes, and a stream
+// allows 1,000 consumers by default: a service reading or watching once per
+// run would otherwise be refused new consumers after 1,000 runs in five
+// minutes.
+func (b *Bus) dropOrdered(stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.js.DeleteConsumer(ctx, stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.log.Debug("could not delete a finished ordered consumer; the server drops it when idle", "stream", stream, "consumer", info.Name, "err", err)
+	}
+}
+
 // readBatch is the ordered consumer's prefetch: replay is a bulk read.
 const readPrefetch = 2048
 
@@ -54,6 +72,7 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}
+	defer b.dropOrdered(FactsStream, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
