@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -49,6 +50,8 @@ type Config struct {
 	Profile string
 	// Logger, when set, receives the in-process services' logs.
 	Logger *slog.Logger
+	// Parts limits the run to these figures ("B1".."B6"); empty runs all.
+	Parts []string
 }
 
 // Report is what one benchmark run measured.
@@ -80,6 +83,10 @@ type ModeReport struct {
 	Took map[string]time.Duration
 }
 
+func (c Config) wants(part string) bool {
+	return len(c.Parts) == 0 || slices.Contains(c.Parts, part)
+}
+
 // Run runs the whole table in every mode.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep := Report{Started: time.Now().UTC(), Config: cfg}
@@ -94,14 +101,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	// does not fsync. Each mode's server then reads it.
 	readDir := filepath.Join(cfg.Dir, "read")
 	t0 := time.Now()
-	if err := withServer(ctx, readDir, bus.SyncInterval, false, cfg.Logger, func(s *server) error {
+	if !cfg.wants("B4") && !cfg.wants("B5") {
+		cfg.FillFacts = 0
+	} else if err := withServer(ctx, readDir, bus.SyncInterval, false, cfg.Logger, func(s *server) error {
 		say("filling a stream with %d facts", cfg.FillFacts)
 		return fill(ctx, s.b, cfg.FillFacts)
 	}); err != nil {
 		return rep, fmt.Errorf("fill: %w", err)
 	}
-	rep.Fill = time.Since(t0)
-	say("filled in %v", rep.Fill.Round(time.Second))
+	if cfg.FillFacts > 0 {
+		rep.Fill = time.Since(t0)
+		say("filled in %v", rep.Fill.Round(time.Second))
+	}
 	for _, mode := range cfg.Modes {
 		m, err := runMode(ctx, cfg, mode, readDir, say)
 		rep.Modes = append(rep.Modes, m)
@@ -125,6 +136,9 @@ func withServer(ctx context.Context, dir string, mode bus.Durability, listen boo
 func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir string, say func(string, ...any)) (ModeReport, error) {
 	m := ModeReport{Mode: mode, Took: map[string]time.Duration{}}
 	part := func(name string, fn func() error) error {
+		if !cfg.wants(name) {
+			return nil
+		}
 		say("fsync=%s %s", mode, name)
 		stop := startProfile(cfg.Profile, string(mode)+"-"+name)
 		t0 := time.Now()
@@ -137,33 +151,36 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 		return nil
 	}
 	// Reads: B4 and B5 on the filled stream.
-	err := withServer(ctx, readDir, mode, false, cfg.Logger, func(s *server) error {
-		if err := part("B4", func() error {
-			for r := range cfg.Reps {
-				res, err := benchReplay(ctx, s.b, r, cfg.FillFacts)
-				if err != nil {
-					return err
+	var err error
+	if cfg.FillFacts > 0 {
+		err = withServer(ctx, readDir, mode, false, cfg.Logger, func(s *server) error {
+			if err := part("B4", func() error {
+				for r := range cfg.Reps {
+					res, err := benchReplay(ctx, s.b, r, cfg.FillFacts)
+					if err != nil {
+						return err
+					}
+					m.ReplayFL, m.ReplayRaw = append(m.ReplayFL, res.factline), append(m.ReplayRaw, res.raw)
+					m.ReplayRatio = append(m.ReplayRatio, res.factline/res.raw)
 				}
-				m.ReplayFL, m.ReplayRaw = append(m.ReplayFL, res.factline), append(m.ReplayRaw, res.raw)
-				m.ReplayRatio = append(m.ReplayRatio, res.factline/res.raw)
+				return nil
+			}); err != nil {
+				return err
 			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return part("B5", func() error {
-			for range cfg.Reps {
-				res, err := benchLoad(ctx, s.b, cfg.FillFacts/fillRunLen, cfg.Loads)
-				if err != nil {
-					return err
+			return part("B5", func() error {
+				for range cfg.Reps {
+					res, err := benchLoad(ctx, s.b, cfg.FillFacts/fillRunLen, cfg.Loads)
+					if err != nil {
+						return err
+					}
+					m.LoadP50, m.LoadP99 = append(m.LoadP50, ms(res.loadP50)), append(m.LoadP99, ms(res.loadP99))
+					m.GetP50, m.GetP99 = append(m.GetP50, ms(res.getP50)), append(m.GetP99, ms(res.getP99))
+					m.LoadRatio = append(m.LoadRatio, float64(res.loadP50)/float64(res.getP50))
 				}
-				m.LoadP50, m.LoadP99 = append(m.LoadP50, ms(res.loadP50)), append(m.LoadP99, ms(res.loadP99))
-				m.GetP50, m.GetP99 = append(m.GetP50, ms(res.getP50)), append(m.GetP99, ms(res.getP99))
-				m.LoadRatio = append(m.LoadRatio, float64(res.loadP50)/float64(res.getP50))
-			}
-			return nil
+				return nil
+			})
 		})
-	})
+	}
 	if err != nil {
 		return m, err
 	}
@@ -172,11 +189,13 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 	defer os.RemoveAll(dir)
 	err = withServer(ctx, filepath.Join(dir, "store"), mode, true, cfg.Logger, func(s *server) error {
 		work := filepath.Join(dir, "work")
-		stop, err := startServices(ctx, s.b, cfg.TurnRuns, work, cfg.Logger)
-		if err != nil {
-			return err
+		stop := func() error { return nil }
+		if cfg.wants("B2") || cfg.wants("B3") {
+			if stop, err = startServices(ctx, s.b, cfg.TurnRuns, work, cfg.Logger); err != nil {
+				return err
+			}
 		}
-		err = part("B3", func() error {
+		err := part("B3", func() error {
 			for r := range cfg.Reps {
 				res, err := benchLatency(ctx, s.b, filepath.Join(dir, "suites"), fmt.Sprintf("b3-%d", r), cfg.LatencyTurns)
 				if err != nil {

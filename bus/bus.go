@@ -57,6 +57,8 @@ type Bus struct {
 	log   *slog.Logger
 	blobs jetstream.ObjectStore
 	pos   jetstream.KeyValue
+	// replies carries the answers to the bus's direct gets (see replyMux).
+	replies *replyMux
 }
 
 // Open ensures the streams and buckets exist with the expected settings and
@@ -67,7 +69,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}

@@ -228,24 +228,26 @@ func seqOf(m *nats.Msg) uint64 {
 	return s
 }
 
-// getter issues direct gets on FACTS over one reply subscription.
+// getter issues direct gets on FACTS and reads their answers from its own
+// box of the bus's reply multiplexer.
 type getter struct {
 	nc    *nats.Conn
+	mux   *replyMux
 	inbox string
-	sub   *nats.Subscription
+	token string
+	box   *replyBox
 	api   string
 }
 
 func (b *Bus) newGetter() (*getter, error) {
-	inbox := b.nc.NewInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
+	inbox, token, box, err := b.replies.open()
 	if err != nil {
 		return nil, fmt.Errorf("direct get: subscribe: %w", err)
 	}
-	return &getter{nc: b.nc, inbox: inbox, sub: sub, api: "$JS.API.DIRECT.GET." + FactsStream}, nil
+	return &getter{nc: b.nc, mux: b.replies, inbox: inbox, token: token, box: box, api: "$JS.API.DIRECT.GET." + FactsStream}, nil
 }
 
-func (g *getter) close() { _ = g.sub.Unsubscribe() }
+func (g *getter) close() { g.mux.close(g.token) }
 
 func (g *getter) send(req directGetRequest) error {
 	data, _ := json.Marshal(req)
@@ -264,7 +266,7 @@ const replyTimeout = 10 * time.Second
 func (g *getter) receive(ctx context.Context) (*nats.Msg, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
-	m, err := g.sub.NextMsgWithContext(ctx)
+	m, err := g.box.next(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("direct get: %w", err)
 	}

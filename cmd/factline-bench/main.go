@@ -43,6 +43,7 @@ func run() error {
 	dir := fs.String("dir", "", "where stores live while the benchmark runs (default: a new temp dir, removed afterwards)")
 	out := fs.String("out", "", "also write the table into this markdown file, between its generated-part markers")
 	profile := fs.String("profile", "", "write a CPU profile of each part to this directory")
+	parts := fs.String("parts", "", "run only these figures, e.g. B2,B6 (default: all; a partial run is not written to --out)")
 	verbose := fs.Bool("v", false, "log what the in-process services do (to stderr)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -54,6 +55,10 @@ func run() error {
 		FillFacts: *fillFacts, Loads: *loads, MemoryRuns: *memRuns, MemoryPerSuite: *perSuite,
 		AppendRounds: map[bus.Durability]int{bus.SyncAlways: *roundsAlways, bus.SyncInterval: *roundsInterval},
 		Factline:     *factline, Progress: os.Stderr, Profile: *profile}
+	if *parts != "" {
+		cfg.Parts = strings.Split(*parts, ",")
+		*out = ""
+	}
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
