@@ -40,6 +40,8 @@ type Config struct {
 	// MemoryRuns is how many completed runs B6 waits for, in suites of
 	// MemoryPerSuite; 0 skips B6.
 	MemoryRuns, MemoryPerSuite int
+	// MemoryModes are the fsync modes B6 runs in (empty: all of Modes).
+	MemoryModes []bus.Durability
 	// Factline is the factline binary B6 starts services from.
 	Factline string
 	// Dir holds the stores and work directories; removed afterwards.
@@ -225,7 +227,7 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 		if err != nil {
 			return err
 		}
-		if cfg.MemoryRuns > 0 {
+		if cfg.MemoryRuns > 0 && (len(cfg.MemoryModes) == 0 || slices.Contains(cfg.MemoryModes, mode)) {
 			if err := part("B6", func() error {
 				res, err := benchMemory(ctx, s.b, s.srv.ClientURL(), cfg.Factline, filepath.Join(dir, "b6"), cfg.MemoryRuns, cfg.MemoryPerSuite, 20*time.Minute)
 				m.Memory = res

@@ -107,6 +107,10 @@ func (r Report) Markdown(m Machine, command string) string {
 			fmt.Fprintf(&b, "| B6 RSS growth after %s completed runs (MiB, worst service) | %s: %.1f → %.1f (+%.1f) | before the runs | — | ≤ 64 MiB | %s |\n",
 				num(float64(mm.runs)), worst, mm.before[worst], mm.after[worst], g, met(g <= 64))
 		}
+		if mr.Memory.runs == 0 && c.MemoryRuns > 0 {
+			fmt.Fprintf(&b, "| B6 RSS growth after %s completed runs | not run with fsync %s: see --b6-modes | | — | ≤ 64 MiB | — |\n",
+				num(float64(c.MemoryRuns)), mr.Mode)
+		}
 		b.WriteString("\n")
 		if mm := mr.Memory; mm.runs > 0 {
 			fmt.Fprintf(&b, "B6, each service a `factline serve --services NAME` process on loopback; %s runs took %v (%.0f runs/s):\n\n",

@@ -38,6 +38,7 @@ func run() error {
 	fillFacts := fs.Int("facts", 1_000_000, "facts in the stream B4 replays and B5 loads from (a multiple of 50)")
 	loads := fs.Int("b5-loads", 200, "B5 loads per repetition")
 	memRuns := fs.Int("b6-runs", 10_000, "B6 completed runs (0 skips B6)")
+	memModes := fs.String("b6-modes", "interval", "fsync modes B6 runs in (10,000 runs with fsync always take several minutes more)")
 	perSuite := fs.Int("b6-suite", 500, "B6 runs per suite")
 	factline := fs.String("factline", "bin/factline", "the factline binary B6 starts services from")
 	dir := fs.String("dir", "", "where stores live while the benchmark runs (default: a new temp dir, removed afterwards)")
@@ -68,6 +69,13 @@ func run() error {
 			return err
 		}
 		cfg.Modes = append(cfg.Modes, d)
+	}
+	for _, m := range strings.Split(*memModes, ",") {
+		d, err := bus.ParseDurability(strings.TrimSpace(m))
+		if err != nil {
+			return err
+		}
+		cfg.MemoryModes = append(cfg.MemoryModes, d)
 	}
 	if *memRuns > 0 {
 		abs, err := filepath.Abs(*factline)
