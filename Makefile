@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run test vet fmt fmt-check bench bench-quick fuzz faults clean
+.PHONY: all build run test vet fmt fmt-check bench bench-full bench-quick fuzz faults clean
 
 all: build
 
@@ -35,6 +35,11 @@ BENCH_FLAGS ?=
 bench: build
 	$(GO) build -o bin/factline-bench ./cmd/factline-bench
 	./bin/factline-bench --factline $(BIN) --out docs/benchmarks.md $(BENCH_FLAGS)
+
+# Every row in both fsync modes (B6 with fsync always adds ~2.5 minutes).
+bench-full: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --b6-modes always,interval --out docs/benchmarks.md $(BENCH_FLAGS)
 
 bench-quick: build
 	$(GO) build -o bin/factline-bench ./cmd/factline-bench

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 // memResult is B6: each service's resident set before and after the runs.
 type memResult struct {
 	before, after map[string]float64 // MiB
+	heap          map[string]float64 // Go heap in use after the runs, MiB
 	runs          int
 	elapsed       time.Duration
 }
@@ -37,15 +40,22 @@ func (m memResult) growth() (string, float64) {
 
 // proc is a service process the benchmark started.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *os.File
+	name    string
+	cmd     *exec.Cmd
+	out     *os.File
+	metrics string // host:port of its /metrics
 }
 
 // startProcess starts `factline serve --services name` against url and
 // waits until it says it is serving.
 func startProcess(ctx context.Context, bin, name, url, dir string) (*proc, error) {
-	args := []string{"serve", "--services", name, "--nats", url}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	args := []string{"serve", "--services", name, "--nats", url, "--metrics", metricsAddr}
 	if name == "runner" {
 		args = append(args, "--instances", "64", "--work-dir", filepath.Join(dir, "work"))
 	}
@@ -64,7 +74,7 @@ func startProcess(ctx context.Context, bin, name, url, dir string) (*proc, error
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, out: logf}
+	p := &proc{name: name, cmd: cmd, out: logf, metrics: metricsAddr}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -103,6 +113,28 @@ func (p *proc) stop() {
 		<-done
 	}
 	p.out.Close()
+}
+
+// heapInUse reads go_memstats_heap_inuse_bytes from a process's metrics, in
+// MiB: how much of its resident set is live Go heap.
+func heapInUse(ctx context.Context, addr string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v / (1 << 20), err
+		}
+	}
+	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
 }
 
 // rss reads a process's resident set size (VmRSS) in MiB.
@@ -144,7 +176,7 @@ func benchMemory(ctx context.Context, b *bus.Bus, url, bin, dir string, runs, pe
 		}
 		procs = append(procs, p)
 	}
-	res := memResult{before: map[string]float64{}, after: map[string]float64{}, runs: runs}
+	res := memResult{before: map[string]float64{}, after: map[string]float64{}, heap: map[string]float64{}, runs: runs}
 	// A warm-up suite settles what every process loads once (consumers,
 	// caches, code paths) before the baseline is read.
 	if err := submitSuite(ctx, b, dir, "b6-warm", 10, 1); err != nil {
@@ -179,5 +211,15 @@ func benchMemory(ctx context.Context, b *bus.Bus, url, bin, dir string, runs, pe
 		return res, err
 	}
 	res.elapsed = time.Since(t0)
-	return res, read(res.after)
+	if err := read(res.after); err != nil {
+		return res, err
+	}
+	for _, p := range procs {
+		h, err := heapInUse(ctx, p.metrics)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", p.name, err)
+		}
+		res.heap[p.name] = h
+	}
+	return res, nil
 }

@@ -115,9 +115,9 @@ func (r Report) Markdown(m Machine, command string) string {
 		if mm := mr.Memory; mm.runs > 0 {
 			fmt.Fprintf(&b, "B6, each service a `factline serve --services NAME` process on loopback; %s runs took %v (%.0f runs/s):\n\n",
 				num(float64(mm.runs)), mm.elapsed.Round(time.Second), float64(mm.runs)/mm.elapsed.Seconds())
-			b.WriteString("| service | RSS before (MiB) | RSS after (MiB) | growth (MiB) |\n|---|---|---|---|\n")
+			b.WriteString("| service | RSS before (MiB) | RSS after (MiB) | growth (MiB) | Go heap in use after (MiB) |\n|---|---|---|---|---|\n")
 			for _, n := range serviceNames {
-				fmt.Fprintf(&b, "| %s | %.1f | %.1f | %+.1f |\n", n, mm.before[n], mm.after[n], mm.after[n]-mm.before[n])
+				fmt.Fprintf(&b, "| %s | %.1f | %.1f | %+.1f | %.1f |\n", n, mm.before[n], mm.after[n], mm.after[n]-mm.before[n], mm.heap[n])
 			}
 			b.WriteString("\n")
 		}
