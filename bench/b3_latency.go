@@ -49,13 +49,12 @@ func turnLatencies(facts []stamped) []time.Duration {
 	var started time.Time
 	decided := false
 	for _, s := range facts {
-		switch b := s.f.Body.(type) {
+		switch s.f.Body.(type) {
 		case events.TurnStarted:
 			if decided {
 				out = append(out, s.at.Sub(started))
 			}
 			started, decided = s.at, false
-			_ = b
 		case events.StopDecided:
 			decided = true
 			continue
@@ -148,13 +147,7 @@ func rawChain(ctx context.Context, b *bus.Bus, name string, turns int) ([]time.D
 				if err != nil {
 					return
 				}
-				md, err := m.Metadata()
-				if err != nil {
-					return
-				}
-				// The fact answered is the turn's; its answer is the
-				// position after it.
-				_ = md
+				// The answer takes the position after the fact answered.
 				f, err := events.Decode(m.Data())
 				if err != nil {
 					return
