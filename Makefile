@@ -4,9 +4,8 @@
 GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
-BENCHTIME ?= 3s
 
-.PHONY: all build run test vet fmt fmt-check bench fuzz faults soak clean
+.PHONY: all build run test vet fmt fmt-check bench bench-full bench-quick fuzz faults soak clean
 
 all: build
 
@@ -28,12 +27,23 @@ fmt:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Benchmarks of the foundation: append throughput (both fsync modes, factline
-# against raw JetStream) and loading one run among 100k facts. Results and
-# the machine they ran on go into docs/benchmarks.md.
-bench:
-	$(GO) test -run '^$$' -bench 'Append|LoadRun' -benchtime $(BENCHTIME) ./bus/
-	$(GO) test -run '^$$' -bench . -benchmem ./events/
+# The benchmark table (docs/benchmarks.md): one program, one embedded
+# JetStream server per fsync mode, factline side by side with raw JetStream.
+# It writes the table into docs/benchmarks.md. bench-quick is a smoke run
+# with small counts that writes nothing.
+BENCH_FLAGS ?=
+bench: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --out docs/benchmarks.md $(BENCH_FLAGS)
+
+# Every row in both fsync modes (B6 with fsync always adds ~2.5 minutes).
+bench-full: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --b6-modes always,interval --out docs/benchmarks.md $(BENCH_FLAGS)
+
+bench-quick: build
+	$(GO) build -o bin/factline-bench ./cmd/factline-bench
+	./bin/factline-bench --factline $(BIN) --reps 1 --facts 20000 --b2-runs 20 --b3-turns 10 --b6-runs 200 --b1-rounds-always 1 --b1-rounds-interval 3 --b5-loads 50
 
 # The fault-injection tests (also part of make test), three times over with
 # the race detector, to shake out the rare interleavings one pass misses.

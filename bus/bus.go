@@ -61,6 +61,8 @@ type Bus struct {
 	pos   jetstream.KeyValue
 	// faults records the delivery faults injected so far.
 	faults faultState
+	// replies carries the answers to the bus's direct gets (see replyMux).
+	replies *replyMux
 }
 
 // Open ensures the streams and buckets exist with the expected settings and
@@ -71,7 +73,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}

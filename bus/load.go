@@ -166,38 +166,55 @@ func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64) (msg
 	}
 	got := map[uint64]*nats.Msg{}
 	links := map[uint64][]uint64{}
-	var want []uint64
-	add := func(seq uint64, m *nats.Msg) bool {
+	asked := map[uint64]bool{}
+	inflight := 0
+	// add records a message and asks at once for the linked messages not
+	// asked for yet, oldest first: the oldest answer reveals the links
+	// furthest back, so the next requests leave while the rest of this
+	// batch is still arriving, and a run of up to 2×32 facts takes two
+	// round trips after the first rather than three.
+	add := func(seq uint64, m *nats.Msg) (bool, error) {
 		prev, okp := parsePrev(m.Header.Get(HeaderPrev))
 		if !okp {
-			return false
+			return false, nil
 		}
 		got[seq], links[seq] = m, prev
-		for _, p := range prev {
-			if _, have := got[p]; p > stop && !have && !slices.Contains(want, p) {
-				want = append(want, p)
+		for i := len(prev) - 1; i >= 0; i-- {
+			p := prev[i]
+			if p <= stop || asked[p] {
+				continue
 			}
+			asked[p] = true
+			if err := g.send(directGetRequest{Seq: p}); err != nil {
+				return false, err
+			}
+			inflight++
 		}
-		return true
+		return true, nil
 	}
 	lastSeq := seqOf(last)
 	if lastSeq <= stop {
 		return nil, lastSeq == stop, nil
 	}
-	if !add(lastSeq, last) {
-		return nil, false, nil
+	asked[lastSeq] = true
+	if ok, err := add(lastSeq, last); !ok || err != nil {
+		return nil, false, err
 	}
-	for len(want) > 0 {
-		batch := want
-		want = nil
-		ms, err := g.getSeqs(ctx, batch)
-		if err != nil || ms == nil {
+	for inflight > 0 {
+		m, found, err := g.receive(ctx)
+		if err != nil {
 			return nil, false, err
 		}
-		for i, m := range ms {
-			if !add(batch[i], m) {
-				return nil, false, nil
-			}
+		inflight--
+		if !found {
+			return nil, false, nil // a linked message is gone: scan
+		}
+		seq := seqOf(m)
+		if !asked[seq] || got[seq] != nil {
+			return nil, false, fmt.Errorf("direct get: unexpected answer for sequence %d", seq)
+		}
+		if ok, err := add(seq, m); !ok || err != nil {
+			return nil, false, err
 		}
 	}
 	seqs := slices.Sorted(maps.Keys(got))
@@ -228,24 +245,26 @@ func seqOf(m *nats.Msg) uint64 {
 	return s
 }
 
-// getter issues direct gets on FACTS over one reply subscription.
+// getter issues direct gets on FACTS and reads their answers from its own
+// box of the bus's reply multiplexer.
 type getter struct {
 	nc    *nats.Conn
+	mux   *replyMux
 	inbox string
-	sub   *nats.Subscription
+	token string
+	box   *replyBox
 	api   string
 }
 
 func (b *Bus) newGetter() (*getter, error) {
-	inbox := b.nc.NewInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
+	inbox, token, box, err := b.replies.open()
 	if err != nil {
 		return nil, fmt.Errorf("direct get: subscribe: %w", err)
 	}
-	return &getter{nc: b.nc, inbox: inbox, sub: sub, api: "$JS.API.DIRECT.GET." + FactsStream}, nil
+	return &getter{nc: b.nc, mux: b.replies, inbox: inbox, token: token, box: box, api: "$JS.API.DIRECT.GET." + FactsStream}, nil
 }
 
-func (g *getter) close() { _ = g.sub.Unsubscribe() }
+func (g *getter) close() { g.mux.close(g.token) }
 
 func (g *getter) send(req directGetRequest) error {
 	data, _ := json.Marshal(req)
@@ -264,7 +283,7 @@ const replyTimeout = 10 * time.Second
 func (g *getter) receive(ctx context.Context) (*nats.Msg, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
-	m, err := g.sub.NextMsgWithContext(ctx)
+	m, err := g.box.next(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("direct get: %w", err)
 	}
@@ -283,39 +302,6 @@ func (g *getter) get(ctx context.Context, req directGetRequest) (*nats.Msg, bool
 		return nil, false, err
 	}
 	return g.receive(ctx)
-}
-
-// getSeqs fetches messages by sequence, all requests in flight at once. It
-// returns nil (and no error) if any of them is gone.
-func (g *getter) getSeqs(ctx context.Context, seqs []uint64) ([]*nats.Msg, error) {
-	for _, s := range seqs {
-		if err := g.send(directGetRequest{Seq: s}); err != nil {
-			return nil, err
-		}
-	}
-	bySeq := make(map[uint64]*nats.Msg, len(seqs))
-	missing := false
-	for range seqs {
-		m, found, err := g.receive(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			missing = true
-			continue
-		}
-		bySeq[seqOf(m)] = m
-	}
-	if missing {
-		return nil, nil
-	}
-	out := make([]*nats.Msg, len(seqs))
-	for i, s := range seqs {
-		if out[i] = bySeq[s]; out[i] == nil {
-			return nil, nil
-		}
-	}
-	return out, nil
 }
 
 // directBatchSize bounds one batched direct get; the loop asks again while

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -33,11 +34,12 @@ func encodeUnion(enc *msgpack.Encoder, v variant) error {
 	if u, ok := v.(unknownVariant); ok {
 		return fmt.Errorf("cannot encode unknown variant %q", u.name)
 	}
-	inner, err := marshal(v)
+	p, err := encodePooled(v)
 	if err != nil {
 		return err
 	}
-	n, rest, err := splitMapHeader(inner)
+	defer p.release()
+	n, rest, err := splitMapHeader(p.buf.Bytes())
 	if err != nil {
 		return err
 	}
@@ -152,14 +154,50 @@ func validateUnion(path string, v variant, admitted []string) error {
 // marshal encodes v the way every fact is encoded: compact integers, struct
 // fields in declaration order, so equal facts give equal bytes.
 func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.UseCompactInts(true)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(v); err != nil {
+	p, err := encodePooled(v)
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	defer p.release()
+	return bytes.Clone(p.buf.Bytes()), nil
+}
+
+// encoders reuse msgpack encoders and their buffers: every append encodes a
+// fact, and a fact with unions encodes each union's variant on its own, so
+// a fresh encoder per value was most of the allocations of an append.
+var encoders = sync.Pool{New: func() any {
+	p := &pooledEncoder{}
+	p.enc = msgpack.NewEncoder(&p.buf)
+	p.enc.UseCompactInts(true)
+	p.enc.SetSortMapKeys(true)
+	return p
+}}
+
+type pooledEncoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// maxPooledBuffer keeps a rare huge fact from pinning its buffer in the pool.
+const maxPooledBuffer = 64 << 10
+
+// encodePooled encodes v into a pooled buffer; the caller reads p.buf and
+// then releases p.
+func encodePooled(v any) (*pooledEncoder, error) {
+	p := encoders.Get().(*pooledEncoder)
+	p.buf.Reset()
+	if err := p.enc.Encode(v); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *pooledEncoder) release() {
+	if p.buf.Cap() > maxPooledBuffer {
+		return
+	}
+	encoders.Put(p)
 }
 
 // deref turns the *T a union table allocates into the T unions hold.

@@ -1,0 +1,252 @@
+// Package bench measures factline side by side with raw JetStream on one
+// embedded server: append throughput (B1), end-to-end turns (B2), per-turn
+// latency (B3), replay (B4), loading one run (B5) and the services' memory
+// (B6), in both fsync modes. cmd/factline-bench runs it; docs/benchmarks.md
+// explains the figures.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/factline/factline/bus"
+)
+
+// Config bounds every part of the benchmark in count; time limits guard
+// against a hang.
+type Config struct {
+	// Modes are the fsync modes to run the table in.
+	Modes []bus.Durability
+	// Reps is how many repetitions each figure takes (the table shows the
+	// median and the spread).
+	Reps int
+	// AppendRounds is how many rounds of B1 (one fact to each of 1,000
+	// runs per round) each repetition takes, per mode.
+	AppendRounds map[bus.Durability]int
+	// TurnRuns and TurnTurns shape B2: concurrent runs × turns.
+	TurnRuns, TurnTurns int
+	// LatencyTurns is the length of B3's one run.
+	LatencyTurns int
+	// FillFacts is the size of the stream B4 replays and B5 loads from.
+	FillFacts int
+	// Loads is how many loads (and direct gets) one B5 repetition takes.
+	Loads int
+	// MemoryRuns is how many completed runs B6 waits for, in suites of
+	// MemoryPerSuite; 0 skips B6.
+	MemoryRuns, MemoryPerSuite int
+	// MemoryModes are the fsync modes B6 runs in (empty: all of Modes).
+	MemoryModes []bus.Durability
+	// Factline is the factline binary B6 starts services from.
+	Factline string
+	// Dir holds the stores and work directories; removed afterwards.
+	Dir string
+	// Progress receives one line per step.
+	Progress io.Writer
+	// Profile, when set, is a directory for CPU profiles of each part.
+	Profile string
+	// Logger, when set, receives the in-process services' logs.
+	Logger *slog.Logger
+	// Parts limits the run to these figures ("B1".."B6"); empty runs all.
+	Parts []string
+}
+
+// Report is what one benchmark run measured.
+type Report struct {
+	Started time.Time
+	Took    time.Duration
+	Fill    time.Duration
+	Modes   []ModeReport
+	Config  Config
+}
+
+// ModeReport is the table of one fsync mode.
+type ModeReport struct {
+	Mode bus.Durability
+	// B1: facts/s.
+	AppendFL, AppendRaw, AppendRatio Sample
+	// B2: facts/s, and the facts one suite committed.
+	Turns      Sample
+	TurnsFacts uint64
+	// B3: milliseconds.
+	LatP50, LatP99, RawP50, RawP99, LatRatio Sample
+	// B4: facts/s.
+	ReplayFL, ReplayRaw, ReplayRatio Sample
+	// B5: milliseconds.
+	LoadP50, LoadP99, GetP50, GetP99, LoadRatio Sample
+	// B6.
+	Memory memResult
+	// Took is how long each part took.
+	Took map[string]time.Duration
+}
+
+func (c Config) wants(part string) bool {
+	return len(c.Parts) == 0 || slices.Contains(c.Parts, part)
+}
+
+// Run runs the whole table in every mode.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	rep := Report{Started: time.Now().UTC(), Config: cfg}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(cfg.Progress, "%s  "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return rep, err
+	}
+	// The stream B4 and B5 read is written once, with interval fsync:
+	// 1,000,000 appends fsynced one by one would take minutes, and reading
+	// does not fsync. Each mode's server then reads it.
+	readDir := filepath.Join(cfg.Dir, "read")
+	t0 := time.Now()
+	if !cfg.wants("B4") && !cfg.wants("B5") {
+		cfg.FillFacts = 0
+	} else if err := withServer(ctx, readDir, bus.SyncInterval, false, cfg.Logger, func(s *server) error {
+		say("filling a stream with %d facts", cfg.FillFacts)
+		return fill(ctx, s.b, cfg.FillFacts)
+	}); err != nil {
+		return rep, fmt.Errorf("fill: %w", err)
+	}
+	if cfg.FillFacts > 0 {
+		rep.Fill = time.Since(t0)
+		say("filled in %v", rep.Fill.Round(time.Second))
+	}
+	for _, mode := range cfg.Modes {
+		m, err := runMode(ctx, cfg, mode, readDir, say)
+		rep.Modes = append(rep.Modes, m)
+		if err != nil {
+			return rep, fmt.Errorf("fsync=%s: %w", mode, err)
+		}
+	}
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+func withServer(ctx context.Context, dir string, mode bus.Durability, listen bool, logger *slog.Logger, fn func(*server) error) error {
+	s, err := startServer(ctx, dir, mode, listen, logger)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return fn(s)
+}
+
+func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir string, say func(string, ...any)) (ModeReport, error) {
+	m := ModeReport{Mode: mode, Took: map[string]time.Duration{}}
+	part := func(name string, fn func() error) error {
+		if !cfg.wants(name) {
+			return nil
+		}
+		say("fsync=%s %s", mode, name)
+		stop := startProfile(cfg.Profile, string(mode)+"-"+name)
+		t0 := time.Now()
+		err := fn()
+		m.Took[name] = time.Since(t0)
+		stop()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	// Reads: B4 and B5 on the filled stream.
+	var err error
+	if cfg.FillFacts > 0 {
+		err = withServer(ctx, readDir, mode, false, cfg.Logger, func(s *server) error {
+			if err := part("B4", func() error {
+				for r := range cfg.Reps {
+					res, err := benchReplay(ctx, s.b, r, cfg.FillFacts)
+					if err != nil {
+						return err
+					}
+					m.ReplayFL, m.ReplayRaw = append(m.ReplayFL, res.factline), append(m.ReplayRaw, res.raw)
+					m.ReplayRatio = append(m.ReplayRatio, res.factline/res.raw)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			return part("B5", func() error {
+				for range cfg.Reps {
+					res, err := benchLoad(ctx, s.b, cfg.FillFacts/fillRunLen, cfg.Loads)
+					if err != nil {
+						return err
+					}
+					m.LoadP50, m.LoadP99 = append(m.LoadP50, ms(res.loadP50)), append(m.LoadP99, ms(res.loadP99))
+					m.GetP50, m.GetP99 = append(m.GetP50, ms(res.getP50)), append(m.GetP99, ms(res.getP99))
+					m.LoadRatio = append(m.LoadRatio, float64(res.loadP50)/float64(res.getP50))
+				}
+				return nil
+			})
+		})
+	}
+	if err != nil {
+		return m, err
+	}
+	// Writes: B3, B2, B6 and B1 on a fresh store.
+	dir := filepath.Join(cfg.Dir, string(mode))
+	defer os.RemoveAll(dir)
+	err = withServer(ctx, filepath.Join(dir, "store"), mode, true, cfg.Logger, func(s *server) error {
+		work := filepath.Join(dir, "work")
+		stop := func() error { return nil }
+		if cfg.wants("B2") || cfg.wants("B3") {
+			if stop, err = startServices(ctx, s.b, cfg.TurnRuns, work, cfg.Logger); err != nil {
+				return err
+			}
+		}
+		err := part("B3", func() error {
+			for r := range cfg.Reps {
+				res, err := benchLatency(ctx, s.b, filepath.Join(dir, "suites"), fmt.Sprintf("b3-%d", r), cfg.LatencyTurns)
+				if err != nil {
+					return err
+				}
+				m.LatP50, m.LatP99 = append(m.LatP50, ms(res.p50)), append(m.LatP99, ms(res.p99))
+				m.RawP50, m.RawP99 = append(m.RawP50, ms(res.rawP50)), append(m.RawP99, ms(res.rawP99))
+				m.LatRatio = append(m.LatRatio, float64(res.p50)/float64(res.rawP50))
+			}
+			return nil
+		})
+		if err == nil {
+			err = part("B2", func() error {
+				for r := range cfg.Reps {
+					res, err := benchTurns(ctx, s.b, filepath.Join(dir, "suites"), fmt.Sprintf("b2-%d", r), cfg.TurnRuns, cfg.TurnTurns)
+					if err != nil {
+						return err
+					}
+					m.Turns, m.TurnsFacts = append(m.Turns, res.factsPerSec), res.facts
+				}
+				return nil
+			})
+		}
+		if serr := stop(); err == nil && serr != nil {
+			err = fmt.Errorf("services: %w", serr)
+		}
+		if err != nil {
+			return err
+		}
+		if cfg.MemoryRuns > 0 && (len(cfg.MemoryModes) == 0 || slices.Contains(cfg.MemoryModes, mode)) {
+			if err := part("B6", func() error {
+				res, err := benchMemory(ctx, s.b, s.srv.ClientURL(), cfg.Factline, filepath.Join(dir, "b6"), cfg.MemoryRuns, cfg.MemoryPerSuite, 20*time.Minute)
+				m.Memory = res
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		return part("B1", func() error {
+			for r := range cfg.Reps {
+				res, err := benchAppend(ctx, s.b, r, cfg.AppendRounds[mode])
+				if err != nil {
+					return err
+				}
+				m.AppendFL, m.AppendRaw = append(m.AppendFL, res.factline), append(m.AppendRaw, res.raw)
+				m.AppendRatio = append(m.AppendRatio, res.factline/res.raw)
+			}
+			return nil
+		})
+	})
+	return m, err
+}
