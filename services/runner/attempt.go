@@ -482,6 +482,11 @@ func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDe
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// A subscriber can hear of a fact a moment before the stream serves
+	// it (and hears of facts the stream refuses, so the message itself is
+	// not trusted): after a wake that finds nothing, look again soon, a few
+	// times, before waiting for the tick.
+	var pause time.Duration
 	for {
 		log, err := a.svc.cache.Load(ctx, a.suite, a.run)
 		if err != nil {
@@ -492,8 +497,15 @@ func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDe
 				return d.Decision, nil
 			}
 		}
+		var again <-chan time.Time
+		if pause > 0 && pause <= 64*time.Millisecond {
+			again = time.After(pause)
+			pause *= 2
+		}
 		select {
 		case <-wake:
+			pause = time.Millisecond
+		case <-again:
 		case <-tick.C:
 		case <-deadline.C:
 			return events.StopDecision{}, fmt.Errorf("no stop decision for turn %d within %v: is the decider running?", turn, a.svc.decisionTimeout)
