@@ -253,3 +253,48 @@ func TestSameRunIDInTwoSuitesBothLand(t *testing.T) {
 		}
 	}
 }
+
+// A last-writer commit decides on the cached log first: when somebody else
+// appended meanwhile, the append is refused and made again on the fresh
+// log, and a decision of nothing on the stale view is made again too.
+func TestCommitAsLastWriterSeesOthersWrites(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cache := b.NewRunCache(4)
+	turn := func(pos uint64) bus.DecideFunc {
+		return func(log bus.RunLog) ([]bus.Pending, error) {
+			return []bus.Pending{{Fact: bustest.Turn(t, "s", "r", log.NextPosition(), uint32(pos))}}, nil
+		}
+	}
+	if _, err := b.CommitAsLastWriter(ctx, cache, "s", "r", turn(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer appends behind the cache's back.
+	if _, err := b.Commit(ctx, nil, "s", "r", turn(2)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := b.CommitAsLastWriter(ctx, cache, "s", "r", turn(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Fact.Position != 3 {
+		t.Fatalf("position %d, want 3: the stale view was appended on", recs[0].Fact.Position)
+	}
+	// Again behind its back; this time the decision needs the new fact.
+	if _, err := b.Commit(ctx, nil, "s", "r", turn(4)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = b.CommitAsLastWriter(ctx, cache, "s", "r", func(log bus.RunLog) ([]bus.Pending, error) {
+		if len(log.Records) < 4 {
+			return nil, nil // waiting for the fourth fact
+		}
+		return turn(5)(log)
+	})
+	if err != nil || len(recs) != 1 || recs[0].Fact.Position != 5 {
+		t.Fatalf("got %v, %v: a stale view passed for nothing to do", recs, err)
+	}
+	log, err := b.LoadRun(ctx, "s", "r")
+	if err != nil || len(log.Records) != 5 {
+		t.Fatalf("%d facts, %v", len(log.Records), err)
+	}
+}

@@ -34,6 +34,21 @@ const commitAttempts = 8
 //
 // cache may be nil.
 func (b *Bus) Commit(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc) ([]Record, error) {
+	return b.commit(ctx, cache, suite, run, decide, false)
+}
+
+// CommitAsLastWriter is Commit for a writer that expects nobody else to
+// have appended to the run since its own last commit through cache (a
+// runner between the facts of one turn): the first attempt decides on the
+// cached log without asking the server for newer facts, saving a round
+// trip, and optimistic concurrency refuses the append if somebody did
+// append. A decision of nothing (or an error) on the cached log is made
+// again on a fresh one, so a stale view never passes for "nothing to do".
+func (b *Bus) CommitAsLastWriter(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc) ([]Record, error) {
+	return b.commit(ctx, cache, suite, run, decide, cache != nil)
+}
+
+func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc, optimistic bool) ([]Record, error) {
 	load := func() (RunLog, error) {
 		if cache != nil {
 			return cache.Load(ctx, suite, run)
@@ -41,12 +56,23 @@ func (b *Bus) Commit(ctx context.Context, cache *RunCache, suite, run string, de
 		return b.LoadRun(ctx, suite, run)
 	}
 	var lastErr error
-	for attempt := range commitAttempts {
-		log, err := load()
-		if err != nil {
-			return nil, err
+	for attempt := 0; attempt < commitAttempts; {
+		var log RunLog
+		cached := false
+		if optimistic {
+			optimistic = false
+			log, cached = cache.peek(suite, run)
+		}
+		if !cached {
+			var err error
+			if log, err = load(); err != nil {
+				return nil, err
+			}
 		}
 		pending, err := decide(log)
+		if cached && (err != nil || len(pending) == 0) {
+			continue // decide again on the fresh log
+		}
 		if err != nil {
 			return nil, fmt.Errorf("decide %s/%s: %w", suite, run, err)
 		}
@@ -59,16 +85,23 @@ func (b *Bus) Commit(ctx context.Context, cache *RunCache, suite, run string, de
 		}
 		recs, err := b.Append(ctx, log.Expect(), rest...)
 		if err == nil {
+			if cache != nil {
+				cache.observe(log, recs)
+			}
 			return append(done, recs...), nil
 		}
 		if !errors.Is(err, ErrConflict) {
 			return nil, err
 		}
 		lastErr = err
+		if cached {
+			continue // the cache was behind: not contention, no backoff
+		}
 		b.log.Debug("append conflict; reloading", "suite", suite, "run", run, "attempt", attempt+1)
 		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
 			return nil, err
 		}
+		attempt++
 	}
 	return nil, fmt.Errorf("commit to %s/%s: %w after %d attempts: %w", suite, run, ErrTooManyConflicts, commitAttempts, lastErr)
 }

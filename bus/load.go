@@ -449,6 +449,65 @@ func (c *RunCache) Load(ctx context.Context, suite, run string) (RunLog, error) 
 	return next, nil
 }
 
+// peek returns the cached log of a run without asking the server for
+// newer facts; false when the cache holds nothing of it.
+func (c *RunCache) peek(suite, run string) (RunLog, bool) {
+	c.mu.Lock()
+	el, ok := c.runs[suite+"."+run]
+	c.mu.Unlock()
+	if !ok {
+		return RunLog{}, false
+	}
+	e := el.Value.(*cachedRun)
+	select {
+	case e.lock <- struct{}{}:
+	default:
+		return RunLog{}, false // being extended: take the fresh path
+	}
+	defer e.lock.unlock()
+	if e.log.LastSeq == 0 {
+		return RunLog{}, false
+	}
+	next := e.log
+	next.Records = slices.Clip(next.Records)
+	next.Bad = slices.Clip(next.Bad)
+	return next, true
+}
+
+// observe adds facts the cache's owner just appended on top of base, when
+// the cached log is still base: the next load then starts after them
+// instead of fetching the writer's own facts back.
+func (c *RunCache) observe(base RunLog, recs []Record) {
+	c.mu.Lock()
+	el, ok := c.runs[base.Suite+"."+base.Run]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	e := el.Value.(*cachedRun)
+	select {
+	case e.lock <- struct{}{}:
+	default:
+		return
+	}
+	defer e.lock.unlock()
+	if e.log.LastSeq != base.LastSeq || len(e.log.Records) != len(base.Records) {
+		return
+	}
+	next := e.log
+	next.Records = slices.Clone(next.Records)
+	pos := next.NextPosition()
+	for _, r := range recs {
+		if r.Duplicate || r.Seq <= next.LastSeq || r.Fact.Position != pos {
+			return // not a plain extension: leave it to the next load
+		}
+		next.Records = append(next.Records, r)
+		next.LastSeq = r.Seq
+		pos++
+	}
+	e.log = next
+}
+
 // Forget drops a run from the cache (e.g. when it ended).
 func (c *RunCache) Forget(suite, run string) {
 	c.mu.Lock()

@@ -60,7 +60,7 @@ type attempt struct {
 func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (bus.Record, error) {
 	body = redactBody(a.svc.secrets, body)
 	claim, claiming := body.(events.RunClaimed)
-	recs, err := a.svc.bus.Commit(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
+	recs, err := a.svc.bus.CommitAsLastWriter(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
