@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/factline/factline/bus"
@@ -226,7 +227,24 @@ func (s *Service) settle(ctx context.Context, suite string) error {
 		s.log.Info("suite reported", "suite", suite, "report", digest, "attempts", body.Attempts, "passed", body.Passed,
 			"failed", body.Failed, "pending", body.Pending, "invalid", body.Invalid, "abstained", body.Abstained, "excluded", body.Excluded)
 	}
+	// A reported suite is done until something changes it (a regrade): its
+	// folded state would only hold memory. A later settle folds it again
+	// from the stream.
+	s.drop(suite, st)
 	return nil
+}
+
+// drop forgets a suite's cached state, if st is still the cached one.
+func (s *Service) drop(suite string, st *suiteState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache[suite] != st {
+		return
+	}
+	delete(s.cache, suite)
+	if i := slices.Index(s.order, suite); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
 }
 
 // state returns the cached state of a suite, making room for it.

@@ -217,6 +217,24 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d suite.reported facts", n)
 	}
+	// A regrade after the report (the meter has dropped the reported
+	// suite's state): the suite is folded again and reported anew.
+	first := roster[1] // failed at revision 1
+	commit(first.Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: first.Run, SnapshotID: events.DigestOf([]byte(first.Run)), Revision: 2,
+		Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "2", Required: true, Outcome: events.InstrumentPassed}},
+		Result:      events.VerdictOK()}})
+	waitFor(t, ctx, "a second suite.reported", func() bool {
+		log, err := b.LoadRun(ctx, "m", events.SuiteScope)
+		must(t, err)
+		var last events.SuiteReported
+		n := 0
+		for _, r := range log.Records {
+			if sr, ok := r.Fact.Body.(events.SuiteReported); ok {
+				last, n = sr, n+1
+			}
+		}
+		return n == 2 && last.Passed == 3 && last.Failed == 1
+	})
 }
 
 // mustFact returns a run.ended of the suite, to hand the meter a delivery.
