@@ -59,7 +59,14 @@ type Service struct {
 	mu    sync.Mutex
 	cache map[string]*suiteState
 	order []string
+	// reported remembers, for suites whose state was dropped once
+	// reported, the last stream sequence that report folded: a delivery at
+	// or before it is already in the report.
+	reported map[string]uint64
 }
+
+// maxReported bounds the reported marks kept (a few bytes each).
+const maxReported = 1 << 16
 
 // suiteState is a suite's folded facts up to a stream sequence.
 type suiteState struct {
@@ -87,7 +94,8 @@ func New(b *bus.Bus, opts ...Option) *Service {
 	c.consumer.Name = ConsumerName
 	c.consumer.Filters = []string{events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded),
 		events.KindFilter(events.KindGradeVerdict)}
-	return &Service{b: b, cfg: c, log: c.log.With("service", "meter", "instance", c.instance), cache: map[string]*suiteState{}}
+	return &Service{b: b, cfg: c, log: c.log.With("service", "meter", "instance", c.instance), cache: map[string]*suiteState{},
+		reported: map[string]uint64{}}
 }
 
 // Run consumes until ctx is done.
@@ -109,6 +117,9 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 			return err
 		}
 	case events.RunEnded, events.GradeVerdict:
+		if s.alreadyReported(d.Fact.Suite, d.Seq) {
+			return nil // a backlog message the suite's report already holds
+		}
 	default:
 		return bus.Permanent(fmt.Errorf("meter: delivered %s", d.Fact.Kind()))
 	}
@@ -234,17 +245,34 @@ func (s *Service) settle(ctx context.Context, suite string) error {
 	return nil
 }
 
-// drop forgets a suite's cached state, if st is still the cached one.
+// drop forgets a suite's cached state, if st is still the cached one, and
+// remembers how far its report folded.
 func (s *Service) drop(suite string, st *suiteState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cache[suite] != st {
 		return
 	}
+	if len(s.reported) >= maxReported {
+		clear(s.reported) // marks only save work: losing them is safe
+	}
+	s.reported[suite] = st.last
 	delete(s.cache, suite)
 	if i := slices.Index(s.order, suite); i >= 0 {
 		s.order = slices.Delete(s.order, i, i+1)
 	}
+}
+
+// alreadyReported says whether the fact at stream sequence seq is folded
+// into a report of a suite whose state was dropped.
+func (s *Service) alreadyReported(suite string, seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, cached := s.cache[suite]; cached {
+		return false
+	}
+	last, ok := s.reported[suite]
+	return ok && seq <= last
 }
 
 // state returns the cached state of a suite, making room for it.
