@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -259,29 +258,14 @@ func gone(pid int) bool {
 // With network isolation a command cannot reach a listener on the
 // runner's loopback; without it, the same command can.
 func TestNetworkIsolationBlocksLoopback(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conn.Close()
-		}
-	}()
+	ln := sandboxtest.Listen(t)
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	dial := `exec 3<>/dev/tcp/127.0.0.1/` + port + ` && echo connected`
 
 	env, c, _ := sandboxEnv(t, allFeatures())
 	if f := feature(t, c, FeatureNetwork); f.State == events.ContainmentActive {
 		res := env.run(dial, time.Minute)
-		if !failed(res) || strings.Contains(res.Output, "connected") || accepted.Load() != 0 {
+		if !failed(res) || strings.Contains(res.Output, "connected") || ln.Accepted() != 0 {
 			t.Fatalf("an isolated command reached 127.0.0.1:%s: %+v", port, res)
 		}
 	}

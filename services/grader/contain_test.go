@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/factline/factline/events"
@@ -98,22 +97,7 @@ func TestCommandInstrumentsAreContained(t *testing.T) {
 		t.Fatalf("a root grader with a reachable work dir runs commands as a uid of their own: %+v", user)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conn.Close()
-		}
-	}()
+	ln := sandboxtest.Listen(t)
 	dial := fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && echo connected`, ln.Addr().(*net.TCPAddr).Port)
 
 	// The honest fix of the fixture, with check.sh edited: the grader
@@ -162,8 +146,8 @@ func TestCommandInstrumentsAreContained(t *testing.T) {
 	if r := result(v, "hog"); want["hog"] != "" && !strings.Contains(r.Detail, "memory exhausted") {
 		t.Errorf("a 512 MiB buffer under a %d byte limit: %q", mem.Limit, r.Detail)
 	}
-	if want["net"] != "" && (accepted.Load() != 0 || strings.Contains(result(v, "net").Detail, "connected")) {
-		t.Errorf("a contained check reached 127.0.0.1: %d connections, %q", accepted.Load(), result(v, "net").Detail)
+	if want["net"] != "" && (ln.Accepted() != 0 || strings.Contains(result(v, "net").Detail, "connected")) {
+		t.Errorf("a contained check reached 127.0.0.1: %d connections, %q", ln.Accepted(), result(v, "net").Detail)
 	}
 	if left := survivors(t, work); len(left) > 0 {
 		t.Errorf("%d processes of the grader's commands survived the grading: %v", len(left), left)
@@ -187,7 +171,7 @@ func TestCommandInstrumentsAreContained(t *testing.T) {
 		req := e.publish(fmt.Sprintf("grading:\n  instruments:\n    - {id: net, kind: command, command: %q}\n", dial))
 		e.attempt("open", req, candidate(nil))
 		must(t, open.Grade(e.ctx, suite, "open"))
-		if r := result(e.verdict("open"), "net"); r.Outcome != events.InstrumentPassed || accepted.Load() == 0 {
+		if r := result(e.verdict("open"), "net"); r.Outcome != events.InstrumentPassed || ln.Accepted() == 0 {
 			t.Errorf("without isolation the check should connect: %+v", r)
 		}
 	}

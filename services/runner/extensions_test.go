@@ -165,7 +165,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 	must(t, err)
 	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	for _, p := range []int{pid, child} {
-		gone(t, p)
+		extensionstest.WaitGone(t, p)
 	}
 }
 
@@ -215,8 +215,8 @@ func TestExtensionCancelledCall(t *testing.T) {
 	b, err := os.ReadFile(f.Child)
 	must(t, err)
 	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	gone(t, pid)
-	gone(t, child)
+	extensionstest.WaitGone(t, pid)
+	extensionstest.WaitGone(t, child)
 }
 
 // An extension the allowlist does not name, and one whose executable is
@@ -263,22 +263,6 @@ func (e *env) load(run string) bus.RunLog {
 	log, err := e.b.LoadRun(e.ctx, "suite", run)
 	must(e.t, err)
 	return log
-}
-
-// gone waits until pid is gone or a zombie.
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
-		if strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d outlived its run", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // childExtensions is the allowlist a child runner process reads from the
@@ -348,7 +332,7 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 		t.Fatalf("server starts before the takeover: %v", starts)
 	}
 	first, _ := strconv.Atoi(starts[0])
-	gone(t, first)
+	extensionstest.WaitGone(t, first)
 
 	heir, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
 		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second, Extensions: allow})
@@ -380,5 +364,5 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 		t.Fatalf("server starts %v, want the heir's own too", starts)
 	}
 	second, _ := strconv.Atoi(starts[1])
-	gone(t, second)
+	extensionstest.WaitGone(t, second)
 }

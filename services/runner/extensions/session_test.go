@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,24 +212,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	child, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	set.Stop()
 	for _, pid := range []int{pids[0], child} {
-		waitGone(t, pid)
-	}
-}
-
-// waitGone waits until pid is gone or a zombie (dead, waiting to be reaped
-// by init).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
-		if strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d survived Stop", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+		extensionstest.WaitGone(t, pid)
 	}
 }
 

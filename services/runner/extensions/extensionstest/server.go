@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner/extensions"
@@ -108,4 +111,21 @@ func Allowlist(tb testing.TB, bin string, digest events.Digest, f Files, stallTi
 		tb.Fatal(err)
 	}
 	return l
+}
+
+// WaitGone waits until process pid is gone or a zombie (dead, waiting to
+// be reaped by init), failing the test after ten seconds.
+func WaitGone(tb testing.TB, pid int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+		if strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
