@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -66,8 +67,13 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}
+	// target is the newest sequence a non-following read must reach
+	// before it trusts "nothing pending" (see newestOn).
+	var target uint64
 	if info.NumPending == 0 && !opts.Follow {
-		return 0, nil
+		if target, err = b.newestOn(ctx, cfg.FilterSubjects[0], opts); err != nil || target == 0 {
+			return 0, err
+		}
 	}
 	iter, err := cons.Messages(jetstream.PullMaxMessages(readPrefetch))
 	if err != nil {
@@ -102,8 +108,41 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 		if err := fn(Raw{Seq: last, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader), Time: md.Timestamp, Data: m.Data()}); err != nil {
 			return last, err
 		}
-		if md.NumPending == 0 && !opts.Follow {
-			return last, nil
+		if md.NumPending == 0 && !opts.Follow && last >= target {
+			newest, err := b.newestOn(ctx, cfg.FilterSubjects[0], opts)
+			if err != nil || newest <= last {
+				return last, err
+			}
+			target = newest // more is there than the consumer counted
 		}
 	}
+}
+
+// newestOn returns the stream's newest sequence on filter at or after the
+// read's start (0 when there is none). A read checks "nothing pending"
+// against it before it ends: a consumer made while a stream changes leader
+// can count nothing pending on a replica that lags, and a reader that
+// trusted it would fold a partial log and wait for a message that never
+// comes.
+func (b *Bus) newestOn(ctx context.Context, filter string, opts ReadOptions) (uint64, error) {
+	if !opts.FromTime.IsZero() {
+		return 0, nil // where a time starts is the consumer's to say
+	}
+	g, err := b.newGetter()
+	if err != nil {
+		return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
+	}
+	defer g.close()
+	m, found, err := g.get(ctx, directGetRequest{LastFor: filter})
+	if err != nil {
+		return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
+	}
+	if !found {
+		return 0, nil
+	}
+	newest, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if newest < opts.FromSeq {
+		return 0, nil
+	}
+	return newest, nil
 }

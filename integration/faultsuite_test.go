@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -194,14 +195,19 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 			break
 		}
 		if ctx.Err() != nil {
-			r, _ := meter.Report(context.Background(), b, suite)
+			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			r, err := meter.Report(rctx, b, suite)
+			cancel()
 			var sb strings.Builder
+			if err != nil {
+				fmt.Fprintf(&sb, "(no report: %v)\n", err)
+			}
 			_ = measure.WriteTable(&sb, r)
 			extra := ""
 			if progress != nil {
 				extra = progress()
 			}
-			t.Fatalf("the suite was never reported; where it stands:\n%s%s", sb.String(), extra)
+			t.Fatalf("the suite was never reported; where it stands:\n%s%s\nservices in this process:\n%s", sb.String(), extra, serviceStacks())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -296,4 +302,20 @@ func unionKinds(a, b map[events.Kind]int) []events.Kind {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// serviceStacks returns the stacks of this process's goroutines that are
+// inside factline code: where in-process services are when a test waits in
+// vain.
+func serviceStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "factline/factline/services/") || strings.Contains(g, "factline/factline/bus.") {
+			out.WriteString(g)
+			out.WriteString("\n\n")
+		}
+	}
+	return out.String()
 }
