@@ -194,7 +194,9 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 		if reported != nil {
 			break
 		}
-		if ctx.Err() != nil {
+		// Give up a little before ctx ends, while the in-process services
+		// still run, so that their stacks show where they wait.
+		if d, ok := ctx.Deadline(); ctx.Err() != nil || ok && time.Until(d) < 15*time.Second {
 			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			r, err := meter.Report(rctx, b, suite)
 			cancel()
