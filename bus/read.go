@@ -43,7 +43,11 @@ const readStall = 15 * time.Second
 
 // Read delivers FACTS messages in stream order to fn through an ordered
 // consumer. It returns the sequence of the last message delivered. An error
-// from fn stops the read and is returned.
+// from fn stops the read and is returned. A read that does not follow ends
+// once it has delivered the newest message the stream holds on its filter
+// (checked by a direct get, not only by the consumer's pending count); one
+// that stops receiving before that fails after readStall, for its caller to
+// retry.
 func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (uint64, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle}
 	if opts.Filter != "" {
