@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -96,11 +95,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		o(&c)
 	}
 	if c.instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "host"
-		}
-		c.instance = fmt.Sprintf("%s-%d", h, os.Getpid())
+		c.instance = events.LocalInstance("")
 	}
 	if c.log == nil {
 		c.log = slog.Default()

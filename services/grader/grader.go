@@ -119,11 +119,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		o(&c)
 	}
 	if c.instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "host"
-		}
-		c.instance = fmt.Sprintf("grader-%s-%d", h, os.Getpid())
+		c.instance = events.LocalInstance("grader")
 	}
 	if c.log == nil {
 		c.log = slog.Default()

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 
@@ -82,11 +81,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		o(&c)
 	}
 	if c.instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "host"
-		}
-		c.instance = fmt.Sprintf("meter-%s-%d", h, os.Getpid())
+		c.instance = events.LocalInstance("meter")
 	}
 	if c.log == nil {
 		c.log = slog.Default()

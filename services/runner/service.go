@@ -53,7 +53,7 @@ type Config struct {
 	Bus        *bus.Bus
 	Workspaces Workspaces
 	Models     ModelFactory
-	// Instance names this runner in facts (default host-pid).
+	// Instance names this runner in facts (default runner-<host>-<pid>).
 	Instance string
 	// WorkDir holds attempt directories (default the OS temp dir).
 	WorkDir string
@@ -120,8 +120,7 @@ func New(cfg Config) (*Service, error) {
 		s.ackWait = 30 * time.Second
 	}
 	if s.instance == "" {
-		host, _ := os.Hostname()
-		s.instance = fmt.Sprintf("runner-%s-%d", host, os.Getpid())
+		s.instance = events.LocalInstance("runner")
 	}
 	if s.workDir == "" {
 		s.workDir = os.TempDir()

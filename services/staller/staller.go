@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -76,7 +75,7 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		o(&c)
 	}
 	if c.instance == "" {
-		c.instance = defaultInstance()
+		c.instance = events.LocalInstance("")
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -95,14 +94,6 @@ func New(b *bus.Bus, opts ...Option) *Service {
 		runs:     b.NewRunCache(c.runs),
 		policies: caseload.New(c.policies),
 	}
-}
-
-func defaultInstance() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "host"
-	}
-	return fmt.Sprintf("%s-%d", h, os.Getpid())
 }
 
 // Run consumes turn.completed until ctx is done, then returns nil (or the
