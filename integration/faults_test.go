@@ -4,12 +4,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Kill the node that leads the FACTS stream of a three-node cluster while
@@ -65,5 +67,35 @@ func TestFaultLoseTheStreamLeader(t *testing.T) {
 		t.Fatalf("no node named %q leads FACTS", leader)
 	}
 	t.Logf("killed %s, the FACTS leader, after 6 runs ended", leader)
-	checkOutcome(t, awaitReported(t, ctx, b, "demo", nil), want)
+	checkOutcome(t, awaitReported(t, ctx, b, "demo", func() string { return replicaStates(nodes) }), want)
+}
+
+// replicaStates says what each running node holds of FACTS, so that a
+// failure shows whether a replica lags the leader.
+func replicaStates(nodes []*bus.Embedded) string {
+	var sb strings.Builder
+	for _, n := range nodes {
+		if !n.Server().Running() {
+			fmt.Fprintf(&sb, "%s: down\n", n.Server().Name())
+			continue
+		}
+		jsz, err := n.Server().Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+		if err != nil {
+			fmt.Fprintf(&sb, "%s: %v\n", n.Server().Name(), err)
+			continue
+		}
+		for _, a := range jsz.AccountDetails {
+			for _, st := range a.Streams {
+				if st.Name != bus.FactsStream {
+					continue
+				}
+				leader := ""
+				if st.Cluster != nil {
+					leader = st.Cluster.Leader
+				}
+				fmt.Fprintf(&sb, "%s: FACTS first %d last %d msgs %d (leader %s)\n", n.Server().Name(), st.State.FirstSeq, st.State.LastSeq, st.State.Msgs, leader)
+			}
+		}
+	}
+	return sb.String()
 }
