@@ -15,3 +15,9 @@ func (b *Bus) LoadRunByScan(ctx context.Context, suite, run string) (RunLog, err
 	err := b.directBatch(ctx, FactsStream, events.RunFilter(suite, run), 1, func(m *nats.Msg, _ uint64) { addMessage(&log, m) })
 	return log, err
 }
+
+// LeaderLastSeq exposes the stream leader's answer to "where does this
+// filter end", which reads trust over their replica's pending count.
+func (b *Bus) LeaderLastSeq(ctx context.Context, stream, filter string) (uint64, error) {
+	return b.leaderLastSeq(ctx, stream, filter)
+}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -447,6 +448,41 @@ func (c *RunCache) Load(ctx context.Context, suite, run string) (RunLog, error) 
 	next.Records = slices.Clip(next.Records)
 	next.Bad = slices.Clip(next.Bad)
 	return next, nil
+}
+
+// ErrBehind says a run's log, read from the stream's replicas, still
+// stopped short of a fact known to be committed. It is transient: the
+// delivery that named the fact is retried.
+var ErrBehind = errors.New("the replicas that answered lag the stream leader")
+
+// behindWaits are the pauses between fetches of a log that stops short of
+// the fact a handler was delivered: about 1.3 s in all, long enough for a
+// replica to apply what the leader committed, short enough to hand the
+// delivery back soon when it cannot.
+var behindWaits = []time.Duration{5, 10, 20, 40, 80, 160, 320, 640}
+
+// LoadThrough is Load for the handler of a delivered fact of the run, at
+// stream sequence seq: the log it returns holds that fact. Direct gets are
+// answered by any replica of the stream, and one that lags the leader
+// answers with an older end of the run; a handler that decided on such a
+// log would find the run not ready (or its delivered fact missing) and
+// drop work that no redelivery brings back. A log that stops short is
+// fetched again after a pause; past behindWaits it fails with ErrBehind.
+func (c *RunCache) LoadThrough(ctx context.Context, suite, run string, seq uint64) (RunLog, error) {
+	for i := 0; ; i++ {
+		log, err := c.Load(ctx, suite, run)
+		if err != nil || log.LastSeq >= seq {
+			return log, err
+		}
+		if i == len(behindWaits) {
+			return RunLog{}, fmt.Errorf("load %s/%s through sequence %d: have %d: %w", suite, run, seq, log.LastSeq, ErrBehind)
+		}
+		select {
+		case <-time.After(behindWaits[i] * time.Millisecond):
+		case <-ctx.Done():
+			return RunLog{}, ctx.Err()
+		}
+	}
 }
 
 // peek returns the cached log of a run without asking the server for

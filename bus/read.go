@@ -2,9 +2,9 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,6 +32,11 @@ type ReadOptions struct {
 	// Follow keeps reading new messages until ctx is done; otherwise the
 	// read stops once it has caught up with the stream.
 	Follow bool
+	// Through, for a read that does not follow, is a sequence on the filter
+	// the caller knows is committed (a delivered fact's): the read ends once
+	// it has delivered it and nothing more is pending, without asking the
+	// stream leader for its newest message.
+	Through uint64
 }
 
 // readPrefetch is the ordered consumer's prefetch: replay is a bulk read.
@@ -44,10 +49,10 @@ const readStall = 15 * time.Second
 // Read delivers FACTS messages in stream order to fn through an ordered
 // consumer. It returns the sequence of the last message delivered. An error
 // from fn stops the read and is returned. A read that does not follow ends
-// once it has delivered the newest message the stream holds on its filter
-// (checked by a direct get, not only by the consumer's pending count); one
-// that stops receiving before that fails after readStall, for its caller to
-// retry.
+// once it has delivered opts.Through, or else the newest message the stream
+// leader holds on its filter (not only what the consumer's replica counts
+// as pending); one that stops receiving before that fails after readStall,
+// for its caller to retry.
 func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (uint64, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle}
 	if opts.Filter != "" {
@@ -73,8 +78,11 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	}
 	// target is the newest sequence a non-following read must reach
 	// before it trusts "nothing pending" (see newestOn).
-	var target uint64
-	if info.NumPending == 0 && !opts.Follow {
+	target := opts.Through
+	if info.NumPending == 0 && !opts.Follow && target > 0 && target < opts.FromSeq {
+		return 0, nil // the caller has read through it already
+	}
+	if info.NumPending == 0 && !opts.Follow && target == 0 {
 		if target, err = b.newestOn(ctx, cfg.FilterSubjects[0], opts); err != nil || target == 0 {
 			return 0, err
 		}
@@ -113,6 +121,9 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 			return last, err
 		}
 		if md.NumPending == 0 && !opts.Follow && last >= target {
+			if opts.Through > 0 {
+				return last, nil
+			}
 			newest, err := b.newestOn(ctx, cfg.FilterSubjects[0], opts)
 			if err != nil || newest <= last {
 				return last, err
@@ -124,29 +135,65 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 
 // newestOn returns the stream's newest sequence on filter at or after the
 // read's start (0 when there is none). A read checks "nothing pending"
-// against it before it ends: a consumer made while a stream changes leader
-// can count nothing pending on a replica that lags, and a reader that
-// trusted it would fold a partial log and wait for a message that never
-// comes.
+// against it before it ends: an ordered consumer is placed on any replica
+// of the stream, and one placed on a replica that lags counts nothing
+// pending while the leader holds more; a reader that trusted it would fold
+// a partial log and wait for a message that never comes. The answer comes
+// from the stream leader (the message-get API, which followers do not
+// answer), not from a direct get, which a lagging follower may answer too.
 func (b *Bus) newestOn(ctx context.Context, filter string, opts ReadOptions) (uint64, error) {
 	if !opts.FromTime.IsZero() {
 		return 0, nil // where a time starts is the consumer's to say
 	}
-	g, err := b.newGetter()
+	newest, err := b.leaderLastSeq(ctx, FactsStream, filter)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
 	}
-	defer g.close()
-	m, found, err := g.get(ctx, directGetRequest{LastFor: filter})
-	if err != nil {
-		return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
-	}
-	if !found {
-		return 0, nil
-	}
-	newest, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if newest < opts.FromSeq {
 		return 0, nil
 	}
 	return newest, nil
+}
+
+// msgGetReply is the part of the message-get API's answer a read needs.
+type msgGetReply struct {
+	Error *struct {
+		Code    int    `json:"code"`
+		ErrCode int    `json:"err_code"`
+		Desc    string `json:"description"`
+	} `json:"error"`
+	Message *struct {
+		Seq uint64 `json:"seq"`
+	} `json:"message"`
+}
+
+// errCodeNoMessage is JetStream's error code for "no message found".
+const errCodeNoMessage = 10037
+
+// leaderLastSeq asks the stream leader for the sequence of the newest
+// message on filter (0 when there is none).
+func (b *Bus) leaderLastSeq(ctx context.Context, stream, filter string) (uint64, error) {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	req, _ := json.Marshal(struct {
+		LastFor   string `json:"last_by_subj"`
+		NoHeaders bool   `json:"no_hdr"`
+	}{filter, true})
+	m, err := b.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter, err)
+	}
+	var r msgGetReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return 0, fmt.Errorf("ask the %s leader for the newest on %s: bad answer: %w", stream, filter, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrCode == errCodeNoMessage:
+		return 0, nil
+	case r.Error != nil:
+		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %s (%d)", stream, filter, r.Error.Desc, r.Error.ErrCode)
+	case r.Message == nil:
+		return 0, fmt.Errorf("ask the %s leader for the newest on %s: answer holds no message", stream, filter)
+	}
+	return r.Message.Seq, nil
 }

@@ -139,7 +139,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 		return bus.Permanent(fmt.Errorf("decider: delivered %s, want %s", d.Fact.Kind(), events.KindStallObserved))
 	}
 	suite, run, turn := d.Fact.Suite, d.Fact.Run, so.Turn
-	log, err := s.runs.Load(ctx, suite, run)
+	log, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return fmt.Errorf("decider: load %s/%s: %w", suite, run, err)
 	}

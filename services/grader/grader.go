@@ -165,7 +165,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	default:
 		return bus.Permanent(fmt.Errorf("grader: delivered %s, want candidate.sealed or run.ended", d.Fact.Kind()))
 	}
-	return s.Grade(ctx, d.Fact.Suite, d.Fact.Run)
+	return s.grade(ctx, d.Fact.Suite, d.Fact.Run, nil, d.Seq)
 }
 
 // Grade grades a run under its case's grading section: it runs the
@@ -173,7 +173,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 // and commits the verdict. Calling it again is safe and cheap: with every
 // result and the verdict committed it appends nothing.
 func (s *Service) Grade(ctx context.Context, suite, run string) error {
-	return s.grade(ctx, suite, run, nil)
+	return s.grade(ctx, suite, run, nil, 0)
 }
 
 // Regrade grades a run's newest sealed candidate under another grading
@@ -185,16 +185,18 @@ func (s *Service) Regrade(ctx context.Context, suite, run string, g *cases.Gradi
 	if g == nil {
 		return errors.New("grader: regrade needs a grading section")
 	}
-	return s.grade(ctx, suite, run, g)
+	return s.grade(ctx, suite, run, g, 0)
 }
 
-func (s *Service) grade(ctx context.Context, suite, run string, override *cases.Grading) error {
+// grade grades a run; through, when not 0, is the stream sequence of the
+// delivered fact that asked for it, which the loaded run must hold.
+func (s *Service) grade(ctx context.Context, suite, run string, override *cases.Grading, through uint64) error {
 	unlock, err := s.locks.lock(ctx, suite+"/"+run)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	log, err := s.runs.Load(ctx, suite, run)
+	log, err := s.runs.LoadThrough(ctx, suite, run, through)
 	if err != nil {
 		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)
 	}

@@ -118,7 +118,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	default:
 		return bus.Permanent(fmt.Errorf("meter: delivered %s", d.Fact.Kind()))
 	}
-	return s.settle(ctx, d.Fact.Suite)
+	return s.settle(ctx, d.Fact.Suite, d.Seq)
 }
 
 // Expand commits one run.requested per planned attempt of a submitted
@@ -191,13 +191,14 @@ func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byt
 	return data, nil
 }
 
-// settle brings a suite's report up to date and, when every attempt is
+// settle brings a suite's report up to date, through at least the stream
+// sequence of the fact that asked for it, and, when every attempt is
 // settled, stores it and appends suite.reported (once per distinct report).
-func (s *Service) settle(ctx context.Context, suite string) error {
+func (s *Service) settle(ctx context.Context, suite string, through uint64) error {
 	st := s.state(suite)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := s.refresh(ctx, st); err != nil {
+	if err := s.refresh(ctx, st, through); err != nil {
 		return err
 	}
 	if st.log.Submitted == nil {
@@ -288,9 +289,9 @@ func (s *Service) state(suite string) *suiteState {
 }
 
 // refresh folds the suite's facts committed since the state's last
-// sequence.
-func (s *Service) refresh(ctx context.Context, st *suiteState) error {
-	last, err := readSuite(ctx, s.b, st.log, st.last+1)
+// sequence, through at least the sequence through.
+func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) error {
+	last, err := readSuite(ctx, s.b, st.log, st.last+1, through)
 	// What was folded before a failed read stays folded: the retry goes on
 	// from there instead of folding it twice.
 	st.last = max(st.last, last)
@@ -298,9 +299,12 @@ func (s *Service) refresh(ctx context.Context, st *suiteState) error {
 }
 
 // readSuite folds the suite's facts from stream sequence from on into l and
-// returns the sequence of the last one read (0 when there was none).
-func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from uint64) (uint64, error) {
-	last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(l.Suite), FromSeq: from}, func(raw bus.Raw) error {
+// returns the sequence of the last one read (0 when there was none). A
+// through of 0 reads up to the newest fact the stream leader holds; a
+// delivered fact's sequence saves asking it, since that fact is known to be
+// committed and any later one brings its own delivery.
+func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from, through uint64) (uint64, error) {
+	last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(l.Suite), FromSeq: from, Through: through}, func(raw bus.Raw) error {
 		f, err := events.Decode(raw.Data)
 		if err != nil {
 			return nil // an undecodable message is the consumers' to dead-letter; it holds no fact
@@ -321,7 +325,7 @@ func Report(ctx context.Context, b *bus.Bus, suite string) (measure.Report, erro
 		return measure.Report{}, fmt.Errorf("report: %w", err)
 	}
 	l := measure.NewLog(suite)
-	if _, err := readSuite(ctx, b, l, 0); err != nil {
+	if _, err := readSuite(ctx, b, l, 0, 0); err != nil {
 		return measure.Report{}, err
 	}
 	if l.Submitted == nil {

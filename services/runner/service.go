@@ -185,7 +185,7 @@ func (s *Service) Run(ctx context.Context) error {
 // waiting forever.
 func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) error {
 	suite, run := d.Fact.Suite, d.Fact.Run
-	rl, err := s.cache.Load(ctx, suite, run)
+	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	suite, run := d.Fact.Suite, d.Fact.Run
 	log := s.log.With("suite", suite, "run", run)
-	rl, err := s.cache.Load(ctx, suite, run)
+	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}

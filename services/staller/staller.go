@@ -120,7 +120,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 		return bus.Permanent(fmt.Errorf("staller: delivered %s, want %s", d.Fact.Kind(), events.KindTurnCompleted))
 	}
 	suite, run, turn := d.Fact.Suite, d.Fact.Run, tc.Evidence.Turn
-	log, err := s.runs.Load(ctx, suite, run)
+	log, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return fmt.Errorf("staller: load %s/%s: %w", suite, run, err)
 	}
