@@ -264,10 +264,22 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		deadFact(err.Error(), d)
 	case md.NumDelivered >= uint64(cfg.MaxDeliver):
 		deadFact(fmt.Sprintf("failed %d times, last: %v", md.NumDelivered, err), d)
+	case errors.Is(err, ErrBehind):
+		// The replicas that answered lag the leader: trying again at once
+		// would only burn deliveries before they catch up.
+		b.log.Warn("replicas behind; redelivering later", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
+		_ = m.NakWithDelay(behindDelay(md.NumDelivered))
 	default:
 		b.log.Warn("handler failed; redelivering", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))
 	}
+}
+
+// behindDelay is how long a delivery that met lagging replicas waits
+// before its next try: 1 s, doubling to 8 s, so that MaxDeliver tries span
+// tens of seconds rather than a fraction of one.
+func behindDelay(delivered uint64) time.Duration {
+	return time.Second << min(delivered-1, 3)
 }
 
 // handBack returns an unfinished delivery on shutdown. A plain nak would

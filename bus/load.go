@@ -450,9 +450,10 @@ func (c *RunCache) Load(ctx context.Context, suite, run string) (RunLog, error) 
 	return next, nil
 }
 
-// ErrBehind says a run's log, read from the stream's replicas, still
-// stopped short of a fact known to be committed. It is transient: the
-// delivery that named the fact is retried.
+// ErrBehind says a read of the stream's replicas still stopped short of a
+// fact known to be committed (a run's log without its delivered fact, a
+// read whose consumer stopped receiving). It is transient: the delivery
+// that asked for the read is tried again after a pause.
 var ErrBehind = errors.New("the replicas that answered lag the stream leader")
 
 // behindWaits are the pauses between fetches of a log that stops short of

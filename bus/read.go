@@ -102,9 +102,10 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 				continue // nothing new yet
 			}
 			// The stream said more was there; a read that stops getting it
-			// (its consumer lost with a stream leader) fails and is retried
-			// by its caller rather than waiting forever.
-			return last, fmt.Errorf("read %v: no message for %s after sequence %d: %w", cfg.FilterSubjects, readStall, last, err)
+			// (its consumer lost with a stream leader, or placed on a
+			// replica that lags) fails and is retried by its caller rather
+			// than waiting forever.
+			return last, fmt.Errorf("read %v: no message for %s after sequence %d: %w: %w", cfg.FilterSubjects, readStall, last, ErrBehind, err)
 		}
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() != nil {
