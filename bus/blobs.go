@@ -35,15 +35,29 @@ func (b *Bus) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	d := events.DigestOf(data)
-	if _, err := b.blobs.GetInfo(ctx, d.Hex()); err == nil {
+	if _, err := b.blobInfo(ctx, d); err == nil {
 		return d, nil
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return "", fmt.Errorf("put blob %s: %w", d, err)
 	}
-	if _, err := b.blobs.PutBytes(ctx, d.Hex(), data); err != nil {
+	// A put whose acknowledgements stop coming (a leader lost mid-transfer)
+	// fails in bounded time for its caller to retry; a retry of the same
+	// name replaces whatever part of it was stored.
+	pctx, pcancel := context.WithTimeout(ctx, blobAttempt(uint64(len(data))))
+	defer pcancel()
+	if _, err := b.blobs.PutBytes(pctx, d.Hex(), data); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", d, err)
 	}
 	return d, nil
+}
+
+// blobInfo asks for a blob's metadata, bounded like every API request: the
+// caller's deadline may be far off, and a request whose answer was lost
+// with a stream leader would wait for all of it.
+func (b *Bus) blobInfo(ctx context.Context, d events.Digest) (*jetstream.ObjectInfo, error) {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	return b.blobs.GetInfo(actx, d.Hex())
 }
 
 // GetBlob returns the bytes named by d, checking that they still match it.
@@ -72,7 +86,7 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 }
 
 func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
-	info, err := b.blobs.GetInfo(ctx, d.Hex())
+	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
 	}

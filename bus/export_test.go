@@ -21,3 +21,9 @@ func (b *Bus) LoadRunByScan(ctx context.Context, suite, run string) (RunLog, err
 func (b *Bus) LeaderLastSeq(ctx context.Context, stream, filter string) (uint64, error) {
 	return b.leaderLastSeq(ctx, stream, filter)
 }
+
+// GetBlobOnce is one attempt of GetBlob, without its retries, so that a
+// test can see one attempt's bound.
+func (b *Bus) GetBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+	return b.getBlobOnce(ctx, d)
+}

@@ -17,7 +17,9 @@ func (b *Bus) SavePosition(ctx context.Context, name string, seq uint64) error {
 	if err := events.ValidateToken("projection name", name); err != nil {
 		return fmt.Errorf("save position: %w", err)
 	}
-	if _, err := b.pos.Put(ctx, name, []byte(strconv.FormatUint(seq, 10))); err != nil {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	if _, err := b.pos.Put(actx, name, []byte(strconv.FormatUint(seq, 10))); err != nil {
 		return fmt.Errorf("save position %s: %w", name, err)
 	}
 	return nil
@@ -29,7 +31,9 @@ func (b *Bus) LoadPosition(ctx context.Context, name string) (uint64, error) {
 	if err := events.ValidateToken("projection name", name); err != nil {
 		return 0, fmt.Errorf("load position: %w", err)
 	}
-	e, err := b.pos.Get(ctx, name)
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	e, err := b.pos.Get(actx, name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}
