@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -256,18 +258,7 @@ func checkOutcome(t testing.TB, got, want suiteOutcome) {
 			t.Errorf("audit: %v", v)
 			runs[v.Run] = true
 		}
-		for i, f := range got.facts {
-			if runs[f.Run] {
-				detail := ""
-				switch b := f.Body.(type) {
-				case events.RunClaimed:
-					detail = fmt.Sprintf(" lease %d", b.Lease)
-				case events.RunEnded:
-					detail = fmt.Sprintf(" %s %q", b.Status, b.Reason)
-				}
-				t.Logf("%s seq %d pos %d %s by %s/%s%s", f.Run, got.seqs[i], f.Position, f.Kind(), f.Producer.Service, f.Producer.Instance, detail)
-			}
-		}
+		logRuns(t, got, runs)
 	}
 	if len(got.sink) != len(want.sink) {
 		t.Errorf("the sink saw %d operations, want %d", len(got.sink), len(want.sink))
@@ -279,6 +270,7 @@ func checkOutcome(t testing.TB, got, want suiteOutcome) {
 	}
 	if got.report != want.report {
 		t.Errorf("the report differs from the fault-free one:\n  got %s\n want %s", got.report, want.report)
+		logRuns(t, got, differingRuns(got.report, want.report))
 	}
 	var diffs []string
 	for _, k := range unionKinds(got.kinds, want.kinds) {
@@ -289,6 +281,68 @@ func checkOutcome(t testing.TB, got, want suiteOutcome) {
 	if len(diffs) > 0 {
 		t.Errorf("fact counts by kind differ from the fault-free run:\n  %s", strings.Join(diffs, "\n  "))
 	}
+}
+
+// logRuns logs every fact of the named runs, bodies abridged, so that a
+// failure shows how a run came to differ.
+func logRuns(t testing.TB, got suiteOutcome, runs map[string]bool) {
+	t.Helper()
+	for i, f := range got.facts {
+		if !runs[f.Run] {
+			continue
+		}
+		body := fmt.Sprintf("%+v", f.Body)
+		if len(body) > 400 {
+			body = body[:400] + "…"
+		}
+		t.Logf("%s seq %d pos %d %s by %s/%s: %s", f.Run, got.seqs[i], f.Position, f.Kind(), f.Producer.Service, f.Producer.Instance, body)
+	}
+}
+
+// differingRuns names the runs whose lines in two JSON reports differ.
+func differingRuns(got, want string) map[string]bool {
+	lines := func(report string) map[string]string {
+		parts := map[string][]string{}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if run, ok := v["run"].(string); ok {
+					line, _ := json.Marshal(v)
+					parts[run] = append(parts[run], string(line))
+				}
+				for _, x := range v {
+					walk(x)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			}
+		}
+		var v any
+		_ = json.Unmarshal([]byte(report), &v)
+		walk(v)
+		out := map[string]string{}
+		for run, p := range parts {
+			slices.Sort(p)
+			out[run] = strings.Join(p, "\n")
+		}
+		return out
+	}
+	g, w := lines(got), lines(want)
+	runs := map[string]bool{}
+	for run, line := range g {
+		if w[run] != line {
+			runs[run] = true
+		}
+	}
+	for run := range w {
+		if _, ok := g[run]; !ok {
+			runs[run] = true
+		}
+	}
+	return runs
 }
 
 func unionKinds(a, b map[events.Kind]int) []events.Kind {
