@@ -69,7 +69,9 @@ type Bus struct {
 // returns a Bus over nc. The caller keeps ownership of nc.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	cfg.defaults()
-	js, err := jetstream.New(nc)
+	// An async publish whose acknowledgement was lost with a stream leader
+	// fails after replyTimeout instead of waiting as long as its caller.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(replyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}

@@ -99,6 +99,7 @@ func (f *freezer) close() {
 // keep its run (and the delivery it heartbeats) for as long as its context
 // allows.
 func TestBlobReadWithLostAnswersFailsInBoundedTime(t *testing.T) {
+	t.Parallel()
 	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
 	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -122,5 +123,28 @@ func TestBlobReadWithLostAnswersFailsInBoundedTime(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a read with every answer lost: %v, want a deadline error", err)
+	}
+}
+
+// A pipelined append whose acknowledgement is lost fails on its own bound,
+// not at the caller's far-off deadline.
+func TestAsyncAppendWithLostAckFailsInBoundedTime(t *testing.T) {
+	t.Parallel()
+	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
+	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := bus.Dial(ctx, fz.url(), bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Conn().Close()
+	fz.freeze()
+	a, err := b.AppendAsync(bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r", 1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Wait(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("an append whose ack is lost: %v (caller's context: %v); want it to fail on its own bound first", err, ctx.Err())
 	}
 }
