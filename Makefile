@@ -48,7 +48,7 @@ bench-quick: build
 # The fault-injection tests (also part of make test), three times over with
 # the race detector, to shake out the rare interleavings one pass misses.
 faults:
-	$(GO) test -tags faults -race -count=3 -timeout 30m -run 'TestFault' -v ./integration/
+	$(GO) test -race -count=3 -timeout 30m -run 'TestFault' -v ./integration/
 
 # The bounded soak: 1,000 short scripted runs through two runner processes
 # (at most ten minutes, loopback only); prints the rate held, redeliveries,
