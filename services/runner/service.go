@@ -103,6 +103,9 @@ type Service struct {
 	log             *slog.Logger
 	containment     *sandbox.Containment
 	secrets         *secrets.Redactor
+	// beforeClaim, set by tests only, runs just before an attempt commits
+	// its claim: the window in which another attempt may still settle work.
+	beforeClaim func(ctx context.Context, suite, run string)
 }
 
 // New returns a runner service.
@@ -358,14 +361,61 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
+	if s.beforeClaim != nil {
+		s.beforeClaim(ctx, suite, run)
+	}
 	// Each attempt's claim has an ID of its own, so that a claim another
 	// attempt made is never mistaken for this one's retried append.
-	if _, err := a.commit(ctx, "claim/"+ulid.Make().String(), claim); err != nil {
+	rec, err := a.commit(ctx, "claim/"+ulid.Make().String(), claim)
+	if err == nil {
+		err = a.resettle(ctx, kase.FixtureDigest, from, rec.Seq)
+	}
+	if err != nil {
 		a.exts.Stop()
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	return a, nil
+}
+
+// resettle makes the attempt's workspace the one its log settled before
+// its claim. The workspace was restored from the log as read before the
+// claim (from); an attempt still holding the run (its delivery taken for
+// lost while it was only slow) may have settled another dispatch since.
+// Once the claim is committed no other attempt can append before it, so
+// the log up to it is final: when it settled a different workspace, that
+// one is restored in place of the first (the same directory, which
+// extensions may already work in).
+func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, claimSeq uint64) error {
+	log, err := a.svc.cache.LoadThrough(ctx, a.suite, a.run, claimSeq)
+	if err != nil {
+		return err
+	}
+	want := fixture
+	if d := readProgress(log.Facts()).digest; d != "" {
+		want = d
+	}
+	if want == from {
+		return nil
+	}
+	a.svc.log.Info("the run moved on before the claim; restoring its newer workspace",
+		"suite", a.suite, "run", a.run, "from", from, "to", want)
+	root := a.ws.Root()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("resettle the workspace: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			return fmt.Errorf("resettle the workspace: %w", err)
+		}
+	}
+	ws, err := a.svc.workspaces.Open(ctx, want, root)
+	if err != nil {
+		return inputErr("workspace", err)
+	}
+	a.ws, a.env.Root = ws, ws
+	return nil
 }
 
 // minimalEnv is the environment commands run with: a PATH, a HOME and a
