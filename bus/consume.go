@@ -260,6 +260,11 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	case ctx.Err() != nil:
 		// Shutting down: hand it back unfinished for another instance.
 		handBack(m, cfg.AckWait)
+	case errors.Is(err, ErrHeldElsewhere):
+		// The server keeps one pending entry per message, the newest
+		// delivery's, and an ack from any delivery settles it: this one
+		// must neither settle nor hand back the work the other holds.
+		b.log.Info("another delivery holds this message; leaving it to that one", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 	case errors.As(err, new(permanentError)):
 		deadFact(err.Error(), d)
 	case md.NumDelivered >= uint64(cfg.MaxDeliver):
@@ -274,6 +279,14 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))
 	}
 }
+
+// ErrHeldElsewhere, returned by a handler, says that another delivery of
+// the same message holds its work (this handler was taken for lost while
+// it was only slow, and the message was delivered again): the delivery is
+// neither acknowledged, which would settle the message for the other
+// holder too, so that its crash would no longer bring the message back,
+// nor handed back. The newest delivery's ack or ack wait decides.
+var ErrHeldElsewhere = errors.New("another delivery of this message holds its work")
 
 // behindDelay is how long a delivery that met lagging replicas waits
 // before its next try: 1 s, doubling to 8 s, so that MaxDeliver tries span

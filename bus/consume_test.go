@@ -201,3 +201,47 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 		t.Fatalf("delivered %d times, want 1", n)
 	}
 }
+
+// A handler that says another delivery holds the message neither acks it
+// (the message stays pending, for its ack wait to bring back) nor hands it
+// back (no redelivery comes while the other delivery may be working), and
+// writes no dead letter.
+func TestHeldElsewhereLeavesTheMessagePending(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var calls, returned atomic.Int32
+	consume(t, b, bus.ConsumerConfig{Name: "runner", Filters: []string{events.KindFilter(events.KindTurnCompleted)}, AckWait: 30 * time.Second},
+		func(ctx context.Context, d bus.Delivery) error {
+			calls.Add(1)
+			defer returned.Add(1)
+			return fmt.Errorf("lost the lease: %w", bus.ErrHeldElsewhere)
+		})
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r1", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the handler", func() bool { return returned.Load() >= 1 })
+	// A nak, even with the handler backoff, would be redelivered well
+	// within this window.
+	time.Sleep(500 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the message was delivered %d times, want once (left to the other delivery)", n)
+	}
+	c, err := b.JetStream().Consumer(ctx, bus.FactsStream, "runner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 1 {
+		t.Fatalf("%d messages pending an ack, want 1 (not acknowledged)", info.NumAckPending)
+	}
+	dead, err := b.JetStream().Stream(ctx, bus.DeadStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := dead.CachedInfo().State.Msgs; n != 0 {
+		t.Fatalf("%d dead letters, want none", n)
+	}
+}

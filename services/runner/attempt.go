@@ -22,6 +22,22 @@ import (
 // stale runner stops without another effect.
 var ErrLeaseLost = errors.New("lease lost: another runner claimed the run")
 
+// errRunEnded marks the loss of a lease to the run's end rather than to
+// another attempt's claim.
+var errRunEnded = errors.New("the run has ended")
+
+// lostLease is what the delivery of an attempt that lost its lease gets:
+// an ack when the run has ended (nothing is left to do), and otherwise
+// nothing: the attempt that claimed the run holds the newest delivery of
+// the same message, and an ack from this one would settle the message
+// under it, so that its crash would never bring the run back.
+func lostLease(err error) error {
+	if errors.Is(err, errRunEnded) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", bus.ErrHeldElsewhere, err)
+}
+
 // ending is how an attempt ends.
 type ending struct {
 	status events.RunStatus
@@ -101,7 +117,7 @@ func (a *attempt) holds(log bus.RunLog, claiming bool) error {
 	for _, r := range log.Records {
 		switch b := r.Fact.Body.(type) {
 		case events.RunEnded:
-			return fmt.Errorf("%w: the run has ended", ErrLeaseLost)
+			return fmt.Errorf("%w: %w", ErrLeaseLost, errRunEnded)
 		case events.RunClaimed:
 			if b.Lease >= lease {
 				newest, lease = r, b.Lease

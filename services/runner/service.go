@@ -224,7 +224,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a, err := s.prepare(ctx, suite, run, req, rl)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
-			return nil // the run ended or another runner claimed it meanwhile
+			return lostLease(err) // the run ended or another runner claimed it meanwhile
 		}
 		if errors.Is(err, errBadInput) {
 			// The run cannot start as requested: end it honestly so that
@@ -255,7 +255,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a.exts.Stop()
 	if errors.Is(err, ErrLeaseLost) {
 		log.Warn("stopping: another runner holds the run", "err", err)
-		return nil
+		return lostLease(err)
 	}
 	if err != nil {
 		if ctx.Err() != nil || bus.Transient(err) {
@@ -460,7 +460,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.status),
 	})
 	if errors.Is(err, ErrLeaseLost) {
-		return nil
+		return lostLease(err)
 	}
 	return err
 }
