@@ -121,6 +121,8 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"export", "--store", "a", "--nats", "b", "--out", file}, 2, "not both"},
 		{[]string{"serve", "--services", "runner,oracle", "--store", t.TempDir()}, 2, `unknown service "oracle"`},
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--nats", "nats://127.0.0.1:1"}, 2, "--listen needs --store"},
+		{[]string{"serve", "--ack-wait", "10ms", "--store", t.TempDir()}, 2, "--ack-wait must be at least 1s"},
+		{[]string{"serve", "--max-deliver", "-1", "--store", t.TempDir()}, 2, "--max-deliver must be at least 1, got -1"},
 		{[]string{"tail", "--since", "yesterday", "--store", t.TempDir()}, 2, `--since "yesterday"`},
 	}
 	for _, c := range cases {

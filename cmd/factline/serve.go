@@ -30,23 +30,23 @@ import (
 var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
 	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, Extensions: o.extensions, Logger: slog.Default()})
+			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, MaxDeliver: o.maxDeliver, Extensions: o.extensions, Logger: slog.Default()})
 		if err != nil {
 			return nil, err
 		}
 		return svc.Run, nil
 	},
 	"staller": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return staller.New(b, staller.WithLogger(slog.Default()), staller.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
+		return staller.New(b, staller.WithLogger(slog.Default()), staller.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
 	},
 	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
+		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
 	},
 	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
+		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
 	},
 	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait})).Run, nil
+		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
 	},
 }
 
@@ -57,6 +57,9 @@ type serveOptions struct {
 	// ackWait is how long a delivery may go unacknowledged before another
 	// instance gets it (zero: each service's default).
 	ackWait time.Duration
+	// maxDeliver is how many times a message is delivered before it is
+	// dead-lettered (zero: each service's default).
+	maxDeliver int
 }
 
 // extensionsFlag adds --extensions, the runner's allowlist of extensions
@@ -93,6 +96,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
+	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5); a runner then ends the run errored")
 	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	loadExtensions := extensionsFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -115,6 +119,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *ackWait < 0 || (*ackWait > 0 && *ackWait < time.Second) {
 		return usageError{"--ack-wait must be at least 1s"}
+	}
+	if *maxDeliver < 0 {
+		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", *maxDeliver)}
 	}
 	var b *bus.Bus
 	var closeBus func()
@@ -152,7 +159,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
 	for _, n := range names {
-		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, extensions: allow})
+		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, maxDeliver: *maxDeliver, extensions: allow})
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}

@@ -1,7 +1,9 @@
 package runner_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +22,20 @@ import (
 // the runner that sees it last ends the run as errored, naming why, instead
 // of leaving it unended forever.
 func TestRunnerGivesUpOnAPoisonRequest(t *testing.T) {
+	// 0 is the default bound, 5; 2 is one set with --max-deliver.
+	for _, max := range []int{0, 2} {
+		t.Run(fmt.Sprintf("max-deliver-%d", max), func(t *testing.T) { givesUpAfter(t, max) })
+	}
+}
+
+func givesUpAfter(t *testing.T, maxDeliver int) {
+	bound := cmp.Or(maxDeliver, 5)
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	newRunner := func() *runner.Service {
 		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute})
+			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: maxDeliver})
 		must(t, err)
 		return svc
 	}
@@ -40,8 +50,9 @@ func TestRunnerGivesUpOnAPoisonRequest(t *testing.T) {
 	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
 	must(t, err)
 	must(t, runnertest.Request(ctx, b, "suite", "poison", p, 1))
-	// Five runners take the request and die before answering.
-	for i := range 5 {
+	// As many runners as the bound take the request and die before
+	// answering.
+	for i := range bound {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 		must(t, err)
 		n := 0
@@ -58,7 +69,7 @@ func TestRunnerGivesUpOnAPoisonRequest(t *testing.T) {
 	go func() { _ = newRunner().Run(rctx) }()
 	_, end, err := runnertest.WaitEnded(ctx, b, "suite", "poison")
 	must(t, err)
-	if end.Status != events.RunErrored || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, "delivered 6 times") {
+	if end.Status != events.RunErrored || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, fmt.Sprintf("delivered %d times", bound+1)) {
 		t.Fatalf("ended %s %q, want errored naming the give-up", end.Status, end.Reason)
 	}
 	dl, err := b.DeadLetters(ctx, runner.ConsumerName)

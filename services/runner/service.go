@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,9 @@ type Config struct {
 	// AckWait is how long a run's delivery may go without a heartbeat before
 	// another runner takes the run over (default 30s).
 	AckWait time.Duration
+	// MaxDeliver is how many times a run's request is delivered before it
+	// is dead-lettered and the run ended errored (default 5).
+	MaxDeliver int
 	// ApprovalTimeout bounds the wait for a person to approve an
 	// operation; then it counts as rejected (default 1h).
 	ApprovalTimeout time.Duration
@@ -97,6 +101,7 @@ type Service struct {
 	concurrency     int
 	decisionTimeout time.Duration
 	ackWait         time.Duration
+	maxDeliver      int
 	approvalTimeout time.Duration
 	afterCommit     func(events.Fact)
 	extensions      *extensions.Allowlist
@@ -115,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
 		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger,
-		ackWait: cfg.AckWait, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout, extensions: cfg.Extensions}
+		ackWait: cfg.AckWait, maxDeliver: cfg.MaxDeliver, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout, extensions: cfg.Extensions}
 	if s.approvalTimeout <= 0 {
 		s.approvalTimeout = time.Hour
 	}
@@ -177,7 +182,7 @@ func (s *Service) Run(ctx context.Context) error {
 		Workers:  s.concurrency,
 		// A run that keeps failing is a harness problem worth a dead
 		// letter, not an endless loop; a few tries ride out a failover.
-		MaxDeliver:   5,
+		MaxDeliver:   cmp.Or(s.maxDeliver, 5),
 		OnDeadLetter: s.gaveUp,
 	}, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
