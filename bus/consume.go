@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
@@ -39,6 +40,12 @@ type ConsumerConfig struct {
 	// DeliverNew starts a new consumer at the stream's end instead of its
 	// beginning.
 	DeliverNew bool
+	// OnDemand pulls a message only when a worker is free (Prefetch is then
+	// unused). A prefetched message waits, delivered but not worked on and
+	// so without heartbeats, until a worker is free; behind handlers that
+	// run for longer than the ack wait (a runner's runs) it is delivered
+	// again and again, and passes MaxDeliver without ever being handled.
+	OnDemand bool
 	// OnDeadLetter, when set, is called after a fact was moved to the
 	// dead-letter stream (it is safe there), with the reason: the service
 	// may record that it gave up on it. An error is logged.
@@ -127,12 +134,22 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
+	var free chan struct{} // a token per idle worker, for OnDemand
+	if cfg.OnDemand {
+		free = make(chan struct{}, cfg.Workers)
+		for range cfg.Workers {
+			free <- struct{}{}
+		}
+	}
 	work := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
 	for range cfg.Workers {
 		wg.Go(func() {
 			for m := range work {
 				b.handle(ctx, cfg, h, m)
+				if cfg.OnDemand {
+					free <- struct{}{}
+				}
 			}
 		})
 	}
@@ -145,9 +162,14 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	// connection that came back. It reports and pulls again; only the end
 	// of ctx stops it.
 	for attempt := 0; ; attempt++ {
-		iter, err := cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
-		if err == nil {
-			err = b.pull(ctx, cfg, iter, work)
+		if cfg.OnDemand {
+			err = b.pullOnDemand(ctx, cfg, cons, free, work)
+		} else {
+			var iter jetstream.MessagesContext
+			iter, err = cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
+			if err == nil {
+				err = b.pull(ctx, cfg, iter, work)
+			}
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -161,6 +183,46 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			cons = c
 		}
 		cancel()
+	}
+}
+
+// onDemandWait bounds one on-demand pull request, so that a pull lost with
+// a stream leader is noticed and made again.
+const onDemandWait = 10 * time.Second
+
+// pullOnDemand fetches one message each time a worker is free and hands it
+// over, until a fetch keeps failing or ctx ends.
+func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, free chan struct{}, work chan<- jetstream.Msg) error {
+	misses := 0
+	for {
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		var m jetstream.Msg
+		var err error
+		for m == nil {
+			fctx, cancel := context.WithTimeout(ctx, onDemandWait)
+			m, err = cons.Next(jetstream.FetchContext(fctx))
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				free <- struct{}{}
+				return ctx.Err()
+			case err == nil:
+			case errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+				misses = 0 // nothing to do yet
+			default:
+				if misses++; misses > 3 {
+					free <- struct{}{}
+					return err
+				}
+				b.log.Debug("consumer pull error", "consumer", cfg.Name, "err", err)
+			}
+		}
+		misses = 0
+		work <- m // a worker is free: it gave its token back
 	}
 }
 

@@ -245,3 +245,40 @@ func TestHeldElsewhereLeavesTheMessagePending(t *testing.T) {
 		t.Fatalf("%d dead letters, want none", n)
 	}
 }
+
+// An on-demand consumer takes a message only when a worker is free: behind
+// a handler that runs for several ack waits, the next message is not
+// delivered (and so not redelivered, burning its tries) before a worker
+// takes it.
+func TestOnDemandTakesOnlyWhatAWorkerCanHandle(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var mu sync.Mutex
+	deliveries := map[string]uint64{}
+	consume(t, b, bus.ConsumerConfig{Name: "runner", Filters: []string{events.KindFilter(events.KindTurnCompleted)},
+		AckWait: time.Second, Workers: 1, OnDemand: true},
+		func(ctx context.Context, d bus.Delivery) error {
+			mu.Lock()
+			deliveries[d.Fact.Run] = max(deliveries[d.Fact.Run], d.Deliveries)
+			mu.Unlock()
+			if d.Fact.Run == "long" {
+				time.Sleep(3500 * time.Millisecond) // three ack waits, kept alive by heartbeats
+			}
+			return nil
+		})
+	for _, run := range []string{"long", "next"} {
+		if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", run, 1, 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "both messages", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(deliveries) == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if deliveries["long"] != 1 || deliveries["next"] != 1 {
+		t.Fatalf("deliveries %v, want each message delivered once", deliveries)
+	}
+}

@@ -132,6 +132,10 @@ func New(b *bus.Bus, opts ...Option) *Service {
 	}
 	c.consumer.Name = ConsumerName
 	c.consumer.Filters = []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}
+	// Grading runs the case's instruments, commands that may take minutes:
+	// a delivery prefetched behind them would be redelivered every ack
+	// wait until it counted as poison.
+	c.consumer.OnDemand = true
 	s := &Service{
 		b:      b,
 		cfg:    c,

@@ -175,10 +175,12 @@ const ConsumerName = "runner"
 // Run takes requested runs until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	return s.bus.Consume(ctx, bus.ConsumerConfig{
-		Name:     ConsumerName,
-		Filters:  []string{events.KindFilter(events.KindRunRequested)},
-		AckWait:  s.ackWait,
-		Prefetch: 1,
+		Name:    ConsumerName,
+		Filters: []string{events.KindFilter(events.KindRunRequested)},
+		AckWait: s.ackWait,
+		// A run takes minutes: a request prefetched behind busy workers
+		// would be redelivered every ack wait until it counted as poison.
+		OnDemand: true,
 		Workers:  s.concurrency,
 		// A run that keeps failing is a harness problem worth a dead
 		// letter, not an endless loop; a few tries ride out a failover.
