@@ -94,21 +94,30 @@ func (f *freezer) close() {
 	}
 }
 
+// behindFreezer starts a server on loopback and a bus connected to it
+// through a freezer, with a caller's deadline far beyond any bound under
+// test.
+func behindFreezer(t *testing.T) (*bus.Bus, *freezer, context.Context) {
+	t.Helper()
+	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
+	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	b, err := bus.Dial(ctx, fz.url(), bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Conn().Close)
+	return b, fz, ctx
+}
+
 // A blob read whose answers are lost fails within its own bound even when
 // the caller's deadline is far off: a runner preparing a workspace must not
 // keep its run (and the delivery it heartbeats) for as long as its context
 // allows.
 func TestBlobReadWithLostAnswersFailsInBoundedTime(t *testing.T) {
 	t.Parallel()
-	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
-	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := bus.Dial(ctx, fz.url(), bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Conn().Close()
+	b, fz, ctx := behindFreezer(t)
 	d, err := b.PutBlob(ctx, []byte("workspace bytes"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,15 +139,7 @@ func TestBlobReadWithLostAnswersFailsInBoundedTime(t *testing.T) {
 // not at the caller's far-off deadline.
 func TestAsyncAppendWithLostAckFailsInBoundedTime(t *testing.T) {
 	t.Parallel()
-	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
-	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := bus.Dial(ctx, fz.url(), bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Conn().Close()
+	b, fz, ctx := behindFreezer(t)
 	fz.freeze()
 	a, err := b.AppendAsync(bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r", 1, 1)})
 	if err != nil {

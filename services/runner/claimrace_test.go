@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
@@ -22,27 +20,19 @@ import (
 // before its claim, not from the one it read first (which would lose the
 // write, fail the check and end the run otherwise than without the race).
 func TestTakeoverResumesFromWhatSettledBeforeItsClaim(t *testing.T) {
-	b, _ := bustest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 1, DecisionTimeout: time.Minute})
-	must(t, err)
 	c := fixtureCase(t, "{steps: 6}")
 	args := `{"path":"answer.txt","content":"4\n"}`
 	var once sync.Once
 	hooked := false
-	runner.SetBeforeClaim(svc, func(ctx context.Context, suite, run string) {
-		once.Do(func() {
-			hooked = true
-			settleWriteAsOther(t, ctx, b, suite, run, c.Fixture, args)
+	e := startTuned(t, nil, func(svc *runner.Service, b *bus.Bus) {
+		runner.SetBeforeClaim(svc, func(ctx context.Context, suite, run string) {
+			once.Do(func() {
+				hooked = true
+				settleWriteAsOther(t, ctx, b, suite, run, c.Fixture, args)
+			})
 		})
 	})
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
-	go func() { _ = svc.Run(sctx); done <- struct{}{} }()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(sctx); done <- struct{}{} }()
-	defer func() { stop(); <-done; <-done }()
+	b, ctx := e.b, e.ctx
 
 	s := "turns:\n  - calls:\n      - {id: w, name: write_file, args: {path: answer.txt, content: \"4\\n\"}}\n  - text: done\n"
 	p, err := runnertest.Publish(ctx, b, c, treatment(t, s))

@@ -1,15 +1,12 @@
 package runner_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // An attempt that loses its lease to another claim leaves the delivery of
@@ -19,19 +16,8 @@ import (
 // never works at all (as if it died at once): the run must still be
 // delivered again, taken over and ended.
 func TestLosingTheLeaseLeavesTheMessageToTheClaimant(t *testing.T) {
-	b, _ := bustest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 1, DecisionTimeout: time.Minute, AckWait: 2 * time.Second})
-	must(t, err)
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
-	go func() { _ = svc.Run(sctx); done <- struct{}{} }()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(sctx); done <- struct{}{} }()
-	defer func() { stop(); <-done; <-done }()
-
-	e := &env{t: t, b: b, ctx: ctx}
+	e := startTuned(t, func(c *runner.Config) { c.AckWait = 2 * time.Second }, nil)
+	b, ctx := e.b, e.ctx
 	e.start(fixtureCase(t, "{steps: 6}"), `turns:
   - calls:
       - {id: w, name: write_file, args: {path: answer.txt, content: "4\n"}}
@@ -41,7 +27,7 @@ func TestLosingTheLeaseLeavesTheMessageToTheClaimant(t *testing.T) {
 	e.waitFact("usurped", func(f events.Fact) bool { return f.Kind() == events.KindTurnStarted })
 	// Another runner claims the run while the first waits for its model,
 	// and then does nothing.
-	_, err = b.Commit(ctx, nil, "suite", "usurped", func(log bus.RunLog) ([]bus.Pending, error) {
+	_, err := b.Commit(ctx, nil, "suite", "usurped", func(log bus.RunLog) ([]bus.Pending, error) {
 		f, err := events.NewFact(events.Meta{Suite: "suite", Run: "usurped", TaskGeneration: 1, Position: log.NextPosition(),
 			Producer: events.Producer{Service: events.OwnerRunner, Instance: "usurper"}}, events.RunClaimed{Runner: "usurper", Lease: 2})
 		return []bus.Pending{{Fact: f}}, err

@@ -25,14 +25,26 @@ type env struct {
 	ctx context.Context
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startTuned(t, nil, nil) }
+
+// startTuned is start with the runner's configuration changed by tune and
+// the service handed to hook (to set test hooks) before it runs; either
+// may be nil.
+func startTuned(t *testing.T, tune func(*runner.Config), hook func(*runner.Service, *bus.Bus)) *env {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 2, DecisionTimeout: time.Minute})
+	cfg := runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+		WorkDir: t.TempDir(), Concurrency: 2, DecisionTimeout: time.Minute}
+	if tune != nil {
+		tune(&cfg)
+	}
+	svc, err := runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hook != nil {
+		hook(svc, b)
 	}
 	done := make(chan struct{}, 2)
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
