@@ -208,6 +208,9 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 			cancel()
 			switch {
 			case ctx.Err() != nil:
+				if m != nil {
+					handBack(m, cfg.AckWait) // fetched as the service stopped
+				}
 				free <- struct{}{}
 				return ctx.Err()
 			case err == nil:
