@@ -77,38 +77,46 @@ func (b *Bus) ensure(ctx context.Context) error {
 	// opens a bus that an administrator set up, and an existing bucket is
 	// never changed behind the operator's back.
 	var err error
-	b.blobs, err = b.js.ObjectStore(ctx, BlobBucket)
+	b.blobs, err = openBucket(ctx, "object store "+BlobBucket,
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return b.js.ObjectStore(ctx, BlobBucket) },
+		func(ctx context.Context) (jetstream.ObjectStore, error) {
+			return b.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+				Bucket:      BlobBucket,
+				Description: "factline blobs named by content digest",
+				Storage:     jetstream.FileStorage,
+				Replicas:    b.cfg.Replicas,
+			})
+		})
+	if err != nil {
+		return err
+	}
+	b.pos, err = openBucket(ctx, "kv "+PositionsBucket,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, PositionsBucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) {
+			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      PositionsBucket,
+				Description: "factline projection replay positions",
+				Storage:     jetstream.FileStorage,
+				Replicas:    b.cfg.Replicas,
+				History:     1,
+			})
+		})
+	return err
+}
+
+// openBucket looks a bucket up and creates it only when it does not exist.
+func openBucket[T any](ctx context.Context, what string, lookup, create func(context.Context) (T, error)) (T, error) {
+	bucket, err := lookup(ctx)
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		cctx, cancel := context.WithTimeout(ctx, createTimeout)
 		defer cancel()
-		b.blobs, err = b.js.CreateObjectStore(cctx, jetstream.ObjectStoreConfig{
-			Bucket:      BlobBucket,
-			Description: "factline blobs named by content digest",
-			Storage:     jetstream.FileStorage,
-			Replicas:    b.cfg.Replicas,
-		})
-		err = createErr(ctx, "object store "+BlobBucket, err)
+		bucket, err = create(cctx)
+		err = createErr(ctx, what, err)
 	}
 	if err != nil {
-		return fmt.Errorf("object store %s: %w", BlobBucket, err)
+		return bucket, fmt.Errorf("%s: %w", what, err)
 	}
-	b.pos, err = b.js.KeyValue(ctx, PositionsBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		cctx, cancel := context.WithTimeout(ctx, createTimeout)
-		defer cancel()
-		b.pos, err = b.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{
-			Bucket:      PositionsBucket,
-			Description: "factline projection replay positions",
-			Storage:     jetstream.FileStorage,
-			Replicas:    b.cfg.Replicas,
-			History:     1,
-		})
-		err = createErr(ctx, "kv "+PositionsBucket, err)
-	}
-	if err != nil {
-		return fmt.Errorf("kv %s: %w", PositionsBucket, err)
-	}
-	return nil
+	return bucket, nil
 }
 
 // ErrNotSetUp is returned by Open when a stream or bucket factline needs does
