@@ -106,6 +106,10 @@ const (
 
 var effectClasses = []EffectClass{EffectRead, EffectWrite, EffectExternal, EffectIrreversible}
 
+// IsEffect reports whether an effect class reaches outside the workspace:
+// what such a call did can only be known from the sink's answer.
+func (c EffectClass) IsEffect() bool { return c == EffectExternal || c == EffectIrreversible }
+
 // DispatchIntended (dispatch.intended) is committed before a tool runs, so
 // that after a crash an unsettled dispatch is reconciled, never repeated.
 type DispatchIntended struct {

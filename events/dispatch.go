@@ -9,9 +9,21 @@ const (
 	DispositionRejected Disposition = "rejected"
 	DispositionDeferred Disposition = "deferred"
 	DispositionCanceled Disposition = "canceled"
+	// DispositionNotRun settles a call of a reply that was never started:
+	// a budget overrun or a cancel cut the reply off before it.
+	DispositionNotRun Disposition = "not_run"
 )
 
-var dispositions = []Disposition{DispositionExecuted, DispositionRejected, DispositionDeferred, DispositionCanceled}
+var dispositions = []Disposition{DispositionExecuted, DispositionRejected, DispositionDeferred, DispositionCanceled, DispositionNotRun}
+
+// Outcome of an external effect (a call whose effect class is external or
+// irreversible), as far as the harness knows it: applied, not_applied or
+// unknown. Unknown is an answer lost after the request may have reached
+// the sink (a timeout, a reset connection, a cancel while in flight): it
+// is never reported as not applied, and never as retryable.
+const OutcomeUnknown = "unknown"
+
+var effectOutcomes = []string{OutcomeApplied, OutcomeNotApplied, OutcomeUnknown}
 
 // Mutation says whether a dispatch changed the workspace. Only applied earns
 // write credit; identity is the workspace's content digest, never a label.
@@ -43,6 +55,10 @@ type CompletedDispatch struct {
 	// Digest is the workspace digest after the dispatch (the source epoch
 	// later checks compare against), when the runner knows it.
 	Digest Digest `msgpack:"digest,omitempty"`
+	// Outcome is what an external effect did: applied, not_applied or
+	// unknown (empty for workspace tools, and in facts written before it
+	// was added).
+	Outcome string `msgpack:"outcome,omitempty"`
 }
 
 func (d CompletedDispatch) validate(p string) error {
@@ -60,6 +76,11 @@ func (d CompletedDispatch) validate(p string) error {
 	}
 	if err := optDigest(p, "digest", d.Digest); err != nil {
 		return err
+	}
+	if d.Outcome != "" {
+		if err := needOneOf(p, "outcome", d.Outcome, effectOutcomes); err != nil {
+			return err
+		}
 	}
 	return d.Verification.validate(join(p, "verification"))
 }

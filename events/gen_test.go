@@ -211,6 +211,7 @@ var (
 			Disposition:  rapid.SampledFrom(allDispositions).Draw(t, "disposition"),
 			Mutation:     rapid.SampledFrom(allMutations).Draw(t, "mutation"),
 			Verification: genVerification.Draw(t, "verification"),
+			Outcome:      rapid.SampledFrom(allEffectOutcomes).Draw(t, "outcome"),
 		}
 	})
 	genInstrumentResult = rapid.Custom(func(t *rapid.T) events.InstrumentResult {
@@ -236,12 +237,13 @@ var (
 
 // The closed enumerations, as the package defines them.
 var (
-	allSignals      = []events.Signal{events.SignalCancel, events.SignalSteer, events.SignalApprove, events.SignalReject}
-	allDispositions = []events.Disposition{events.DispositionExecuted, events.DispositionRejected, events.DispositionDeferred, events.DispositionCanceled}
-	allMutations    = []events.Mutation{events.MutationApplied, events.MutationUnchanged, events.MutationNotApplied, events.MutationNotApplicable}
-	allOutcomes     = []events.InstrumentOutcome{events.InstrumentPassed, events.InstrumentFailed, events.InstrumentErrored, events.InstrumentNotRun, events.InstrumentAbstained}
-	allEffects      = []events.EffectClass{events.EffectRead, events.EffectWrite, events.EffectExternal, events.EffectIrreversible}
-	allRunStatuses  = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete, events.RunExhausted, events.RunCancelled, events.RunNeedsHuman, events.RunErrored}
+	allSignals        = []events.Signal{events.SignalCancel, events.SignalSteer, events.SignalApprove, events.SignalReject}
+	allDispositions   = []events.Disposition{events.DispositionExecuted, events.DispositionRejected, events.DispositionDeferred, events.DispositionCanceled, events.DispositionNotRun}
+	allEffectOutcomes = []string{"", events.OutcomeApplied, events.OutcomeNotApplied, events.OutcomeUnknown}
+	allMutations      = []events.Mutation{events.MutationApplied, events.MutationUnchanged, events.MutationNotApplied, events.MutationNotApplicable}
+	allOutcomes       = []events.InstrumentOutcome{events.InstrumentPassed, events.InstrumentFailed, events.InstrumentErrored, events.InstrumentNotRun, events.InstrumentAbstained}
+	allEffects        = []events.EffectClass{events.EffectRead, events.EffectWrite, events.EffectExternal, events.EffectIrreversible}
+	allRunStatuses    = []events.RunStatus{events.RunDone, events.RunBlocked, events.RunIncomplete, events.RunExhausted, events.RunCancelled, events.RunNeedsHuman, events.RunErrored}
 )
 
 // genComponents draws identity components sorted by name without repeats,

@@ -345,6 +345,26 @@ func goldenFacts(t testing.TB) []goldenCase {
 				{Name: "unprivileged_user", State: events.ContainmentActive, Detail: "a fresh uid per attempt; every process of it is killed after each command"},
 			}},
 		}},
+		// dispatch.completed with the optional outcome of an external
+		// effect (here one whose answer was lost), and the not_run
+		// disposition of a call a cancel cut off.
+		{1101, "dispatch_completed_outcome_unknown", events.DispatchCompleted{Turn: 2,
+			Dispatch: events.CompletedDispatch{
+				CallID: "pay", EvidenceRef: "t2/pay", Tool: "http_call",
+				Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable,
+				Verification: events.NotVerifier(), Outcome: events.OutcomeUnknown,
+			},
+			Output: `{"ok":false,"error":{"code":"OUTCOME_UNKNOWN","message":"no answer within 30s","retryable":false}}`,
+			Error:  &events.ToolError{Code: "OUTCOME_UNKNOWN", Message: "no answer within 30s"},
+		}},
+		{1102, "dispatch_completed_not_run", events.DispatchCompleted{Turn: 2,
+			Dispatch: events.CompletedDispatch{
+				CallID: "after", EvidenceRef: "t2/after", Tool: "write_file",
+				Disposition: events.DispositionNotRun, Mutation: events.MutationNotApplied,
+				Verification: events.NotVerifier(),
+			},
+			Error: &events.ToolError{Code: "NOT_RUN", Message: "the run was cancelled before this call"},
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1
