@@ -35,6 +35,16 @@ const (
 	RuleEffectOnce   = "effect-once"      // the sink saw each settled external effect exactly once
 	RuleEffectInLog  = "effect-in-log"    // the sink saw no effect the log does not intend
 	RuleNoStrayFacts = "no-facts-after-end"
+	// RuleEffectWhileUnknown: no external effect is intended while an
+	// earlier one of the run is unsettled or settled with an unknown
+	// outcome (its answer was lost): that would be a blind retry.
+	RuleEffectWhileUnknown = "effect-while-unknown"
+	// RuleEffectTwice: the sink applied two operations of a run, the later
+	// intended while the earlier one's outcome was unknown.
+	RuleEffectTwice = "effect-twice"
+	// RuleEffectRecorded: the sink applied an operation the log settled
+	// as not applied: the log claims less than happened.
+	RuleEffectRecorded = "effect-recorded"
 )
 
 // run gathers what one run's facts say.
@@ -47,6 +57,9 @@ type run struct {
 	intended    map[string]events.DispatchIntended // by operation
 	settled     map[string]bool                    // operation → completed or resolved
 	applied     map[string]bool                    // external operations known to have taken effect
+	outcome     map[string]string                  // external operations: what their settlement says
+	blind       [][2]string                        // external operations intended while an earlier one was unknown
+	openEffects []string                           // external operations not yet known applied or not
 	claimed     bool
 	ended       int
 	endReason   string
@@ -79,7 +92,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 		r := runs[key]
 		if r == nil {
 			r = &run{suite: f.Suite, name: f.Run, completed: map[uint32]int{}, stalls: map[uint32]int{}, decisions: map[uint32]int{},
-				intended: map[string]events.DispatchIntended{}, settled: map[string]bool{}, applied: map[string]bool{}}
+				intended: map[string]events.DispatchIntended{}, settled: map[string]bool{}, applied: map[string]bool{}, outcome: map[string]string{}}
 			runs[key] = r
 			order = append(order, key)
 		}
@@ -99,8 +112,18 @@ func Check(facts []events.Fact, opts Options) []Violation {
 			if sink == nil || in.Effect != events.EffectExternal {
 				continue
 			}
-			if r.applied[op] && sink[op] != 1 {
+			switch {
+			case r.applied[op] && sink[op] != 1:
 				out = append(out, Violation{r.suite, r.name, RuleEffectOnce, fmt.Sprintf("operation %s took effect %d times at the sink, want 1", op, sink[op])})
+			case sink[op] > 1:
+				out = append(out, Violation{r.suite, r.name, RuleEffectOnce, fmt.Sprintf("operation %s took effect %d times at the sink, want at most 1", op, sink[op])})
+			case r.outcome[op] == events.OutcomeNotApplied && sink[op] > 0:
+				out = append(out, Violation{r.suite, r.name, RuleEffectRecorded, fmt.Sprintf("operation %s took effect at the sink, and the log settled it as not applied", op)})
+			}
+		}
+		for _, pair := range r.blind {
+			if sink != nil && sink[pair[0]] > 0 && sink[pair[1]] > 0 {
+				out = append(out, Violation{r.suite, r.name, RuleEffectTwice, fmt.Sprintf("operations %s and %s both took effect at the sink; %s was intended while %s had an unknown outcome", pair[0], pair[1], pair[1], pair[0])})
 			}
 		}
 	}
@@ -134,22 +157,30 @@ func (r *run) observe(f events.Fact) {
 	case events.StopDecided:
 		r.decisions[b.Decision.Turn]++
 	case events.DispatchIntended:
+		if _, again := r.intended[b.OperationID]; b.Effect.IsEffect() && !again {
+			for _, op := range r.openEffects {
+				r.blind = append(r.blind, [2]string{op, b.OperationID})
+			}
+			r.openEffects = append(r.openEffects, b.OperationID)
+		}
 		r.intended[b.OperationID] = b
 	case events.DispatchCompleted:
 		for op, in := range r.intended {
 			if in.Turn == b.Turn && in.CallID == b.Dispatch.CallID {
 				r.settled[op] = true
-				if b.Dispatch.Disposition == events.DispositionExecuted && b.Error == nil {
-					r.applied[op] = true
+				if !in.Effect.IsEffect() {
+					if b.Dispatch.Disposition == events.DispositionExecuted && b.Error == nil {
+						r.applied[op] = true
+					}
+					continue
 				}
+				r.know(op, effectOutcome(b))
 			}
 		}
 	case events.ControlAccepted:
 		if b.Control.Signal == events.SignalResolve {
 			r.settled[b.Operation] = true
-			if b.Outcome == events.OutcomeApplied {
-				r.applied[b.Operation] = true
-			}
+			r.know(b.Operation, b.Outcome)
 		}
 	case events.RunEnded:
 		r.ended++
@@ -159,6 +190,39 @@ func (r *run) observe(f events.Fact) {
 	case events.GradeVerdict:
 		r.verdicts++
 	}
+}
+
+// know records what the log says of an external operation's outcome.
+func (r *run) know(op, outcome string) {
+	r.outcome[op] = outcome
+	r.applied[op] = outcome == events.OutcomeApplied
+	if outcome == events.OutcomeUnknown {
+		return
+	}
+	r.openEffects = slices.DeleteFunc(r.openEffects, func(o string) bool { return o == op })
+}
+
+// effectOutcome is what the settlement of an external call says it did.
+// Facts written before the outcome was recorded say it through their
+// disposition and error: an answer that never came (an I/O error, a
+// timeout, a cancel) leaves it unknown.
+func effectOutcome(b events.DispatchCompleted) string {
+	if b.Dispatch.Outcome != "" {
+		return b.Dispatch.Outcome
+	}
+	switch {
+	case b.Dispatch.Disposition == events.DispositionRejected || b.Dispatch.Disposition == events.DispositionNotRun:
+		return events.OutcomeNotApplied
+	case b.Dispatch.Disposition != events.DispositionExecuted:
+		return events.OutcomeUnknown
+	case b.Error == nil:
+		return events.OutcomeApplied
+	}
+	switch b.Error.Code {
+	case "HTTP_STATUS", "URL_NOT_ALLOWED", "BAD_ARGUMENTS", "TOOL_ERROR", "APPROVAL_REJECTED":
+		return events.OutcomeNotApplied // the sink (or the harness) refused it
+	}
+	return events.OutcomeUnknown
 }
 
 func (r *run) check(finished bool) []Violation {
@@ -203,17 +267,19 @@ func (r *run) check(finished bool) []Violation {
 			add(RuleSettled, "operation %s was intended and never settled, and the run's end does not surface it", op)
 		}
 	}
+	for _, pair := range r.blind {
+		add(RuleEffectWhileUnknown, "operation %s was intended while operation %s was unsettled or had an unknown outcome", pair[1], pair[0])
+	}
 	switch {
 	case r.claimed && r.ended > 1:
 		add(RuleEndedOnce, "the run ended %d times", r.ended)
 	case r.claimed && r.ended == 0 && finished:
 		add(RuleEndedOnce, "the run started and never ended")
 	}
-	if len(r.lastKinds) > 0 {
-		for _, k := range r.lastKinds {
-			if strings.HasPrefix(string(k), "turn.") || strings.HasPrefix(string(k), "dispatch.") || k == events.KindModelReplied {
-				add(RuleNoStrayFacts, "%s after run.ended", k)
-			}
+	for _, k := range r.lastKinds {
+		// Graders grade an ended run; nobody else appends to it.
+		if k.Owner() != events.OwnerGrader && k != events.KindRunEnded {
+			add(RuleNoStrayFacts, "%s after run.ended", k)
 		}
 	}
 	if r.sealed && r.ended == 1 && r.verdicts == 0 {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,5 +96,105 @@ func TestOtherRules(t *testing.T) {
 	l.add(events.RunEnded{Status: events.RunDone, Reason: "again"})
 	if got := rules(Check(l.facts, Options{})); got != RuleEndedOnce {
 		t.Fatalf("ending twice gave %q", got)
+	}
+}
+
+// lostAnswerRetried is the log the runner wrote before unknown outcomes
+// were reconciled: an order whose answer timed out is settled as a
+// retryable I/O error, and the model's second order is sent under a new
+// operation ID in the next turn.
+func lostAnswerRetried(t *testing.T) *runLog {
+	l := &runLog{t: t}
+	d := events.DigestOf([]byte("order"))
+	l.add(events.RunClaimed{Runner: "a", Lease: 1})
+	for turn := uint32(1); turn <= 2; turn++ {
+		op := fmt.Sprintf("r/t%d/order", turn)
+		l.add(events.TurnStarted{Turn: turn, ContextDigest: d})
+		l.add(events.ModelReplied{Turn: turn, Provider: "p", Calls: []events.ToolCall{{ID: "order", Name: "http_call", ArgsDigest: d}}})
+		l.add(events.DispatchIntended{Turn: turn, CallID: "order", Tool: "http_call", OperationID: op, ArgsDigest: d, Effect: events.EffectExternal})
+		cd := events.CompletedDispatch{CallID: "order", EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/order", turn)), Tool: "http_call",
+			Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Verification: events.NotVerifier()}
+		var tErr *events.ToolError
+		if turn == 1 {
+			cd.Mutation = events.MutationNotApplied
+			tErr = &events.ToolError{Code: "IO_ERROR", Message: "POST: context deadline exceeded", Retryable: true}
+		}
+		l.add(events.DispatchCompleted{Turn: turn, Dispatch: cd, Error: tErr})
+		l.add(events.TurnCompleted{Evidence: events.RunEvidence{RunID: "r", TaskGeneration: 1, Turn: turn, EvidencePosition: uint64(len(l.facts) + 1),
+			ActorIntent: events.Continue(), Dispatches: []events.CompletedDispatch{cd}}})
+		l.add(events.StallObserved{Turn: turn, Observation: events.StallObservation{Position: uint64(len(l.facts))}})
+		result := events.ContinueWith("")
+		if turn == 2 {
+			result = events.Finish(events.StopFinish{Status: events.FinishDone, Reason: "done"})
+		}
+		l.add(events.StopDecided{Decision: events.StopDecision{DecisionID: fmt.Sprintf("d%d", turn), Turn: turn, TaskGeneration: 1, Result: result}})
+	}
+	l.add(events.RunEnded{Status: events.RunDone, Reason: "done"})
+	return l
+}
+
+// An external effect dispatched while an earlier one of the run had an
+// unknown outcome (its answer was lost) is a blind retry; with the sink's
+// records showing both took effect, it is a doubled effect.
+func TestEffectWhileAnotherIsUnknownFails(t *testing.T) {
+	l := lostAnswerRetried(t)
+	if got := rules(Check(l.facts, Options{})); got != RuleEffectWhileUnknown {
+		t.Fatalf("a second order sent while the first was unknown gave %q", got)
+	}
+	got := rules(Check(l.facts, Options{Sink: map[string]int{"r/t1/order": 1, "r/t2/order": 1}}))
+	if !strings.Contains(got, RuleEffectWhileUnknown) || !strings.Contains(got, RuleEffectTwice) {
+		t.Fatalf("two orders at the sink, the first unknown in the log, gave %q", got)
+	}
+}
+
+// The same log written today: the first order is settled once its
+// outcome is known (a status lookup found it applied): then a second order
+// is the model's informed decision, not a retry.
+func TestEffectAfterReconciliationPasses(t *testing.T) {
+	l := lostAnswerRetried(t)
+	for i, f := range l.facts {
+		if dc, ok := f.Body.(events.DispatchCompleted); ok && dc.Turn == 1 {
+			dc.Error, dc.Dispatch.Outcome, dc.Dispatch.Mutation = nil, events.OutcomeApplied, events.MutationNotApplicable
+			g, err := events.NewFact(events.Meta{Suite: f.Suite, Run: f.Run, TaskGeneration: 1, Position: f.Position, Producer: f.Producer}, dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.facts[i] = g
+		}
+	}
+	if vs := Check(l.facts, Options{Sink: map[string]int{"r/t1/order": 1, "r/t2/order": 1}}); len(vs) != 0 {
+		t.Fatalf("a reconciled first order gave %v", vs)
+	}
+}
+
+// Only graders append to a run after its end.
+func TestFactAfterEndFails(t *testing.T) {
+	l := clean(t)
+	l.add(events.StallObserved{Turn: 1, Observation: events.StallObservation{Position: 12}})
+	if got := rules(Check(l.facts, Options{})); !strings.Contains(got, RuleNoStrayFacts) {
+		t.Fatalf("stall.observed after run.ended gave %q", got)
+	}
+}
+
+// The sink applied an operation the log settled as refused: the log says
+// less than happened.
+func TestEffectSettledNotAppliedButAppliedFails(t *testing.T) {
+	l := clean(t)
+	for i, f := range l.facts {
+		if dc, ok := f.Body.(events.DispatchCompleted); ok {
+			dc.Dispatch.Outcome = events.OutcomeNotApplied
+			dc.Error = &events.ToolError{Code: "HTTP_STATUS", Message: "409 Conflict"}
+			g, err := events.NewFact(events.Meta{Suite: f.Suite, Run: f.Run, TaskGeneration: 1, Position: f.Position, Producer: f.Producer}, dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.facts[i] = g
+		}
+	}
+	if got := rules(Check(l.facts, Options{Sink: map[string]int{"r/t1/c": 1}})); got != RuleEffectRecorded {
+		t.Fatalf("an effect the log settled as not applied gave %q", got)
+	}
+	if got := rules(Check(l.facts, Options{Sink: map[string]int{}})); got != "" {
+		t.Fatalf("a refused effect the sink never applied gave %q", got)
 	}
 }
