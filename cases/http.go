@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // HTTPPolicy lets a case's model make external effects with the http_call
@@ -23,7 +24,17 @@ type HTTPPolicy struct {
 	// Approval says every call needs a person's approval of its exact
 	// arguments before it is sent.
 	Approval bool `yaml:"approval,omitempty" json:"approval,omitempty"`
+	// Timeout bounds each call (default 30s). A call without an answer in
+	// time has an unknown outcome, which is reconciled before the run goes
+	// on (docs/controls.md).
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
+
+// Bounds of http.timeout.
+const (
+	MinHTTPTimeout = 100 * time.Millisecond
+	MaxHTTPTimeout = 10 * time.Minute
+)
 
 func (p *HTTPPolicy) check(field string) error {
 	if p == nil {
@@ -40,6 +51,9 @@ func (p *HTTPPolicy) check(field string) error {
 	}
 	if p.Status != "" && !strings.Contains(p.Status, "{operation}") {
 		return fieldErr(field+".status", "the template needs {operation}")
+	}
+	if t := p.Timeout.Std(); t != 0 && (t < MinHTTPTimeout || t > MaxHTTPTimeout) {
+		return fieldErr(field+".timeout", "%v is outside %v to %v", t, MinHTTPTimeout, MaxHTTPTimeout)
 	}
 	return nil
 }

@@ -163,7 +163,9 @@ type progress struct {
 	replied   *events.ModelReplied
 	intended  map[events.CallID]events.DispatchIntended
 	completed map[events.CallID]events.DispatchCompleted
-	done      bool // turn.completed is committed
+	approvals map[events.CallID]events.Signal // a person's accepted decision on a call of the turn
+	turnGen   uint32                          // the task generation the turn started in
+	done      bool                            // turn.completed is committed
 	decision  *events.StopDecision
 	gen       uint32
 	epoch     uint64 // 1 + applied mutations
@@ -178,7 +180,13 @@ func readProgress(facts []events.Fact) progress {
 			p.gen = max(p.gen, b.Generation)
 		case events.TurnStarted:
 			p = progress{turn: b.Turn, startedAt: i, started: &b, gen: p.gen, epoch: p.epoch, digest: p.digest,
-				intended: map[events.CallID]events.DispatchIntended{}, completed: map[events.CallID]events.DispatchCompleted{}}
+				turnGen:  max(f.TaskGeneration, p.gen),
+				intended: map[events.CallID]events.DispatchIntended{}, completed: map[events.CallID]events.DispatchCompleted{},
+				approvals: map[events.CallID]events.Signal{}}
+		case events.ControlAccepted:
+			if b.CallID != "" && p.approvals != nil {
+				p.approvals[b.CallID] = b.Control.Signal
+			}
 		case events.ModelReplied:
 			if b.Turn == p.turn {
 				p.replied = &b
@@ -226,6 +234,11 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 			if sig := a.ctl.pendingCancel(); sig != nil {
 				return a.acceptCancel(ctx, sig)
 			}
+		}
+		if unknown := unknownOperations(facts); len(unknown) > 0 {
+			// Settled with an unknown outcome by an attempt that died before
+			// it could end the run: nothing more may happen in it.
+			return ending{events.RunNeedsHuman, unknown[0].reason()}, nil
 		}
 		switch {
 		case p.turn == 0 || p.decision != nil:
@@ -357,6 +370,18 @@ func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progres
 	if err != nil || end != nil {
 		return deref(end), end != nil, err
 	}
+	if sig := a.ctl.pendingCancel(); sig != nil {
+		// A cancel interrupted the reply, at its last call or before
+		// another: an interruption never completes a turn.
+		end, err := a.acceptCancel(ctx, sig)
+		return end, err == nil, err
+	}
+	// A steer that came while the turn ran is taken in before the turn is
+	// completed: the turn's evidence then belongs to an older generation,
+	// and a finish it proposes is stale.
+	if _, err := a.acceptSteers(ctx, a.gen); err != nil {
+		return ending{}, false, err
+	}
 	if intent == nil {
 		in := events.Continue()
 		if len(p.replied.Calls) == 0 {
@@ -365,7 +390,7 @@ func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progres
 		}
 		intent = &in
 	}
-	return ending{}, false, a.completeTurn(ctx, p.turn, *intent, dispatches)
+	return ending{}, false, a.completeTurn(ctx, p.turn, p.turnGen, *intent, dispatches)
 }
 
 func runStatus(s events.FinishStatus) events.RunStatus {
@@ -466,14 +491,16 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 // isDuplicate reports whether a stored call ID is a renamed duplicate.
 func isDuplicate(id events.CallID) bool { return strings.Contains(string(id), "#dup") }
 
-// completeTurn commits turn.completed with the run evidence.
-func (a *attempt) completeTurn(ctx context.Context, turn uint32, intent events.ActorIntent, ds []events.CompletedDispatch) error {
+// completeTurn commits turn.completed with the run evidence. The evidence
+// belongs to the generation the turn started in (what the model was
+// asked), even when a steer came in while it ran.
+func (a *attempt) completeTurn(ctx context.Context, turn, gen uint32, intent events.ActorIntent, ds []events.CompletedDispatch) error {
 	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
 	if err != nil {
 		return err
 	}
 	_, err = a.commit(ctx, fmt.Sprintf("t%d/completed", turn), events.TurnCompleted{Evidence: events.RunEvidence{
-		RunID: a.run, TaskGeneration: max(a.gen, 1), Turn: turn, EvidencePosition: log.NextPosition(),
+		RunID: a.run, TaskGeneration: max(gen, 1), Turn: turn, EvidencePosition: log.NextPosition(),
 		ActorIntent: intent, Dispatches: ds,
 	}})
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/factline/factline/cases"
@@ -21,17 +20,15 @@ const checkOutputCap = 1 << 20
 // a settled dispatch: a call that is malformed, unknown, not allowed or a
 // duplicate is rejected with a typed observation and the others still run.
 // Calls the log already settled (a takeover) are taken as they are; a call
-// intended but never settled is reconciled. It returns the turn's dispatches
-// and the actor intent a task_complete call carried, if any.
+// intended but never settled is reconciled. A pending cancel stops it
+// before the next call (the calls not run are settled when the run ends);
+// so does an ending one call brings (an operation of unknown outcome). It
+// returns the turn's dispatches and the actor intent a task_complete call
+// carried, if any.
 func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 	var out []events.CompletedDispatch
 	var intent *events.ActorIntent
 	for _, call := range p.replied.Calls {
-		if sig := a.ctl.pendingCancel(); sig != nil {
-			// An accepted cancel allows no further effect.
-			end, err := a.acceptCancel(ctx, sig)
-			return nil, nil, &end, err
-		}
 		if done, ok := p.completed[call.ID]; ok {
 			out = append(out, done.Dispatch)
 			if in := settledIntent(call, done); in != nil {
@@ -39,43 +36,28 @@ func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.Complet
 			}
 			continue
 		}
-		if in, ok := p.intended[call.ID]; ok {
-			rec := a.reconcile(ctx, in)
-			if rec.end != nil {
-				// Nothing in the log or the contract can tell: a person
-				// may, with factline resolve. Until then nothing runs.
-				if rec, err := a.resolveByPerson(ctx, in); err != nil || rec.end != nil {
-					return nil, nil, rec.end, err
-				} else if rec.settled != nil {
-					d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/%s", p.turn, call.ID)),
-						Tool: call.Name, Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable,
-						Verification: events.NotVerifier(), Digest: a.ws.Digest()}
-					if err := a.settle(ctx, p.turn, d, *rec.settled); err != nil {
-						return nil, nil, nil, err
-					}
-					out = append(out, d)
-					continue
-				}
-				rec = reconciliation{}
-			}
-			if rec.settled != nil {
-				d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: events.EvidenceRef(fmt.Sprintf("t%d/%s", p.turn, call.ID)),
-					Tool: call.Name, Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable,
-					Verification: events.NotVerifier(), Digest: a.ws.Digest()}
-				if err := a.settle(ctx, p.turn, d, *rec.settled); err != nil {
-					return nil, nil, nil, err
-				}
-				out = append(out, d)
-				continue
-			}
+		if a.ctl.pendingCancel() != nil {
+			// An accepted cancel allows no further effect.
+			return out, intent, nil, nil
 		}
-		d, in, err := a.dispatch(ctx, p.turn, call)
+		var d events.CompletedDispatch
+		var in *events.ActorIntent
+		var end *ending
+		var err error
+		if prev, ok := p.intended[call.ID]; ok {
+			d, in, end, err = a.redispatch(ctx, p, call, prev)
+		} else {
+			d, in, end, err = a.dispatch(ctx, p.turn, call)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		out = append(out, d)
 		if in != nil {
 			intent = in
+		}
+		if end != nil {
+			return out, intent, end, nil
 		}
 	}
 	return out, intent, nil, nil
@@ -90,100 +72,40 @@ func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.
 	return tools.TaskComplete{}.Run(context.Background(), tools.Env{}, json.RawMessage(call.Args)).Intent
 }
 
-// reconciliation is what to do with a call intended but never settled.
-type reconciliation struct {
-	end     *ending       // stop the run for a person
-	settled *tools.Result // the outcome is known: settle it without running
-}
-
-// reconcile decides what to do with a dispatch that was intended but never
-// settled (its runner died in between). The workspace was restored to the
-// last settled digest, so a workspace-local effect that may have happened
-// is gone with the old workspace: running the call again cannot double it.
-// An external effect goes by its contract: a sink that deduplicates by the
-// operation ID may be sent the call again under the same ID; a sink with a
-// status lookup is asked; otherwise a person decides. Never a blind repeat.
-func (a *attempt) reconcile(ctx context.Context, in events.DispatchIntended) reconciliation {
-	switch in.Effect {
-	case events.EffectRead, events.EffectWrite:
-		return reconciliation{}
+// redispatch settles a call a takeover found intended and never settled
+// (its runner died in between). The workspace was restored to the last
+// settled digest, so a workspace-local effect that may have happened is
+// gone with the old workspace: running the call again cannot double it.
+// An external effect may have reached its sink: it is reconciled under its
+// operation ID before anything else runs, never blindly repeated; one that
+// waited for a person's approval that was never accepted was not sent, and
+// waits again.
+func (a *attempt) redispatch(ctx context.Context, p progress, call events.ToolCall, prev events.DispatchIntended) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+	if !prev.Effect.IsEffect() {
+		return a.dispatch(ctx, p.turn, call)
 	}
-	human := &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect; settle it with factline resolve", in.OperationID, in.Tool)}
-	h := a.kase.HTTP
-	if in.Tool != "http_call" || h == nil {
-		return reconciliation{end: human}
-	}
-	if h.Dedupe {
-		return reconciliation{}
-	}
-	if u := h.StatusURL(in.OperationID); u != "" {
-		applied, known := lookupOperation(ctx, u)
-		switch {
-		case known && applied:
-			res := tools.Result{Output: "reconciled: the endpoint reports operation " + in.OperationID + " took effect; it was not sent again"}
-			return reconciliation{settled: &res}
-		case known:
-			return reconciliation{}
+	tool, args, _ := a.registry.Check(call.Name, call.Args)
+	needsApproval := a.needsApproval(call.Name) || (tool != nil && tool.Contract().Approval == tools.ApprovalAlways)
+	if needsApproval {
+		switch p.approvals[call.ID] {
+		case "":
+			return a.dispatch(ctx, p.turn, call)
+		case events.SignalReject:
+			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.turn, call.ID), Tool: call.Name,
+				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
+				Digest: a.ws.Digest(), Outcome: events.OutcomeNotApplied}
+			return d, nil, nil, a.settle(ctx, p.turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
 		}
 	}
-	return reconciliation{end: human}
+	d, end, err := a.settleEffect(ctx, effect{turn: p.turn, call: call, in: prev, tool: tool, args: args}, true)
+	return d, nil, end, err
 }
 
-// resolveByPerson waits for a person's finding on an operation of unknown
-// outcome and records it: applied settles the call without running it
-// again, not applied lets it run again under the same operation ID. No
-// finding in time ends the run for a person, naming the operation.
-func (a *attempt) resolveByPerson(ctx context.Context, in events.DispatchIntended) (reconciliation, error) {
-	human := &ending{events.RunNeedsHuman, fmt.Sprintf("unknown outcome of operation %s (%s): it may or may not have taken effect; settle it with factline resolve", in.OperationID, in.Tool)}
-	sig, ok := a.awaitResolution(ctx, in.OperationID)
-	if !ok {
-		if sigc := a.ctl.pendingCancel(); sigc != nil {
-			end, err := a.acceptCancel(ctx, sigc)
-			return reconciliation{end: &end}, err
-		}
-		return reconciliation{end: human}, ctx.Err()
-	}
-	if _, err := a.commit(ctx, "control/"+sig.ID, events.ControlAccepted{
-		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalResolve}, Operation: in.OperationID, Outcome: sig.Outcome, Reason: sig.Reason,
-	}); err != nil {
-		return reconciliation{}, err
-	}
-	if sig.Outcome == events.OutcomeApplied {
-		res := tools.Result{Output: "resolved by a person: operation " + in.OperationID + " took effect; it was not sent again"}
-		return reconciliation{settled: &res}, nil
-	}
-	return reconciliation{}, nil
-}
-
-// lookupOperation asks a sink's status endpoint whether an operation took
-// effect: 200 yes, 404 no, anything else unknown.
-func lookupOperation(ctx context.Context, url string) (applied, known bool) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false, false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, false
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return true, true
-	case http.StatusNotFound:
-		return false, true
-	}
-	return false, false
-}
-
-func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, error) {
-	ref := events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, call.ID))
-	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: ref, Tool: call.Name, Verification: events.NotVerifier()}
-	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, error) {
+func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
+	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
-		return d, nil, a.settle(ctx, turn, d, res)
+		return d, nil, nil, a.settle(ctx, turn, d, res)
 	}
 	if isDuplicate(call.ID) {
 		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", originalID(call.ID)))
@@ -203,20 +125,28 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		}
 	}
 	contract := tool.Contract()
-	op := fmt.Sprintf("%s/t%d/%s", a.run, turn, call.ID)
-	if _, err := a.commit(ctx, fmt.Sprintf("t%d/%s/intended", turn, call.ID), events.DispatchIntended{
-		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: op, ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
-	}); err != nil {
-		return d, nil, err
+	in := events.DispatchIntended{
+		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: fmt.Sprintf("%s/t%d/%s", a.run, turn, call.ID),
+		ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
+	}
+	if _, err := a.commit(ctx, fmt.Sprintf("t%d/%s/intended", turn, call.ID), in); err != nil {
+		return d, nil, nil, err
 	}
 	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
-		ok, err := a.approve(ctx, turn, call, op)
+		ok, err := a.approve(ctx, turn, call, in.OperationID)
 		if err != nil {
-			return d, nil, err
+			return d, nil, nil, err
 		}
 		if !ok {
-			return reject(tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", op))
+			if contract.Effect.IsEffect() {
+				d.Outcome = events.OutcomeNotApplied
+			}
+			return reject(tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", in.OperationID))
 		}
+	}
+	if contract.Effect.IsEffect() {
+		d, end, err := a.settleEffect(ctx, effect{turn: turn, call: call, in: in, tool: tool, args: args}, false)
+		return d, nil, end, err
 	}
 
 	var res tools.Result
@@ -224,7 +154,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	runCtx, cancel := a.withinWall(ctx)
 	t0 := time.Now()
 	env := a.env
-	env.Operation = op
+	env.Operation = in.OperationID
 	if isCheck {
 		res = tools.Exec(runCtx, env, check.Command, check.Timeout.Std(), checkOutputCap)
 	} else {
@@ -248,21 +178,9 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		// Refused before anything touched disk.
 		d.Disposition = events.DispositionRejected
 	}
-	d.Mutation = events.MutationNotApplicable
-	if contract.Effect != events.EffectRead {
-		changed, err := a.ws.Refresh(ctx)
-		if err != nil {
-			return d, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
-		}
-		switch {
-		case changed:
-			d.Mutation = events.MutationApplied
-			a.epoch++
-		case res.Err != nil:
-			d.Mutation = events.MutationNotApplied
-		default:
-			d.Mutation = events.MutationUnchanged
-		}
+	var err error
+	if d.Mutation, err = a.mutation(ctx, contract, res); err != nil {
+		return d, nil, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
 	}
 	d.Digest = a.ws.Digest()
 	if isCheck {
@@ -280,7 +198,28 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 			res.Output, res.Truncated = out, true
 		}
 	}
-	return d, res.Intent, a.settle(ctx, turn, d, res)
+	return d, res.Intent, nil, a.settle(ctx, turn, d, res)
+}
+
+// mutation rescans the workspace after a call that may change it and says
+// what the call did to it: applied when the digest changed (one more
+// source epoch), unchanged, not_applied when it failed and changed
+// nothing, not_applicable for reads.
+func (a *attempt) mutation(ctx context.Context, contract tools.Contract, res tools.Result) (events.Mutation, error) {
+	if contract.Effect == events.EffectRead {
+		return events.MutationNotApplicable, nil
+	}
+	changed, err := a.ws.Refresh(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case changed:
+		a.epoch++
+		return events.MutationApplied, nil
+	case res.Err != nil:
+		return events.MutationNotApplied, nil
+	}
+	return events.MutationUnchanged, nil
 }
 
 // settle commits dispatch.completed with the observation the model reads.

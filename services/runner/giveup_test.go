@@ -12,6 +12,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
@@ -50,20 +51,7 @@ func givesUpAfter(t *testing.T, maxDeliver int) {
 	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
 	must(t, err)
 	must(t, runnertest.Request(ctx, b, "suite", "poison", p, 1))
-	// As many runners as the bound take the request and die before
-	// answering.
-	for i := range bound {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-		must(t, err)
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			must(t, m.Nak())
-		}
-		if n != 1 {
-			t.Fatalf("delivery %d: got %d messages", i+1, n)
-		}
-	}
+	poison(t, cons, bound)
 	rctx, stopRunner := context.WithCancel(ctx)
 	defer stopRunner()
 	go func() { _ = newRunner().Run(rctx) }()
@@ -92,4 +80,81 @@ func waitConsumer(t *testing.T, ctx context.Context, b *bus.Bus, name string) je
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// poison plays as many runners as the bound: each takes the request and
+// dies before answering.
+func poison(t *testing.T, cons jetstream.Consumer, bound int) {
+	t.Helper()
+	for i := range bound {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+		must(t, err)
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			must(t, m.Nak())
+		}
+		if n != 1 {
+			t.Fatalf("delivery %d: got %d messages", i+1, n)
+		}
+	}
+}
+
+// A run given up on settles what it started: every call of its last reply
+// gets a dispatch.completed (the one never started not_run, the external
+// one in flight unknown), and a run that may have made an external effect
+// ends needs_human naming the operation, not errored.
+func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	newRunner := func() *runner.Service {
+		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: 2})
+		must(t, err)
+		return svc
+	}
+	first, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = newRunner().Run(first); close(done) }()
+	cons := waitConsumer(t, ctx, b, runner.ConsumerName)
+	stop()
+	<-done
+
+	kase := fixtureCase(t, "{steps: 4}")
+	kase.HTTP = &cases.HTTPPolicy{Allow: []string{"http://127.0.0.1:9/"}}
+	kase.Tools = append(kase.Tools, "http_call")
+	p, err := runnertest.Publish(ctx, b, kase, treatment(t, "turns: []\n"))
+	must(t, err)
+	const run = "gave-up"
+	must(t, runnertest.Request(ctx, b, "suite", run, p, 1))
+	// The log of a runner that died with the order in flight.
+	sim := runnertest.NewSim(b, "suite", run)
+	args := `{"url":"http://127.0.0.1:9/orders","body":"{}"}`
+	calls := []events.ToolCall{
+		{ID: "order", Name: "http_call", Args: args, ArgsDigest: events.DigestOf([]byte(args))},
+		{ID: "note", Name: "write_file", Args: `{"path":"n","content":"x"}`, ArgsDigest: events.DigestOf([]byte(`{"path":"n","content":"x"}`))},
+	}
+	must(t, sim.Commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "dead", Lease: 1}))
+	must(t, sim.Commit(ctx, "started", events.OwnerRunner, events.TurnStarted{Turn: 1, ContextDigest: events.DigestOf([]byte("ctx"))}))
+	must(t, sim.Commit(ctx, "replied", events.OwnerRunner, events.ModelReplied{Turn: 1, Provider: "scripted", Calls: calls}))
+	must(t, sim.Commit(ctx, "intended", events.OwnerRunner, events.DispatchIntended{Turn: 1, CallID: "order", Tool: "http_call",
+		OperationID: run + "/t1/order", ArgsDigest: calls[0].ArgsDigest, Effect: events.EffectExternal}))
+	poison(t, cons, 2)
+	rctx, stopRunner := context.WithCancel(ctx)
+	defer stopRunner()
+	go func() { _ = newRunner().Run(rctx) }()
+	log, end, err := runnertest.WaitEnded(ctx, b, "suite", run)
+	must(t, err)
+	if end.Status != events.RunNeedsHuman || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, run+"/t1/order") {
+		t.Fatalf("ended %s %q, want needs_human naming the give-up and the operation", end.Status, end.Reason)
+	}
+	ds := dispatches(log)
+	if d := ds["t1/order"]; d.Dispatch.Outcome != events.OutcomeUnknown || d.Dispatch.Disposition != events.DispositionCanceled {
+		t.Fatalf("the order in flight settled %+v, want canceled with an unknown outcome", d.Dispatch)
+	}
+	if d := ds["t1/note"]; d.Dispatch.Disposition != events.DispositionNotRun {
+		t.Fatalf("the call never started settled %+v, want not_run", d.Dispatch)
+	}
+	assertNoTurnAfter(t, log)
 }

@@ -207,6 +207,13 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
 	a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+	if req, ok := d.Fact.Body.(events.RunRequested); ok {
+		// Best effort: the case's status lookup may still settle an
+		// operation the run leaves in flight.
+		if data, err := s.bus.GetBlob(ctx, req.CaseDigest); err == nil {
+			a.kase, _ = cases.DecodeCase(data)
+		}
+	}
 	return redactErr(s.secrets, a.finish(ctx, ending{events.RunErrored, "harness: gave up: " + reason}, rl))
 }
 
@@ -324,7 +331,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.model, err = s.models(ctx, kase, treat); err != nil {
 		return nil, fmt.Errorf("%w: model for %s under %s: %v", errBadInput, kase.ID, treat.ID, err)
 	}
-	if a.registry, err = tools.NewRegistry(kase.Tools); err != nil {
+	var toolOpts []tools.RegistryOption
+	if kase.HTTP != nil && kase.HTTP.Timeout > 0 {
+		toolOpts = append(toolOpts, tools.WithHTTPTimeout(kase.HTTP.Timeout.Std()))
+	}
+	if a.registry, err = tools.NewRegistry(kase.Tools, toolOpts...); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadInput, err)
 	}
 	// Before anything runs: an extension that is not allowlisted, or whose
@@ -444,6 +455,12 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 // finish seals the candidate (when there is a workspace) and ends the run
 // with its handoff packet.
 func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
+	if err := a.settleOpen(ctx, end); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return lostLease(err)
+		}
+		return err
+	}
 	if a.ws != nil {
 		snap, files, err := a.ws.Seal(ctx)
 		if err != nil {
@@ -459,6 +476,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 		return err
 	}
 	facts := log.Facts()
+	end = surfaceUnknown(end, facts)
 	spend := Tally(facts)
 	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
 	_, err = a.commit(ctx, "ended", events.RunEnded{

@@ -81,6 +81,10 @@ type Result struct {
 	ExitCode *int
 	// Intent is the actor intent a task_complete call carries.
 	Intent *events.ActorIntent
+	// Outcome is what an external effect did, as far as the tool can tell
+	// (events.OutcomeApplied, OutcomeNotApplied or OutcomeUnknown); empty
+	// for tools whose effects stay in the workspace.
+	Outcome string
 }
 
 // Fail returns a failed result.

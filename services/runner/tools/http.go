@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -15,7 +18,13 @@ import (
 // HTTPCall POSTs to an endpoint the case allows: an external effect. Each
 // call carries its operation ID as the Idempotency-Key header, committed in
 // dispatch.intended before the request leaves.
-type HTTPCall struct{}
+type HTTPCall struct {
+	// Timeout bounds one call (0: DefaultHTTPTimeout).
+	Timeout time.Duration
+}
+
+// DefaultHTTPTimeout bounds an http_call whose case sets no timeout.
+const DefaultHTTPTimeout = 30 * time.Second
 
 // CodeURLNotAllowed refuses a URL outside the case's allowed prefixes.
 const CodeURLNotAllowed = "URL_NOT_ALLOWED"
@@ -23,14 +32,23 @@ const CodeURLNotAllowed = "URL_NOT_ALLOWED"
 // CodeHTTPStatus reports an error status from the endpoint.
 const CodeHTTPStatus = "HTTP_STATUS"
 
+// CodeOutcomeUnknown settles an external call whose answer was lost after
+// the request may have reached the sink, when nothing could establish
+// what it did. It is never retryable: sending it again could double it.
+const CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
+
 // Contract implements Tool.
-func (HTTPCall) Contract() Contract {
+func (h HTTPCall) Contract() Contract {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultHTTPTimeout
+	}
 	return Contract{
 		Name:        "http_call",
 		Description: "POST a JSON body to an endpoint the task allows. This is an effect outside the workspace.",
 		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["url","body"],
 "properties":{"url":{"type":"string","minLength":1},"body":{"type":"string","maxLength":65536}}}`),
-		Effect: events.EffectExternal, Approval: ApprovalNever, Timeout: 30 * time.Second,
+		Effect: events.EffectExternal, Approval: ApprovalNever, Timeout: timeout,
 		OutputCap: 4 << 10, Idempotent: false,
 	}
 }
@@ -49,29 +67,70 @@ func (HTTPCall) Precheck(env Env, raw json.RawMessage) *Result {
 	return nil
 }
 
-// Run implements Tool.
+// effectClient sends external effects. Keep-alive is off so that every
+// call has a connection of its own: net/http resends a request that
+// carries an Idempotency-Key when a reused connection fails, and a sink
+// that does not deduplicate would then apply it twice without anyone
+// having decided to send it again.
+var effectClient = &http.Client{Transport: &http.Transport{
+	Proxy:             http.ProxyFromEnvironment,
+	DisableKeepAlives: true,
+}}
+
+// Run implements Tool. The result's Outcome says what the sink did as far
+// as its answer shows: applied (2xx), not_applied (the request never left,
+// or the sink refused it with a 4xx) or unknown (the answer was lost after
+// a connection to the sink was open, or the sink failed with a 5xx).
 func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 	var a httpArgs
 	_ = json.Unmarshal(raw, &a)
 	if bad := (HTTPCall{}).Precheck(env, raw); bad != nil {
+		bad.Outcome = events.OutcomeNotApplied
 		return *bad
 	}
+	// Once a connection is open the request may reach the sink, whatever
+	// happens to its answer.
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader([]byte(a.Body)))
 	if err != nil {
-		return Fail(CodeBadArguments, "request: %v", err)
+		res := Fail(CodeBadArguments, "request: %v", err)
+		res.Outcome = events.OutcomeNotApplied
+		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", env.Operation)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := effectClient.Do(req)
 	if err != nil {
-		// The request may or may not have reached the sink.
-		return Result{Err: &events.ToolError{Code: CodeIO, Message: fmt.Sprintf("POST %s: %v", a.URL, err), Retryable: true}}
+		if !connected.Load() {
+			return Result{Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeIO,
+				Message: fmt.Sprintf("POST %s: %v (the request never reached the endpoint)", a.URL, err), Retryable: true}}
+		}
+		return Result{Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
+			Message: fmt.Sprintf("POST %s: %s after the request was sent: it may or may not have taken effect", a.URL, lostAnswer(ctx, err))}}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
 	out := fmt.Sprintf("HTTP %d\n%s", resp.StatusCode, body)
-	if resp.StatusCode >= 400 {
-		return Result{Output: out, Err: &events.ToolError{Code: CodeHTTPStatus, Message: resp.Status, Retryable: resp.StatusCode >= 500}}
+	switch {
+	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported:
+		// The sink failed while handling the request: it may have done part
+		// or all of it.
+		return Result{Output: out, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
+			Message: fmt.Sprintf("POST %s: the endpoint failed (%s): it may or may not have taken effect", a.URL, resp.Status)}}
+	case resp.StatusCode >= 400:
+		return Result{Output: out, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPStatus, Message: resp.Status}}
 	}
-	return Result{Output: out}
+	return Result{Output: out, Outcome: events.OutcomeApplied}
+}
+
+// lostAnswer names how an answer was lost.
+func lostAnswer(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "no answer in time"
+	case errors.Is(ctx.Err(), context.Canceled):
+		return "the call was cancelled while in flight"
+	}
+	return fmt.Sprintf("the answer was lost (%v)", err)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -26,11 +27,39 @@ func Builtin() []Tool {
 	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}, HTTPCall{}}
 }
 
+// RegistryOption configures the built-in tools of a registry.
+type RegistryOption func(*registryOptions) error
+
+type registryOptions struct {
+	httpTimeout time.Duration
+}
+
+// WithHTTPTimeout bounds each http_call (the case's http.timeout). It must
+// be positive.
+func WithHTTPTimeout(d time.Duration) RegistryOption {
+	return func(o *registryOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("http timeout %v: must be positive", d)
+		}
+		o.httpTimeout = d
+		return nil
+	}
+}
+
 // NewRegistry builds a registry of the named tools (all built-ins when
 // names is empty).
-func NewRegistry(names []string) (*Registry, error) {
+func NewRegistry(names []string, opts ...RegistryOption) (*Registry, error) {
+	var o registryOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
 	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
 	for _, t := range Builtin() {
+		if _, ok := t.(HTTPCall); ok && o.httpTimeout > 0 {
+			t = HTTPCall{Timeout: o.httpTimeout}
+		}
 		c := t.Contract()
 		if len(names) > 0 && !slices.Contains(names, c.Name) {
 			continue
