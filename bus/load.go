@@ -58,6 +58,17 @@ func (l RunLog) ByMsgID(id string) (Record, bool) {
 	return Record{}, false
 }
 
+// Ended reports whether the run holds its run.ended: after it, only
+// graders append to the run.
+func (l RunLog) Ended() bool {
+	for i := len(l.Records) - 1; i >= 0; i-- {
+		if l.Records[i].Fact.Kind() == events.KindRunEnded {
+			return true
+		}
+	}
+	return false
+}
+
 // NextPosition is the position the run's next fact takes.
 func (l RunLog) NextPosition() uint64 {
 	if n := len(l.Records); n > 0 {

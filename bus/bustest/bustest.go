@@ -103,3 +103,25 @@ func Turn(tb testing.TB, suite, run string, pos uint64, n uint32) events.Fact {
 	}
 	return f
 }
+
+// Drained waits until the durable consumer name on FACTS has handled every
+// message it was given (none pending, none awaiting an ack): after it, a
+// service has answered every fact committed before the call, so a test can
+// assert what it did not append. The deadline only guards against a hang.
+func Drained(tb testing.TB, ctx context.Context, b *bus.Bus, name string) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, name)
+		if err == nil {
+			info, err := c.Info(ctx)
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("consumer %s never drained", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -195,7 +195,9 @@ type judgeMemo struct {
 // decide folds the whole run and returns the turn's stop.decided, or nothing
 // when it is already committed.
 func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so events.StallObserved, pol stop.Policy, judged *judgeMemo) ([]bus.Pending, error) {
-	if decidedIn(log, so.Turn) {
+	if decidedIn(log, so.Turn) || log.Ended() {
+		// Decided already, or the run is over: nobody but a grader
+		// appends to an ended run.
 		return nil, nil
 	}
 	st := stop.New()

@@ -332,3 +332,40 @@ requirements:
 		t.Errorf("policy %+v", p)
 	}
 }
+
+// No owner appends to a run after its run.ended: a stall.observed the
+// decider gets for a run that has ended since is answered with nothing.
+func TestNothingDecidedAfterTheRunEnded(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
+	ended, live := newSim(b, "suite", "ended"), newSim(b, "suite", "live")
+	for _, s := range []*sim{ended, live} {
+		if err := s.Request(ctx, cd, td); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Step(ctx, events.Continue())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(ctx, "observed", events.OwnerStaller, events.StallObserved{Turn: n, Observation: events.StallObservation{Position: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ended.Commit(ctx, "ended", events.OwnerRunner, events.RunEnded{Status: events.RunCancelled, Reason: "cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	in := startInstance(b, "A")
+	defer in.stop(t)
+	if err := await(ctx, b, "suite", "live", func(l bus.RunLog) bool { return len(decided(l)[1]) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Drained(t, ctx, b, decider.ConsumerName)
+	log, err := b.LoadRun(ctx, "suite", "ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(decided(log)); n != 0 {
+		t.Fatalf("the decider decided %d turns of a run that had ended", n)
+	}
+}

@@ -172,6 +172,11 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 	if _, done := observedIn(log, turn); done {
 		return nil, nil
 	}
+	if log.Ended() {
+		// The run is over (its runner was given up, or ended it around an
+		// interrupted turn): nobody but a grader appends to it now.
+		return nil, nil
+	}
 	end := -1
 	var gen uint32
 	observed := map[uint32]bool{}

@@ -320,3 +320,36 @@ stall:
 		t.Errorf("case alone: %+v", p)
 	}
 }
+
+// No owner appends to a run after its run.ended: a turn.completed the
+// staller gets for a run that has ended since is answered with nothing.
+func TestNothingObservedAfterTheRunEnded(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
+	ended, live := newSim(b, "suite", "ended"), newSim(b, "suite", "live")
+	for _, s := range []*sim{ended, live} {
+		if err := s.Request(ctx, cd, td); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Step(ctx, events.Continue(), scriptTurn(1)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ended.Commit(ctx, "ended", events.OwnerRunner, events.RunEnded{Status: events.RunCancelled, Reason: "cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	in := startInstance(b, "A")
+	defer in.stop(t)
+	if err := await(ctx, b, "suite", "live", func(l bus.RunLog) bool { return len(observed(l)[1]) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Drained(t, ctx, b, staller.ConsumerName)
+	log, err := b.LoadRun(ctx, "suite", "ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(observed(log)); n != 0 {
+		t.Fatalf("the staller observed %d turns of a run that had ended", n)
+	}
+}

@@ -106,6 +106,20 @@ func TestSteerMakesOlderCompletionStale(t *testing.T) {
 	continueOf(t, r.decide(n, nil, p))
 }
 
+// A steer's acceptance alone already makes the turn's proposal stale: a
+// decision taken between control.accepted and its task.generation must
+// not finish the run on the older generation's evidence.
+func TestAcceptedSteerMakesCompletionStaleBeforeItsGeneration(t *testing.T) {
+	p := testsPolicy()
+	r := newRun(t)
+	n := r.step(events.ProposeDone(ref(1, 2)), edit("fix"), pass("tests"), claim())
+	r.add(events.OwnerRunner, events.ControlAccepted{Control: events.ControlRef{ID: "ctl-1", Signal: events.SignalSteer}, Instruction: "also handle zero"})
+	d := r.decide(n, nil, p)
+	if c := continueOf(t, d); d.TaskGeneration != 2 || !contains(c.Feedback, "generation 1", "generation 2", "also handle zero") {
+		t.Errorf("decision gen %d feedback %q", d.TaskGeneration, c.Feedback)
+	}
+}
+
 // Done requires every required check passed at the current source epoch:
 // a pass before the latest edit is stale.
 func TestDoneNeedsRequiredChecksAtCurrentEpoch(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 type State struct {
 	run         string
 	generation  uint32
+	steers      uint32 // steers accepted so far
 	instruction string // the latest steer's instruction
 
 	epoch     uint64        // current source epoch: 1 for the fixture
@@ -82,6 +83,15 @@ func Fold(s State, f events.Fact) State {
 	s.facts[f.ID.String()] = f.Kind()
 	s.generation = max(s.generation, f.TaskGeneration)
 	switch b := f.Body.(type) {
+	case events.ControlAccepted:
+		// A steer's acceptance starts the next generation; its
+		// task.generation follows with that number. A decision made
+		// between the two already finds the turn's proposal stale.
+		if b.Control.Signal == events.SignalSteer {
+			// Generations count from 1, one more per accepted steer.
+			s.steers++
+			s.generation, s.instruction = max(s.generation, 1+s.steers), b.Instruction
+		}
 	case events.TaskGenerationStarted:
 		if b.Generation >= s.generation {
 			s.generation, s.instruction = b.Generation, b.Instruction
