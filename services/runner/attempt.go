@@ -80,6 +80,11 @@ func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (b
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
+		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && finishDecided(log) {
+			// A steer is taken in at any point before a finish is
+			// committed, and at none after.
+			return nil, errFinishDecided
+		}
 		if claiming {
 			// The lease follows the log as it is now: a claim decided on a
 			// stale read (a lagging replica) must not reuse a lease number
@@ -133,6 +138,22 @@ func (a *attempt) holds(log bus.RunLog, claiming bool) error {
 		return fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, lease, a.lease)
 	}
 	return nil
+}
+
+// errFinishDecided refuses a steer once the stop decider has committed the
+// run's finish: the steer came too late to change the task.
+var errFinishDecided = errors.New("the run's finish is already decided")
+
+// finishDecided reports whether the log holds a stop.decided that
+// finishes the run.
+func finishDecided(log bus.RunLog) bool {
+	for i := len(log.Records) - 1; i >= 0; i-- {
+		if d, ok := log.Records[i].Fact.Body.(events.StopDecided); ok {
+			_, fin := d.Decision.Result.Variant().(events.StopFinish)
+			return fin
+		}
+	}
+	return false
 }
 
 func lastID(log bus.RunLog) string {
@@ -548,6 +569,13 @@ func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDe
 		select {
 		case <-wake:
 			pause = time.Millisecond
+		case <-a.ctl.wakeup():
+			// A steer that comes while the decider decides is taken in
+			// unless the finish is committed first: the decider, finding
+			// the new generation, then judges the turn's proposal stale.
+			if _, err := a.acceptSteers(ctx, a.gen); err != nil {
+				return events.StopDecision{}, err
+			}
 		case <-again:
 		case <-tick.C:
 		case <-deadline.C:

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -75,6 +76,14 @@ func (c *controls) seen(facts []events.Fact) {
 	c.steers = kept
 }
 
+// wakeup is closed-or-signalled when a signal arrives (nil controls: never).
+func (c *controls) wakeup() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.wake
+}
+
 func (c *controls) pendingCancel() *events.Control {
 	if c == nil {
 		return nil
@@ -112,13 +121,20 @@ func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending
 
 // acceptSteers starts a new task generation for each steer: the
 // instruction joins the model's context and completion evidence from older
-// generations is stale.
+// generations is stale. Once the run's finish is decided no steer is taken
+// in: it stays unaccepted, and `factline steer` says so.
 func (a *attempt) acceptSteers(ctx context.Context, gen uint32) (int, error) {
 	steers := a.ctl.takeSteers()
-	for _, s := range steers {
+	for i, s := range steers {
 		if _, err := a.commit(ctx, "control/"+s.ID, events.ControlAccepted{
 			Control: events.ControlRef{ID: s.ID, Signal: events.SignalSteer}, Instruction: s.Instruction,
 		}); err != nil {
+			if errors.Is(err, errFinishDecided) {
+				for _, late := range steers[i:] {
+					a.svc.log.Warn("steer not accepted: the run's finish was decided first", "suite", a.suite, "run", a.run, "control", late.ID)
+				}
+				return i, nil
+			}
 			return 0, err
 		}
 		gen++

@@ -54,26 +54,41 @@ func (e *env) wait(run string) (bus.RunLog, events.RunEnded) {
 }
 
 // Cancel during a long command: the command's whole process group is
-// killed, control.accepted is committed, and no effect follows it.
+// killed, control.accepted is committed, and no effect follows it. An
+// interruption never completes a turn, whether the command was the reply's
+// last call or another followed it (that one is settled not_run).
 func TestCancelDuringLongCommand(t *testing.T) {
 	e := start(t)
+	for _, c := range []struct {
+		name string
+		last bool
+	}{{"last-call", true}, {"call-before-another", false}} {
+		t.Run(c.name, func(t *testing.T) { cancelDuringLongCommand(t, e, c.name, c.last) })
+	}
+}
+
+func cancelDuringLongCommand(t *testing.T, e *env, run string, last bool) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
+	next := "      - {id: next, name: write_file, args: {path: next.txt, content: never}}\n"
+	if last {
+		next = ""
+	}
 	s := fmt.Sprintf(`turns:
   - calls:
       - {id: long, name: run_command, args: {command: "sleep 300 & echo $! > %s; wait", timeout_seconds: 600}}
-  - calls:
+%s  - calls:
       - {id: after, name: write_file, args: {path: after.txt, content: too late}}
-`, pidFile)
-	e.start(fixtureCase(t, "{steps: 6}"), s, "cancel")
-	e.waitFact("cancel", func(f events.Fact) bool { return f.Kind() == events.KindDispatchIntended })
+`, pidFile, next)
+	e.start(fixtureCase(t, "{steps: 6}"), s, run)
+	e.waitFact(run, func(f events.Fact) bool { return f.Kind() == events.KindDispatchIntended })
 	for {
 		if b, err := os.ReadFile(pidFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	must(t, e.b.SendControl(e.ctx, "suite", "cancel", events.Control{Signal: events.SignalCancel, Reason: "operator changed their mind"}))
-	log, end := e.wait("cancel")
+	must(t, e.b.SendControl(e.ctx, "suite", run, events.Control{Signal: events.SignalCancel, Reason: "operator changed their mind"}))
+	log, end := e.wait(run)
 	if end.Status != events.RunCancelled || !strings.Contains(end.Reason, "changed their mind") {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)
 	}
@@ -92,6 +107,15 @@ func TestCancelDuringLongCommand(t *testing.T) {
 	if d := dispatches(log)["t1/long"]; d.Dispatch.Disposition != events.DispositionCanceled {
 		t.Fatalf("the long command settled %s", d.Dispatch.Disposition)
 	}
+	if n := len(kinds(log, events.KindTurnCompleted)); n != 0 {
+		t.Fatalf("the interrupted turn was completed (%d turn.completed)", n)
+	}
+	if !last {
+		if d := dispatches(log)["t1/next"]; d.Dispatch.Disposition != events.DispositionNotRun {
+			t.Fatalf("the call after the interrupted one settled %+v, want not_run", d.Dispatch)
+		}
+	}
+	assertNoTurnAfter(t, log)
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	// Killed: gone, or a zombie waiting to be reaped by init.

@@ -80,6 +80,31 @@ func TestHistoryRebuildsTheConversation(t *testing.T) {
 	}
 }
 
+// A steer taken in while a turn ran (the model was answering) comes after
+// that turn in the context: the model did not see it when it replied.
+func TestHistoryPlacesAMidTurnSteerAfterItsTurn(t *testing.T) {
+	t1 := turnBodies(1, "looking", "c1", `{"ok":true,"output":"hello"}`, nil)
+	bodies := []events.Body{t1[0],
+		events.ControlAccepted{Control: events.ControlRef{ID: "s1", Signal: events.SignalSteer}, Instruction: "also update the README"},
+		events.TaskGenerationStarted{Generation: 2, Instruction: "also update the README"},
+		t1[1], t1[2]}
+	bodies = append(bodies, turnBodies(2, "again", "c1", `{"ok":true,"output":"hello"}`, nil)...)
+	msgs, _, err := History("fix it", factsOf(t, bodies...), cases.ContextPolicy{Mode: cases.ContextFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, string(m.Role))
+	}
+	if got, want := strings.Join(roles, " "), "system user assistant tool user assistant tool"; got != want {
+		t.Fatalf("roles %q, want %q", got, want)
+	}
+	if msgs[2].Content != "looking" || !strings.Contains(msgs[4].Content, "also update the README") {
+		t.Fatalf("the steer is not between turn 1 and turn 2: %+v", msgs)
+	}
+}
+
 // A window keeps the instruction, every steer, kept tools and the last
 // turns; a budget too small for what must stay fails visibly.
 func TestHistoryWindowKeepsWhatMustStay(t *testing.T) {

@@ -60,13 +60,18 @@ func History(instruction string, facts []events.Fact, policy cases.ContextPolicy
 				pendingSteer = append(pendingSteer, models.Message{Role: models.RoleUser,
 					Content: fmt.Sprintf("[steer: task generation %d] %s", b.Generation, b.Instruction)})
 			}
-		case events.ModelReplied:
+		case events.TurnStarted:
+			// A steer joins the context of the first turn started after
+			// it: one taken in while a turn ran comes after that turn,
+			// whose model never saw it.
 			t := get(b.Turn)
 			if len(pendingSteer) > 0 {
 				t.msgs = append(t.msgs, pendingSteer...)
 				steers = append(steers, len(turns)-1)
 				pendingSteer = nil
 			}
+		case events.ModelReplied:
+			t := get(b.Turn)
 			calls := make([]models.ToolCall, len(b.Calls))
 			for i, c := range b.Calls {
 				calls[i] = models.ToolCall{ID: string(c.ID), Name: c.Name, Args: c.Args}
