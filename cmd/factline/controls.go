@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
 
@@ -21,6 +23,7 @@ func runControl(sig events.Signal, synopsis string, positional int) func(context
 		from := fs.String("from", "", "who sends the signal")
 		applied := fs.Bool("applied", false, "resolve: the operation took effect")
 		notApplied := fs.Bool("not-applied", false, "resolve: the operation did not take effect (it may run again)")
+		wait := fs.Duration("wait", 30*time.Second, "how long to wait for the runner to accept the signal (0: send and return, unconfirmed)")
 		pos, rest := splitPositional(args, positional)
 		if err := parse(fs, rest); err != nil {
 			return err
@@ -55,12 +58,71 @@ func runControl(sig events.Signal, synopsis string, positional int) func(context
 				c.Outcome = events.OutcomeApplied
 			}
 		}
+		if *wait < 0 {
+			return usageError{"--wait must not be negative"}
+		}
 		if err := b.SendControl(ctx, suite, run, c); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "sent %s %s to %s/%s; the runner records its acceptance as control.accepted\n", sig, c.ID, suite, run)
-		return nil
+		if *wait == 0 {
+			fmt.Fprintf(out, "sent %s %s to %s/%s; not waiting for its acceptance (control.accepted)\n", sig, c.ID, suite, run)
+			return nil
+		}
+		return awaitAcceptance(ctx, b, suite, run, c, *wait, out)
 	}
+}
+
+// awaitAcceptance waits until the run's log says what became of a signal:
+// accepted (control.accepted cites it), or never to be (the run ended
+// first). A signal is a request; only its acceptance is a fact, so the
+// command never reports success for one the runner did not take in.
+func awaitAcceptance(ctx context.Context, b *bus.Bus, suite, run string, c events.Control, wait time.Duration, out io.Writer) error {
+	deadline := time.Now().Add(wait)
+	for {
+		log, err := b.LoadRun(ctx, suite, run)
+		if err != nil {
+			return err
+		}
+		for _, f := range log.Facts() {
+			switch body := f.Body.(type) {
+			case events.ControlAccepted:
+				if body.Control.ID != c.ID {
+					continue
+				}
+				what := ""
+				if c.Signal == events.SignalSteer {
+					gen := acceptedGeneration(log.Facts(), f.Position)
+					if gen == 0 && time.Now().Before(deadline) {
+						break // its task.generation follows at once: look again
+					}
+					what = fmt.Sprintf(": the task is now generation %d", gen)
+				}
+				fmt.Fprintf(out, "%s %s accepted by %s/%s%s\n", c.Signal, c.ID, suite, run, what)
+				return nil
+			case events.RunEnded:
+				return fmt.Errorf("%s %s was not accepted: the run ended %s (%s) before its runner took it in", c.Signal, c.ID, body.Status, body.Reason)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v (is a runner on the run? it takes signals at safe points; follow it with: factline tail --run %s --kind control.accepted)", c.Signal, c.ID, suite, run, wait, run)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// acceptedGeneration is the task generation a steer accepted at position
+// pos started: the task.generation that follows it.
+func acceptedGeneration(facts []events.Fact, pos uint64) uint32 {
+	for _, f := range facts {
+		if g, ok := f.Body.(events.TaskGenerationStarted); ok && f.Position > pos {
+			return g.Generation
+		}
+	}
+	return 0
 }
 
 // splitPositional takes up to n leading arguments that are not flags, so

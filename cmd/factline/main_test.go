@@ -78,8 +78,13 @@ func TestDemo(t *testing.T) {
 	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %v %q", err, runsJSON)
 	}
-	if code, out, errOut := runCLI(t, "steer", runs[0].Run, "also add a test", "--store", store); code != 0 || !strings.Contains(out, "sent steer") {
-		t.Fatalf("steer: %d %q %q", code, out, errOut)
+	// The run has ended: a steer can no longer be taken in, and the
+	// command says so instead of reporting it sent.
+	if code, _, errOut := runCLI(t, "steer", runs[0].Run, "also add a test", "--store", store); code != 1 || !strings.Contains(errOut, "was not accepted: the run ended done") {
+		t.Fatalf("steer of an ended run: %d %q", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "steer", runs[0].Run, "also add a test", "--wait", "0", "--store", store); code != 0 || !strings.Contains(out, "not waiting") {
+		t.Fatalf("steer --wait 0: %d %q %q", code, out, errOut)
 	}
 	if code, _, errOut := runCLI(t, "cancel", "nosuchrun", "--store", store); code != 1 || !strings.Contains(errOut, `no run "nosuchrun"`) {
 		t.Fatalf("cancel of an unknown run: %d %q", code, errOut)
@@ -90,8 +95,8 @@ func TestDemo(t *testing.T) {
 	if code, _, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--store", store); code != 2 || !strings.Contains(errOut, "--applied or --not-applied") {
 		t.Fatalf("resolve without a finding: %d %q", code, errOut)
 	}
-	if code, out, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--applied", "--store", store); code != 0 || !strings.Contains(out, "sent resolve") {
-		t.Fatalf("resolve: %d %q %q", code, out, errOut)
+	if code, _, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--applied", "--store", store); code != 1 || !strings.Contains(errOut, "resolve") || !strings.Contains(errOut, "not accepted") {
+		t.Fatalf("resolve on an ended run: %d %q", code, errOut)
 	}
 	_, fromStore, _ := runCLI(t, "replay", "runs", "--store", fresh, "--json")
 	_, fromFile, _ := runCLI(t, "replay", "runs", "--file", export, "--json")
