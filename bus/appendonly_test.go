@@ -125,3 +125,41 @@ func TestOldFactsStreamIsReportedNotChanged(t *testing.T) {
 		t.Fatalf("the run after MakeAppendOnly: %d facts, %v", len(log.Records), err)
 	}
 }
+
+// Retiring old suites, as docs/operations.md tells an operator: export the
+// suite to keep, remove FACTS whole (allowed; deleting its messages is
+// not), set up a new FACTS and import. The new log holds only the kept
+// suite, loads its runs, and is append-only again.
+func TestRetireSuitesByExportAndANewStream(t *testing.T) {
+	ctx := testCtx(t)
+	b, srv := bustest.Start(t)
+	appendRun(t, b, "old", "r1", 1, 3, bus.Expect{})
+	appendRun(t, b, "keep", "r1", 1, 2, bus.Expect{})
+	var keep bytes.Buffer
+	if res, err := b.Export(ctx, &keep, bus.ReadOptions{Filter: "fact.keep.>"}); err != nil || res.Messages != 2 {
+		t.Fatalf("export: %+v, %v", res, err)
+	}
+	if err := b.JetStream().DeleteStream(ctx, bus.FactsStream); err != nil {
+		t.Fatalf("remove FACTS whole: %v", err)
+	}
+	fresh := bustest.OpenWith(t, srv, bus.Config{}) // what factline setup does
+	if res, err := fresh.Import(ctx, &keep); err != nil || res.Messages != 2 {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	if err := fresh.CheckAppendOnly(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if log, err := fresh.LoadRun(ctx, "keep", "r1"); err != nil || len(log.Records) != 2 {
+		t.Fatalf("the kept run: %d facts, %v", len(log.Records), err)
+	}
+	if log, err := fresh.LoadRun(ctx, "old", "r1"); err != nil || len(log.Records) != 0 {
+		t.Fatalf("the retired run: %d facts, %v", len(log.Records), err)
+	}
+	s, err := fresh.JetStream().Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, 1); err == nil {
+		t.Fatal("the new FACTS let a message be deleted")
+	}
+}
