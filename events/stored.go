@@ -59,17 +59,20 @@ func MatchSubject(f Fact, subject string) error {
 	}
 	// Not ParseFactSubject: a subject whose kind this version does not know
 	// still says which kind it is, and the fact is compared against that.
-	parts := strings.SplitN(subject, ".", 4)
-	if len(parts) != 4 || parts[0] != FactPrefix {
+	// Cut, not Split: every reader runs this on every message.
+	prefix, rest, ok1 := strings.Cut(subject, ".")
+	suite, rest, ok2 := strings.Cut(rest, ".")
+	run, kind, ok3 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || !ok3 || prefix != FactPrefix {
 		return mk("subject", subject, "fact.<suite>.<run>.<kind>")
 	}
 	switch {
-	case string(f.Kind()) != parts[3]:
-		return mk("kind", string(f.Kind()), parts[3])
-	case f.Suite != parts[1]:
-		return mk("suite", f.Suite, parts[1])
-	case f.Run != parts[2]:
-		return mk("run", f.Run, parts[2])
+	case string(f.Kind()) != kind:
+		return mk("kind", string(f.Kind()), kind)
+	case f.Suite != suite:
+		return mk("suite", f.Suite, suite)
+	case f.Run != run:
+		return mk("run", f.Run, run)
 	}
 	return nil
 }
