@@ -291,13 +291,13 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 			b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", d.Seq, "err", err)
 		}
 	}
-	f, err := events.Decode(m.Data())
-	if err != nil {
-		dead("undecodable fact: " + err.Error())
+	f, err := events.DecodeStored(m.Subject(), m.Data())
+	if errors.Is(err, events.ErrSubjectMismatch) {
+		dead(err.Error())
 		return
 	}
-	if subj, serr := f.Subject(); serr != nil || subj != m.Subject() {
-		dead(fmt.Sprintf("fact %s/%s/%s does not match its subject %s", f.Suite, f.Run, f.Kind(), m.Subject()))
+	if err != nil {
+		dead("undecodable fact: " + err.Error())
 		return
 	}
 	d := Delivery{

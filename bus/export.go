@@ -38,12 +38,33 @@ type exportEntry struct {
 	Data    []byte    `msgpack:"data"`
 }
 
+// PortResult says what an export or an import carried.
+type PortResult struct {
+	// Messages is how many messages were written (export) or stored
+	// (import).
+	Messages int
+	// Flagged lists, in order, the carried messages that hold no fact of
+	// their subject: undecodable, or a fact whose kind, suite or run is not
+	// the one its subject names (events.ErrSubjectMismatch). They are
+	// carried unchanged, since an export is a copy of the log and a
+	// forgery is evidence; every reader of the copy refuses them again.
+	Flagged []BadRecord
+}
+
+// flag records r in res.Flagged when it holds no fact of its subject.
+func (res *PortResult) flag(r Raw) {
+	if _, err := r.Fact(); err != nil {
+		res.Flagged = append(res.Flagged, BadRecord{Seq: r.Seq, Subject: r.Subject, Err: err})
+	}
+}
+
 // Export writes the selected FACTS messages to w, undecoded, so that an
-// export keeps even messages this version cannot read. It returns how many
-// it wrote.
-func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (int, error) {
+// export keeps even messages this version cannot read, and flags those
+// that hold no fact of their subject.
+func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortResult, error) {
+	var res PortResult
 	if opts.Follow {
-		return 0, errors.New("export: cannot follow; an export ends where the stream ends")
+		return res, errors.New("export: cannot follow; an export ends where the stream ends")
 	}
 	bw := bufio.NewWriter(w)
 	enc := msgpack.NewEncoder(bw)
@@ -52,20 +73,20 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (int, e
 		filter = "fact.>"
 	}
 	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: time.Now().UTC()}); err != nil {
-		return 0, fmt.Errorf("export: %w", err)
+		return res, fmt.Errorf("export: %w", err)
 	}
-	n := 0
 	_, err := b.Read(ctx, opts, func(r Raw) error {
-		n++
+		res.Messages++
+		res.flag(r)
 		return enc.Encode(exportEntry(r))
 	})
 	if err != nil {
-		return n, fmt.Errorf("export after %d messages: %w", n, err)
+		return res, fmt.Errorf("export after %d messages: %w", res.Messages, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return n, fmt.Errorf("export: %w", err)
+		return res, fmt.Errorf("export: %w", err)
 	}
-	return n, nil
+	return res, nil
 }
 
 // ReadExport reads an export file, calling fn for each message in order.
@@ -101,21 +122,23 @@ func ReadExport(r io.Reader, fn func(Raw) error) error {
 // top of other facts would interleave runs under sequences the export never
 // had. Each message's run links (HeaderPrev) are rewritten to the sequences
 // it gets here, so a filtered export loads as fast as the original. It
-// returns how many messages it stored.
-func (b *Bus) Import(ctx context.Context, r io.Reader) (int, error) {
+// returns how many messages it stored and flags, by their sequence in the
+// export, those that hold no fact of their subject (stored all the same:
+// see PortResult).
+func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
+	var res PortResult
 	s, err := b.js.Stream(ctx, FactsStream)
 	if err != nil {
-		return 0, fmt.Errorf("import: %w", err)
+		return res, fmt.Errorf("import: %w", err)
 	}
 	state := s.CachedInfo().State
 	if state.Msgs > 0 {
-		return 0, fmt.Errorf("import: stream %s already holds %d messages; import needs an empty stream", FactsStream, state.Msgs)
+		return res, fmt.Errorf("import: stream %s already holds %d messages; import needs an empty stream", FactsStream, state.Msgs)
 	}
 	// The stream is empty and we are its only writer, so the n-th message
 	// lands at LastSeq+n; every ack is checked against that.
 	next := state.LastSeq + 1
 	runs := map[string]Expect{}
-	n := 0
 	type sent struct {
 		fut jetstream.PubAckFuture
 		seq uint64
@@ -154,7 +177,8 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (int, error) {
 		inflight = append(inflight, sent{f, next})
 		runs[key] = runs[key].then(next)
 		next++
-		n++
+		res.Messages++
+		res.flag(raw)
 		if len(inflight) >= 1024 {
 			return flush()
 		}
@@ -163,7 +187,7 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (int, error) {
 	if err == nil {
 		err = flush()
 	}
-	return n, err
+	return res, err
 }
 
 // runKey returns "fact.<suite>.<run>" of a fact subject: what groups

@@ -22,16 +22,19 @@ import (
 type RunLog struct {
 	Suite, Run string
 	Records    []Record
-	// Bad lists messages on the run's subjects that do not decode as facts.
-	// They count for LastSeq (the stream holds them) but carry no fact;
-	// consumers dead-letter them when they are delivered.
+	// Bad lists messages on the run's subjects that do not decode as
+	// facts, or whose fact is not the one their subject names (a forgery:
+	// the error matches events.ErrSubjectMismatch). They count for LastSeq
+	// (the stream holds them) but carry no fact; consumers dead-letter them
+	// when they are delivered.
 	Bad []BadRecord
 	// LastSeq is the stream sequence of the run's newest message, 0 if none:
 	// the value to pass to Append as expectLast.
 	LastSeq uint64
 }
 
-// BadRecord is a message that failed to decode.
+// BadRecord is a stored message that holds no fact of its subject: it
+// failed to decode, or its fact names another kind, suite or run.
 type BadRecord struct {
 	Seq     uint64
 	Subject string
@@ -154,7 +157,7 @@ func addMessage(log *RunLog, m *nats.Msg) {
 	seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 	log.LastSeq = seq
 	subj := m.Header.Get(jetstream.SubjectHeader)
-	f, err := events.Decode(m.Data)
+	f, err := events.DecodeStored(subj, m.Data)
 	if err != nil {
 		log.Bad = append(log.Bad, BadRecord{Seq: seq, Subject: subj, Err: err})
 		return

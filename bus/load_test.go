@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -129,6 +130,76 @@ func TestLoadRunReportsUndecodable(t *testing.T) {
 	}
 	if log.Bad[0].Seq != last.Last+1 || log.Bad[0].Err == nil {
 		t.Fatalf("bad record = %+v", log.Bad[0])
+	}
+}
+
+// verdictFact returns a passing grade.verdict of a run, as only the grader
+// may write it.
+func verdictFact(t testing.TB, suite, run string, pos uint64) events.Fact {
+	t.Helper()
+	f, err := events.NewFact(events.Meta{Suite: suite, Run: run, TaskGeneration: 1, Position: pos,
+		Producer: events.Producer{Service: events.OwnerGrader, Instance: "forger"}},
+		events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: run, SnapshotID: events.DigestOf([]byte(run)), Revision: 9,
+			Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
+			Result:      events.VerdictOK()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// A fact stored under a subject that names another kind or run (a runner
+// forging a grade on its own run.ended subject, which the server lets it
+// publish on) is no fact of the run: loading the run, fresh or through the
+// cache, leaves it out of the records and reports it as bad with the
+// mismatch named, and the run's next position ignores it.
+func TestLoadRunRefusesFactsThatDoNotMatchTheirSubject(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cache := b.NewRunCache(4)
+	expect := appendRun(t, b, "s", "r1", 1, 1, bus.Expect{})
+	if _, err := cache.Load(ctx, "s", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	verdict, _ := events.Encode(verdictFact(t, "s", "r1", 2))
+	other, _ := events.Encode(bustest.Claim(t, "s", "r9", 2))
+	var forged []uint64
+	for subj, data := range map[string][]byte{"fact.s.r1.run.ended": verdict, "fact.s.r1.run.claimed": other} {
+		ack, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subj, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged = append(forged, ack.Sequence)
+		expect = bus.ExpectLast(ack.Sequence)
+	}
+	slices.Sort(forged)
+	appendRun(t, b, "s", "r1", 2, 1, expect)
+	fresh, err := b.LoadRun(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := cache.Load(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, log := range map[string]bus.RunLog{"fresh": fresh, "cached": cached} {
+		if len(log.Records) != 2 || log.NextPosition() != 3 {
+			t.Fatalf("%s load: %d facts, next position %d; want the 2 real ones and 3", name, len(log.Records), log.NextPosition())
+		}
+		for _, r := range log.Records {
+			if r.Fact.Kind() != events.KindTurnCompleted {
+				t.Fatalf("%s load holds a forged %s", name, r.Fact.Kind())
+			}
+		}
+		if len(log.Bad) != 2 {
+			t.Fatalf("%s load: %d bad, want the 2 forged", name, len(log.Bad))
+		}
+		for i, bad := range log.Bad {
+			var mm *events.SubjectMismatchError
+			if bad.Seq != forged[i] || !errors.As(bad.Err, &mm) {
+				t.Fatalf("%s load: bad record %d = %+v", name, i, bad)
+			}
+		}
 	}
 }
 

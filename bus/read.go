@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/events"
 )
 
 // Raw is one stored message of FACTS, not yet decoded: replays decode it
@@ -20,6 +22,13 @@ type Raw struct {
 	Time    time.Time
 	Data    []byte
 }
+
+// Fact decodes the message and checks it against the subject it was
+// stored under (events.DecodeStored): every reader of raw messages turns
+// them into facts this way, so that a fact forged under another kind's,
+// suite's or run's subject counts for none of them. A mismatch is an
+// error matching events.ErrSubjectMismatch.
+func (r Raw) Fact() (events.Fact, error) { return events.DecodeStored(r.Subject, r.Data) }
 
 // ReadOptions says what part of FACTS to read.
 type ReadOptions struct {

@@ -39,6 +39,12 @@ func (b *Bus) streamConfigs() []jetstream.StreamConfig {
 			Replicas:    b.cfg.Replicas,
 			Duplicates:  b.cfg.DedupWindow,
 			AllowDirect: true,
+			// The log is append-only: the server refuses to delete or purge
+			// its messages, for every identity, admin included. A stream
+			// can still be removed whole (see docs/operations.md, retiring
+			// suites). Once set, the server never lets these be unset.
+			DenyDelete: true,
+			DenyPurge:  true,
 		},
 		{
 			Name:        ControlStream,
@@ -157,6 +163,11 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 	have := s.CachedInfo().Config
 	if mm := mismatch(have, want); mm != nil {
 		return mm
+	}
+	if na := notAppendOnly(have, want); na != nil {
+		// Reported, not changed: adding the flags cannot be undone, so it
+		// is the operator's step (factline setup --append-only).
+		b.log.Warn("stream is not append-only", "stream", want.Name, "missing", na.Missing, "err", na)
 	}
 	return nil
 }

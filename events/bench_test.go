@@ -61,3 +61,20 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeStored is Decode plus the subject check every reader now
+// makes: the check's cost is the difference to BenchmarkDecode.
+func BenchmarkDecodeStored(b *testing.B) {
+	f := benchFact(b)
+	data, err := events.Encode(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject, _ := f.Subject()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := events.DecodeStored(subject, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 
 	fmt.Fprintln(out, "\nthe log, replayed from the stream:")
 	if _, err := b.Read(ctx, bus.ReadOptions{}, func(r bus.Raw) error {
-		f, err := events.Decode(r.Data)
+		f, err := r.Fact()
 		if err != nil {
 			fmt.Fprintf(out, "%6d undecodable: %v\n", r.Seq, err)
 			return nil

@@ -34,9 +34,10 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer closeBus()
 	if *path == "" {
-		n, err := b.Export(ctx, out, bus.ReadOptions{Filter: *filter, FromSeq: *from})
+		res, err := b.Export(ctx, out, bus.ReadOptions{Filter: *filter, FromSeq: *from})
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "exported %d messages\n", n)
+			fmt.Fprintf(os.Stderr, "exported %d messages\n", res.Messages)
+			printFlagged(os.Stderr, res.Flagged)
 		}
 		return err
 	}
@@ -44,15 +45,26 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, err := b.Export(ctx, f, bus.ReadOptions{Filter: *filter, FromSeq: *from})
+	res, err := b.Export(ctx, f, bus.ReadOptions{Filter: *filter, FromSeq: *from})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "exported %d messages to %s\n", n, *path)
+	fmt.Fprintf(out, "exported %d messages to %s\n", res.Messages, *path)
+	printFlagged(out, res.Flagged)
 	return nil
+}
+
+// printFlagged names the messages an export or import carried that hold no
+// fact of their subject. They are carried unchanged (an export is a copy
+// of the log, and a forgery is evidence); every reader of the copy refuses
+// them again.
+func printFlagged(w io.Writer, flagged []bus.BadRecord) {
+	for _, bad := range flagged {
+		fmt.Fprintf(w, "flagged message %d on %s (carried unchanged, read by no projection): %v\n", bad.Seq, bad.Subject, bad.Err)
+	}
 }
 
 func runImport(ctx context.Context, args []string, out io.Writer) error {
@@ -79,11 +91,12 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer closeBus()
-	n, err := b.Import(ctx, f)
+	res, err := b.Import(ctx, f)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "imported %d messages from %s\n", n, fs.Arg(0))
+	fmt.Fprintf(out, "imported %d messages from %s\n", res.Messages, fs.Arg(0))
+	printFlagged(out, res.Flagged)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
@@ -31,20 +32,31 @@ func runReport(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer closeBus()
-	r, err := meter.Report(ctx, b, pos[0])
+	r, skipped, err := meter.ReportWithSkipped(ctx, b, pos[0])
 	if err != nil {
 		return err
 	}
+	// Machine formats stay parseable on standard output; the warnings go
+	// to standard error. The table is for people: they follow it.
+	warnTo := io.Writer(os.Stderr)
 	switch {
 	case *asJSON:
-		return measure.WriteJSON(out, r)
+		err = measure.WriteJSON(out, r)
 	case *asCSV:
-		return measure.WriteCSV(out, r)
+		err = measure.WriteCSV(out, r)
 	case *asSVG:
-		return measure.WriteSVG(out, r)
+		err = measure.WriteSVG(out, r)
+	default:
+		warnTo = out
+		if err = measure.WriteTable(out, r); err != nil {
+			err = fmt.Errorf("report: %w", err)
+		}
 	}
-	if err := measure.WriteTable(out, r); err != nil {
-		return fmt.Errorf("report: %w", err)
+	if err != nil {
+		return err
+	}
+	for _, bad := range skipped {
+		fmt.Fprintf(warnTo, "warning: message %d on %s is left out of the report: %v\n", bad.Seq, bad.Subject, bad.Err)
 	}
 	return nil
 }

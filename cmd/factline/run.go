@@ -219,7 +219,7 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	defer cancel()
 	reported := false
 	_, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true}, func(r bus.Raw) error {
-		f, err := events.Decode(r.Data)
+		f, err := r.Fact()
 		if err != nil {
 			return nil
 		}

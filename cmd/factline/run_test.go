@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -73,8 +76,8 @@ func TestRunDemoSuite(t *testing.T) {
 	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--sink-records", sinkFile, "--store", store); code != 1 || !strings.Contains(out, "effect-in-log") {
 		t.Fatalf("a forged effect passed the audit: %d\n%s", code, out)
 	}
-	deleteOne(t, store, "fact.demo.fix-sum-stall-on-t1.stall.observed")
-	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--store", store); code != 1 || !strings.Contains(out, "one-stall-per-turn") || !strings.Contains(out, "positions") {
+	lost := copyWithoutOne(t, store, "fact.demo.fix-sum-stall-on-t1.stall.observed")
+	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--store", lost); code != 1 || !strings.Contains(out, "one-stall-per-turn") || !strings.Contains(out, "positions") {
 		t.Fatalf("a deleted fact passed the audit: %d\n%s", code, out)
 	}
 
@@ -150,31 +153,75 @@ func TestRunRefusesBadSuites(t *testing.T) {
 	}
 }
 
-// deleteOne removes the last message of a subject from a store, as a lost
-// or tampered fact would.
-func deleteOne(t *testing.T, store, subject string) {
+// copyWithoutOne returns a copy of a store whose log lacks the last
+// message of a subject, as a lost or tampered fact would leave it. The
+// store itself refuses the delete (its log is append-only), so the copy
+// is imported into a FACTS stream made the way it was before
+// deny_delete, which is what a store that was never made append-only has.
+func copyWithoutOne(t *testing.T, store, subject string) string {
 	t.Helper()
-	ctx := context.Background()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var defers []func()
+	defer func() {
+		for i := len(defers) - 1; i >= 0; i-- {
+			defers[i]()
+		}
+	}()
+	// open starts a server on dir until the helper returns: the commands
+	// the test runs next open the stores themselves.
+	open := func(dir string, before func(jetstream.JetStream)) (*bus.Bus, jetstream.Stream) {
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Durability: bus.SyncInterval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defers = append(defers, srv.Shutdown)
+		nc, err := srv.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defers = append(defers, nc.Close)
+		js, _ := jetstream.New(nc)
+		if before != nil {
+			before(js)
+		}
+		b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := js.Stream(ctx, bus.FactsStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, s
 	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	s, err := js.Stream(ctx, bus.FactsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := open(store, nil)
 	m, err := s.GetLastMsgForSubject(ctx, subject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteMsg(ctx, m.Sequence); err != nil {
+	if err := s.DeleteMsg(ctx, m.Sequence); err == nil {
+		t.Fatalf("the store let message %d be deleted", m.Sequence)
+	}
+	var export bytes.Buffer
+	if _, err := b.Export(ctx, &export, bus.ReadOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
+	cb, cs := open(dir, func(js jetstream.JetStream) {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: bus.FactsStream, Subjects: []string{"fact.>"}, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, Replicas: 1, Duplicates: 2 * time.Minute, AllowDirect: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := cb.Import(ctx, &export); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = cs.GetLastMsgForSubject(ctx, subject); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.DeleteMsg(ctx, m.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -72,7 +73,11 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 		if *asJSON {
 			return printFactJSON(out, r)
 		}
-		f, err := events.Decode(r.Data)
+		f, err := r.Fact()
+		if errors.Is(err, events.ErrSubjectMismatch) {
+			_, werr := fmt.Fprintf(out, "%6d %s !! NOT A FACT OF ITS SUBJECT, refused by every reader: %v\n", r.Seq, r.Subject, err)
+			return werr
+		}
 		if err != nil {
 			_, werr := fmt.Fprintf(out, "%6d %s undecodable: %v\n", r.Seq, r.Subject, err)
 			return werr
@@ -88,6 +93,8 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 
 // printFactJSON writes a stored fact as one JSON line with its wire keys,
 // without interpreting it, so facts this version cannot decode still show.
+// A fact that is not the one its subject names is shown too, with
+// "refused" saying why every reader leaves it out.
 func printFactJSON(out io.Writer, r bus.Raw) error {
 	var wire map[string]any
 	line := map[string]any{"seq": r.Seq, "subject": r.Subject, "msg_id": r.MsgID}
@@ -95,6 +102,9 @@ func printFactJSON(out io.Writer, r bus.Raw) error {
 		line["error"] = err.Error()
 	} else {
 		line["fact"] = wire
+	}
+	if _, err := r.Fact(); errors.Is(err, events.ErrSubjectMismatch) {
+		line["refused"] = err.Error()
 	}
 	data, err := json.Marshal(line)
 	if err != nil {

@@ -72,16 +72,18 @@ type Filter func(events.Fact) bool
 type Result struct {
 	Applied int             // facts folded into the projection
 	Skipped int             // facts the filter left out
-	Bad     []bus.BadRecord // messages that did not decode, with the reason
+	Bad     []bus.BadRecord // messages that hold no fact of their subject (undecodable or forged), with the reason
 	LastSeq uint64          // stream sequence of the last message read
 }
 
-// Run feeds every fact from src into in. Messages that do not decode are
-// reported in Result.Bad and skipped; they never stop the replay.
+// Run feeds every fact from src into in. Messages that do not decode, and
+// facts stored under a subject that names another kind, suite or run
+// (errors.Is events.ErrSubjectMismatch), are reported in Result.Bad and
+// skipped; they never stop the replay.
 func Run(ctx context.Context, src Source, in projections.Instance, keep Filter) (Result, error) {
 	var res Result
 	last, err := src.Each(ctx, func(raw bus.Raw) error {
-		f, err := events.Decode(raw.Data)
+		f, err := raw.Fact()
 		if err != nil {
 			res.Bad = append(res.Bad, bus.BadRecord{Seq: raw.Seq, Subject: raw.Subject, Err: err})
 			return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -91,8 +92,8 @@ func TestReplayIsDeterministicAcrossStreamAndFile(t *testing.T) {
 	}
 	n, err := b.Export(ctx, f, bus.ReadOptions{})
 	f.Close()
-	if err != nil || n != 24 {
-		t.Fatalf("export wrote %d, %v", n, err)
+	if err != nil || n.Messages != 24 || len(n.Flagged) != 0 {
+		t.Fatalf("export wrote %+v, %v", n, err)
 	}
 	in := projections.RunsFold.Start()
 	if _, err := replay.Run(ctx, replay.File(path), in, nil); err != nil {
@@ -123,8 +124,8 @@ func TestImportRoundTrip(t *testing.T) {
 
 	dst, _ := bustest.Start(t)
 	n, err := dst.Import(ctx, bytes.NewReader(exported))
-	if err != nil || n != 15 {
-		t.Fatalf("import stored %d, %v", n, err)
+	if err != nil || n.Messages != 15 || len(n.Flagged) != 0 {
+		t.Fatalf("import stored %+v, %v", n, err)
 	}
 	if _, err := dst.Import(ctx, bytes.NewReader(exported)); err == nil {
 		t.Fatal("import into a non-empty stream was accepted")
@@ -150,8 +151,8 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	one, _ := bustest.Start(t)
-	if n, err := one.Import(ctx, &buf); err != nil || n != 5 {
-		t.Fatalf("filtered import stored %d, %v", n, err)
+	if n, err := one.Import(ctx, &buf); err != nil || n.Messages != 5 {
+		t.Fatalf("filtered import stored %+v, %v", n, err)
 	}
 	s, err := one.JetStream().Stream(ctx, bus.FactsStream)
 	if err != nil {
@@ -188,6 +189,61 @@ func TestReplayReportsBadMessages(t *testing.T) {
 	if counts[events.KindTurnCompleted] != 2 || counts[events.KindRunEnded] != 1 {
 		t.Fatalf("counts %v", counts)
 	}
+}
+
+// A fact stored under a subject that names another kind (a grade forged on
+// a runner's run.ended subject) is no fact: replays from the stream, from
+// an export and from an import of that export leave it out and report it
+// as bad with the mismatch; export and import carry it unchanged, so the
+// evidence survives, and say which messages they flagged.
+func TestReplayExportAndImportFlagForgedFacts(t *testing.T) {
+	ctx := ctxT(t)
+	b, _ := bustest.Start(t)
+	fill(t, b, 1, 2) // runa: 2 turns and its end, sequences 1-3
+	forged, err := events.NewFact(events.Meta{Suite: "s1", Run: "runa", TaskGeneration: 1, Position: 4,
+		Producer: events.Producer{Service: events.OwnerGrader, Instance: "forger"}},
+		events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: "runa", SnapshotID: events.DigestOf([]byte("x")), Revision: 1,
+			Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
+			Result:      events.VerdictOK()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := events.Encode(forged)
+	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "fact.s1.runa.run.ended", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, src replay.Source) {
+		t.Helper()
+		in := projections.KindsFold.Start()
+		res, err := replay.Run(ctx, src, in, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if res.Applied != 3 || len(res.Bad) != 1 || res.Bad[0].Seq != 4 || !errors.Is(res.Bad[0].Err, events.ErrSubjectMismatch) {
+			t.Fatalf("%s: %+v", what, res)
+		}
+		if counts, _ := projections.KindsFold.State(in); counts[events.KindGradeVerdict] != 0 || counts[events.KindRunEnded] != 1 {
+			t.Fatalf("%s: the forged verdict was folded: %v", what, counts)
+		}
+	}
+	check("stream", replay.Stream(b, bus.ReadOptions{}))
+
+	var buf bytes.Buffer
+	exp, err := b.Export(ctx, &buf, bus.ReadOptions{})
+	if err != nil || exp.Messages != 4 || len(exp.Flagged) != 1 || exp.Flagged[0].Seq != 4 ||
+		!errors.Is(exp.Flagged[0].Err, events.ErrSubjectMismatch) {
+		t.Fatalf("export: %+v, %v", exp, err)
+	}
+	exported := bytes.Clone(buf.Bytes())
+	check("export", replay.Reader(bytes.NewReader(exported)))
+
+	dst, _ := bustest.Start(t)
+	imp, err := dst.Import(ctx, bytes.NewReader(exported))
+	if err != nil || imp.Messages != 4 || len(imp.Flagged) != 1 || imp.Flagged[0].Subject != "fact.s1.runa.run.ended" ||
+		!errors.Is(imp.Flagged[0].Err, events.ErrSubjectMismatch) {
+		t.Fatalf("import: %+v, %v", imp, err)
+	}
+	check("import", replay.Stream(dst, bus.ReadOptions{}))
 }
 
 // Replays can start at a sequence or a time, and keep only some facts.

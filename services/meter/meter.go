@@ -10,6 +10,7 @@ package meter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -291,7 +292,11 @@ func (s *Service) state(suite string) *suiteState {
 // refresh folds the suite's facts committed since the state's last
 // sequence, through at least the sequence through.
 func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) error {
-	last, err := readSuite(ctx, s.b, st.log, st.last+1, through)
+	last, err := readSuite(ctx, s.b, st.log, st.last+1, through, func(bad bus.BadRecord) {
+		if errors.Is(bad.Err, events.ErrSubjectMismatch) {
+			s.log.Warn("left a forged fact out of the report", "suite", st.log.Suite, "seq", bad.Seq, "subject", bad.Subject, "err", bad.Err)
+		}
+	})
 	// What was folded before a failed read stays folded: the retry goes on
 	// from there instead of folding it twice.
 	st.last = max(st.last, last)
@@ -302,12 +307,16 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 // returns the sequence of the last one read (0 when there was none). A
 // through of 0 reads up to the newest fact the stream leader holds; a
 // delivered fact's sequence saves asking it, since that fact is known to be
-// committed and any later one brings its own delivery.
-func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from, through uint64) (uint64, error) {
+// committed and any later one brings its own delivery. A message that
+// holds no fact of its subject (undecodable, or forged under another
+// kind's, suite's or run's subject) is folded into nothing and handed to
+// skip.
+func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from, through uint64, skip func(bus.BadRecord)) (uint64, error) {
 	last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(l.Suite), FromSeq: from, Through: through}, func(raw bus.Raw) error {
-		f, err := events.Decode(raw.Data)
+		f, err := raw.Fact()
 		if err != nil {
-			return nil // an undecodable message is the consumers' to dead-letter; it holds no fact
+			skip(bus.BadRecord{Seq: raw.Seq, Subject: raw.Subject, Err: err})
+			return nil // the consumers dead-letter it; it holds no fact of the suite
 		}
 		l.Apply(f)
 		return nil
@@ -321,15 +330,25 @@ func readSuite(ctx context.Context, b *bus.Bus, l *measure.Log, from, through ui
 // Report builds a suite's report from the log as it is now: what the CLI
 // prints, and what anyone can rebuild with the "suites" projection.
 func Report(ctx context.Context, b *bus.Bus, suite string) (measure.Report, error) {
+	r, _, err := ReportWithSkipped(ctx, b, suite)
+	return r, err
+}
+
+// ReportWithSkipped is Report that also returns, in stream order, the
+// messages of the suite's subjects it left out because they hold no fact
+// of their subject: undecodable, or forged (errors.Is
+// events.ErrSubjectMismatch). A reader that shows the report names them.
+func ReportWithSkipped(ctx context.Context, b *bus.Bus, suite string) (measure.Report, []bus.BadRecord, error) {
 	if err := events.ValidateToken("suite", suite); err != nil {
-		return measure.Report{}, fmt.Errorf("report: %w", err)
+		return measure.Report{}, nil, fmt.Errorf("report: %w", err)
 	}
 	l := measure.NewLog(suite)
-	if _, err := readSuite(ctx, b, l, 0, 0); err != nil {
-		return measure.Report{}, err
+	var skipped []bus.BadRecord
+	if _, err := readSuite(ctx, b, l, 0, 0, func(bad bus.BadRecord) { skipped = append(skipped, bad) }); err != nil {
+		return measure.Report{}, skipped, err
 	}
 	if l.Submitted == nil {
-		return measure.Report{}, fmt.Errorf("report: suite %s was never submitted", suite)
+		return measure.Report{}, skipped, fmt.Errorf("report: suite %s was never submitted", suite)
 	}
-	return measure.Build(l), nil
+	return measure.Build(l), skipped, nil
 }

@@ -3,8 +3,10 @@ package meter_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,4 +245,100 @@ func mustFact(t *testing.T, suite string) events.Fact {
 		Producer: events.Producer{Service: events.OwnerRunner, Instance: "x"}}, events.RunEnded{Status: events.RunDone, Reason: "r"})
 	must(t, err)
 	return f
+}
+
+// A runner may publish on its runs' run.ended subjects, and nothing but
+// the subject check stops it putting a passing grade.verdict there. The
+// meter's consumer dead-letters it; the meter's report, its rebuild and a
+// later settle of the suite (a redelivered run.ended to a fresh meter)
+// leave it out, so no second suite.reported carries it, and the rebuild
+// names the message it left out.
+func TestForgedVerdictChangesNoReport(t *testing.T) {
+	b, ctx := start(t)
+	p := publish(t, ctx, b)
+	must(t, suites.Submit(ctx, b, p, "test"))
+	runMeter(t, ctx, b)
+	roster := measure.Roster(p.Submitted)
+	waitFor(t, ctx, "every run requested", func() bool {
+		for _, log := range requested(t, ctx, b, p) {
+			if len(log.Records) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	commit := func(run string, body events.Body) bus.Record {
+		t.Helper()
+		recs, err := b.Commit(ctx, nil, "m", run, func(log bus.RunLog) ([]bus.Pending, error) {
+			f, err := events.NewFact(events.Meta{Suite: "m", Run: run, TaskGeneration: 1, Position: log.NextPosition(),
+				Producer: events.Producer{Service: body.Kind().Owner(), Instance: "test"}}, body)
+			return []bus.Pending{{Fact: f}}, err
+		})
+		must(t, err)
+		return recs[0]
+	}
+	verdict := func(run string, rev uint32, result events.VerdictResult) events.GradeVerdict {
+		return events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: run, SnapshotID: events.DigestOf([]byte(run)), Revision: rev,
+			Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed}},
+			Result:      result}}
+	}
+	var ended bus.Record
+	for _, m := range roster {
+		commit(m.Run, events.RunClaimed{Runner: "r", Lease: 1})
+		commit(m.Run, events.CandidateSealed{SnapshotDigest: events.DigestOf([]byte(m.Run))})
+		ended = commit(m.Run, events.RunEnded{Status: events.RunDone, Reason: "r", Spent: events.Spent{Millis: 10}})
+		commit(m.Run, verdict(m.Run, 1, events.VerdictFail()))
+	}
+	reports := func() []events.SuiteReported {
+		log, err := b.LoadRun(ctx, "m", events.SuiteScope)
+		must(t, err)
+		var out []events.SuiteReported
+		for _, r := range log.Records {
+			if sr, ok := r.Fact.Body.(events.SuiteReported); ok {
+				out = append(out, sr)
+			}
+		}
+		return out
+	}
+	waitFor(t, ctx, "suite.reported", func() bool { return len(reports()) == 1 })
+	first := reports()[0]
+	if first.Passed != 0 || first.Failed != 8 {
+		t.Fatalf("reported %+v", first)
+	}
+
+	// The forgery: a grader-made verdict, passed at a newer revision, on
+	// the subject of the run's end.
+	run := roster[0].Run
+	log, err := b.LoadRun(ctx, "m", run)
+	must(t, err)
+	forged, err := events.NewFact(events.Meta{Suite: "m", Run: run, TaskGeneration: 1, Position: log.NextPosition(),
+		Producer: events.Producer{Service: events.OwnerGrader, Instance: "grader-1"}}, verdict(run, 2, events.VerdictOK()))
+	must(t, err)
+	data, err := events.Encode(forged)
+	must(t, err)
+	ack, err := b.JetStream().Publish(ctx, "fact.m."+run+".run.ended", data)
+	must(t, err)
+	waitFor(t, ctx, "the meter's dead letter", func() bool {
+		dl, err := b.DeadLetters(ctx, meter.ConsumerName)
+		return err == nil && len(dl) == 1 && dl[0].StreamSeq == ack.Sequence && strings.Contains(dl[0].Reason, "does not match its subject")
+	})
+
+	// A redelivery makes a fresh meter fold the whole suite again.
+	must(t, meter.New(b).Handle(ctx, bus.Delivery{Record: ended}))
+	if got := reports(); len(got) != 1 {
+		t.Fatalf("%d suite.reported facts after the forgery; the last: %+v", len(got), got[len(got)-1])
+	}
+	r, skipped, err := meter.ReportWithSkipped(ctx, b, "m")
+	must(t, err)
+	data, err = b.GetBlob(ctx, first.ReportDigest)
+	must(t, err)
+	if again, _ := measure.EncodeJSON(r); string(again) != string(data) {
+		t.Fatal("the rebuilt report differs from the one reported before the forgery")
+	}
+	if len(skipped) != 1 || skipped[0].Seq != ack.Sequence || !errors.Is(skipped[0].Err, events.ErrSubjectMismatch) {
+		t.Fatalf("skipped %+v", skipped)
+	}
+	if plain, err := meter.Report(ctx, b, "m"); err != nil || plain.Treatments[0].Passed != 0 {
+		t.Fatalf("report: %+v, %v", plain.Treatments, err)
+	}
 }
