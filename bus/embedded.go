@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // Durability says when the embedded server fsyncs the file store.
@@ -43,8 +45,15 @@ type EmbeddedConfig struct {
 	// SyncEvery is the fsync period in SyncInterval mode (default 1s).
 	SyncEvery time.Duration
 	// Listen, when set, also serves TCP clients at this host:port
-	// ("127.0.0.1:4222"; port -1 picks a free one). Empty means in-process only.
+	// ("127.0.0.1:4222"; port -1 picks a free one). A bare ":4222" binds
+	// 127.0.0.1, never every interface. Empty means in-process only.
 	Listen string
+	// ClientSeed, when set, is the nkey seed of the one user the server
+	// admits: every client, over TCP and in-process alike, must prove it
+	// holds the seed (nats-server's own nkey challenge), and Connect does.
+	// Nil admits anyone who can reach the listener. It cannot be combined
+	// with ConfigFile, which then owns authentication.
+	ClientSeed []byte
 	// Name names the server (default "factline").
 	Name string
 	// Cluster, when set, joins the server to a cluster (see ClusterConfig).
@@ -70,8 +79,9 @@ type ClusterConfig struct {
 
 // Embedded is a running in-process JetStream server.
 type Embedded struct {
-	srv *server.Server
-	cfg EmbeddedConfig
+	srv    *server.Server
+	cfg    EmbeddedConfig
+	client nkeys.KeyPair // the admitted user, when ClientSeed was set
 }
 
 // StartEmbedded starts a JetStream server in this process and waits until it
@@ -88,6 +98,17 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "factline"
+	}
+	var client nkeys.KeyPair
+	if cfg.ClientSeed != nil {
+		if cfg.ConfigFile != "" {
+			return nil, errors.New("embedded server: ClientSeed and ConfigFile both set; the configuration file's users would be bypassed")
+		}
+		kp, err := clientKey(cfg.ClientSeed)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server: client seed: %w", err)
+		}
+		client = kp
 	}
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
@@ -125,7 +146,20 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded server: listen: %w", err)
 		}
+		if host == "" {
+			// nats-server reads an empty host as every interface; an
+			// address that says no host means this machine only.
+			host = "127.0.0.1"
+		}
 		opts.Host, opts.Port = host, port
+	}
+	if client != nil {
+		pub, err := client.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("embedded server: client key: %w", err)
+		}
+		// No permissions: the holder of the store's seed is its owner.
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
 	if c := cfg.Cluster; c != nil {
 		host, port, err := splitHostPort(c.Listen)
@@ -152,7 +186,33 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("embedded server: not ready after %v", wait)
 	}
-	return &Embedded{srv: srv, cfg: cfg}, nil
+	return &Embedded{srv: srv, cfg: cfg, client: client}, nil
+}
+
+// clientKey reads a user nkey seed.
+func clientKey(seed []byte) (nkeys.KeyPair, error) {
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		return nil, err
+	}
+	if pub, err := kp.PublicKey(); err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return nil, errors.New("not the seed of an nkey user (want a seed starting with SU)")
+	}
+	return kp, nil
+}
+
+// ClientAuth returns the connection option that authenticates as
+// the user seed names, for clients of an embedded server with ClientSeed.
+func ClientAuth(seed []byte) (nats.Option, error) {
+	kp, err := clientKey(seed)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return nats.Nkey(pub, kp.Sign), nil
 }
 
 // Server exposes the underlying nats-server, for tests and ops.
@@ -167,9 +227,18 @@ func (e *Embedded) ClientURL() string {
 	return e.srv.ClientURL()
 }
 
-// Connect opens an in-process client connection (no TCP involved).
+// Connect opens an in-process client connection (no TCP involved),
+// authenticated as the server's client user when it has one.
 func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(e.srv), nats.Name("factline")}, opts...)
+	base := []nats.Option{nats.InProcessServer(e.srv), nats.Name("factline")}
+	if e.client != nil {
+		pub, err := e.client.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("connect in-process: %w", err)
+		}
+		base = append(base, nats.Nkey(pub, e.client.Sign))
+	}
+	opts = append(base, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect in-process: %w", err)

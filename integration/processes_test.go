@@ -98,7 +98,8 @@ func TestServeInSeparateProcesses(t *testing.T) {
 			}
 		})
 	}
-	start("serve", "--services", "staller,decider,grader,meter", "--store", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	store := t.TempDir()
+	start("serve", "--services", "staller,decider,grader,meter", "--store", store, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	for {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
@@ -109,10 +110,14 @@ func TestServeInSeparateProcesses(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	start("serve", "--services", "runner", "--nats", url, "--instances", "2", "--work-dir", t.TempDir())
-	start("serve", "--services", "runner", "--nats", url, "--instances", "2", "--work-dir", t.TempDir())
+	// The server admits only the holder of the store's credential: one
+	// runner finds it through --store (and joins the served store), the
+	// other and the submitter are given it.
+	cred := filepath.Join(store, "nats-client.nk")
+	start("serve", "--services", "runner", "--store", store, "--instances", "2", "--work-dir", t.TempDir())
+	start("serve", "--services", "runner", "--nats", url, "--nkey", cred, "--instances", "2", "--work-dir", t.TempDir())
 
-	distributed, err := exec.CommandContext(ctx, bin, "run", "../examples/demo/suite.yaml", "--nats", url, "--json").Output()
+	distributed, err := exec.CommandContext(ctx, bin, "run", "../examples/demo/suite.yaml", "--nats", url, "--nkey", cred, "--json").Output()
 	if err != nil {
 		t.Fatalf("run against the fleet: %v", err)
 	}

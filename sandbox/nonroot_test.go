@@ -17,6 +17,9 @@ import (
 const probeChildEnv = "FACTLINE_SANDBOX_PROBE_CHILD"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(loweredChildEnv); dir != "" {
+		loweredChild(dir)
+	}
 	if dir := os.Getenv(probeChildEnv); dir != "" {
 		c, err := Probe(context.Background(), Config{Limits: testLimits, Network: true, Unprivileged: true, WorkDir: dir})
 		if err != nil {

@@ -26,9 +26,12 @@ type probed struct {
 
 // Probe finds out, once at start, which of the asked features
 // this host grants, by running a tiny contained command with each feature
-// alone and then with all that worked. A feature the host refuses, or
-// that would not bind (the process limit for root), is recorded as
-// unsupported with the reason; it is never claimed.
+// alone and then with all that worked. Each resource limit is a feature of
+// its own: a host that refuses one (a hard limit lowered below the asked
+// value, which only CAP_SYS_RESOURCE may raise) loses that one, never the
+// others. A feature the host refuses, or that would not bind (the process
+// limit for root), is recorded as unsupported with the reason; it is never
+// claimed.
 func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -47,8 +50,10 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	unsupported := map[string]string{}
 
 	var asked []string
-	if cfg.Limits != (Limits{}) {
-		asked = append(asked, "limits")
+	for _, l := range limitFeatures {
+		if *l.of(&cfg.Limits) > 0 {
+			asked = append(asked, l.name)
+		}
 	}
 	if cfg.Unprivileged && root {
 		asked = append(asked, "uid")
@@ -58,14 +63,7 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	}
 	for _, f := range asked {
 		try := &Containment{bash: bash}
-		switch f {
-		case "limits":
-			try.limits = cfg.Limits
-		case "uid":
-			try.dropUID = true
-		case "net":
-			try.netns, try.userns = true, !root
-		}
+		apply(try, f, cfg, root)
 		if _, err := try.probe(ctx, dir); err != nil {
 			unsupported[f] = err.Error()
 			if f == "uid" {
@@ -73,14 +71,7 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 			}
 			continue
 		}
-		switch f {
-		case "limits":
-			c.limits = cfg.Limits
-		case "uid":
-			c.dropUID = true
-		case "net":
-			c.netns, c.userns = true, !root
-		}
+		apply(c, f, cfg, root)
 	}
 	got, err := c.probe(ctx, dir)
 	if err != nil {
@@ -88,6 +79,35 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	}
 	c.record = c.describe(cfg, got, base, root, unsupported)
 	return c, nil
+}
+
+// limitFeatures are the resource limits, each probed and applied on its
+// own, with the field of Limits each one sets.
+var limitFeatures = []struct {
+	name string
+	of   func(*Limits) *uint64
+}{
+	{FeatureCPU, func(l *Limits) *uint64 { return &l.CPUSeconds }},
+	{FeatureAddressSpace, func(l *Limits) *uint64 { return &l.AddressSpace }},
+	{FeatureOpenFiles, func(l *Limits) *uint64 { return &l.OpenFiles }},
+	{FeatureProcesses, func(l *Limits) *uint64 { return &l.Processes }},
+}
+
+// apply turns on, in c, the asked feature f: one resource limit (by its
+// feature name), "uid" or "net".
+func apply(c *Containment, f string, cfg Config, root bool) {
+	switch f {
+	case "uid":
+		c.dropUID = true
+	case "net":
+		c.netns, c.userns = true, !root
+	default:
+		for _, l := range limitFeatures {
+			if l.name == f {
+				*l.of(&c.limits) = *l.of(&cfg.Limits)
+			}
+		}
+	}
 }
 
 // probe runs probeScript contained as c says and reads what it saw.
@@ -133,8 +153,14 @@ func (c *Containment) describe(cfg Config, got, base probed, root bool, unsuppor
 		switch {
 		case asked == 0:
 			return feat(name, events.ContainmentOff, 0, "")
-		case unsupported["limits"] != "":
-			return feat(name, events.ContainmentUnsupported, 0, "setrlimit: "+unsupported["limits"])
+		case unsupported[name] != "":
+			// What the command gets instead is the service's own limit,
+			// read back from inside like every effective value.
+			keeps := "unlimited"
+			if effective > 0 {
+				keeps = strconv.FormatUint(effective, 10)
+			}
+			return feat(name, events.ContainmentUnsupported, 0, fmt.Sprintf("setrlimit to %d: %s; commands keep the service's own limit (%s)", asked, unsupported[name], keeps))
 		case effective == 0 || effective > asked:
 			return feat(name, events.ContainmentUnsupported, 0, fmt.Sprintf("asked %d, the command sees %d", asked, effective))
 		}

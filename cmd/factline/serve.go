@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -88,11 +89,13 @@ func serviceNames() []string {
 }
 
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("serve", "serve --services LIST (--store DIR [--listen HOST:PORT] | --nats URL) [--instances N]", out)
+	fs := newFlags("serve", "serve --services LIST (--store DIR [--listen [HOST:]PORT [--allow-remote] [--no-auth]] | --nats URL) [--instances N]", out)
 	var t target
 	t.flags(fs)
 	list := fs.String("services", strings.Join(serviceNames(), ","), "comma-separated services to run: "+strings.Join(serviceNames(), ", "))
-	listen := fs.String("listen", "", "with --store: also serve NATS clients on this address (e.g. 127.0.0.1:4222)")
+	listen := fs.String("listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
+	allowRemote := fs.Bool("allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
+	noAuth := fs.Bool("no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
@@ -129,8 +132,21 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		if t.store == "" {
 			return usageError{"--listen needs --store: it serves the embedded server"}
 		}
-		b, closeBus, err = openEmbedded(ctx, t.store, *listen)
+		if t.cred.given() {
+			return usageError{"credentials and TLS flags apply to --nats only; --listen makes the store's own credential"}
+		}
+		plan, err := planListen(*listen, *allowRemote, *noAuth)
+		if err != nil {
+			return err
+		}
+		b, closeBus, err = openEmbedded(ctx, t.store, plan, out)
+		if err != nil {
+			return err
+		}
 	} else {
+		if *allowRemote || *noAuth {
+			return usageError{"--allow-remote and --no-auth go with --listen"}
+		}
 		b, closeBus, err = t.open(ctx)
 	}
 	if err != nil {
@@ -184,9 +200,25 @@ func collect(ch <-chan error) []error {
 }
 
 // openEmbedded starts an embedded server on a store that also listens for
-// other processes.
-func openEmbedded(ctx context.Context, store, listen string) (*bus.Bus, func(), error) {
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: listen})
+// other processes, as plan says, and prints how they connect. Unless
+// plan opts out, every client must hold the store's credential, which
+// the first such start writes into the store.
+func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
+	if at, err := servedAt(store); err != nil {
+		return nil, nil, err
+	} else if at != "" {
+		return nil, nil, fmt.Errorf("store %s is already served at %s by another process: stop that one first, or run this one with --store %s and without --listen to join it", store, at, store)
+	}
+	var seed []byte
+	var credPath string
+	var made bool
+	if plan.auth {
+		var err error
+		if credPath, seed, made, err = storeCredential(store, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,8 +233,44 @@ func openEmbedded(ctx context.Context, store, listen string) (*bus.Bus, func(), 
 		srv.Shutdown()
 		return nil, nil, err
 	}
-	slog.Info("embedded NATS listening", "url", srv.ClientURL())
-	return b, func() { nc.Close(); srv.Shutdown() }, nil
+	local := localURL(srv.Server().Addr())
+	unrecord, err := recordServed(store, local)
+	if err != nil {
+		nc.Close()
+		srv.Shutdown()
+		return nil, nil, err
+	}
+	printHowToConnect(out, store, srv.Server().Addr(), local, plan, credPath, made)
+	return b, func() { unrecord(); nc.Close(); srv.Shutdown() }, nil
+}
+
+// printHowToConnect tells the operator, on the command's own output, how
+// other processes connect: commands to paste, with the credential.
+func printHowToConnect(out io.Writer, store string, addr net.Addr, local string, plan listenPlan, credPath string, made bool) {
+	dir := store
+	if abs, err := filepath.Abs(store); err == nil {
+		dir = abs
+	}
+	if !plan.auth {
+		msg := fmt.Sprintf("--no-auth: %s admits every process on this machine without a credential; any of them can submit work, append facts or delete the stream. Use it for a throwaway store only.", local)
+		slog.Warn("embedded NATS without authentication", "url", local, "store", dir)
+		fmt.Fprintf(out, "WARNING: %s\n", msg)
+		fmt.Fprintf(out, "NATS clients connect at %s:\n", local)
+		fmt.Fprintf(out, "  on this machine:  factline tail --store %s\n", shellWord(dir))
+		fmt.Fprintf(out, "  from any client:  factline tail --nats %s\n", local)
+		return
+	}
+	note := "kept from an earlier start"
+	if made {
+		note = "made now"
+	}
+	fmt.Fprintf(out, "NATS listening on %s; clients authenticate with the store's credential %s (mode 0600, %s):\n", addr, credPath, note)
+	fmt.Fprintf(out, "  on this machine:  factline tail --store %s\n", shellWord(dir))
+	fmt.Fprintf(out, "  from any client:  factline tail --nats %s --nkey %s\n", local, shellWord(credPath))
+	if !plan.loopback {
+		fmt.Fprintf(out, "  from another host: copy %s there (mode 0600) and use --nats nats://THIS-HOST:%d --nkey FILE; the traffic is not encrypted\n",
+			shellWord(credPath), addr.(*net.TCPAddr).Port)
+	}
 }
 
 // serveMetrics serves /metrics and /healthz until the returned function is

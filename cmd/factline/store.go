@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 
 	"github.com/factline/factline/bus"
@@ -24,7 +26,7 @@ type target struct {
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
-	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open")
+	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open (one a 'serve --listen' process serves is reached through it, with the store's credential)")
 	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
 	fs.IntVar(&t.replicas, "replicas", 1, "with --nats: replicas the streams have (or, for setup, get): 1 on one server, 3 on a three-node cluster")
 	t.cred.flags(fs)
@@ -57,6 +59,16 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 	case t.cred.given():
 		return nil, nil, usageError{"credentials and TLS flags apply to --nats only"}
 	case t.store != "":
+		// A store another process serves is reached through that server:
+		// opening its files a second time would make two servers write
+		// them.
+		at, err := servedAt(t.store)
+		if err != nil {
+			return nil, nil, err
+		}
+		if at != "" {
+			return t.dialServed(ctx, at)
+		}
 		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store})
 		if err != nil {
 			return nil, nil, err
@@ -75,4 +87,24 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 		return b, func() { nc.Close(); srv.Shutdown() }, nil
 	}
 	return nil, nil, usageError{"say where the log is: --store DIR or --nats URL"}
+}
+
+// dialServed connects to the server another process serves the store at,
+// with the store's credential (none when that server runs --no-auth and
+// the store never had one).
+func (t *target) dialServed(ctx context.Context, at string) (*bus.Bus, func(), error) {
+	var c credentials
+	path, _, _, err := storeCredential(t.store, false)
+	switch {
+	case err == nil:
+		c.nkey = path
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, err
+	}
+	b, g, err := dial(ctx, at, &c, bus.Config{Logger: slog.Default()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s is served by another process at %s: %w", t.store, at, err)
+	}
+	t.guard = g
+	return b, b.Conn().Close, nil
 }

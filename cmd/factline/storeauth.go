@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/factline/factline/bus"
+)
+
+// Files a store directory holds for the processes that share it (see
+// docs/security.md#a-store-served-to-other-processes).
+const (
+	// storeCredentialFile holds the nkey seed of the one NATS user a
+	// store's embedded server admits when 'serve --listen' serves it. It
+	// is made at the first such start (mode 0600) and kept, so clients
+	// that copied it keep working across restarts.
+	storeCredentialFile = "nats-client.nk"
+	// storeServedFile holds, while a 'serve --listen' process serves the
+	// store, the URL it serves it at on this machine; --store commands of
+	// other processes connect there instead of opening the files a second
+	// time.
+	storeServedFile = "nats-url"
+)
+
+// listenPlan is how 'serve --listen' serves a store to other processes.
+type listenPlan struct {
+	addr     string // host:port to bind (port -1: a free one)
+	loopback bool   // only this machine can reach addr
+	auth     bool   // clients must hold the store's credential
+}
+
+// planListen reads --listen, --allow-remote and --no-auth. A bare port
+// means loopback; an address other hosts can reach must be asked for
+// with --allow-remote, and is never served without the credential.
+func planListen(listen string, allowRemote, noAuth bool) (listenPlan, error) {
+	if _, err := strconv.Atoi(listen); err == nil {
+		listen = ":" + listen
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listenPlan{}, usageError{fmt.Sprintf("--listen %q: want PORT, :PORT or HOST:PORT", listen)}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return listenPlan{}, usageError{fmt.Sprintf("--listen %q: the port must be a number from 0 (any free port) to 65535", listen)}
+	}
+	if p == 0 {
+		p = -1 // nats-server's "any free port"; its 0 means 4222
+	}
+	loopback := false
+	switch ip := net.ParseIP(host); {
+	case host == "" || host == "localhost":
+		host, loopback = "127.0.0.1", true
+	case ip != nil && ip.IsLoopback():
+		loopback = true
+	}
+	plan := listenPlan{addr: net.JoinHostPort(host, strconv.Itoa(p)), loopback: loopback, auth: !noAuth}
+	switch {
+	case !loopback && !allowRemote:
+		return listenPlan{}, usageError{fmt.Sprintf("--listen %s can be reached from other hosts: add --allow-remote to mean it "+
+			"(clients there still need the store's credential; the traffic is not encrypted), or listen on a bare port for this machine only", listen)}
+	case !loopback && noAuth:
+		return listenPlan{}, usageError{"--no-auth is for loopback only: an address other hosts can reach is never served without the credential"}
+	}
+	return plan, nil
+}
+
+// storeCredential returns the store's credential file and its seed. With
+// create, a store without one gets a new one (made reports that).
+func storeCredential(dir string, create bool) (path string, seed []byte, made bool, err error) {
+	path = filepath.Join(dir, storeCredentialFile)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	seed, err = readCredential(path)
+	switch {
+	case err == nil:
+		return path, seed, false, nil
+	case !errors.Is(err, fs.ErrNotExist) || !create:
+		return path, nil, false, err
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return path, nil, false, fmt.Errorf("make the store's credential: %w", err)
+	}
+	if seed, err = kp.Seed(); err != nil {
+		return path, nil, false, fmt.Errorf("make the store's credential: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return path, nil, false, fmt.Errorf("store dir: %w", err)
+	}
+	// O_EXCL: a credential another process just made is never replaced.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return path, nil, false, fmt.Errorf("write the store's credential: %w", err)
+	}
+	_, werr := f.Write(append(seed, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+		return path, nil, false, fmt.Errorf("write the store's credential %s: %w", path, werr)
+	}
+	return path, seed, true, nil
+}
+
+// readCredential reads a store's credential file, refusing one other
+// users may read: whoever reads it owns the store.
+func readCredential(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("the store's credential %s may be read by other users (mode %04o): run 'chmod 600 %s'", path, perm, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	seed := bytes.TrimSpace(data)
+	if _, err := bus.ClientAuth(seed); err != nil {
+		return nil, fmt.Errorf("the store's credential %s: %w", path, err)
+	}
+	return seed, nil
+}
+
+// servedAt returns the URL at which another process serves the store, or
+// "" when none does. A record left by a process that died (nothing
+// listens there any more) counts as none.
+func servedAt(dir string) (string, error) {
+	path := filepath.Join(dir, storeServedFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store %s: %w", dir, err)
+	}
+	raw := strings.TrimSpace(string(data))
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("store %s: %s holds %q, not a NATS URL; remove it if no 'factline serve' serves this store", dir, path, raw)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store %s is recorded as served at %s, which does not answer: %w (remove %s if no 'factline serve' serves this store)", dir, raw, err, path)
+	}
+	conn.Close()
+	return raw, nil
+}
+
+// recordServed writes the URL the store is served at, for --store
+// commands of other processes; the returned function removes it again.
+func recordServed(dir, clientURL string) (func(), error) {
+	path := filepath.Join(dir, storeServedFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(clientURL+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("record the store as served: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("record the store as served: %w", err)
+	}
+	return func() {
+		// Only our own record: a later server may have replaced it.
+		if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == clientURL {
+			_ = os.Remove(path)
+		}
+	}, nil
+}
+
+// localURL is the URL processes on this machine reach a listener at: an
+// unspecified address (0.0.0.0, ::) is reached through loopback.
+func localURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "nats://" + addr.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "nats://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// shellWord quotes s for a shell when it needs it, so a printed command
+// can be pasted as it is.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
