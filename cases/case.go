@@ -16,8 +16,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/factline/factline/events"
 )
 
@@ -150,12 +148,17 @@ func (d Duration) Std() time.Duration { return time.Duration(d) }
 // the parser allows.
 type Error struct {
 	File  string // the file
+	Line  int    // 1-based line of the field in the file; 0 when unknown
 	Field string // the field path, e.g. checks[1].command
 	Msg   string
 }
 
+// Error renders the problem as "<file>[:<line>]: <field>: <message>".
 func (e *Error) Error() string {
 	loc := e.File
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
 	if e.Field != "" {
 		loc += ": " + e.Field
 	}
@@ -198,8 +201,8 @@ func LoadCase(path string) (*Case, error) {
 // refused so that a misspelt field is not silently ignored.
 func ParseCase(name string, data []byte) (*Case, error) {
 	var c Case
-	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	if err := DecodeYAML(name, data, &c); err != nil {
+		return nil, err
 	}
 	if err := c.normalise(); err != nil {
 		var ce *Error
@@ -209,12 +212,6 @@ func ParseCase(name string, data []byte) (*Case, error) {
 		return nil, err
 	}
 	return &c, nil
-}
-
-// yamlMessage renders a YAML error with its line and column, without the
-// colour codes and source excerpt the library adds.
-func yamlMessage(err error) string {
-	return yaml.FormatError(err, false, false)
 }
 
 func fieldErr(field, format string, args ...any) error {

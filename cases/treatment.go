@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/factline/factline/events"
 )
 
@@ -92,8 +90,8 @@ func LoadTreatment(path string) (*Treatment, error) {
 // ParseTreatment parses treatment YAML; name is used in errors.
 func ParseTreatment(name string, data []byte) (*Treatment, error) {
 	var t Treatment
-	if err := yaml.UnmarshalWithOptions(data, &t, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	if err := DecodeYAML(name, data, &t); err != nil {
+		return nil, err
 	}
 	if err := t.normalise(); err != nil {
 		var ce *Error

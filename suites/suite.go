@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 )
@@ -71,13 +69,17 @@ var allStatuses = []events.RunStatus{events.RunDone, events.RunBlocked, events.R
 // allows.
 type Error struct {
 	File  string // the suite file
+	Line  int    // 1-based line of the field; 0 when unknown
 	Field string // the field path, e.g. cases[1].path
 	Msg   string
 }
 
-// Error renders the problem as "<file>: <field>: <message>".
+// Error renders the problem as "<file>[:<line>]: <field>: <message>".
 func (e *Error) Error() string {
 	loc := e.File
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
 	if e.Field != "" {
 		loc += ": " + e.Field
 	}
@@ -108,8 +110,12 @@ func tokenErr(field string, err error) error {
 // it names; name is used in errors. Unknown keys are refused.
 func Parse(name string, data []byte) (*File, error) {
 	var f File
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
+	if err := cases.DecodeYAML(name, data, &f); err != nil {
+		var ce *cases.Error
+		if errors.As(err, &ce) {
+			return nil, &Error{File: ce.File, Line: ce.Line, Field: ce.Field, Msg: ce.Msg}
+		}
+		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	if err := f.normalise(); err != nil {
 		var se *Error

@@ -303,3 +303,18 @@ func measureDiff(a, b []events.Component) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// A value of the wrong type in a suite file names the field and line, not a
+// Go type.
+func TestSuiteTypeErrorsNameTheField(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\ntrials: ten\n", `s.yaml:4: trials: want a whole number, got a string ("ten")`},
+		{"name: x\ncases: a\ntreatments: [{path: b}]\n", "s.yaml:2: cases: want a list"},
+		{"name: x\ncases: [{path: a, colour: red}]\ntreatments: [{path: b}]\n", "s.yaml:2: cases[0].colour: unknown key"},
+	} {
+		_, err := Parse("s.yaml", []byte(c.yaml))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%q:\n got  %v\n want %q", c.yaml, err, c.want)
+		}
+	}
+}
