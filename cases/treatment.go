@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/models/scripted"
 )
 
 // Treatment is what a case is run under: the model and its settings, and
@@ -79,6 +80,12 @@ func LoadTreatment(path string) (*Treatment, error) {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return nil, fmt.Errorf("treatment %s: %w", path, err)
+			}
+			// A script is an input file like any other: checked now, so
+			// that a mistake is a usage error naming the file, not a run
+			// that ends errored after the suite name is spent.
+			if _, err := scripted.Parse(f, b); err != nil {
+				return nil, &Error{File: path, Field: "model.scripts", Msg: err.Error()}
 			}
 			id := filepath.Base(f)
 			t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)

@@ -318,3 +318,27 @@ func TestSuiteTypeErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// A scripted treatment's scripts are checked when the suite loads, like
+// every other input file: a script with an unknown key is refused naming
+// the script file, the turn and the key, before anything is submitted.
+func TestScriptsCheckedAtLoad(t *testing.T) {
+	files := suiteFiles(goodSuite)
+	files["treatments/scripts/mul.yaml"] = "turns:\n  - {text: hi}\n  - {txet: typo}\n"
+	_, err := Load(filepath.Join(tree(t, files), "suite.yaml"))
+	if err == nil || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a script with an unknown key loaded: %v", err)
+	}
+	for _, want := range []string{"suite.yaml: treatments[0]: ", "treatments/scripts/mul.yaml:3:", "turn 2", "txet", "unknown key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not name %q", err, want)
+		}
+	}
+	// A judge's inline script is checked too.
+	files = suiteFiles(goodSuite)
+	files["cases/add/case.yaml"] = strings.Replace(files["cases/add/case.yaml"], `script: "turns: []"`, `script: "turns: [{verdict: pass}]"`, 1)
+	_, err = Load(filepath.Join(tree(t, files), "suite.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "grading.instruments[1].script") || !strings.Contains(err.Error(), "verdict") {
+		t.Fatalf("a judge script with an unknown key: %v", err)
+	}
+}
