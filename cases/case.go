@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
@@ -174,28 +172,6 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 // BuiltinTools are the tools a case may list; a case that lists none gets
 // them all.
 var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete", "http_call"}
-
-// LoadCase reads and checks a case file. Relative fixture paths are
-// resolved against the file's directory.
-func LoadCase(path string) (*Case, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("case: %w", err)
-	}
-	c, err := ParseCase(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if c.Fixture != "" && !filepath.IsAbs(c.Fixture) {
-		c.Fixture = filepath.Join(filepath.Dir(path), c.Fixture)
-	}
-	if c.Fixture != "" {
-		if st, err := os.Stat(c.Fixture); err != nil || !st.IsDir() {
-			return nil, &Error{File: path, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", c.Fixture)}
-		}
-	}
-	return c, nil
-}
 
 // ParseCase parses case YAML; name is used in errors. Unknown keys are
 // refused so that a misspelt field is not silently ignored.

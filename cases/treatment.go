@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/models/scripted"
 )
 
 // Treatment is what a case is run under: the model and its settings, and
@@ -54,45 +51,6 @@ const (
 	ProviderScripted = "scripted"
 	ProviderOpenAI   = "openai"
 )
-
-// LoadTreatment reads a treatment file; scripted treatments read their
-// scripts directory too.
-func LoadTreatment(path string) (*Treatment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("treatment: %w", err)
-	}
-	t, err := ParseTreatment(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if t.Model.Provider == ProviderScripted {
-		dir := t.Model.Scripts
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(path), dir)
-		}
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil || len(files) == 0 {
-			return nil, &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("no <case-id>.yaml scripts in %s", dir)}
-		}
-		t.Model.ScriptFiles = map[string]string{}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("treatment %s: %w", path, err)
-			}
-			// A script is an input file like any other: checked now, so
-			// that a mistake is a usage error naming the file, not a run
-			// that ends errored after the suite name is spent.
-			if _, err := scripted.Parse(f, b); err != nil {
-				return nil, &Error{File: path, Field: "model.scripts", Msg: err.Error()}
-			}
-			id := filepath.Base(f)
-			t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)
-		}
-	}
-	return t, nil
-}
 
 // ParseTreatment parses treatment YAML; name is used in errors.
 func ParseTreatment(name string, data []byte) (*Treatment, error) {

@@ -39,6 +39,9 @@ type File struct {
 	// ValidOutcomes are the run statuses whose attempts count (default
 	// DefaultValidOutcomes); attempts that end otherwise are excluded.
 	ValidOutcomes []events.RunStatus `yaml:"valid_outcomes,omitempty" json:"valid_outcomes"`
+	// Inputs widens where input files may come from (by default only the
+	// suite file's directory).
+	Inputs Inputs `yaml:"inputs,omitempty" json:"inputs,omitempty"`
 }
 
 // CaseEntry names one case file of the roster.
@@ -215,10 +218,16 @@ func Load(path string) (*Suite, error) {
 		}
 		return filepath.Join(filepath.Dir(path), p)
 	}
+	// Every input resolves inside the suite's directory (or one its file
+	// allows): the submitter uploads what it reads for every role to read.
+	roots, err := newInputRoots(path, f)
+	if err != nil {
+		return nil, err
+	}
 	caseAt := map[string]int{}
 	for i, e := range f.Cases {
 		field := fmt.Sprintf("cases[%d]", i)
-		c, err := cases.LoadCase(rel(e.Path))
+		c, err := cases.LoadCaseWithin(rel(e.Path), roots.confine)
 		if err != nil {
 			return nil, errAt(field, "%v", err)
 		}
@@ -244,7 +253,7 @@ func Load(path string) (*Suite, error) {
 	treatAt := map[string]int{}
 	for i, e := range f.Treatments {
 		field := fmt.Sprintf("treatments[%d]", i)
-		t, err := cases.LoadTreatment(rel(e.Path))
+		t, err := cases.LoadTreatmentWithin(rel(e.Path), roots.confine)
 		if err != nil {
 			return nil, errAt(field, "%v", err)
 		}

@@ -139,11 +139,17 @@ func TestRunRefusesBadSuites(t *testing.T) {
 	write("bad-script/t.yaml", "id: t\nmodel: {provider: scripted, scripts: s}\n")
 	write("bad-script/s/c.yaml", "turns:\n  - {text: hi, colour: red}\n")
 	write("bad-script/c.yaml", "id: c\ninstruction: x\n")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("not for the blob store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write("out.yaml", "id: c\ninstruction: x\nfixture: "+outside+"\n")
 	for _, c := range []struct{ file, body, want string }{
 		{"missing.yaml", "name: s\ncases: [{path: nope.yaml}]\ntreatments: [{path: t.yaml}]\n", "nope.yaml"},
 		{"tool.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", `unknown tool "rm_rf"`},
 		{"budget.yaml", "name: s\ncases: [{path: neg.yaml}]\ntreatments: [{path: t.yaml}]\n", "steps"},
 		{"syntax.yaml", "name: s\ncases: [\n", "syntax.yaml"},
+		{"fixture-out.yaml", "name: s\ncases: [{path: out.yaml}]\ntreatments: [{path: t.yaml}]\n", "fixture: \"" + outside},
 		{"ten-steps.yaml", "name: s\ncases: [{path: ten.yaml}]\ntreatments: [{path: t.yaml}]\n", "ten.yaml:3: budget.steps: want a whole number"},
 		{"bad-script/suite.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", "bad-script/s/c.yaml:2:"},
 		{"bad-script/suite2.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", "turn 1: colour: unknown key"},
