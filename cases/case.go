@@ -202,6 +202,9 @@ func (c *Case) normalise() error {
 	if c.Instruction == "" {
 		return fieldErr("instruction", "required: the task as the model should read it")
 	}
+	if len(c.Instruction) > MaxInstruction {
+		return fieldErr("instruction", "%d bytes; the limit is %d", len(c.Instruction), MaxInstruction)
+	}
 	if len(c.Tools) == 0 {
 		// http_call reaches outside the workspace: only a case that allows
 		// endpoints offers it.

@@ -2,6 +2,7 @@ package cases
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -35,7 +36,7 @@ func LoadCaseWithin(path string, confine Confine) (*Case, error) {
 	if err != nil {
 		return nil, fmt.Errorf("case: %w", err)
 	}
-	data, err := os.ReadFile(real)
+	data, err := ReadInput(real, MaxFileBytes, "a case file")
 	if err != nil {
 		return nil, fmt.Errorf("case: %w", err)
 	}
@@ -71,7 +72,7 @@ func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("treatment: %w", err)
 	}
-	data, err := os.ReadFile(real)
+	data, err := ReadInput(real, MaxFileBytes, "a treatment file")
 	if err != nil {
 		return nil, fmt.Errorf("treatment: %w", err)
 	}
@@ -102,7 +103,11 @@ func (t *Treatment) loadScripts(path string, confine Confine) error {
 	if err != nil || len(files) == 0 {
 		return &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("no <case-id>.yaml scripts in %s", dir)}
 	}
+	if len(files) > MaxScripts {
+		return &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("%s holds %d scripts; a treatment has at most %d", dir, len(files), MaxScripts)}
+	}
 	t.Model.ScriptFiles = map[string]string{}
+	total := 0
 	for _, f := range files {
 		// Named as the author wrote the directory; read where it really
 		// is, which a script that is a symlink must not leave.
@@ -111,9 +116,13 @@ func (t *Treatment) loadScripts(path string, confine Confine) error {
 		if err != nil {
 			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
 		}
-		b, err := os.ReadFile(real)
+		b, err := ReadInput(real, MaxScriptBytes, "a script")
 		if err != nil {
-			return fmt.Errorf("treatment %s: %w", path, err)
+			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
+		}
+		if total += len(b); total > MaxScriptsBytes {
+			return &Error{File: path, Field: "model.scripts",
+				Msg: fmt.Sprintf("the scripts in %s hold more than %d bytes together, the limit for one treatment", dir, MaxScriptsBytes)}
 		}
 		// A script is an input file like any other: checked now, so that a
 		// mistake is a usage error naming the file, not a run that ends
@@ -125,4 +134,37 @@ func (t *Treatment) loadScripts(path string, confine Confine) error {
 		t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)
 	}
 	return nil
+}
+
+// ReadInput reads an input file of at most max bytes; what names the kind
+// of file in the error ("a case file"). The size is checked before the
+// file is read, and again while it is read (it may grow), so an oversized
+// input never costs more than max in memory.
+func ReadInput(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	tooBig := func(n int64) error {
+		return fmt.Errorf("%s: %d bytes; the limit for %s is %d bytes", path, n, what, max)
+	}
+	if st.Size() > max {
+		return nil, tooBig(st.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, tooBig(int64(len(data)))
+	}
+	return data, nil
 }

@@ -225,29 +225,55 @@ func quoteShort(s string) string {
 
 // wholeNumber reads an integer node of a YAML file that must lie in
 // [0, max]; a null node is 0 (the field left empty). Anything else — a
-// fraction, a string, a negative number — is refused naming the node.
+// fraction, a string, a negative number — is refused naming the node, a
+// negative one with the hint negative.
 func wholeNumber(node ast.Node, max uint64, negative string) (uint64, error) {
-	switch n := node.(type) {
-	case nil, *ast.NullNode:
-		return 0, nil
-	case *ast.IntegerNode:
-		switch v := n.Value.(type) {
-		case int64:
-			if v < 0 {
-				return 0, nodeErr(node, "%d is negative%s", v, negative)
-			}
-			if uint64(v) > max {
-				return 0, nodeErr(node, "%d is too large (at most %d)", v, max)
-			}
-			return uint64(v), nil
-		case uint64:
-			if v > max {
-				return 0, nodeErr(node, "%d is too large (at most %d)", v, max)
-			}
-			return v, nil
+	if n, ok := node.(*ast.IntegerNode); ok {
+		if v, ok := n.Value.(int64); ok && v < 0 {
+			return 0, nodeErr(node, "%d is negative%s", v, negative)
 		}
 	}
+	return Count(node, 0, max, "")
+}
+
+// Count reads a count from a node of a YAML file: a whole number in [min,
+// max]. A null or absent node is min's caller's business: Count refuses
+// it like any value that is not a whole number. A count below min says
+// tooFew as a hint. Its errors locate the node for YAMLError.
+func Count(node ast.Node, min, max uint64, tooFew string) (uint64, error) {
+	switch n := node.(type) {
+	case nil, *ast.NullNode:
+		if min == 0 {
+			return 0, nil
+		}
+	case *ast.IntegerNode:
+		var v uint64
+		switch x := n.Value.(type) {
+		case int64:
+			if x < 0 {
+				return 0, nodeErr(node, "%d is too few (at least %d%s)", x, min, tooFew)
+			}
+			v = uint64(x)
+		case uint64:
+			v = x
+		default:
+			return 0, nodeErr(node, "want a whole number, got %s", gotOf(node, nil))
+		}
+		if v < min {
+			return 0, nodeErr(node, "%d is too few (at least %d%s)", v, min, tooFew)
+		}
+		if v > max {
+			return 0, nodeErr(node, "%d is too large (at most %d)", v, max)
+		}
+		return v, nil
+	}
 	return 0, nodeErr(node, "want a whole number, got %s", gotOf(node, nil))
+}
+
+// NodeError is a problem with one node of a YAML file; YAMLError names the
+// node's field and line.
+func NodeError(node ast.Node, format string, args ...any) error {
+	return nodeErr(node, format, args...)
 }
 
 // UnmarshalYAML reads a duration from a YAML file, so that a bad one is

@@ -9,7 +9,6 @@ package suites
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -112,13 +111,12 @@ func tokenErr(field string, err error) error {
 // Parse parses suite YAML and checks what it can without reading the files
 // it names; name is used in errors. Unknown keys are refused.
 func Parse(name string, data []byte) (*File, error) {
+	if err := checkBounds(name, data); err != nil {
+		return nil, err
+	}
 	var f File
 	if err := cases.DecodeYAML(name, data, &f); err != nil {
-		var ce *cases.Error
-		if errors.As(err, &ce) {
-			return nil, &Error{File: ce.File, Line: ce.Line, Field: ce.Field, Msg: ce.Msg}
-		}
-		return nil, &Error{File: name, Msg: err.Error()}
+		return nil, fromCases(name, err)
 	}
 	if err := f.normalise(); err != nil {
 		var se *Error
@@ -200,7 +198,7 @@ type Suite struct {
 // instrument declared as required by every case, a script for every case in
 // a scripted treatment, and no judge that is an actor's own model.
 func Load(path string) (*Suite, error) {
-	data, err := os.ReadFile(path)
+	data, err := cases.ReadInput(path, MaxFileBytes, "a suite file")
 	if err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
 	}
@@ -249,6 +247,10 @@ func Load(path string) (*Suite, error) {
 	}
 	if len(s.Cases) == 0 {
 		return nil, errAt("cases", "no case is in split %q", f.Split)
+	}
+	if runs := uint64(len(s.Cases)) * uint64(len(f.Treatments)) * uint64(f.Trials); runs > MaxRuns {
+		return nil, errAt("trials", "%d cases × %d treatments × %d trials = %d runs; a suite has at most %d",
+			len(s.Cases), len(f.Treatments), f.Trials, runs, MaxRuns)
 	}
 	treatAt := map[string]int{}
 	for i, e := range f.Treatments {
