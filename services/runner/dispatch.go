@@ -251,6 +251,10 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 	d.Mutation = events.MutationNotApplicable
 	if contract.Effect != events.EffectRead {
 		changed, err := a.ws.Refresh(ctx)
+		if te, past := workspaceLimit(err); past {
+			// The workspace limit is part of the task: a failed call.
+			res.Err, changed, err = te, false, nil
+		}
 		if err != nil {
 			return d, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
 		}
