@@ -202,17 +202,8 @@ func (v *reverter) restore() error {
 		if err := v.ctx.Err(); err != nil {
 			return err
 		}
-		data, err := v.w.blobs.GetBlob(v.ctx, d)
-		if err != nil {
-			return fmt.Errorf("get content of %q: %w", byDigest[d][0].Path, err)
-		}
-		if got := events.DigestOf(data); got != d {
-			return fmt.Errorf("content of %q: %w: the store returned bytes with digest %s, not %s", byDigest[d][0].Path, ErrCorrupt, got, d)
-		}
-		for _, e := range byDigest[d] {
-			if _, err := writeFile(v.r, e, data); err != nil {
-				return err
-			}
+		if _, err := writeContent(v.ctx, v.w.blobs, v.r, d, byDigest[d]); err != nil {
+			return err
 		}
 	}
 	for _, e := range links {

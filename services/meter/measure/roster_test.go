@@ -128,3 +128,47 @@ func TestMembersHoldNoRoster(t *testing.T) {
 		t.Fatalf("the live heap grew by %d bytes while walking the roster: it is being held", grew)
 	}
 }
+
+// BenchmarkRosterHeld reports the live heap a roster of 100000 runs (the
+// suites.MaxRuns bound: 10 cases × 1 treatment × 10000 trials) costs while
+// it is walked: held as a slice (Roster, what the report needs) against
+// streamed (Members, what the meter and the submitter use).
+//
+//	go test -run '^$' -bench BenchmarkRosterHeld ./services/meter/measure/
+func BenchmarkRosterHeld(b *testing.B) {
+	s := submitted([]string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"}, []string{"base"}, 10_000)
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	for _, c := range []struct {
+		name string
+		walk func(func(Member))
+	}{
+		{"slice", func(f func(Member)) {
+			for _, m := range Roster(s) {
+				f(m)
+			}
+		}},
+		{"streamed", func(f func(Member)) {
+			for m := range Members(s) {
+				f(m)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var held int64
+			for range b.N {
+				before, n := heap(), 0
+				c.walk(func(Member) {
+					if n++; n == 50_000 {
+						held = max(held, heap()-before)
+					}
+				})
+			}
+			b.ReportMetric(float64(held)/(1<<20), "held-MiB")
+		})
+	}
+}
