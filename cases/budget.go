@@ -1,28 +1,55 @@
 package cases
 
-import "fmt"
+import (
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+)
 
-// UnmarshalYAML reads a budget, refusing negative limits by name (a plain
-// unsigned field would only say that -1 does not fit a uint32).
-func (b *Budget) UnmarshalYAML(unmarshal func(any) error) error {
-	var raw struct {
-		Steps        int64    `yaml:"steps"`
-		InputTokens  int64    `yaml:"input_tokens"`
-		OutputTokens int64    `yaml:"output_tokens"`
-		Wall         Duration `yaml:"wall"`
-		Cost         int64    `yaml:"cost"`
+// MaxSteps bounds a budget's steps: more would never end in practice, and a
+// run's step counter is 32 bits.
+const MaxSteps = 1 << 31
+
+// UnmarshalYAML reads a budget from a case file. Every limit is a whole
+// number, refused by name and line when it is negative, fractional or not
+// a number at all (a plain unsigned field would only say that -1 does not
+// fit a uint32, naming a Go type).
+func (b *Budget) UnmarshalYAML(node ast.Node) error {
+	if _, null := node.(*ast.NullNode); null {
+		*b = Budget{}
+		return nil
 	}
-	if err := unmarshal(&raw); err != nil {
-		return err
-	}
-	for name, v := range map[string]int64{"steps": raw.Steps, "input_tokens": raw.InputTokens, "output_tokens": raw.OutputTokens, "cost": raw.Cost} {
-		if v < 0 {
-			return fmt.Errorf("budget.%s: %d is negative (0 means no limit)", name, v)
+	if _, ok := node.(*ast.MappingNode); !ok {
+		if _, ok := node.(*ast.MappingValueNode); !ok {
+			return nodeErr(node, "want a mapping of steps, input_tokens, output_tokens, wall and cost, got %s", gotOf(node, nil))
 		}
 	}
-	if raw.Steps > 1<<31 {
-		return fmt.Errorf("budget.steps: %d is too many", raw.Steps)
+	var raw struct {
+		Steps        ast.Node `yaml:"steps"`
+		InputTokens  ast.Node `yaml:"input_tokens"`
+		OutputTokens ast.Node `yaml:"output_tokens"`
+		Wall         Duration `yaml:"wall"`
+		Cost         ast.Node `yaml:"cost"`
 	}
-	*b = Budget{Steps: uint32(raw.Steps), InputTokens: uint64(raw.InputTokens), OutputTokens: uint64(raw.OutputTokens), Wall: raw.Wall, Cost: uint64(raw.Cost)}
+	if err := yaml.NodeToValue(node, &raw, yaml.Strict()); err != nil {
+		return err
+	}
+	const noLimit = " (0 means no limit)"
+	steps, err := wholeNumber(raw.Steps, MaxSteps, " (0 means the default)")
+	if err != nil {
+		return err
+	}
+	in, err := wholeNumber(raw.InputTokens, 1<<63-1, noLimit)
+	if err != nil {
+		return err
+	}
+	out, err := wholeNumber(raw.OutputTokens, 1<<63-1, noLimit)
+	if err != nil {
+		return err
+	}
+	cost, err := wholeNumber(raw.Cost, 1<<63-1, noLimit)
+	if err != nil {
+		return err
+	}
+	*b = Budget{Steps: uint32(steps), InputTokens: in, OutputTokens: out, Wall: raw.Wall, Cost: cost}
 	return nil
 }

@@ -10,13 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/factline/factline/events"
 )
@@ -150,12 +146,17 @@ func (d Duration) Std() time.Duration { return time.Duration(d) }
 // the parser allows.
 type Error struct {
 	File  string // the file
+	Line  int    // 1-based line of the field in the file; 0 when unknown
 	Field string // the field path, e.g. checks[1].command
 	Msg   string
 }
 
+// Error renders the problem as "<file>[:<line>]: <field>: <message>".
 func (e *Error) Error() string {
 	loc := e.File
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
 	if e.Field != "" {
 		loc += ": " + e.Field
 	}
@@ -172,34 +173,12 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 // them all.
 var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete", "http_call"}
 
-// LoadCase reads and checks a case file. Relative fixture paths are
-// resolved against the file's directory.
-func LoadCase(path string) (*Case, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("case: %w", err)
-	}
-	c, err := ParseCase(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if c.Fixture != "" && !filepath.IsAbs(c.Fixture) {
-		c.Fixture = filepath.Join(filepath.Dir(path), c.Fixture)
-	}
-	if c.Fixture != "" {
-		if st, err := os.Stat(c.Fixture); err != nil || !st.IsDir() {
-			return nil, &Error{File: path, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", c.Fixture)}
-		}
-	}
-	return c, nil
-}
-
 // ParseCase parses case YAML; name is used in errors. Unknown keys are
 // refused so that a misspelt field is not silently ignored.
 func ParseCase(name string, data []byte) (*Case, error) {
 	var c Case
-	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	if err := DecodeYAML(name, data, &c); err != nil {
+		return nil, err
 	}
 	if err := c.normalise(); err != nil {
 		var ce *Error
@@ -209,12 +188,6 @@ func ParseCase(name string, data []byte) (*Case, error) {
 		return nil, err
 	}
 	return &c, nil
-}
-
-// yamlMessage renders a YAML error with its line and column, without the
-// colour codes and source excerpt the library adds.
-func yamlMessage(err error) string {
-	return yaml.FormatError(err, false, false)
 }
 
 func fieldErr(field, format string, args ...any) error {
@@ -228,6 +201,9 @@ func (c *Case) normalise() error {
 	}
 	if c.Instruction == "" {
 		return fieldErr("instruction", "required: the task as the model should read it")
+	}
+	if len(c.Instruction) > MaxInstruction {
+		return fieldErr("instruction", "%d bytes; the limit is %d", len(c.Instruction), MaxInstruction)
 	}
 	if len(c.Tools) == 0 {
 		// http_call reaches outside the workspace: only a case that allows

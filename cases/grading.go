@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/models/scripted"
 )
 
 // Grading is a case's grading section: the instruments a grader runs on the
@@ -335,6 +336,13 @@ func (in *Instrument) checkJudge(f string) error {
 	}
 	if in.Timeout == 0 {
 		in.Timeout = Duration(DefaultJudgeTimeout)
+	}
+	if m.Provider == ProviderScripted {
+		// Checked with the case, like every input, rather than when a
+		// grader first runs the judge.
+		if _, err := scripted.Parse("script", []byte(in.Script)); err != nil {
+			return fieldErr(f+".script", "%v", err)
+		}
 	}
 	return nil
 }

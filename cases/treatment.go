@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/factline/factline/events"
 )
@@ -56,44 +52,11 @@ const (
 	ProviderOpenAI   = "openai"
 )
 
-// LoadTreatment reads a treatment file; scripted treatments read their
-// scripts directory too.
-func LoadTreatment(path string) (*Treatment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("treatment: %w", err)
-	}
-	t, err := ParseTreatment(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if t.Model.Provider == ProviderScripted {
-		dir := t.Model.Scripts
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(path), dir)
-		}
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil || len(files) == 0 {
-			return nil, &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("no <case-id>.yaml scripts in %s", dir)}
-		}
-		t.Model.ScriptFiles = map[string]string{}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("treatment %s: %w", path, err)
-			}
-			id := filepath.Base(f)
-			t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)
-		}
-	}
-	return t, nil
-}
-
 // ParseTreatment parses treatment YAML; name is used in errors.
 func ParseTreatment(name string, data []byte) (*Treatment, error) {
 	var t Treatment
-	if err := yaml.UnmarshalWithOptions(data, &t, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yamlMessage(err)}
+	if err := DecodeYAML(name, data, &t); err != nil {
+		return nil, err
 	}
 	if err := t.normalise(); err != nil {
 		var ce *Error

@@ -9,11 +9,8 @@ package suites
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -41,6 +38,9 @@ type File struct {
 	// ValidOutcomes are the run statuses whose attempts count (default
 	// DefaultValidOutcomes); attempts that end otherwise are excluded.
 	ValidOutcomes []events.RunStatus `yaml:"valid_outcomes,omitempty" json:"valid_outcomes"`
+	// Inputs widens where input files may come from (by default only the
+	// suite file's directory).
+	Inputs Inputs `yaml:"inputs,omitempty" json:"inputs,omitempty"`
 }
 
 // CaseEntry names one case file of the roster.
@@ -71,13 +71,17 @@ var allStatuses = []events.RunStatus{events.RunDone, events.RunBlocked, events.R
 // allows.
 type Error struct {
 	File  string // the suite file
+	Line  int    // 1-based line of the field; 0 when unknown
 	Field string // the field path, e.g. cases[1].path
 	Msg   string
 }
 
-// Error renders the problem as "<file>: <field>: <message>".
+// Error renders the problem as "<file>[:<line>]: <field>: <message>".
 func (e *Error) Error() string {
 	loc := e.File
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
 	if e.Field != "" {
 		loc += ": " + e.Field
 	}
@@ -107,9 +111,12 @@ func tokenErr(field string, err error) error {
 // Parse parses suite YAML and checks what it can without reading the files
 // it names; name is used in errors. Unknown keys are refused.
 func Parse(name string, data []byte) (*File, error) {
+	if err := checkBounds(name, data); err != nil {
+		return nil, err
+	}
 	var f File
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
+	if err := cases.DecodeYAML(name, data, &f); err != nil {
+		return nil, fromCases(name, err)
 	}
 	if err := f.normalise(); err != nil {
 		var se *Error
@@ -191,7 +198,7 @@ type Suite struct {
 // instrument declared as required by every case, a script for every case in
 // a scripted treatment, and no judge that is an actor's own model.
 func Load(path string) (*Suite, error) {
-	data, err := os.ReadFile(path)
+	data, err := cases.ReadInput(path, MaxFileBytes, "a suite file")
 	if err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
 	}
@@ -209,10 +216,16 @@ func Load(path string) (*Suite, error) {
 		}
 		return filepath.Join(filepath.Dir(path), p)
 	}
+	// Every input resolves inside the suite's directory (or one its file
+	// allows): the submitter uploads what it reads for every role to read.
+	roots, err := newInputRoots(path, f)
+	if err != nil {
+		return nil, err
+	}
 	caseAt := map[string]int{}
 	for i, e := range f.Cases {
 		field := fmt.Sprintf("cases[%d]", i)
-		c, err := cases.LoadCase(rel(e.Path))
+		c, err := cases.LoadCaseWithin(rel(e.Path), roots.confine)
 		if err != nil {
 			return nil, errAt(field, "%v", err)
 		}
@@ -235,10 +248,14 @@ func Load(path string) (*Suite, error) {
 	if len(s.Cases) == 0 {
 		return nil, errAt("cases", "no case is in split %q", f.Split)
 	}
+	if runs := uint64(len(s.Cases)) * uint64(len(f.Treatments)) * uint64(f.Trials); runs > MaxRuns {
+		return nil, errAt("trials", "%d cases × %d treatments × %d trials = %d runs; a suite has at most %d",
+			len(s.Cases), len(f.Treatments), f.Trials, runs, MaxRuns)
+	}
 	treatAt := map[string]int{}
 	for i, e := range f.Treatments {
 		field := fmt.Sprintf("treatments[%d]", i)
-		t, err := cases.LoadTreatment(rel(e.Path))
+		t, err := cases.LoadTreatmentWithin(rel(e.Path), roots.confine)
 		if err != nil {
 			return nil, errAt(field, "%v", err)
 		}

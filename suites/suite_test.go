@@ -303,3 +303,42 @@ func measureDiff(a, b []events.Component) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// A value of the wrong type in a suite file names the field and line, not a
+// Go type.
+func TestSuiteTypeErrorsNameTheField(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\ntrials: ten\n", `s.yaml:4: trials: want a whole number, got a string ("ten")`},
+		{"name: x\ncases: a\ntreatments: [{path: b}]\n", "s.yaml:2: cases: want a list"},
+		{"name: x\ncases: [{path: a, colour: red}]\ntreatments: [{path: b}]\n", "s.yaml:2: cases[0].colour: unknown key"},
+	} {
+		_, err := Parse("s.yaml", []byte(c.yaml))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%q:\n got  %v\n want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// A scripted treatment's scripts are checked when the suite loads, like
+// every other input file: a script with an unknown key is refused naming
+// the script file, the turn and the key, before anything is submitted.
+func TestScriptsCheckedAtLoad(t *testing.T) {
+	files := suiteFiles(goodSuite)
+	files["treatments/scripts/mul.yaml"] = "turns:\n  - {text: hi}\n  - {txet: typo}\n"
+	_, err := Load(filepath.Join(tree(t, files), "suite.yaml"))
+	if err == nil || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a script with an unknown key loaded: %v", err)
+	}
+	for _, want := range []string{"suite.yaml: treatments[0]: ", "treatments/scripts/mul.yaml:3:", "turn 2", "txet", "unknown key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not name %q", err, want)
+		}
+	}
+	// A judge's inline script is checked too.
+	files = suiteFiles(goodSuite)
+	files["cases/add/case.yaml"] = strings.Replace(files["cases/add/case.yaml"], `script: "turns: []"`, `script: "turns: [{verdict: pass}]"`, 1)
+	_, err = Load(filepath.Join(tree(t, files), "suite.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "grading.instruments[1].script") || !strings.Contains(err.Error(), "verdict") {
+		t.Fatalf("a judge script with an unknown key: %v", err)
+	}
+}

@@ -54,3 +54,42 @@ func (e *PathError) Unwrap() error { return e.Err }
 func pathErr(p string, sentinel error, format string, args ...any) *PathError {
 	return &PathError{Path: p, Reason: fmt.Sprintf(format, args...), Err: sentinel}
 }
+
+// Bound names one of a workspace's bounds (Options.MaxEntries,
+// Options.MaxBytes).
+type Bound string
+
+// The bounds a LimitError names.
+const (
+	BoundEntries Bound = "entries"
+	BoundBytes   Bound = "bytes"
+)
+
+// LimitError is a tree past one of its bounds. It matches ErrTooLarge; a
+// caller that tells someone about it (a model whose write passed the
+// workspace limit) uses Limit, which names no host path.
+type LimitError struct {
+	Root  string // the directory (or "the manifest") that is too large
+	Bound Bound  // which bound
+	Max   int64  // the bound's value
+}
+
+// Error describes the tree and the bound.
+func (e *LimitError) Error() string {
+	if e.Bound == BoundEntries {
+		return fmt.Sprintf("%v: %s has more than %d entries (Options.MaxEntries)", ErrTooLarge, e.Root, e.Max)
+	}
+	return fmt.Sprintf("%v: %s holds more than %d bytes of file content (Options.MaxBytes)", ErrTooLarge, e.Root, e.Max)
+}
+
+// Unwrap makes errors.Is(err, ErrTooLarge) true.
+func (e *LimitError) Unwrap() error { return ErrTooLarge }
+
+// Limit says the bound in words: "at most 1073741824 bytes of file
+// content".
+func (e *LimitError) Limit() string {
+	if e.Bound == BoundEntries {
+		return fmt.Sprintf("at most %d entries", e.Max)
+	}
+	return fmt.Sprintf("at most %d bytes of file content", e.Max)
+}

@@ -109,9 +109,9 @@ func (o Options) ignoredBelow(rel string) (string, bool) {
 }
 
 func tooMany(root string, max int) error {
-	return fmt.Errorf("%w: %s has more than %d entries (Options.MaxEntries)", ErrTooLarge, root, max)
+	return &LimitError{Root: root, Bound: BoundEntries, Max: int64(max)}
 }
 
 func tooBig(root string, max int64) error {
-	return fmt.Errorf("%w: %s holds more than %d bytes of file content (Options.MaxBytes)", ErrTooLarge, root, max)
+	return &LimitError{Root: root, Bound: BoundBytes, Max: max}
 }

@@ -174,6 +174,9 @@ func (s *scanner) file(rel, abs string, fi fs.FileInfo) error {
 	if s.bytes+fi.Size() > s.opts.MaxBytes {
 		return tooBig(s.root, s.opts.MaxBytes)
 	}
+	if sb, ok := streams(s.blobs); ok && fi.Size() > StreamAbove {
+		return s.streamFile(sb, rel, abs)
+	}
 	data, key, err := readFile(abs, s.opts.MaxBytes-s.bytes)
 	if errors.Is(err, ErrTooLarge) {
 		return tooBig(s.root, s.opts.MaxBytes)
@@ -196,13 +199,48 @@ func (s *scanner) file(rel, abs string, fi fs.FileInfo) error {
 	return s.add(e)
 }
 
+// streamFile records a large regular file like file does, hashing it and
+// storing it as streams so that it is never held in memory.
+func (s *scanner) streamFile(sb StreamBlobs, rel, abs string) error {
+	d, size, key, err := hashFile(abs, s.opts.MaxBytes-s.bytes)
+	if errors.Is(err, ErrTooLarge) {
+		return tooBig(s.root, s.opts.MaxBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("read %q: %w", rel, err)
+	}
+	s.bytes += size
+	s.stats.Hashed++
+	s.stats.HashedBytes += size
+	e := Entry{Path: rel, Kind: KindFile, Size: size, Digest: d}
+	if key.mode&0o100 != 0 {
+		e.Kind = KindExec
+	}
+	s.index[rel] = fileState{key: key, entry: e, racy: isRacy(key, s.start)}
+	if s.needsPut(d) {
+		if err := putFile(s.ctx, sb, abs, d, size); err != nil {
+			return fmt.Errorf("store %q: %w", rel, err)
+		}
+		s.put[d] = struct{}{}
+		s.stats.BlobsPut++
+	}
+	return s.add(e)
+}
+
+// needsPut reports whether content d must be put: not when this scan put
+// it already, nor when it is known to be stored (unless putAll).
+func (s *scanner) needsPut(d events.Digest) bool {
+	if _, ok := s.put[d]; ok {
+		return false
+	}
+	_, ok := s.stored[d]
+	return !ok || s.putAll
+}
+
 // store puts a file's content unless it is known to be stored (or, when
 // putAll is set, unless this scan put it already).
 func (s *scanner) store(rel string, d events.Digest, data []byte) error {
-	if _, ok := s.put[d]; ok {
-		return nil
-	}
-	if _, ok := s.stored[d]; ok && !s.putAll {
+	if !s.needsPut(d) {
 		return nil
 	}
 	got, err := s.blobs.PutBlob(s.ctx, data)

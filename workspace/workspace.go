@@ -305,23 +305,13 @@ func (w *Workspace) restore(ctx context.Context, m Manifest) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := w.blobs.GetBlob(ctx, d)
+		keys, err := writeContent(ctx, w.blobs, r, d, byDigest[d])
 		if err != nil {
-			return fmt.Errorf("get content of %q: %w", byDigest[d][0].Path, err)
-		}
-		if got := events.DigestOf(data); got != d {
-			return fmt.Errorf("content of %q: %w: the store returned bytes with digest %s, not %s", byDigest[d][0].Path, ErrCorrupt, got, d)
+			return err
 		}
 		w.stored[d] = struct{}{}
-		for _, e := range byDigest[d] {
-			if int64(len(data)) != e.Size {
-				return fmt.Errorf("content of %q: %w: %d bytes, the manifest says %d", e.Path, ErrCorrupt, len(data), e.Size)
-			}
-			key, err := writeFile(r, e, data)
-			if err != nil {
-				return err
-			}
-			index[e.Path] = fileState{key: key, entry: e, racy: isRacy(key, start)}
+		for i, e := range byDigest[d] {
+			index[e.Path] = fileState{key: keys[i], entry: e, racy: isRacy(keys[i], start)}
 			hashed++
 			hashedBytes += e.Size
 		}
@@ -347,34 +337,4 @@ func mkParent(r *os.Root, p string) error {
 		}
 	}
 	return nil
-}
-
-// writeFile creates e with data and its exact mode, returning its stat.
-func writeFile(r *os.Root, e Entry, data []byte) (statKey, error) {
-	if err := mkParent(r, e.Path); err != nil {
-		return statKey{}, err
-	}
-	perm := fs.FileMode(0o644)
-	if e.Kind == KindExec {
-		perm = 0o755
-	}
-	f, err := r.OpenFile(filepath.FromSlash(e.Path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return statKey{}, fmt.Errorf("create %q: %w", e.Path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm) // exact, whatever the umask
-	}
-	var fi fs.FileInfo
-	if err == nil {
-		fi, err = f.Stat()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return statKey{}, fmt.Errorf("write %q: %w", e.Path, err)
-	}
-	return keyOf(fi), nil
 }

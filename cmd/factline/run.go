@@ -106,7 +106,7 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	planned := len(measure.Roster(pub.Submitted))
+	planned := int(measure.Size(pub.Submitted)) // counted, not built: the meter streams the roster
 	progress.note("suite %q: %d cases × %d treatments × %d trials = %d runs", suite.File.Name,
 		len(pub.Submitted.Cases), len(pub.Submitted.Treatments), pub.Submitted.Trials, planned)
 	if err := suites.Submit(ctx, b, pub, "factline-run"); err != nil {

@@ -138,11 +138,27 @@ func TestRunRefusesBadSuites(t *testing.T) {
 	write("s/c.yaml", "turns: []\n")
 	write("c.yaml", "id: c\ninstruction: x\ntools: [rm_rf]\n")
 	write("neg.yaml", "id: c\ninstruction: x\nbudget: {steps: -1}\n")
+	write("good.yaml", "id: c\ninstruction: x\n")
+	write("ten.yaml", "id: c\ninstruction: x\nbudget: {steps: \"ten\"}\n")
+	write("bad-script/t.yaml", "id: t\nmodel: {provider: scripted, scripts: s}\n")
+	write("bad-script/s/c.yaml", "turns:\n  - {text: hi, colour: red}\n")
+	write("bad-script/c.yaml", "id: c\ninstruction: x\n")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("not for the blob store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write("out.yaml", "id: c\ninstruction: x\nfixture: "+outside+"\n")
 	for _, c := range []struct{ file, body, want string }{
 		{"missing.yaml", "name: s\ncases: [{path: nope.yaml}]\ntreatments: [{path: t.yaml}]\n", "nope.yaml"},
 		{"tool.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", `unknown tool "rm_rf"`},
 		{"budget.yaml", "name: s\ncases: [{path: neg.yaml}]\ntreatments: [{path: t.yaml}]\n", "steps"},
 		{"syntax.yaml", "name: s\ncases: [\n", "syntax.yaml"},
+		{"fixture-out.yaml", "name: s\ncases: [{path: out.yaml}]\ntreatments: [{path: t.yaml}]\n", "fixture: \"" + outside},
+		{"zero-trials.yaml", "name: s\ncases: [{path: good.yaml}]\ntreatments: [{path: t.yaml}]\ntrials: 0\n", "trials: 0 is too few"},
+		{"huge-trials.yaml", "name: s\ncases: [{path: good.yaml}]\ntreatments: [{path: t.yaml}]\ntrials: 100000000\n", "trials: 100000000 is too large"},
+		{"ten-steps.yaml", "name: s\ncases: [{path: ten.yaml}]\ntreatments: [{path: t.yaml}]\n", "ten.yaml:3: budget.steps: want a whole number"},
+		{"bad-script/suite.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", "bad-script/s/c.yaml:2:"},
+		{"bad-script/suite2.yaml", "name: s\ncases: [{path: c.yaml}]\ntreatments: [{path: t.yaml}]\n", "turn 1: colour: unknown key"},
 	} {
 		path := write(c.file, c.body)
 		code, _, errOut := runCLI(t, "run", path, "--store", t.TempDir())

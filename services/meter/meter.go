@@ -128,6 +128,11 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 // nothing twice.
 func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.SuiteSubmitted) error {
 	suite := submitted.Suite
+	if n := measure.Size(sub); n > suites.MaxRuns {
+		// Whoever submitted it did not check; no retry makes it fit.
+		return bus.Permanent(fmt.Errorf("meter: suite %s: %d cases × %d treatments × %d trials = %d runs; a suite has at most %d",
+			suite, len(sub.Cases), len(sub.Treatments), sub.Trials, n, suites.MaxRuns))
+	}
 	kases := map[string]*cases.Case{}
 	treats := map[string]*cases.Treatment{}
 	digests := map[string]events.Digest{} // "c/<id>", "t/<id>"
@@ -154,12 +159,31 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 		treats[r.ID], digests["t/"+r.ID] = t, r.Digest
 	}
 	requested := 0
-	for _, m := range measure.Roster(sub) {
+	// The roster is streamed, and identities are kept for the case at hand
+	// only (one per treatment): memory follows the suite's cases and
+	// treatments, not its runs.
+	type identity struct {
+		id    events.Digest
+		comps []events.Component
+	}
+	var rowCase string
+	row := map[string]identity{}
+	for m := range measure.Members(sub) {
 		c, t := kases[m.Case], treats[m.Treatment]
-		id, comps, err := suites.AgentIdentity(c, t)
-		if err != nil {
-			return bus.Permanent(fmt.Errorf("meter: %w", err))
+		if m.Case != rowCase {
+			rowCase = m.Case
+			clear(row)
 		}
+		idt, ok := row[m.Treatment]
+		if !ok {
+			id, comps, err := suites.AgentIdentity(c, t)
+			if err != nil {
+				return bus.Permanent(fmt.Errorf("meter: %w", err))
+			}
+			idt = identity{id, comps}
+			row[m.Treatment] = idt
+		}
+		id, comps := idt.id, idt.comps
 		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
 			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
 		recs, err := s.b.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {

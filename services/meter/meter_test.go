@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,5 +341,28 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 	}
 	if plain, err := meter.Report(ctx, b, "m"); err != nil || plain.Treatments[0].Passed != 0 {
 		t.Fatalf("report: %+v, %v", plain.Treatments, err)
+	}
+}
+
+// A suite.submitted whose roster passes suites.MaxRuns (from a submitter
+// that does not check, or an older one) is refused as a permanent error
+// before a single run is requested: the meter never builds a roster it
+// cannot afford.
+func TestOversizedRosterIsRefused(t *testing.T) {
+	b, ctx := start(t)
+	p := publish(t, ctx, b)
+	sub := p.Submitted
+	sub.Trials = suites.MaxRuns/4 + 1 // 2 cases × 2 treatments
+	f, err := events.NewFact(events.Meta{Suite: "m", Run: events.SuiteScope, Position: 1,
+		Producer: events.Producer{Service: events.OwnerSubmitter, Instance: "test"}}, sub)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = meter.New(b).Expand(ctx, f, sub)
+	if err == nil || bus.Transient(err) || !strings.Contains(err.Error(), fmt.Sprintf("%d runs; a suite has at most %d", 4*sub.Trials, suites.MaxRuns)) {
+		t.Fatalf("expanding %d runs: %v", 4*sub.Trials, err)
+	}
+	if log, err := b.LoadRun(ctx, "m", "a-t1-t1"); err != nil || len(log.Records) != 0 {
+		t.Fatalf("a run was requested: %v %v", log.Records, err)
 	}
 }

@@ -179,7 +179,12 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		d.Disposition = events.DispositionRejected
 	}
 	var err error
-	if d.Mutation, err = a.mutation(ctx, contract, res); err != nil {
+	d.Mutation, err = a.mutation(ctx, contract, res)
+	if te, past := workspaceLimit(err); past {
+		// The workspace limit is part of the task: a failed call.
+		res.Err, d.Mutation, err = te, events.MutationNotApplied, nil
+	}
+	if err != nil {
 		return d, nil, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
 	}
 	d.Digest = a.ws.Digest()

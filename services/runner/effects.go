@@ -75,7 +75,13 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 		}
 		res, interrupted := a.send(ctx, &e)
 		var err error
-		if d.Mutation, err = a.mutation(ctx, e.tool.Contract(), res); err != nil {
+		d.Mutation, err = a.mutation(ctx, e.tool.Contract(), res)
+		if _, past := workspaceLimit(err); past {
+			// Whatever the effect did outside, its writes into the
+			// workspace past the limit were undone.
+			d.Mutation, err = events.MutationNotApplied, nil
+		}
+		if err != nil {
 			return d, nil, fmt.Errorf("workspace after %s: %w", e.call.Name, err)
 		}
 		if res.Outcome != events.OutcomeUnknown {

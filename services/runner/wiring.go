@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/models/scripted"
+	"github.com/factline/factline/services/runner/tools"
 	"github.com/factline/factline/workspace"
 )
 
@@ -40,9 +42,30 @@ func (s StoredWorkspaces) Open(ctx context.Context, fixture events.Digest, dir s
 
 type storedWorkspace struct{ *workspace.Workspace }
 
+// Refresh rescans the tree. A tree past the workspace's bounds is put back
+// as the last scan recorded it (the refused change undone whole), so that
+// the run can go on and its candidate can still be sealed; the error stays
+// a *workspace.LimitError for the call to fail with.
 func (w storedWorkspace) Refresh(ctx context.Context) (bool, error) {
 	c, err := w.Workspace.Refresh(ctx)
+	if errors.Is(err, workspace.ErrTooLarge) {
+		if rerr := w.Workspace.Revert(ctx); rerr != nil {
+			return false, fmt.Errorf("%v; undoing it: %w", err, rerr)
+		}
+	}
 	return c.Changed(), err
+}
+
+// workspaceLimit is the failed call the model reads when its call took the
+// workspace past its bounds: the limit is part of the task, so passing it
+// fails the call, not the run (the call's changes were undone by Refresh).
+func workspaceLimit(err error) (*events.ToolError, bool) {
+	var le *workspace.LimitError
+	if !errors.As(err, &le) {
+		return nil, false
+	}
+	return &events.ToolError{Code: tools.CodeTooLarge,
+		Message: "this call took the workspace past its limit of " + le.Limit() + "; its changes to the workspace were undone"}, true
 }
 
 func (w storedWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {

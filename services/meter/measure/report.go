@@ -140,8 +140,7 @@ func Build(l *Log) Report {
 	for _, c := range s.Cases {
 		r.Cases = append(r.Cases, c.ID)
 	}
-	roster := Roster(s)
-	for _, m := range roster {
+	for m := range Members(s) {
 		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
 	}
 	r.Complete = true

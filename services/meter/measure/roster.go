@@ -11,6 +11,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"iter"
+	"strconv"
 	"strings"
 
 	"github.com/factline/factline/events"
@@ -34,44 +36,85 @@ const maxRunID = 128
 // slower provider, a busier machine) hits them alike. Run IDs are
 // "<case>-<treatment>-t<trial>", made a valid run token; where two members
 // would share one, or one would be too long, a short hash of the member
-// keeps it unique. The same suite always gives the same roster.
+// keeps it unique. The same suite always gives the same roster. Roster
+// holds every member; Members streams them.
 func Roster(s events.SuiteSubmitted) []Member {
-	var out []Member
-	for trial := uint32(1); trial <= s.Trials; trial++ {
+	out := make([]Member, 0, min(Size(s), 1<<20))
+	for m := range Members(s) {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Size is the number of planned attempts: cases × treatments × trials.
+func Size(s events.SuiteSubmitted) uint64 {
+	return uint64(len(s.Cases)) * uint64(len(s.Treatments)) * uint64(s.Trials)
+}
+
+// Members yields the roster's members in Roster's order, with the same run
+// IDs, holding only one entry per case and treatment pair, never one per
+// attempt: what the meter requests and the submitter counts costs memory
+// in the suite's cases × treatments, not in its runs.
+//
+// Two members share a base run ID only when they share the trial and the
+// "<case>-<treatment>" part (the ID ends in "-t<digits>", so its last "-t"
+// fixes both), so collisions are found among the pairs once, not among
+// the runs.
+func Members(s events.SuiteSubmitted) iter.Seq[Member] {
+	return func(yield func(Member) bool) {
+		prefix := make([]string, 0, len(s.Cases)*len(s.Treatments))
+		shared := map[string]int{}
 		for _, c := range s.Cases {
 			for _, t := range s.Treatments {
-				out = append(out, Member{Case: c.ID, Treatment: t.ID, Trial: trial, Run: baseRunID(c.ID, t.ID, trial)})
+				p := basePrefix(c.ID, t.ID)
+				prefix = append(prefix, p)
+				shared[p]++
+			}
+		}
+		for trial := uint32(1); trial <= s.Trials; trial++ {
+			i := 0
+			for _, c := range s.Cases {
+				for _, t := range s.Treatments {
+					p := prefix[i]
+					i++
+					m := Member{Case: c.ID, Treatment: t.ID, Trial: trial, Run: p + "-t" + strconv.FormatUint(uint64(trial), 10)}
+					if shared[p] > 1 || len(m.Run) > maxRunID {
+						sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", m.Case, m.Treatment, m.Trial)))
+						m.Run = m.Run[:min(len(m.Run), maxRunID-9)] + "-" + hex.EncodeToString(sum[:4])
+					}
+					if !yield(m) {
+						return
+					}
+				}
+			}
+			if trial == ^uint32(0) {
+				return // trial++ would wrap to 0 and start over
 			}
 		}
 	}
-	seen := map[string]int{}
-	for _, m := range out {
-		seen[m.Run]++
+}
+
+// basePrefix is the "<case>-<treatment>" part of a base run ID, made a run
+// token's start as baseRunID makes the whole.
+func basePrefix(caseID, treatment string) string {
+	p := strings.Map(tokenRune, caseID+"-"+treatment)
+	if strings.HasPrefix(p, "_") {
+		p = "r" + p
 	}
-	for i, m := range out {
-		if seen[m.Run] > 1 || len(m.Run) > maxRunID {
-			sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", m.Case, m.Treatment, m.Trial)))
-			base := m.Run[:min(len(m.Run), maxRunID-9)]
-			out[i].Run = base + "-" + hex.EncodeToString(sum[:4])
-		}
+	return p
+}
+
+func tokenRune(r rune) rune {
+	if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+		return r
 	}
-	return out
+	return '_'
 }
 
 // baseRunID is "<case>-<treatment>-t<trial>" with every byte a run token
 // does not allow replaced by '_' and a leading '_' (reserved) made "r_".
 func baseRunID(caseID, treatment string, trial uint32) string {
-	id := fmt.Sprintf("%s-%s-t%d", caseID, treatment, trial)
-	id = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, id)
-	if strings.HasPrefix(id, "_") {
-		id = "r" + id
-	}
-	return id
+	return basePrefix(caseID, treatment) + "-t" + strconv.FormatUint(uint64(trial), 10)
 }
 
 // RequestMsgID is the message ID of a member's run.requested.

@@ -1,0 +1,170 @@
+package cases
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/factline/factline/models/scripted"
+)
+
+// Confine decides which files loading may read: given a path (as joined
+// from the file that names it) it returns the path to read — the real
+// path, with every symlink followed — or an error saying why it may not be
+// read. A suite confines its inputs to its own directory (docs/security.md);
+// a nil Confine reads anything.
+type Confine func(path string) (string, error)
+
+// resolve applies c to path; a nil c only cleans it.
+func (c Confine) resolve(path string) (string, error) {
+	if c == nil {
+		return filepath.Clean(path), nil
+	}
+	return c(path)
+}
+
+// LoadCase reads and checks a case file. Relative fixture paths are
+// resolved against the file's directory.
+func LoadCase(path string) (*Case, error) { return LoadCaseWithin(path, nil) }
+
+// LoadCaseWithin is LoadCase reading only what confine allows: the case file
+// and its fixture directory. The fixture is set to the path confine
+// returned.
+func LoadCaseWithin(path string, confine Confine) (*Case, error) {
+	real, err := confine.resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("case: %w", err)
+	}
+	data, err := ReadInput(real, MaxFileBytes, "a case file")
+	if err != nil {
+		return nil, fmt.Errorf("case: %w", err)
+	}
+	c, err := ParseCase(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if c.Fixture == "" {
+		return c, nil
+	}
+	fixture := c.Fixture
+	if !filepath.IsAbs(fixture) {
+		fixture = filepath.Join(filepath.Dir(path), fixture)
+	}
+	st, err := os.Stat(fixture)
+	if err != nil || !st.IsDir() {
+		return nil, &Error{File: path, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", fixture)}
+	}
+	if c.Fixture, err = confine.resolve(fixture); err != nil {
+		return nil, &Error{File: path, Field: "fixture", Msg: err.Error()}
+	}
+	return c, nil
+}
+
+// LoadTreatment reads a treatment file; scripted treatments read their
+// scripts directory too.
+func LoadTreatment(path string) (*Treatment, error) { return LoadTreatmentWithin(path, nil) }
+
+// LoadTreatmentWithin is LoadTreatment reading only what confine allows:
+// the treatment file, its scripts directory and every script in it.
+func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
+	real, err := confine.resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("treatment: %w", err)
+	}
+	data, err := ReadInput(real, MaxFileBytes, "a treatment file")
+	if err != nil {
+		return nil, fmt.Errorf("treatment: %w", err)
+	}
+	t, err := ParseTreatment(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if t.Model.Provider == ProviderScripted {
+		if err := t.loadScripts(path, confine); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// loadScripts reads and checks every <case-id>.yaml of a scripted
+// treatment's scripts directory.
+func (t *Treatment) loadScripts(path string, confine Confine) error {
+	dir := t.Model.Scripts
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(path), dir)
+	}
+	realDir, err := confine.resolve(dir)
+	if err != nil {
+		return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
+	}
+	files, err := filepath.Glob(filepath.Join(realDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("no <case-id>.yaml scripts in %s", dir)}
+	}
+	if len(files) > MaxScripts {
+		return &Error{File: path, Field: "model.scripts", Msg: fmt.Sprintf("%s holds %d scripts; a treatment has at most %d", dir, len(files), MaxScripts)}
+	}
+	t.Model.ScriptFiles = map[string]string{}
+	total := 0
+	for _, f := range files {
+		// Named as the author wrote the directory; read where it really
+		// is, which a script that is a symlink must not leave.
+		name := filepath.Join(dir, filepath.Base(f))
+		real, err := confine.resolve(f)
+		if err != nil {
+			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
+		}
+		b, err := ReadInput(real, MaxScriptBytes, "a script")
+		if err != nil {
+			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
+		}
+		if total += len(b); total > MaxScriptsBytes {
+			return &Error{File: path, Field: "model.scripts",
+				Msg: fmt.Sprintf("the scripts in %s hold more than %d bytes together, the limit for one treatment", dir, MaxScriptsBytes)}
+		}
+		// A script is an input file like any other: checked now, so that a
+		// mistake is a usage error naming the file, not a run that ends
+		// errored after the suite name is spent.
+		if _, err := scripted.Parse(name, b); err != nil {
+			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
+		}
+		id := filepath.Base(f)
+		t.Model.ScriptFiles[id[:len(id)-len(".yaml")]] = string(b)
+	}
+	return nil
+}
+
+// ReadInput reads an input file of at most max bytes; what names the kind
+// of file in the error ("a case file"). The size is checked before the
+// file is read, and again while it is read (it may grow), so an oversized
+// input never costs more than max in memory.
+func ReadInput(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	tooBig := func(n int64) error {
+		return fmt.Errorf("%s: %d bytes; the limit for %s is %d bytes", path, n, what, max)
+	}
+	if st.Size() > max {
+		return nil, tooBig(st.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, tooBig(int64(len(data)))
+	}
+	return data, nil
+}
