@@ -116,7 +116,7 @@ func PublishTreatment(ctx context.Context, blobs workspace.Blobs, t *cases.Treat
 var ErrSuiteExists = errors.New("a different suite was already submitted under this name")
 
 // SubmitMsgID is the message ID of a suite's suite.submitted.
-const SubmitMsgID = events.SuiteScope + "/submitted"
+var SubmitMsgID = events.MessageID(events.SuiteScope, events.KindSuiteSubmitted)
 
 // Submit commits suite.submitted for a published suite, as the submitter;
 // the meter then requests its runs. Submitting the same suite again is a

@@ -567,3 +567,22 @@ func waitVerdict(t *testing.T, e *env, run string) {
 		}
 	}
 }
+
+// Names a case chooses never collide with names factline chooses: an
+// instrument called "verdict" at version 1 once had the message ID of the
+// revision-1 verdict, which was then taken for committed, and the attempt
+// waited for its grade forever.
+func TestInstrumentNamedLikeAVerdictIsGraded(t *testing.T) {
+	e := start(t)
+	req := e.publish(`grading:
+  instruments:
+    - {id: verdict, kind: file, path: answer.txt, exists: true}
+    - {id: conflict, kind: file, path: answer.txt, contains: "4"}
+`)
+	e.attempt("named", req, candidate(map[string]string{"answer.txt": "4\n"}))
+	must(t, e.grader().Grade(e.ctx, suite, "named"))
+	v := e.verdict("named")
+	if v.Result.Type() != "passed" || result(v, "verdict").Outcome != events.InstrumentPassed || result(v, "conflict").Outcome != events.InstrumentPassed {
+		t.Fatalf("verdict %+v", v)
+	}
+}

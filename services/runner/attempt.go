@@ -69,11 +69,22 @@ type attempt struct {
 	claimID string
 }
 
+// key is the parts of a runner fact's message ID after its kind: what the
+// fact answers (a turn, a call, a control), so that a takeover recommits
+// nothing the dead runner committed (events.MessageID).
+func key(parts ...any) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = fmt.Sprint(p)
+	}
+	return out
+}
+
 // commit appends one fact of this run as the runner, built against the
 // current log so that its position is right even when other services
-// appended meanwhile. It refuses to append once another runner holds a newer
-// lease.
-func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (bus.Record, error) {
+// appended meanwhile. Its message ID is the fact's kind and the key. It
+// refuses to append once another runner holds a newer lease.
+func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) (bus.Record, error) {
 	body = redactBody(a.svc.secrets, body)
 	claim, claiming := body.(events.RunClaimed)
 	recs, err := a.svc.bus.CommitAsLastWriter(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
@@ -100,7 +111,7 @@ func (a *attempt) commit(ctx context.Context, msgID string, body events.Body) (b
 		if err != nil {
 			return nil, err
 		}
-		return []bus.Pending{{Fact: f, MsgID: a.run + "/" + msgID}}, nil
+		return []bus.Pending{{Fact: f, MsgID: events.MessageID(a.run, body.Kind(), parts...)}}, nil
 	})
 	if err != nil {
 		return bus.Record{}, fmt.Errorf("commit %s: %w", body.Kind(), err)
@@ -331,7 +342,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	if err != nil {
 		return ending{}, false, err
 	}
-	_, err = a.commit(ctx, fmt.Sprintf("t%d/started", turn), events.TurnStarted{
+	_, err = a.commit(ctx, key(turn), events.TurnStarted{
 		Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)), Policy: a.eff.Context.Mode,
 		Reserve: reserve, Tokens: uint64(tokens),
 	})
@@ -374,7 +385,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 		}
 		return ending{}, false, err
 	}
-	_, err = a.commit(ctx, fmt.Sprintf("t%d/replied", p.turn), repliedFact(p.turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
+	_, err = a.commit(ctx, key(p.turn), repliedFact(p.turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
 	return ending{}, false, err
 }
 
@@ -520,7 +531,7 @@ func (a *attempt) completeTurn(ctx context.Context, turn, gen uint32, intent eve
 	if err != nil {
 		return err
 	}
-	_, err = a.commit(ctx, fmt.Sprintf("t%d/completed", turn), events.TurnCompleted{Evidence: events.RunEvidence{
+	_, err = a.commit(ctx, key(turn), events.TurnCompleted{Evidence: events.RunEvidence{
 		RunID: a.run, TaskGeneration: max(gen, 1), Turn: turn, EvidencePosition: log.NextPosition(),
 		ActorIntent: intent, Dispatches: ds,
 	}})

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -107,7 +106,7 @@ func (c *controls) takeSteers() []events.Control {
 // acceptCancel commits the acceptance of a cancel and ends the run. Nothing
 // the attempt does after this is an effect.
 func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending, error) {
-	if _, err := a.commit(ctx, "control/"+sig.ID, events.ControlAccepted{
+	if _, err := a.commit(ctx, key(sig.ID), events.ControlAccepted{
 		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalCancel}, Reason: sig.Reason,
 	}); err != nil {
 		return ending{}, err
@@ -126,7 +125,7 @@ func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending
 func (a *attempt) acceptSteers(ctx context.Context, gen uint32) (int, error) {
 	steers := a.ctl.takeSteers()
 	for i, s := range steers {
-		if _, err := a.commit(ctx, "control/"+s.ID, events.ControlAccepted{
+		if _, err := a.commit(ctx, key(s.ID), events.ControlAccepted{
 			Control: events.ControlRef{ID: s.ID, Signal: events.SignalSteer}, Instruction: s.Instruction,
 		}); err != nil {
 			if errors.Is(err, errFinishDecided) {
@@ -139,7 +138,7 @@ func (a *attempt) acceptSteers(ctx context.Context, gen uint32) (int, error) {
 		}
 		gen++
 		a.gen = gen
-		if _, err := a.commit(ctx, fmt.Sprintf("generation/%d", gen), events.TaskGenerationStarted{
+		if _, err := a.commit(ctx, key(gen), events.TaskGenerationStarted{
 			Generation: gen, Instruction: s.Instruction, Control: s.ID,
 		}); err != nil {
 			return 0, err
@@ -152,6 +151,17 @@ func (a *attempt) acceptSteers(ctx context.Context, gen uint32) (int, error) {
 type approval struct {
 	approved bool
 	sig      events.Control
+	timedOut bool // no person decided: the runner's own rejection
+}
+
+// key is the message ID key of the decision's control.accepted: the
+// signal's ID, or, for the runner's own rejection after the approval
+// timeout, a key no signal ID can take (two parts).
+func (d approval) key() []string {
+	if d.timedOut {
+		return key("timeout", d.sig.Operation)
+	}
+	return key(d.sig.ID)
 }
 
 // awaitApproval waits for a person to approve or reject an operation. An
@@ -166,11 +176,11 @@ func (a *attempt) awaitApproval(ctx context.Context, op string, args events.Dige
 		for _, sig := range a.ctl.approvals[op] {
 			if sig.Signal == events.SignalReject {
 				a.ctl.mu.Unlock()
-				return approval{false, sig}, true
+				return approval{approved: false, sig: sig}, true
 			}
 			if sig.ArgsDigest == args {
 				a.ctl.mu.Unlock()
-				return approval{true, sig}, true
+				return approval{approved: true, sig: sig}, true
 			}
 			a.svc.log.Warn("approval ignored: it names other arguments", "operation", op, "approved", sig.ArgsDigest, "call", args)
 		}
@@ -182,7 +192,8 @@ func (a *attempt) awaitApproval(ctx context.Context, op string, args events.Dige
 		select {
 		case <-a.ctl.wake:
 		case <-limit.C:
-			return approval{false, events.Control{ID: "timeout-" + op, Signal: events.SignalReject, Reason: "no approval within " + a.svc.approvalTimeout.String()}}, true
+			return approval{sig: events.Control{ID: "timeout-" + op, Signal: events.SignalReject, Operation: op,
+				Reason: "no approval within " + a.svc.approvalTimeout.String()}, timedOut: true}, true
 		case <-ctx.Done():
 			return approval{}, false
 		}

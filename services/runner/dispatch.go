@@ -129,7 +129,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: fmt.Sprintf("%s/t%d/%s", a.run, turn, call.ID),
 		ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
 	}
-	if _, err := a.commit(ctx, fmt.Sprintf("t%d/%s/intended", turn, call.ID), in); err != nil {
+	if _, err := a.commit(ctx, key(turn, call.ID), in); err != nil {
 		return d, nil, nil, err
 	}
 	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
@@ -231,7 +231,7 @@ func (a *attempt) mutation(ctx context.Context, contract tools.Contract, res too
 func (a *attempt) settle(ctx context.Context, turn uint32, d events.CompletedDispatch, res tools.Result) error {
 	res = redactResult(a.svc.secrets, res)
 	metrics.ToolDispatches.WithLabelValues(a.toolLabel(d.Tool), string(d.Disposition)).Inc()
-	_, err := a.commit(ctx, fmt.Sprintf("t%d/%s/completed", turn, d.CallID), events.DispatchCompleted{
+	_, err := a.commit(ctx, key(turn, d.CallID), events.DispatchCompleted{
 		Turn: turn, Dispatch: d, Output: res.Observation(), Error: res.Err,
 	})
 	return err
@@ -291,7 +291,7 @@ func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall
 	if dec.approved {
 		sig = events.SignalApprove
 	}
-	_, err := a.commit(ctx, "control/"+dec.sig.ID, events.ControlAccepted{
+	_, err := a.commit(ctx, dec.key(), events.ControlAccepted{
 		Control: events.ControlRef{ID: dec.sig.ID, Signal: sig}, CallID: call.ID, ArgsDigest: call.ArgsDigest, Reason: dec.sig.Reason,
 	})
 	return dec.approved, err

@@ -177,7 +177,7 @@ func (a *attempt) reconcile(ctx context.Context, e *effect) (finding, string, er
 		}
 		return findingUnknown, fmt.Sprintf("nobody resolved it within %v", a.svc.approvalTimeout), nil
 	}
-	if _, err := a.commit(ctx, "control/"+sig.ID, events.ControlAccepted{
+	if _, err := a.commit(ctx, key(sig.ID), events.ControlAccepted{
 		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalResolve}, Operation: op, Outcome: sig.Outcome, Reason: sig.Reason,
 	}); err != nil {
 		return findingUnknown, "", err

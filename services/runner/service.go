@@ -384,7 +384,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	// Each attempt's claim has an ID of its own, so that a claim another
 	// attempt made is never mistaken for this one's retried append.
-	rec, err := a.commit(ctx, "claim/"+ulid.Make().String(), claim)
+	rec, err := a.commit(ctx, key(ulid.Make().String()), claim)
 	if err == nil {
 		err = a.resettle(ctx, kase.FixtureDigest, from, rec.Seq)
 	}
@@ -465,7 +465,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 		snap, files, err := a.ws.Seal(ctx)
 		if err != nil {
 			end = ending{events.RunErrored, fmt.Sprintf("%s; sealing the candidate failed: %v", end.reason, err)}
-		} else if _, err := a.commit(ctx, "sealed", events.CandidateSealed{
+		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
 			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
 		}); err != nil {
 			return err
@@ -479,7 +479,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	end = surfaceUnknown(end, facts)
 	spend := Tally(facts)
 	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
-	_, err = a.commit(ctx, "ended", events.RunEnded{
+	_, err = a.commit(ctx, nil, events.RunEnded{
 		Status: end.status, Reason: end.reason, Steps: spend.Steps,
 		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
 		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.status),

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -29,7 +30,9 @@ const ConsumerName = "staller"
 var ErrEarlierTurnPending = errors.New("an earlier turn of the run has not been observed yet")
 
 // MsgID is the deduplication ID of the stall.observed for one turn.
-func MsgID(run string, turn uint32) string { return fmt.Sprintf("%s/%d/stall", run, turn) }
+func MsgID(run string, turn uint32) string {
+	return events.MessageID(run, events.KindStallObserved, strconv.FormatUint(uint64(turn), 10))
+}
 
 // Option configures a Service.
 type Option func(*config)

@@ -66,7 +66,7 @@ func TestCitationsMustBeCompletedDispatches(t *testing.T) {
 			t.Errorf("feedback lacks %q:\n%s", want, c.Feedback)
 		}
 	}
-	if d1.DecisionID != "r1/1/stop" {
+	if d1.DecisionID != "r1/stop.decided/1" {
 		t.Errorf("decision id %q", d1.DecisionID)
 	}
 }
@@ -348,7 +348,7 @@ func TestDecisionForEveryTurnIncludingToolFree(t *testing.T) {
 		}
 		d := r.decide(n, nil, p)
 		c := continueOf(t, d)
-		if d.Turn != n || d.DecisionID != "r1/"+strconv.Itoa(int(n))+"/stop" || d.TaskGeneration != 1 || !slices.Equal(c.Unmet, []events.RequirementID{"tests"}) {
+		if d.Turn != n || d.DecisionID != "r1/stop.decided/"+strconv.Itoa(int(n)) || d.TaskGeneration != 1 || !slices.Equal(c.Unmet, []events.RequirementID{"tests"}) {
 			t.Errorf("turn %d: %+v", n, d)
 		}
 	}

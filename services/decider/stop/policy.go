@@ -8,7 +8,7 @@
 package stop
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/factline/factline/events"
 )
@@ -77,4 +77,6 @@ func (p Policy) command(check string) string {
 
 // DecisionID is the ID of the one stop decision for a turn, also its
 // message deduplication ID: "<run>/<turn>/stop".
-func DecisionID(run string, turn uint32) string { return fmt.Sprintf("%s/%d/stop", run, turn) }
+func DecisionID(run string, turn uint32) string {
+	return events.MessageID(run, events.KindStopDecided, strconv.FormatUint(uint64(turn), 10))
+}

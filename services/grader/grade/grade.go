@@ -26,6 +26,7 @@ package grade
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/factline/factline/events"
@@ -316,17 +317,17 @@ func conflicts(snapshot events.Digest, prev, next events.GraderVerdict) []events
 
 // InstrumentMsgID is "<run>/<snapshot-hex12>/<instrument>/<version>".
 func InstrumentMsgID(run string, snapshot events.Digest, k Key) string {
-	return fmt.Sprintf("%s/%s/%s/%s", run, short(snapshot), k.ID, k.Version)
+	return events.MessageID(run, events.KindGradeInstrument, short(snapshot), string(k.ID), k.Version)
 }
 
 // VerdictMsgID is "<run>/<snapshot-hex12>/verdict/<revision>".
 func VerdictMsgID(run string, snapshot events.Digest, rev uint32) string {
-	return fmt.Sprintf("%s/%s/verdict/%d", run, short(snapshot), rev)
+	return events.MessageID(run, events.KindGradeVerdict, short(snapshot), strconv.FormatUint(uint64(rev), 10))
 }
 
 // ConflictMsgID is "<run>/<snapshot-hex12>/conflict/<revision>/<instrument>".
 func ConflictMsgID(run string, snapshot events.Digest, rev uint32, in events.InstrumentID) string {
-	return fmt.Sprintf("%s/%s/conflict/%d/%s", run, short(snapshot), rev, in)
+	return events.MessageID(run, events.KindGradeConflict, short(snapshot), strconv.FormatUint(uint64(rev), 10), string(in))
 }
 
 func short(d events.Digest) string {

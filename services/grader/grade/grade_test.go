@@ -326,15 +326,26 @@ func TestNoInstrumentsAbstains(t *testing.T) {
 	}
 }
 
+// Message IDs live in the namespace of their fact's kind: an instrument a
+// case names after one of factline's own words ("verdict", "conflict")
+// never takes a verdict's or a conflict's ID. An instrument named verdict
+// at version 1 once took the revision-1 verdict's ID, and the attempt
+// waited for its grade forever.
 func TestMessageIDs(t *testing.T) {
 	h := snap.Hex()[:12]
 	for got, want := range map[string]string{
-		InstrumentMsgID("r1", snap, Key{"tests", "1.2"}): fmt.Sprintf("r1/%s/tests/1.2", h),
-		VerdictMsgID("r1", snap, 3):                      fmt.Sprintf("r1/%s/verdict/3", h),
-		ConflictMsgID("r1", snap, 2, "judge"):            fmt.Sprintf("r1/%s/conflict/2/judge", h),
+		InstrumentMsgID("r1", snap, Key{"tests", "1.2"}): fmt.Sprintf("r1/grade.instrument/%s/tests/1.2", h),
+		VerdictMsgID("r1", snap, 3):                      fmt.Sprintf("r1/grade.verdict/%s/3", h),
+		ConflictMsgID("r1", snap, 2, "judge"):            fmt.Sprintf("r1/grade.conflict/%s/2/judge", h),
 	} {
 		if got != want {
 			t.Errorf("%s, want %s", got, want)
+		}
+	}
+	for _, k := range []Key{{"verdict", "1"}, {"conflict", "1/judge"}} {
+		id := InstrumentMsgID("r1", snap, k)
+		if id == VerdictMsgID("r1", snap, 1) || id == ConflictMsgID("r1", snap, 1, "judge") {
+			t.Errorf("instrument %s takes a verdict's or a conflict's ID: %s", k, id)
 		}
 	}
 }

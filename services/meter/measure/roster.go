@@ -118,11 +118,11 @@ func baseRunID(caseID, treatment string, trial uint32) string {
 }
 
 // RequestMsgID is the message ID of a member's run.requested.
-func RequestMsgID(run string) string { return run + "/requested" }
+func RequestMsgID(run string) string { return events.MessageID(run, events.KindRunRequested) }
 
 // ReportMsgID is the message ID of a suite.reported for a report digest: a
 // suite whose report changes after it was first reported (a re-grade)
 // reports again, once per distinct report.
 func ReportMsgID(report events.Digest) string {
-	return events.SuiteScope + "/reported/" + report.Hex()[:12]
+	return events.MessageID(events.SuiteScope, events.KindSuiteReported, report.Hex()[:12])
 }

@@ -38,7 +38,7 @@ func (d Decider) Run(ctx context.Context) error {
 			default:
 				result = events.ContinueWith("")
 			}
-			id := fmt.Sprintf("%s/%d/stop", del.Fact.Run, turn)
+			id := events.MessageID(del.Fact.Run, events.KindStopDecided, fmt.Sprint(turn))
 			f, err := events.NewFact(events.Meta{Suite: del.Fact.Suite, Run: del.Fact.Run, TaskGeneration: del.Fact.TaskGeneration,
 				Position: log.NextPosition(), Causation: del.Fact.ID.String(),
 				Producer: events.Producer{Service: events.OwnerDecider, Instance: "test-decider"}},

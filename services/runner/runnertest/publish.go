@@ -56,7 +56,7 @@ func Request(ctx context.Context, b *bus.Bus, suite, run string, p Published, tr
 				TreatmentDigest: p.TreatmentDigest, Trial: trial,
 				Budget: events.Budget{Steps: p.Case.Budget.Steps, Tokens: p.Case.Budget.InputTokens + p.Case.Budget.OutputTokens,
 					Seconds: uint32(p.Case.Budget.Wall.Std().Seconds()), Cost: p.Case.Budget.Cost}})
-		return []bus.Pending{{Fact: f, MsgID: run + "/requested"}}, err
+		return []bus.Pending{{Fact: f, MsgID: events.MessageID(run, events.KindRunRequested)}}, err
 	})
 	return err
 }
