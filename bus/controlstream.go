@@ -61,6 +61,11 @@ func (b *Bus) keepStreams() {
 	if b.nc.IsClosed() {
 		return
 	}
+	// While a stream is missing, it is looked for again now and then, so
+	// that health clears once an operator has made it again even if no
+	// watch or consumer asks.
+	recheck := time.NewTicker(missingRecheck)
+	defer recheck.Stop()
 	for {
 		select {
 		case st := <-ch:
@@ -68,10 +73,25 @@ func (b *Bus) keepStreams() {
 				return
 			}
 		case <-b.kick:
+		case <-recheck.C:
+			b.health.mu.Lock()
+			missing := len(b.health.missing) > 0
+			b.health.mu.Unlock()
+			if !missing {
+				continue
+			}
 		}
 		b.reensure()
 	}
 }
+
+// missingRecheck is how often a missing stream is looked for again.
+const missingRecheck = 10 * time.Second
+
+// remakeTimeout bounds making CONTROL again. A server that refuses the
+// request (a role that may not manage streams) never answers it; a
+// healthy one answers in milliseconds.
+const remakeTimeout = 5 * time.Second
 
 // wantStreams asks keepStreams to look at the streams again, without
 // waiting for it: a consumer or a watch found one missing.
@@ -125,7 +145,7 @@ func (b *Bus) lookOrMake(ctx context.Context, want jetstream.StreamConfig) error
 	case want.Name != ControlStream:
 		return fmt.Errorf("stream %s is gone; factline does not make it again by itself, since an empty %s would hide what was lost (restore it, or run factline setup to start an empty one)", want.Name, want.Name)
 	}
-	cctx, cancel := context.WithTimeout(ctx, createTimeout)
+	cctx, cancel := context.WithTimeout(ctx, remakeTimeout)
 	defer cancel()
 	if _, err := b.js.CreateStream(cctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return fmt.Errorf("make stream %s again: %w", want.Name, createErr(ctx, "stream "+want.Name, err))

@@ -35,7 +35,11 @@ type health struct {
 
 // noteWrite records how a write to the store went: refused for want of
 // space, or accepted (which clears a full store).
-func (b *Bus) noteWrite(err error) {
+func (b *Bus) noteWrite(err error) { b.noteWriteLog(err, true) }
+
+// noteWriteLog is noteWrite, logging the store filling up only if log is
+// set (a probe's caller reports it itself).
+func (b *Bus) noteWriteLog(err error, log bool) {
 	switch {
 	case err == nil:
 		b.health.mu.Lock()
@@ -52,7 +56,7 @@ func (b *Bus) noteWrite(err error) {
 		b.health.storeFull = err
 		b.health.mu.Unlock()
 		metrics.StoreFull.WithLabelValues().Set(1)
-		if was == nil {
+		if was == nil && log {
 			b.log.Error("the NATS store is full: work is held, nothing is acknowledged until space is freed (docs/operations.md#a-full-store)", "err", err)
 		}
 	}
@@ -92,7 +96,7 @@ func (b *Bus) Health() error {
 	}
 	b.health.mu.Lock()
 	if b.health.storeFull != nil {
-		errs = append(errs, fmt.Errorf("%w: %v", ErrStoreFull, b.health.storeFull))
+		errs = append(errs, storeFullErr(b.health.storeFull))
 	}
 	names := make([]string, 0, len(b.health.missing))
 	for name := range b.health.missing {
@@ -122,14 +126,24 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
 	_, err := b.js.PublishMsg(pctx, m)
-	b.noteWrite(err)
+	b.noteWriteLog(err, false)
 	switch {
 	case err == nil:
 		return nil
 	case StoreFull(err):
-		return fmt.Errorf("%w: %v", ErrStoreFull, err)
+		return storeFullErr(err)
 	}
 	return fmt.Errorf("write probe: %w", err)
+}
+
+// storeFullErr says what JetStream answered to a write it refused for want
+// of space, as an ErrStoreFull.
+func storeFullErr(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Errorf("%w (JetStream refused a write: %s, error %d)", ErrStoreFull, apiErr.Description, apiErr.ErrorCode)
+	}
+	return fmt.Errorf("%w: %v", ErrStoreFull, err)
 }
 
 // infraBackoff is how long a delivery whose work failed with the bus
