@@ -326,14 +326,31 @@ func (r *restartable) dial(t *testing.T, ctx context.Context) *bus.Bus {
 }
 
 // CONTROL outlives a server restart: a signal sent before it is still
-// there after it, for a watch started after it.
+// there after it, for a watch started after it; a watch that runs through
+// the restart delivers the next signal, and none twice.
 func TestControlOutlivesARestart(t *testing.T) {
 	ctx := testCtx(t)
 	r := startRestartable(t)
 	b := r.dial(t, ctx)
+	through, err := b.WatchControls(ctx, "s", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive := func(sigs <-chan events.Control, id string) {
+		t.Helper()
+		select {
+		case c := <-sigs:
+			if c.ID != id {
+				t.Fatalf("got %s, want %s", c.ID, id)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s never arrived", id)
+		}
+	}
 	if err := b.SendControl(ctx, "s", "r1", events.Control{ID: "c1", Signal: events.SignalCancel, Reason: "wrong case"}); err != nil {
 		t.Fatal(err)
 	}
+	receive(through, "c1")
 	r.restart()
 	waitFor(t, "the reconnect", b.Conn().IsConnected)
 	s, err := b.JetStream().Stream(ctx, bus.ControlStream)
@@ -343,18 +360,16 @@ func TestControlOutlivesARestart(t *testing.T) {
 	if st := s.CachedInfo().Config.Storage; st != jetstream.FileStorage {
 		t.Fatalf("CONTROL is kept in %s", st)
 	}
-	sigs, err := b.WatchControls(ctx, "s", "r1")
+	after, err := b.WatchControls(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case c := <-sigs:
-		if c.ID != "c1" {
-			t.Fatalf("got %+v", c)
-		}
-	case <-ctx.Done():
-		t.Fatal("the cancel sent before the restart never arrived")
+	receive(after, "c1")
+	if err := b.SendControl(ctx, "s", "r1", events.Control{ID: "c2", Signal: events.SignalSteer, Instruction: "and the docs"}); err != nil {
+		t.Fatal(err)
 	}
+	receive(after, "c2")
+	receive(through, "c2")
 }
 
 // A CONTROL kept in memory, as factline made it before, is used as it is;

@@ -271,7 +271,9 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 		// the client's buffer and reach the server after the reconnect,
 		// when nobody listens for its answer: what it brought would count
 		// as delivered and wait out an ack wait.
-		if batch == nil && len(queue) < cfg.Prefetch && b.nc.IsConnected() && !time.Now().Before(retryAt) {
+		// A new pull waits until half the queue is gone, so that pulls
+		// bring batches rather than one message each.
+		if batch == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
 			var err error
 			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullWait)); err != nil {
 				batch = nil
@@ -288,7 +290,7 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 			out, next = work, queue[0]
 		}
 		var recheck <-chan time.Time
-		if batch == nil && len(queue) < cfg.Prefetch {
+		if batch == nil && len(queue) <= cfg.Prefetch/2 {
 			recheck = time.After(infraBackoff(1))
 		}
 		select {

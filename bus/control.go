@@ -56,7 +56,7 @@ func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan even
 			return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
 		}
 	}
-	w := &controlWatch{b: b, filter: events.ControlPrefix + "." + suite + "." + run + ".*", out: make(chan events.Control, 16)}
+	w := &controlWatch{b: b, filter: events.ControlPrefix + "." + suite + "." + run + ".*", out: make(chan events.Control, 16), sent: map[string]bool{}}
 	go func() {
 		defer close(w.out)
 		w.run(ctx)
@@ -69,11 +69,11 @@ type controlWatch struct {
 	b      *Bus
 	filter string
 	out    chan events.Control
-	// next is the stream sequence to resume from (0: the oldest held),
-	// and created when the stream it counts in was made: a CONTROL made
-	// again starts its sequences over.
-	next    uint64
-	created time.Time
+	// sent holds the IDs of the signals delivered: a watch that starts
+	// again reads from the oldest signal CONTROL holds (sequences start
+	// over in a CONTROL made again, so where it was says nothing) and
+	// delivers each signal once.
+	sent map[string]bool
 }
 
 // controlWait bounds one pull of a control watch, so that a watch whose
@@ -100,18 +100,6 @@ func (w *controlWatch) run(ctx context.Context) {
 
 // once watches through one consumer until it fails or ctx ends.
 func (w *controlWatch) once(ctx context.Context) error {
-	actx, cancel := apiCtx(ctx)
-	s, err := w.b.js.Stream(actx, ControlStream)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("look up %s: %w", ControlStream, err)
-	}
-	if created := s.CachedInfo().Created; !created.Equal(w.created) {
-		if !w.created.IsZero() {
-			w.next = 0 // made again: what it holds is all new
-		}
-		w.created = created
-	}
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     w.filter,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -120,10 +108,7 @@ func (w *controlWatch) once(ctx context.Context) error {
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	if w.next > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.next
-	}
-	actx, cancel = apiCtx(ctx)
+	actx, cancel := apiCtx(ctx)
 	cons, err := w.b.js.CreateConsumer(actx, ControlStream, cfg)
 	cancel()
 	if err != nil {
@@ -140,8 +125,8 @@ func (w *controlWatch) once(ctx context.Context) error {
 			if err != nil {
 				continue
 			}
-			w.next = md.Sequence.Stream + 1
-			if c, ok := w.b.checkControl(ctx, m, md.Sequence.Stream); ok {
+			if c, ok := w.b.checkControl(ctx, m, md.Sequence.Stream); ok && !w.sent[c.ID] {
+				w.sent[c.ID] = true
 				select {
 				case w.out <- c:
 				case <-ctx.Done():

@@ -347,10 +347,10 @@ func TestFaultFullStore(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(health, "the NATS store is full") {
 		t.Fatalf("/healthz on a full store: %d %q", code, health)
 	}
-	if v := scrape(t, "http://"+metricsAddr+"/metrics", "factline_bus_store_full"); v != "1" {
+	if v := metricValue(t, "http://"+metricsAddr+"/metrics", "factline_bus_store_full"); v != "1" {
 		t.Fatalf("factline_bus_store_full = %q on a full store", v)
 	}
-	if retries := scrape(t, "http://"+metricsAddr+"/metrics", `factline_bus_infra_retries_total\{[^}]*cause="store_full"[^}]*\}`); retries == "" || retries == "0" {
+	if retries := metricValue(t, "http://"+metricsAddr+"/metrics", `factline_bus_infra_retries_total\{[^}]*cause="store_full"[^}]*\}`); retries == "" || retries == "0" {
 		t.Fatalf("no delivery retried for the full store (factline_bus_infra_retries_total %q)", retries)
 	}
 
@@ -372,7 +372,7 @@ func TestFaultFullStore(t *testing.T) {
 	got := awaitReported(t, ctx, b, "demo", nil)
 	checkOutcome(t, got, want)
 	noDeadLetters(t, ctx, b)
-	if v := scrape(t, "http://"+metricsAddr+"/metrics", "factline_bus_store_full"); v != "0" {
+	if v := metricValue(t, "http://"+metricsAddr+"/metrics", "factline_bus_store_full"); v != "0" {
 		t.Fatalf("factline_bus_store_full = %q once space was freed", v)
 	}
 }
@@ -446,9 +446,9 @@ func httpGet(t *testing.T, url string) (string, int) {
 	return string(body), resp.StatusCode
 }
 
-// scrape returns the value of the first series matching the pattern ("" if
+// metricValue returns the value of the first series matching the pattern ("" if
 // none).
-func scrape(t *testing.T, url, series string) string {
+func metricValue(t *testing.T, url, series string) string {
 	t.Helper()
 	text, _ := httpGet(t, url)
 	m := regexp.MustCompile(`(?m)^` + series + `(?:\{\})? (\S+)$`).FindStringSubmatch(text)
@@ -509,7 +509,7 @@ func TestARunnerThatMayNotMakeControlSaysSo(t *testing.T) {
 	if !strings.Contains(health, "CONTROL") || !strings.Contains(health, "missing") {
 		t.Fatalf("/healthz does not name the missing stream: %q", health)
 	}
-	if v := scrape(t, "http://"+metricsAddr+"/metrics", `factline_bus_stream_missing\{stream="CONTROL"\}`); v != "1" {
+	if v := metricValue(t, "http://"+metricsAddr+"/metrics", `factline_bus_stream_missing\{stream="CONTROL"\}`); v != "1" {
 		t.Fatalf(`factline_bus_stream_missing{stream="CONTROL"} = %q`, v)
 	}
 	if !runner.alive() {
@@ -518,7 +518,7 @@ func TestARunnerThatMayNotMakeControlSaysSo(t *testing.T) {
 	// The administrator makes it again (factline setup).
 	openAs(t, ctx, url, "FACTLINE", "admin")
 	waitHTTP(t, "http://"+metricsAddr+"/healthz", http.StatusOK)
-	if v := scrape(t, "http://"+metricsAddr+"/metrics", `factline_bus_stream_missing\{stream="CONTROL"\}`); v != "0" {
+	if v := metricValue(t, "http://"+metricsAddr+"/metrics", `factline_bus_stream_missing\{stream="CONTROL"\}`); v != "0" {
 		t.Fatalf(`factline_bus_stream_missing{stream="CONTROL"} = %q once CONTROL is back`, v)
 	}
 }
