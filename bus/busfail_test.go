@@ -166,6 +166,38 @@ func TestADeadLetterWaitsForAFullStore(t *testing.T) {
 	waitFor(t, "the bus to report the store healthy", func() bool { return b.Health() == nil })
 }
 
+// What a service records when it gives up on a message (a runner ends the
+// run errored) is tried again while the bus fails under it, before the
+// message is settled: otherwise the run would wait for ever.
+func TestAGiveUpIsRecordedOnceTheBusIsBack(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	var records atomic.Int32
+	var recorded atomic.Bool
+	consume(t, b, bus.ConsumerConfig{Name: "giver", Filters: []string{events.KindFilter(events.KindRunClaimed)}, MaxDeliver: 1, AckWait: time.Second,
+		OnDeadLetter: func(ctx context.Context, d bus.Delivery, reason string) error {
+			if records.Add(1) <= 2 {
+				return fmt.Errorf("append run.ended: %w", nats.ErrNoResponders)
+			}
+			recorded.Store(true)
+			return nil
+		}},
+		func(ctx context.Context, d bus.Delivery) error {
+			return bus.Permanent(errors.New("case file is invalid"))
+		})
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the give-up recorded", recorded.Load)
+	waitFor(t, "the message settled", func() bool { return ackPending(t, ctx, b, "giver") == 0 })
+	if n := records.Load(); n != 3 {
+		t.Fatalf("recorded %d times, want 3 (two failures of the bus, then done)", n)
+	}
+	if dead, _ := b.DeadLetters(ctx, "giver"); len(dead) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dead))
+	}
+}
+
 // Messages fetched ahead of a worker whose every message takes longer than
 // an ack wait are kept alive while they wait their turn: each is delivered
 // once, not again and again until its budget is spent.

@@ -344,43 +344,51 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		metrics.Redeliveries.WithLabelValues(cfg.Name).Inc()
 	}
 	beat := cfg.AckWait / 3
-	dead := func(reason string) bool {
-		// A dead letter that cannot be written (a full store, a server
-		// gone) is tried again in place; the message is termed only once
-		// its copy is safe, and handed back unsettled if the service stops
-		// first.
+	// dead dead-letters the message and then runs record (when set): the
+	// service noting that it gave up (a runner ends the run errored), so
+	// that the work the message stood for does not wait for ever. Both are
+	// tried again in place while the bus fails under them (a full store, a
+	// server gone), and the message is termed only once they are done; if
+	// the service stops first it is handed back unsettled and comes back.
+	dead := func(reason string, record func() error) {
 		err := b.runWithHeartbeat(ctx, beat, m, func() error {
-			return b.untilUp(ctx, cfg.Name, func() error {
+			if err := b.untilUp(ctx, cfg.Name, func() error {
 				return b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason)
-			})
+			}); err != nil {
+				return err
+			}
+			metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
+			if record == nil {
+				return nil
+			}
+			if err := b.untilUp(ctx, cfg.Name, record); err != nil && ctx.Err() == nil {
+				// Safe in DEAD; what the service could not record is
+				// for an operator reading the dead letter.
+				b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
+			}
+			return ctx.Err()
 		})
 		if err != nil {
-			b.log.Error("dead-letter failed; the message stays unsettled and comes back", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
+			b.log.Error("dead-lettering did not finish; the message stays unsettled and comes back", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
 			handBack(m, cfg.AckWait)
-			return false
-		}
-		metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
-		_ = m.Term()
-		return true
-	}
-	// deadFact dead-letters a fact and then tells the service, which may
-	// record that it gave up (a runner ends the run as errored), so that
-	// the work it stood for does not wait forever.
-	deadFact := func(reason string, d Delivery) {
-		if !dead(reason) || cfg.OnDeadLetter == nil {
 			return
 		}
-		if err := cfg.OnDeadLetter(ctx, d, reason); err != nil {
-			b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", d.Seq, "err", err)
+		_ = m.Term()
+	}
+	deadFact := func(reason string, d Delivery) {
+		var record func() error
+		if cfg.OnDeadLetter != nil {
+			record = func() error { return cfg.OnDeadLetter(ctx, d, reason) }
 		}
+		dead(reason, record)
 	}
 	f, err := events.Decode(m.Data())
 	if err != nil {
-		dead("undecodable fact: " + err.Error())
+		dead("undecodable fact: "+err.Error(), nil)
 		return
 	}
 	if subj, serr := f.Subject(); serr != nil || subj != m.Subject() {
-		dead(fmt.Sprintf("fact %s/%s/%s does not match its subject %s", f.Suite, f.Run, f.Kind(), m.Subject()))
+		dead(fmt.Sprintf("fact %s/%s/%s does not match its subject %s", f.Suite, f.Run, f.Kind(), m.Subject()), nil)
 		return
 	}
 	d := Delivery{
