@@ -52,7 +52,7 @@ bench-quick: build
 # a full store), then the bus's own tests of those failures.
 faults:
 	$(GO) test -race -count=3 -timeout 40m -run 'TestFault' -v ./integration/
-	$(GO) test -race -count=3 -timeout 10m -run 'TestBusFailures|TestADeadLetterWaits|TestQueuedDeliveries|TestAControl|TestControlOutlives|TestALostControl|TestAFullStore' ./bus/
+	$(GO) test -race -count=3 -timeout 10m -run 'TestBusFailures|TestADeadLetterWaits|TestAGiveUp|TestQueuedDeliveries|TestAControl|TestControlOutlives|TestALostControl|TestAFullStore' ./bus/
 
 # The bounded soak: 1,000 short scripted runs through two runner processes
 # (at most ten minutes, loopback only); prints the rate held, redeliveries,
