@@ -100,6 +100,9 @@ func (w *controlWatch) run(ctx context.Context) {
 
 // once watches through one consumer until it fails or ctx ends.
 func (w *controlWatch) once(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     w.filter,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -108,7 +111,10 @@ func (w *controlWatch) once(ctx context.Context) error {
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	actx, cancel := apiCtx(ctx)
+	// Made to the end even if the watch ends meanwhile: a create cut
+	// short may still make the consumer on the server, where nobody would
+	// delete it.
+	actx, cancel := apiCtx(context.WithoutCancel(ctx))
 	cons, err := w.b.js.CreateConsumer(actx, ControlStream, cfg)
 	cancel()
 	if err != nil {
