@@ -46,9 +46,13 @@ bench-quick: build
 	./bin/factline-bench --factline $(BIN) --reps 1 --facts 20000 --b2-runs 20 --b3-turns 10 --b6-runs 200 --b1-rounds-always 1 --b1-rounds-interval 3 --b5-loads 50
 
 # The fault-injection tests (also part of make test), three times over with
-# the race detector, to shake out the rare interleavings one pass misses.
+# the race detector, to shake out the rare interleavings one pass misses:
+# processes killed, a stream leader lost, messages twice, slow consumers,
+# and the bus itself failing (server restarts, a rolling cluster restart,
+# a full store), then the bus's own tests of those failures.
 faults:
-	$(GO) test -race -count=3 -timeout 30m -run 'TestFault' -v ./integration/
+	$(GO) test -race -count=3 -timeout 40m -run 'TestFault' -v ./integration/
+	$(GO) test -race -count=3 -timeout 10m -run 'TestBusFailures|TestADeadLetterWaits|TestAGiveUp|TestQueuedDeliveries|TestAControl|TestControlOutlives|TestALostControl|TestAFullStore' ./bus/
 
 # The bounded soak: 1,000 short scripted runs through two runner processes
 # (at most ten minutes, loopback only); prints the rate held, redeliveries,

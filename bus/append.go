@@ -94,6 +94,7 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 			jetstream.WithMsgID(scopeMsgID(suite, id)))
 		cancel()
 		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
+		b.noteWrite(err)
 		if err != nil {
 			if isConflict(err) {
 				metrics.AppendConflicts.WithLabelValues().Inc()

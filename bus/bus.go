@@ -63,6 +63,10 @@ type Bus struct {
 	faults faultState
 	// replies carries the answers to the bus's direct gets (see replyMux).
 	replies *replyMux
+	// health is what the bus has seen of the bus itself failing.
+	health health
+	// kick asks keepStreams to look at the streams again.
+	kick chan struct{}
 }
 
 // Open ensures the streams and buckets exist with the expected settings and
@@ -75,10 +79,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc)}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
+	go b.keepStreams()
 	return b, nil
 }
 

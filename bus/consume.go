@@ -121,10 +121,11 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		FilterSubjects: cfg.Filters,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        cfg.AckWait,
-		// One delivery beyond our own limit, so that a message whose handler
-		// crashed the process every time still reaches the dead-letter path
-		// instead of being dropped silently by the server.
-		MaxDeliver:    cfg.MaxDeliver + 1,
+		// The bus counts deliveries itself (handle) and the server never
+		// stops delivering: a message the server gave up on would be left
+		// undeliverable without its fact or its dead letter, and a dead
+		// letter may have to wait for a full store to take it.
+		MaxDeliver:    -1,
 		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: deliver,
 	}
@@ -165,14 +166,13 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		if cfg.OnDemand {
 			err = b.pullOnDemand(ctx, cfg, cons, free, work)
 		} else {
-			var iter jetstream.MessagesContext
-			iter, err = cons.Messages(jetstream.PullMaxMessages(cfg.Prefetch))
-			if err == nil {
-				err = b.pull(ctx, cfg, iter, work)
-			}
+			err = b.pull(ctx, cfg, cons, work)
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+			b.wantStreams()
 		}
 		b.log.Warn("consumer interrupted; pulling again", "consumer", cfg.Name, "err", err)
 		if err := sleepCtx(ctx, backoff(min(attempt, 8))); err != nil {
@@ -203,6 +203,12 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 		var m jetstream.Msg
 		var err error
 		for m == nil {
+			if !b.nc.IsConnected() {
+				// See pull: a request made now would be answered to nobody.
+				if sleepCtx(ctx, infraBackoff(1)) == nil {
+					continue
+				}
+			}
 			fctx, cancel := context.WithTimeout(ctx, onDemandWait)
 			m, err = cons.Next(jetstream.FetchContext(fctx))
 			cancel()
@@ -229,75 +235,160 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 	}
 }
 
-// pull feeds deliveries to the workers until the iterator fails or ctx
-// ends. Errors that do not end the iterator (a missed heartbeat) are
-// logged and the pull goes on.
-func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, iter jetstream.MessagesContext, work chan<- jetstream.Msg) error {
-	stop := context.AfterFunc(ctx, iter.Stop)
-	defer stop()
-	defer iter.Stop()
-	misses := 0
-	for {
-		m, err := iter.Next()
-		switch {
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-			return err
-		case err != nil:
-			if misses++; misses > 3 {
-				return err
-			}
-			b.log.Debug("consumer pull error", "consumer", cfg.Name, "err", err)
-			continue
+// pullWait bounds one pull request, so that a pull lost with a server or
+// a stream leader is noticed and made again.
+const pullWait = 5 * time.Second
+
+// pull fetches up to Prefetch messages ahead of the workers and hands them
+// over in order, until fetching keeps failing or ctx ends. Every message
+// it holds for a worker gets progress heartbeats: a message waiting behind
+// workers that are slow, or that wait for a full store to take writes
+// again, must not be redelivered meanwhile, which would spend its delivery
+// budget without it ever being handled.
+func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, work chan<- jetstream.Msg) error {
+	var queue []jetstream.Msg
+	defer func() {
+		for _, m := range queue {
+			handBack(m, cfg.AckWait) // fetched as the service stopped
 		}
-		misses = 0
+	}()
+	beat := time.NewTicker(cfg.AckWait / 3)
+	defer beat.Stop()
+	var batch jetstream.MessageBatch
+	var incoming <-chan jetstream.Msg
+	var retryAt time.Time
+	misses := 0
+	fail := func(err error) error {
+		if misses++; misses > 3 {
+			return err
+		}
+		b.log.Debug("consumer pull error", "consumer", cfg.Name, "err", err)
+		retryAt = time.Now().Add(backoff(misses + 4))
+		return nil
+	}
+	for {
+		// A pull request made while the connection is down would wait in
+		// the client's buffer and reach the server after the reconnect,
+		// when nobody listens for its answer: what it brought would count
+		// as delivered and wait out an ack wait.
+		// A new pull waits until half the queue is gone, so that pulls
+		// bring batches rather than one message each.
+		if batch == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
+			var err error
+			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullWait)); err != nil {
+				batch = nil
+				if err := fail(err); err != nil {
+					return err
+				}
+			} else {
+				incoming = batch.Messages()
+			}
+		}
+		var out chan<- jetstream.Msg
+		var next jetstream.Msg
+		if len(queue) > 0 {
+			out, next = work, queue[0]
+		}
+		var recheck <-chan time.Time
+		if batch == nil && len(queue) <= cfg.Prefetch/2 {
+			recheck = time.After(infraBackoff(1))
+		}
 		select {
-		case work <- m:
+		case m, ok := <-incoming:
+			if !ok {
+				err := batch.Error()
+				batch, incoming = nil, nil
+				if err != nil && !errors.Is(err, nats.ErrTimeout) {
+					if err := fail(err); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			misses = 0
+			queue = append(queue, m)
+		case out <- next:
+			queue = queue[1:]
+		case <-beat.C:
+			for _, m := range queue {
+				_ = m.InProgress()
+			}
+		case <-recheck:
 		case <-ctx.Done():
-			handBack(m, cfg.AckWait)
+			if incoming != nil {
+				// What the open pull still brings is handed back too.
+				go func(in <-chan jetstream.Msg) {
+					for m := range in {
+						handBack(m, cfg.AckWait)
+					}
+				}(incoming)
+			}
+			return ctx.Err()
 		}
 	}
 }
 
-// handle runs one delivery to its end: ack, nak with backoff, or dead-letter.
+// handle runs one delivery to its end: ack, nak with backoff, or
+// dead-letter. Whatever it decides, a message is acknowledged or termed
+// only once its effect or its dead letter is committed.
 func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetstream.Msg) {
 	md, err := m.Metadata()
 	if err != nil {
-		b.log.Error("message without metadata", "consumer", cfg.Name, "err", err)
-		_ = m.Term()
+		// Not a JetStream delivery at all: nothing to count it by, and
+		// nothing to settle.
+		b.log.Error("message without metadata", "consumer", cfg.Name, "subject", m.Subject(), "err", err)
 		return
 	}
 	metrics.ConsumerPending.WithLabelValues(cfg.Name).Set(float64(md.NumPending))
 	if md.NumDelivered > 1 {
 		metrics.Redeliveries.WithLabelValues(cfg.Name).Inc()
 	}
-	dead := func(reason string) bool {
-		if err := b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason); err != nil {
-			b.log.Error("dead-letter failed; will retry", "consumer", cfg.Name, "err", err)
-			_ = m.NakWithDelay(backoff(int(md.NumDelivered)))
-			return false
-		}
-		metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
-		_ = m.Term()
-		return true
-	}
-	// deadFact dead-letters a fact and then tells the service, which may
-	// record that it gave up (a runner ends the run as errored), so that
-	// the work it stood for does not wait forever.
-	deadFact := func(reason string, d Delivery) {
-		if !dead(reason) || cfg.OnDeadLetter == nil {
+	beat := cfg.AckWait / 3
+	// dead dead-letters the message and then runs record (when set): the
+	// service noting that it gave up (a runner ends the run errored), so
+	// that the work the message stood for does not wait for ever. Both are
+	// tried again in place while the bus fails under them (a full store, a
+	// server gone), and the message is termed only once they are done; if
+	// the service stops first it is handed back unsettled and comes back.
+	dead := func(reason string, record func() error) {
+		err := b.runWithHeartbeat(ctx, beat, m, func() error {
+			if err := b.untilUp(ctx, cfg.Name, func() error {
+				return b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason)
+			}); err != nil {
+				return err
+			}
+			metrics.DeadLetters.WithLabelValues(cfg.Name).Inc()
+			if record == nil {
+				return nil
+			}
+			if err := b.untilUp(ctx, cfg.Name, record); err != nil && ctx.Err() == nil {
+				// Safe in DEAD; what the service could not record is
+				// for an operator reading the dead letter.
+				b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			b.log.Error("dead-lettering did not finish; the message stays unsettled and comes back", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
+			handBack(m, cfg.AckWait)
 			return
 		}
-		if err := cfg.OnDeadLetter(ctx, d, reason); err != nil {
-			b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", d.Seq, "err", err)
+		_ = m.Term()
+	}
+	deadFact := func(reason string, d Delivery) {
+		var record func() error
+		if cfg.OnDeadLetter != nil {
+			record = func() error { return cfg.OnDeadLetter(ctx, d, reason) }
 		}
+		dead(reason, record)
 	}
 	f, err := events.DecodeStored(m.Subject(), m.Data())
 	if errors.Is(err, events.ErrSubjectMismatch) {
-		dead(err.Error())
+		dead(err.Error(), nil)
 		return
 	}
 	if err != nil {
-		dead("undecodable fact: " + err.Error())
+		dead("undecodable fact: "+err.Error(), nil)
 		return
 	}
 	d := Delivery{
@@ -313,7 +404,13 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		b.log.Warn("fault: stalling a delivery without heartbeats", "consumer", cfg.Name, "seq", d.Seq, "for", pause)
 		_ = sleepCtx(ctx, pause)
 	}
-	err = b.runWithHeartbeat(ctx, cfg.AckWait/3, m, func() error { return h(ctx, d) })
+	// A handler that failed because the bus itself did (Transient: a
+	// server restarting, a stream not back yet, a full store) is run again
+	// in place, with heartbeats, for as long as that lasts: redelivering
+	// it would spend the message's budget, which is for poison.
+	err = b.runWithHeartbeat(ctx, beat, m, func() error {
+		return b.untilUp(ctx, cfg.Name, func() error { return h(ctx, d) })
+	})
 	switch {
 	case err == nil && b.redeliverFirst(md.NumDelivered):
 		_ = m.Nak()
@@ -342,6 +439,36 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	default:
 		b.log.Warn("handler failed; redelivering", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 		_ = m.NakWithDelay(backoff(int(md.NumDelivered) + 4))
+	}
+}
+
+// untilUp runs fn, and again after a backoff for as long as it fails
+// because the bus itself failed (Transient), until it succeeds, fails
+// otherwise, or ctx ends. Each such retry is counted by cause and noted in
+// the bus's health (a full store), and spends nothing of the message's
+// delivery budget.
+func (b *Bus) untilUp(ctx context.Context, consumer string, fn func() error) error {
+	for try := 0; ; try++ {
+		err := fn()
+		if err == nil || !Transient(err) || ctx.Err() != nil || errors.Is(err, ErrHeldElsewhere) || errors.As(err, new(permanentError)) {
+			return err
+		}
+		cause := "unavailable"
+		switch {
+		case StoreFull(err):
+			cause = "store_full"
+			b.noteWrite(err)
+		case errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse):
+			cause = "stream_missing"
+			b.wantStreams()
+		}
+		metrics.InfraRetries.WithLabelValues(consumer, cause).Inc()
+		if try == 0 || try%10 == 9 {
+			b.log.Warn("the bus failed under a delivery; trying it again in place", "consumer", consumer, "cause", cause, "try", try+1, "err", err)
+		}
+		if sleepCtx(ctx, infraBackoff(try)) != nil {
+			return err
+		}
 	}
 }
 

@@ -3,7 +3,10 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,43 +37,143 @@ func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Contr
 	return nil
 }
 
+// ControlConsumer is the consumer name a refused control signal is
+// dead-lettered under: dead.CONTROL.runner (the runners watch controls).
+const ControlConsumer = "runner"
+
 // WatchControls delivers the control signals of one run, from the oldest
-// the CONTROL stream still holds, until ctx ends. Messages that are not
-// valid signals are logged and skipped. The returned channel closes when
-// the watch ends.
+// the CONTROL stream still holds, until ctx ends; the returned channel
+// closes then. The watch outlives the bus failing under it: a server
+// restart, a leader election, and CONTROL lost and made again (see
+// keepStreams) only delay signals. A message that is not a valid signal,
+// or whose body names another signal than its subject (a cancel sent on
+// ctl.….steer), is refused: it is never delivered, and is dead-lettered
+// with the reason. It fails only for a suite or run that is no valid
+// subject token.
 func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan events.Control, error) {
-	actx, cancel := apiCtx(ctx)
-	defer cancel()
-	cons, err := b.js.OrderedConsumer(actx, ControlStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{events.ControlPrefix + "." + suite + "." + run + ".*"},
-		InactiveThreshold: orderedIdle,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
+	for what, tok := range map[string]string{"suite": suite, "run": run} {
+		if err := events.ValidateToken(what, tok); err != nil {
+			return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
+		}
 	}
-	out := make(chan events.Control, 16)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		c, err := events.DecodeControl(m.Data())
-		if err != nil {
-			b.log.Warn("ignoring a bad control signal", "subject", m.Subject(), "err", err)
+	w := &controlWatch{b: b, filter: events.ControlPrefix + "." + suite + "." + run + ".*", out: make(chan events.Control, 16), sent: map[string]bool{}}
+	go func() {
+		defer close(w.out)
+		w.run(ctx)
+	}()
+	return w.out, nil
+}
+
+// controlWatch is one run's watch of its control signals.
+type controlWatch struct {
+	b      *Bus
+	filter string
+	out    chan events.Control
+	// sent holds the IDs of the signals delivered: a watch that starts
+	// again reads from the oldest signal CONTROL holds (sequences start
+	// over in a CONTROL made again, so where it was says nothing) and
+	// delivers each signal once.
+	sent map[string]bool
+}
+
+// controlWait bounds one pull of a control watch, so that a watch whose
+// consumer was lost with a restarted server notices and makes another.
+const controlWait = 5 * time.Second
+
+func (w *controlWatch) run(ctx context.Context) {
+	for try := 0; ctx.Err() == nil; try++ {
+		err := w.once(ctx)
+		if ctx.Err() != nil {
 			return
 		}
-		select {
-		case out <- c:
-		case <-ctx.Done():
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			w.b.wantStreams()
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
+		if try == 0 || try%10 == 9 {
+			w.b.log.Warn("control watch interrupted; watching again", "filter", w.filter, "err", err)
+		}
+		if sleepCtx(ctx, infraBackoff(try)) != nil {
+			return
+		}
 	}
-	go func() {
-		<-ctx.Done()
-		cc.Stop()
-		<-cc.Closed()
-		b.dropOrdered(ControlStream, cons)
-		close(out)
-	}()
-	return out, nil
+}
+
+// once watches through one consumer until it fails or ctx ends.
+func (w *controlWatch) once(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     w.filter,
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: orderedIdle,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	// Made to the end even if the watch ends meanwhile: a create cut
+	// short may still make the consumer on the server, where nobody would
+	// delete it.
+	actx, cancel := apiCtx(context.WithoutCancel(ctx))
+	cons, err := w.b.js.CreateConsumer(actx, ControlStream, cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", w.filter, err)
+	}
+	defer w.b.dropOrdered(ControlStream, cons)
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait))
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", w.filter, err)
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if c, ok := w.b.checkControl(ctx, m, md.Sequence.Stream); ok && !w.sent[c.ID] {
+				w.sent[c.ID] = true
+				select {
+				case w.out <- c:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("watch %s: %w", w.filter, err)
+		}
+		if !w.b.nc.IsConnected() {
+			return fmt.Errorf("watch %s: %w", w.filter, nats.ErrDisconnected)
+		}
+	}
+	return nil
+}
+
+// checkControl decodes a control signal and checks it against its
+// subject; a signal that fails is refused and dead-lettered with why.
+func (b *Bus) checkControl(ctx context.Context, m jetstream.Msg, seq uint64) (events.Control, bool) {
+	c, err := events.DecodeControl(m.Data())
+	sent := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
+	reason := ""
+	switch {
+	case err != nil:
+		reason = "not a valid control signal: " + err.Error()
+	case string(c.Signal) != sent:
+		reason = fmt.Sprintf("control signal %s names signal %q in its body but was sent on %s (a %s signal): refused, since a signal is what its subject says, and the subject is what permissions and operators see", c.ID, c.Signal, m.Subject(), sent)
+	default:
+		return c, true
+	}
+	b.log.Warn("refusing a control signal", "subject", m.Subject(), "reason", reason)
+	for try := 0; ; try++ {
+		err := b.deadLetter(ctx, ControlStream, ControlConsumer, m.Subject(), seq, 1, m.Data(), reason)
+		if err == nil || !Transient(err) || try >= 5 || sleepCtx(ctx, infraBackoff(try)) != nil {
+			if err != nil {
+				b.log.Error("could not dead-letter a refused control signal; it stays refused", "subject", m.Subject(), "err", err)
+			}
+			return events.Control{}, false
+		}
+	}
 }
 
 // PublishStatus publishes a run's live status (heartbeat, phase, progress)

@@ -50,7 +50,9 @@ func (b *Bus) deadLetter(ctx context.Context, stream, consumer string, subject s
 	id := fmt.Sprintf("%s/%d/%s", stream, seq, consumer)
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
-	if _, err := b.js.PublishMsg(pctx, m, jetstream.WithMsgID(id)); err != nil {
+	_, err := b.js.PublishMsg(pctx, m, jetstream.WithMsgID(id))
+	b.noteWrite(err)
+	if err != nil {
 		return fmt.Errorf("dead-letter %s seq %d: %w", subject, seq, err)
 	}
 	b.log.Warn("dead-lettered message", "consumer", consumer, "subject", subject, "seq", seq, "reason", reason)

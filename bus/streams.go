@@ -46,19 +46,7 @@ func (b *Bus) streamConfigs() []jetstream.StreamConfig {
 			DenyDelete: true,
 			DenyPurge:  true,
 		},
-		{
-			Name:        ControlStream,
-			Description: "factline control signals and live status; may vanish",
-			Subjects:    []string{"ctl.>", "status.>"},
-			Storage:     jetstream.MemoryStorage,
-			Retention:   jetstream.LimitsPolicy,
-			Replicas:    b.cfg.Replicas,
-			MaxAge:      b.cfg.ControlMaxAge,
-			Duplicates:  min(b.cfg.DedupWindow, b.cfg.ControlMaxAge),
-			AllowDirect: true,
-			// Only the newest status per run matters.
-			MaxMsgsPerSubject: 1000,
-		},
+		b.controlConfig(),
 		{
 			Name:        DeadStream,
 			Description: "factline dead letters: messages a consumer could not use, with the reason",
@@ -161,6 +149,10 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 		return fmt.Errorf("look up stream %s: %w", want.Name, err)
 	}
 	have := s.CachedInfo().Config
+	if legacyControl(have, want) {
+		b.log.Warn("CONTROL is kept in memory, as factline made it before: it is used as it is, and made again on file if a restart loses it (docs/operations.md)")
+		return nil
+	}
 	if mm := mismatch(have, want); mm != nil {
 		return mm
 	}

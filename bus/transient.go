@@ -3,28 +3,76 @@ package bus
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Transient reports whether err is the kind of failure that passes on its
-// own: a NATS connection reconnecting, a request timing out while a
-// cluster elects a new leader, no responders for a moment. Work that fails
-// so should be handed back and tried again, not ended.
+// JetStream error codes that say the bus itself failed, not the work.
+const (
+	errCodeAccountResources = 10002 // resource limits exceeded for account
+	errCodeInsufficient     = 10023 // insufficient resources (a server's store limit)
+	errCodeMemoryResources  = 10028 // insufficient memory resources available
+	errCodeNotForAccount    = 10039 // JetStream not enabled for account
+	errCodeStorageResources = 10047 // insufficient storage resources available
+	errCodeStreamNotFound   = 10059 // stream not found
+	errCodeNotEnabled       = 10076 // JetStream not enabled (a server that ran out of disk turns it off)
+	errCodeStoreFailed      = 10077 // storing a message failed: {err}
+)
+
+// Transient reports whether err is a failure of the bus itself, which
+// passes on its own or once an operator acts, rather than of the work: a
+// NATS connection reconnecting, a request timing out while a cluster
+// elects a new leader, no responders for a moment, a stream a restarted
+// server has not recovered yet (or lost), a store that is full. Work that
+// fails so is handed back and tried again, never ended, and a consumer
+// retries it without spending the message's delivery budget (see
+// Consume).
 func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
 	for _, t := range []error{nats.ErrTimeout, nats.ErrNoResponders, nats.ErrDisconnected, nats.ErrConnectionReconnecting,
-		jetstream.ErrNoStreamResponse, context.DeadlineExceeded} {
+		nats.ErrConnectionClosed, jetstream.ErrNoStreamResponse, jetstream.ErrStreamNotFound, context.DeadlineExceeded} {
 		if errors.Is(err, t) {
 			return true
 		}
 	}
+	if StoreFull(err) {
+		return true
+	}
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.Code == 503 {
-		return true // e.g. JetStream temporarily unavailable during an election
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.Code == 503:
+			return true // e.g. JetStream temporarily unavailable during an election
+		case apiErr.ErrorCode == errCodeStreamNotFound, apiErr.ErrorCode == errCodeNotEnabled, apiErr.ErrorCode == errCodeNotForAccount:
+			return true
+		}
+	}
+	return false
+}
+
+// StoreFull reports whether err says that JetStream refused a write for
+// want of space: a server's store limit (max_file_store, by default
+// three quarters of the disk free when it started), an account's storage
+// limit or a stream's size limit. Nothing is lost: the writer keeps its work until space is freed. (A
+// server whose disk fills before its own limit is reached turns JetStream
+// off instead; that answers "JetStream not enabled", which Transient
+// covers.)
+func StoreFull(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errCodeAccountResources, errCodeInsufficient, errCodeMemoryResources, errCodeStorageResources:
+		return true
+	case errCodeStoreFailed:
+		d := strings.ToLower(apiErr.Description)
+		return strings.Contains(d, "maximum bytes") || strings.Contains(d, "maximum messages") ||
+			strings.Contains(d, "no space") || strings.Contains(d, "resources")
 	}
 	return false
 }

@@ -90,6 +90,21 @@ func (p *proc) pid() int {
 	return p.cmd.Process.Pid
 }
 
+// alive reports whether the process runs (started and not exited).
+func (p *proc) alive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // stop signals the process and waits for it to exit (SIGKILL after 20s).
 func (p *proc) stop(sig syscall.Signal) {
 	p.mu.Lock()

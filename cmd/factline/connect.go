@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -169,6 +170,11 @@ type guard struct {
 	mu     sync.Mutex
 	denied map[string]*PermissionError
 	notify chan struct{}
+	// opened is set once the bus is open: from then on a refused stream
+	// create is the bus making a lost CONTROL again, which a role that may
+	// not manage streams reports on /healthz and in a metric
+	// (factline_bus_stream_missing) instead of ending the command.
+	opened atomic.Bool
 }
 
 func newGuard(identity string, onDeny func(error)) *guard {
@@ -202,6 +208,9 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 	}
 	if !seen {
 		slog.Error("NATS refused a request", "err", pe)
+	}
+	if g.opened.Load() && strings.HasPrefix(pe.Subject, "$JS.API.STREAM.CREATE.") {
+		return
 	}
 	if g.onDeny != nil {
 		g.onDeny(pe)
@@ -275,6 +284,7 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 		}
 		return nil, nil, err
 	}
+	g.opened.Store(true)
 	return b, g, nil
 }
 

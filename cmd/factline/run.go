@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -213,48 +215,79 @@ func (p *progress) summary() string {
 }
 
 // follow reads the suite's facts as they are committed until the meter
-// reports the suite.
+// reports the suite. It rides out the bus failing under it (a server
+// restart, a leader election) by reading on from the last fact it saw, and
+// gives up only on a full store (watchStore), which it reports.
 func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned int) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var lastFact atomic.Int64
+	lastFact.Store(time.Now().UnixNano())
+	go watchStore(ctx, b, &lastFact, cancel)
 	reported := false
-	_, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true}, func(r bus.Raw) error {
-		f, err := r.Fact()
-		if err != nil {
+	var from uint64
+	for try := 0; ; try++ {
+		last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true, FromSeq: from}, func(r bus.Raw) error {
+			lastFact.Store(time.Now().UnixNano())
+			from = r.Seq + 1
+			return p.fact(r, planned, func() { reported = true; cancel(nil) })
+		})
+		if reported {
 			return nil
 		}
-		switch body := f.Body.(type) {
-		case events.RunClaimed:
-			p.started[f.Run] = true
-		case events.RunEnded:
-			p.ended[f.Run] = true
-		case events.GradeVerdict:
-			p.graded[f.Run] = true
-			if body.Verdict.Result.Type() == "passed" {
-				p.passed++
+		if cause := context.Cause(ctx); errors.Is(cause, bus.ErrStoreFull) {
+			if p.tty && p.lastLine != "" {
+				fmt.Fprintln(p.out)
 			}
-		case events.SuiteReported:
-			reported = true
-			cancel()
-			return nil
-		default:
-			return nil
+			return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
+				"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
 		}
-		line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", len(p.started), planned,
-			len(p.ended), len(p.graded), p.passed, time.Since(p.start).Round(100*time.Millisecond))
-		switch {
-		case p.tty:
-			fmt.Fprintf(p.out, "\r%s%s", line, strings.Repeat(" ", max(0, len(p.lastLine)-len(line))))
-			p.lastLine = line
-		case time.Since(p.lastPrint) >= time.Second || len(p.graded) == planned:
-			// Not a terminal: a plain line at most once a second.
-			fmt.Fprintln(p.out, line)
-			p.lastPrint = time.Now()
+		if ctx.Err() != nil {
+			return err
 		}
-		return nil
-	})
-	if reported {
+		if last >= from {
+			from = last + 1
+		}
+		slog.Warn("following the suite was interrupted; reading on", "after", from, "err", err)
+		if err := sleepCtx(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)); err != nil {
+			return err
+		}
+	}
+}
+
+// fact updates the progress with one committed fact of the suite; done is
+// called when the suite is reported.
+func (p *progress) fact(r bus.Raw, planned int, done func()) error {
+	f, err := r.Fact()
+	if err != nil {
 		return nil
 	}
-	return err
+	switch body := f.Body.(type) {
+	case events.RunClaimed:
+		p.started[f.Run] = true
+	case events.RunEnded:
+		p.ended[f.Run] = true
+	case events.GradeVerdict:
+		p.graded[f.Run] = true
+		if body.Verdict.Result.Type() == "passed" {
+			p.passed++
+		}
+	case events.SuiteReported:
+		done()
+		return nil
+	default:
+		return nil
+	}
+	line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", len(p.started), planned,
+		len(p.ended), len(p.graded), p.passed, time.Since(p.start).Round(100*time.Millisecond))
+	switch {
+	case p.tty:
+		fmt.Fprintf(p.out, "\r%s%s", line, strings.Repeat(" ", max(0, len(p.lastLine)-len(line))))
+		p.lastLine = line
+	case time.Since(p.lastPrint) >= time.Second || len(p.graded) == planned:
+		// Not a terminal: a plain line at most once a second.
+		fmt.Fprintln(p.out, line)
+		p.lastPrint = time.Now()
+	}
+	return nil
 }

@@ -161,12 +161,10 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *metricsAddr != "" {
-		stopMetrics, err := serveMetrics(*metricsAddr, func() error {
-			if !b.Conn().IsConnected() {
-				return errors.New("not connected to NATS")
-			}
-			return nil
-		})
+		// Unhealthy while the bus itself fails under the services: no
+		// connection, a full store, a stream missing that this role may
+		// not make (the services hold their work meanwhile).
+		stopMetrics, err := serveMetrics(*metricsAddr, b.Health)
 		if err != nil {
 			return err
 		}

@@ -53,6 +53,10 @@ var (
 	Redeliveries    = counter("factline_redeliveries_total", "Deliveries of a message that had been delivered before, by consumer.", "consumer")
 	DeadLetters     = counter("factline_dead_letters_total", "Messages a consumer gave up on and moved to the DEAD stream, by consumer.", "consumer")
 	ConsumerPending = gauge("factline_consumer_pending_messages", "Messages waiting for a consumer after the last delivery (its lag).", "consumer")
+	// The bus itself failing: work is held, never acknowledged or dead-lettered for it.
+	StoreFull     = gauge("factline_bus_store_full", "1 while JetStream refuses this process's writes for want of space (until a write succeeds), else 0.")
+	StreamMissing = gauge("factline_bus_stream_missing", "1 while a stream this process needs is missing and it may not (or will not) create it, by stream.", "stream")
+	InfraRetries  = counter("factline_bus_infra_retries_total", "Deliveries tried again in place because the bus itself failed (store full, stream missing, server unavailable), by consumer and cause; they spend no delivery budget.", "consumer", "cause")
 )
 
 // The runner.

@@ -260,7 +260,10 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	defer stopWatch()
 	sigs, err := s.bus.WatchControls(watchCtx, suite, run)
 	if err != nil {
-		return err
+		// Only a suite or run that is no subject token fails here (the
+		// watch itself rides out the bus failing under it): no retry
+		// fixes that.
+		return bus.Permanent(err)
 	}
 	go a.ctl.watch(sigs)
 	end, err := a.loop(ctx)
@@ -273,10 +276,13 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil || bus.Transient(err) {
-			// Shutting down, or the bus failed for a moment (a reconnect, a
-			// leader election): hand the run back; whoever takes it next
-			// resumes from the log.
-			log.Warn("handing the run back", "err", err)
+			// Shutting down: the delivery is handed back and whoever takes
+			// it next resumes from the log. Or the bus failed under the
+			// run (a restart, a leader election, a full store): the bus
+			// runs this delivery again in place once it is back, without
+			// spending its delivery budget, and the attempt resumes from
+			// the log the same way.
+			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
 		end = ending{events.RunErrored, "harness: " + err.Error()}

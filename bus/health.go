@@ -1,0 +1,155 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/ops/metrics"
+)
+
+// ErrStoreFull says that JetStream refuses writes for want of space. The
+// services hold their work, acknowledging nothing, until space is freed;
+// docs/operations.md says how to recover.
+var ErrStoreFull = errors.New("the NATS store is full")
+
+// ErrStreamMissing says that a stream factline needs does not exist and
+// this connection may not create it (see docs/security.md: only the admin
+// role manages streams).
+var ErrStreamMissing = errors.New("a stream factline needs is missing")
+
+// health is what a Bus has seen of the bus itself failing: the last write
+// refused for want of space (until a write succeeds) and the streams it
+// needs but found missing and could not create (until they exist again).
+type health struct {
+	mu        sync.Mutex
+	storeFull error
+	missing   map[string]error
+}
+
+// noteWrite records how a write to the store went: refused for want of
+// space, or accepted (which clears a full store).
+func (b *Bus) noteWrite(err error) { b.noteWriteLog(err, true) }
+
+// noteWriteLog is noteWrite, logging the store filling up only if log is
+// set (a probe's caller reports it itself).
+func (b *Bus) noteWriteLog(err error, log bool) {
+	switch {
+	case err == nil:
+		b.health.mu.Lock()
+		was := b.health.storeFull
+		b.health.storeFull = nil
+		b.health.mu.Unlock()
+		if was != nil {
+			metrics.StoreFull.WithLabelValues().Set(0)
+			b.log.Info("the NATS store takes writes again")
+		}
+	case StoreFull(err):
+		b.health.mu.Lock()
+		was := b.health.storeFull
+		b.health.storeFull = err
+		b.health.mu.Unlock()
+		metrics.StoreFull.WithLabelValues().Set(1)
+		if was == nil && log {
+			b.log.Error("the NATS store is full: work is held, nothing is acknowledged until space is freed (docs/operations.md#a-full-store)", "err", err)
+		}
+	}
+}
+
+// noteStream records whether a stream this Bus needs exists (err nil) or
+// is missing and could not be created.
+func (b *Bus) noteStream(stream string, err error) {
+	b.health.mu.Lock()
+	defer b.health.mu.Unlock()
+	if err == nil {
+		if _, was := b.health.missing[stream]; was {
+			delete(b.health.missing, stream)
+			metrics.StreamMissing.WithLabelValues(stream).Set(0)
+			b.log.Info("stream is back", "stream", stream)
+		}
+		return
+	}
+	if b.health.missing == nil {
+		b.health.missing = map[string]error{}
+	}
+	if _, was := b.health.missing[stream]; !was {
+		b.log.Error("a stream factline needs is missing and this connection may not create it", "stream", stream, "err", err)
+	}
+	b.health.missing[stream] = err
+	metrics.StreamMissing.WithLabelValues(stream).Set(1)
+}
+
+// Health reports what stops this Bus from doing its work now: no
+// connection, a full store (ErrStoreFull) or a missing stream it may not
+// create (ErrStreamMissing); nil when none. It reports what the Bus has
+// seen, without asking the server: serve's /healthz answers with it.
+func (b *Bus) Health() error {
+	var errs []error
+	if !b.nc.IsConnected() {
+		errs = append(errs, errors.New("not connected to NATS"))
+	}
+	b.health.mu.Lock()
+	if b.health.storeFull != nil {
+		errs = append(errs, storeFullErr(b.health.storeFull))
+	}
+	names := make([]string, 0, len(b.health.missing))
+	for name := range b.health.missing {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		errs = append(errs, fmt.Errorf("%w: %s (%v)", ErrStreamMissing, name, b.health.missing[name]))
+	}
+	b.health.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// probeSubject is where CheckWritable writes: a chunk subject of the blob
+// bucket that no object names, so no reader ever sees it, and every role
+// that stores blobs may publish it.
+const probeSubject = "$O." + BlobBucket + ".C.factline-probe"
+
+// CheckWritable writes a few bytes to the store, replacing the previous
+// probe (a subject rollup keeps one), and reports whether JetStream took
+// them: ErrStoreFull when it refused them for want of space. A suite's
+// follower asks when nothing has happened for a while, since a full store
+// shows only to a writer.
+func (b *Bus) CheckWritable(ctx context.Context) error {
+	m := &nats.Msg{Subject: probeSubject, Data: []byte("probe"), Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	pctx, cancel := apiCtx(ctx)
+	defer cancel()
+	_, err := b.js.PublishMsg(pctx, m)
+	b.noteWriteLog(err, false)
+	switch {
+	case err == nil:
+		return nil
+	case StoreFull(err):
+		return storeFullErr(err)
+	}
+	return fmt.Errorf("write probe: %w", err)
+}
+
+// storeFullErr says what JetStream answered to a write it refused for want
+// of space, as an ErrStoreFull.
+func storeFullErr(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Errorf("%w (JetStream refused a write: %s, error %d)", ErrStoreFull, apiErr.Description, apiErr.ErrorCode)
+	}
+	return fmt.Errorf("%w: %v", ErrStoreFull, err)
+}
+
+// infraBackoff is how long a delivery whose work failed with the bus
+// itself waits before it is tried again: 100 ms doubling to 5 s, so that
+// an election is ridden out within a second and a full store is not
+// hammered.
+func infraBackoff(try int) time.Duration {
+	return min(100*time.Millisecond<<min(try, 6), 5*time.Second)
+}

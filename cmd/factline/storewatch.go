@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/factline/factline/bus"
+)
+
+// storeIdle is how long a followed suite may go without a new fact before
+// its follower asks whether the store still takes writes. A full store
+// shows only to a writer, and the follower writes nothing otherwise: the
+// services that hit it hold their work and wait.
+const storeIdle = 2 * time.Second
+
+// watchStore stops a suite's follower (stop, with the cause) when the
+// store is full: two write probes in a row, storeIdle apart and after
+// storeIdle without a fact, refused for want of space. Other failures
+// (a server restarting) are ridden out.
+func watchStore(ctx context.Context, b *bus.Bus, lastFact *atomic.Int64, stop context.CancelCauseFunc) {
+	t := time.NewTicker(storeIdle)
+	defer t.Stop()
+	refused := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, lastFact.Load())) < storeIdle {
+			refused = 0
+			continue
+		}
+		err := b.CheckWritable(ctx)
+		if !errors.Is(err, bus.ErrStoreFull) {
+			refused = 0
+			continue
+		}
+		if refused++; refused >= 2 {
+			stop(err)
+			return
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
