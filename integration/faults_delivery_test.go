@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,4 +80,44 @@ func redeliveries() float64 {
 		}
 	}
 	return total
+}
+
+// The sink applies every POST and answers it only after the call's
+// timeout (the runner stays alive): each answer is lost after the request
+// reached the sink. The runner must treat that as an unknown outcome,
+// reconcile it under the same operation ID (the notify case's status
+// lookup) and never send it again: one effect per operation, the report of
+// the fault-free run.
+func TestFaultLostAnswers(t *testing.T) {
+	want := faultFree(t)
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var held atomic.Int32
+	theSink().reset(func(string) {
+		held.Add(1)
+		// Past the notify case's 1s http.timeout: the answer is lost.
+		time.Sleep(1500 * time.Millisecond)
+	})
+	defer theSink().reset(nil)
+	startFleetIn(t, ctx, fleetSpec{copies: 1, ackWait: 5 * time.Second, connect: connector(t, srv, bus.Config{})})
+	b := connector(t, srv, bus.Config{})()
+	submitSuite(t, ctx, b, writeFaultSuite(t, faultTrials))
+	got := awaitReported(t, ctx, b, "demo", nil)
+	checkOutcome(t, got, want)
+	if held.Load() == 0 {
+		t.Fatal("no POST reached the sink: the fault was not injected")
+	}
+	lost := 0
+	for _, f := range got.facts {
+		if dc, ok := f.Body.(events.DispatchCompleted); ok && dc.Dispatch.Tool == "http_call" {
+			if dc.Dispatch.Outcome != events.OutcomeApplied || !strings.Contains(dc.Output, "no answer in time") {
+				t.Errorf("%s: a lost answer settled %q: %s", f.Run, dc.Dispatch.Outcome, dc.Output)
+			}
+			lost++
+		}
+	}
+	if lost != len(got.sink) {
+		t.Errorf("%d settled calls for %d operations at the sink", lost, len(got.sink))
+	}
 }

@@ -116,6 +116,7 @@ budget: {steps: 3, cost: 10}
 http:
   allow: ["%s/notes"]
   status: "%s/status/{operation}"
+  timeout: 1s
 `, url, url),
 		"scripts/notify.yaml": fmt.Sprintf(`turns:
   - calls:
