@@ -178,11 +178,18 @@ func CapOutput(s string, max int) (string, bool) {
 	if max <= 0 || len(s) <= max {
 		return s, false
 	}
-	cut := max
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	return capKnown(s, max, int64(len(s))), true
+}
+
+// capKnown cuts s (a prefix of something total bytes long) to at most max
+// bytes, on a rune boundary, marking how many bytes of the whole were not
+// shown.
+func capKnown(s string, max int, total int64) string {
+	cut := min(max, len(s))
+	for cut > 0 && cut < len(s) && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", len(s)-cut), true
+	return s[:cut] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", total-int64(cut))
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -79,6 +79,11 @@ func (ReadFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return fileError(a.Path, err)
 	}
+	if int64(n) > fileOutputCap {
+		// Cut here, where the file's size is known: the mark counts the
+		// bytes of the file not shown, not the one read past the cap.
+		return Result{Output: capKnown(string(buf[:n]), fileOutputCap, st.Size()), Truncated: true}
+	}
 	return Result{Output: string(buf[:n])}
 }
 

@@ -186,3 +186,18 @@ func TestArgumentsAreCheckedBeforeAnythingRuns(t *testing.T) {
 		t.Fatalf("task_complete intent: %+v", res)
 	}
 }
+
+// A file longer than read_file's cap is cut, and the mark says how many
+// bytes of the file were not shown (not how many were read past the cap).
+func TestReadFileSaysHowMuchWasCut(t *testing.T) {
+	env, dir := testEnv(t)
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat("x", 300_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewRegistry(nil)
+	res := call(t, r, env, "read_file", `{"path":"big.txt"}`)
+	want := "[output cut: " + strconv.Itoa(300_000-fileOutputCap) + " more bytes not shown]"
+	if !res.Truncated || !strings.HasSuffix(res.Output, want) {
+		t.Fatalf("cut marked as %q, want %q", res.Output[max(0, len(res.Output)-60):], want)
+	}
+}
