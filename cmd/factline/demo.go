@@ -37,6 +37,9 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
+	if err := notServed(dir); err != nil {
+		return err
+	}
 	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Durability: mode})
 	if err != nil {
 		return err

@@ -78,6 +78,9 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 				return err
 			}
 		}
+		if err := notServed(store); err != nil {
+			return err
+		}
 		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: mode})
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,4 +241,29 @@ func copyWithoutOne(t *testing.T, store, subject string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// run and demo never start a second server on a store another process
+// serves (two servers on one directory would corrupt it): they say where
+// it is served and how to submit to it.
+func TestRunRefusesAStoreServedElsewhere(t *testing.T) {
+	store := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	url := "nats://" + ln.Addr().String()
+	if err := os.WriteFile(filepath.Join(store, storeServedFile), []byte(url+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "../../examples/demo/suite.yaml", "--store", store}, {"demo", "--store", store}} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, "served by another process at "+url) || !strings.Contains(errOut, "--nkey") {
+			t.Fatalf("%s on a served store: %d %q", args[0], code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(store, "jetstream")); err == nil {
+		t.Fatal("a second server was started on the served store")
+	}
 }

@@ -207,3 +207,15 @@ func shellWord(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// notServed refuses to start a second server on a store another process
+// serves: two servers on one directory would corrupt it. It names the way
+// to reach the one that serves it.
+func notServed(dir string) error {
+	u, err := servedAt(dir)
+	if err != nil || u == "" {
+		return err
+	}
+	return usageError{fmt.Sprintf("store %s is served by another process at %s; submit to it with --nats %s --nkey %s (or stop that 'factline serve' first)",
+		dir, u, u, filepath.Join(dir, storeCredentialFile))}
+}
