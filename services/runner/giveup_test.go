@@ -34,19 +34,7 @@ func givesUpAfter(t *testing.T, maxDeliver int) {
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	newRunner := func() *runner.Service {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: maxDeliver})
-		must(t, err)
-		return svc
-	}
-	// A first runner makes the shared durable consumer, then stops.
-	first, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = newRunner().Run(first); close(done) }()
-	cons := waitConsumer(t, ctx, b, runner.ConsumerName)
-	stop()
-	<-done
+	newRunner, cons := stoppedRunner(t, ctx, b, maxDeliver)
 
 	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
 	must(t, err)
@@ -108,18 +96,7 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	newRunner := func() *runner.Service {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: 2})
-		must(t, err)
-		return svc
-	}
-	first, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = newRunner().Run(first); close(done) }()
-	cons := waitConsumer(t, ctx, b, runner.ConsumerName)
-	stop()
-	<-done
+	newRunner, cons := stoppedRunner(t, ctx, b, 2)
 
 	kase := fixtureCase(t, "{steps: 4}")
 	kase.HTTP = &cases.HTTPPolicy{Allow: []string{"http://127.0.0.1:9/"}}
@@ -157,4 +134,24 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 		t.Fatalf("the call never started settled %+v, want not_run", d.Dispatch)
 	}
 	assertNoTurnAfter(t, log)
+}
+
+// stoppedRunner returns how to make runners with a short ack wait and the
+// given delivery bound, and the durable consumer they share: a first
+// runner made it and stopped, so that the test plays the dying runners.
+func stoppedRunner(t *testing.T, ctx context.Context, b *bus.Bus, maxDeliver int) (func() *runner.Service, jetstream.Consumer) {
+	t.Helper()
+	newRunner := func() *runner.Service {
+		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
+			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: maxDeliver})
+		must(t, err)
+		return svc
+	}
+	first, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = newRunner().Run(first); close(done) }()
+	cons := waitConsumer(t, ctx, b, runner.ConsumerName)
+	stop()
+	<-done
+	return newRunner, cons
 }
