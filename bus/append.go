@@ -14,14 +14,6 @@ import (
 	"github.com/factline/factline/ops/metrics"
 )
 
-// JetStream error codes for a failed expected-last-sequence check. A
-// standalone server and a clustered one report the same condition with
-// different codes, so both count as a conflict.
-const (
-	errCodeWrongLastSeq      jetstream.ErrorCode = 10071
-	errCodeWrongLastSeqConst jetstream.ErrorCode = 10164
-)
-
 // ErrConflict matches a *ConflictError with errors.Is.
 var ErrConflict = errors.New("append conflict: the run moved on")
 
@@ -163,7 +155,11 @@ func (b *Bus) appendError(suite, run string, expect uint64, committed []Record, 
 func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == errCodeWrongLastSeq || apiErr.ErrorCode == errCodeWrongLastSeqConst
+		// A standalone server and a clustered one report a failed
+		// expected-last-sequence check with different codes: both are a
+		// conflict.
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 	}
 	return false
 }

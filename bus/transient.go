@@ -9,16 +9,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// JetStream error codes that say the bus itself failed, not the work.
+// JetStream error codes that say the bus itself failed, not the work, and
+// that nats.go does not export (those it does are used by name: stream not
+// found, JetStream not enabled, not enabled for the account).
 const (
-	errCodeAccountResources = 10002 // resource limits exceeded for account
-	errCodeInsufficient     = 10023 // insufficient resources (a server's store limit)
-	errCodeMemoryResources  = 10028 // insufficient memory resources available
-	errCodeNotForAccount    = 10039 // JetStream not enabled for account
-	errCodeStorageResources = 10047 // insufficient storage resources available
-	errCodeStreamNotFound   = 10059 // stream not found
-	errCodeNotEnabled       = 10076 // JetStream not enabled (a server that ran out of disk turns it off)
-	errCodeStoreFailed      = 10077 // storing a message failed: {err}
+	errCodeAccountResources jetstream.ErrorCode = 10002 // resource limits exceeded for account
+	errCodeInsufficient     jetstream.ErrorCode = 10023 // insufficient resources (a server's store limit)
+	errCodeMemoryResources  jetstream.ErrorCode = 10028 // insufficient memory resources available
+	errCodeStorageResources jetstream.ErrorCode = 10047 // insufficient storage resources available
+	errCodeStoreFailed      jetstream.ErrorCode = 10077 // storing a message failed: {err}
 )
 
 // Transient reports whether err is a failure of the bus itself, which
@@ -47,7 +46,10 @@ func Transient(err error) bool {
 		switch {
 		case apiErr.Code == 503:
 			return true // e.g. JetStream temporarily unavailable during an election
-		case apiErr.ErrorCode == errCodeStreamNotFound, apiErr.ErrorCode == errCodeNotEnabled, apiErr.ErrorCode == errCodeNotForAccount:
+		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound,
+			// A server that ran out of disk turns JetStream off.
+			apiErr.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabled,
+			apiErr.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabledForAccount:
 			return true
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -541,18 +539,11 @@ func (a *attempt) completeTurn(ctx context.Context, turn, gen uint32, intent eve
 // awaitDecision waits for the stop decider's decision on a turn. The run's
 // stop.decided subject wakes it; the log is the truth it reads.
 func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDecision, error) {
-	subj, _ := events.FactSubject(a.suite, a.run, events.KindStopDecided)
-	wake := make(chan struct{}, 1)
-	sub, err := a.svc.bus.Conn().Subscribe(subj, func(_ *nats.Msg) {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	})
+	wake, stop, err := a.svc.bus.WakeOn(a.suite, a.run, events.KindStopDecided)
 	if err != nil {
 		return events.StopDecision{}, fmt.Errorf("watch decisions: %w", err)
 	}
-	defer sub.Unsubscribe()
+	defer stop()
 	deadline := time.NewTimer(a.svc.decisionTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)

@@ -63,12 +63,11 @@ func Request(ctx context.Context, b *bus.Bus, suite, run string, p Published, tr
 
 // WaitEnded waits until the run has ended and returns its log.
 func WaitEnded(ctx context.Context, b *bus.Bus, suite, run string) (bus.RunLog, events.RunEnded, error) {
-	subj, _ := events.FactSubject(suite, run, events.KindRunEnded)
-	sub, err := b.Conn().SubscribeSync(subj)
+	wake, stop, err := b.WakeOn(suite, run, events.KindRunEnded)
 	if err != nil {
 		return bus.RunLog{}, events.RunEnded{}, err
 	}
-	defer sub.Unsubscribe()
+	defer stop()
 	for {
 		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
@@ -79,9 +78,11 @@ func WaitEnded(ctx context.Context, b *bus.Bus, suite, run string) (bus.RunLog, 
 				return log, e, nil
 			}
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		_, _ = sub.NextMsgWithContext(waitCtx)
-		cancel()
+		select {
+		case <-wake:
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+		}
 		if ctx.Err() != nil {
 			return log, events.RunEnded{}, fmt.Errorf("run %s did not end: %w", run, ctx.Err())
 		}
