@@ -230,3 +230,12 @@ func unscopeMsgID(suite, stored string) string {
 	}
 	return stored
 }
+
+// zeroAppendCounters exports the count of every kind of fact appended at 0,
+// so that rates and increases over them (FactlineStuckRuns) see the first
+// fact of a kind, and an absent kind reads as none rather than as no data.
+func zeroAppendCounters() {
+	for _, k := range events.Kinds() {
+		metrics.FactsAppended.WithLabelValues(string(k)).Add(0)
+	}
+}

@@ -73,6 +73,7 @@ type Bus struct {
 // returns a Bus over nc. The caller keeps ownership of nc.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	cfg.defaults()
+	zeroAppendCounters()
 	// An async publish whose acknowledgement was lost with a stream leader
 	// fails after replyTimeout instead of waiting as long as its caller.
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(replyTimeout))

@@ -135,6 +135,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
+	zeroConsumerCounters(cfg.Name)
 	var free chan struct{} // a token per idle worker, for OnDemand
 	if cfg.OnDemand {
 		free = make(chan struct{}, cfg.Workers)
@@ -453,13 +454,13 @@ func (b *Bus) untilUp(ctx context.Context, consumer string, fn func() error) err
 		if err == nil || !Transient(err) || ctx.Err() != nil || errors.Is(err, ErrHeldElsewhere) || errors.As(err, new(permanentError)) {
 			return err
 		}
-		cause := "unavailable"
+		cause := causeUnavailable
 		switch {
 		case StoreFull(err):
-			cause = "store_full"
+			cause = causeStoreFull
 			b.noteWrite(err)
 		case errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse):
-			cause = "stream_missing"
+			cause = causeStreamMissing
 			b.wantStreams()
 		}
 		metrics.InfraRetries.WithLabelValues(consumer, cause).Inc()
@@ -518,4 +519,24 @@ func (b *Bus) runWithHeartbeat(ctx context.Context, period time.Duration, m jets
 	close(done)
 	wg.Wait()
 	return err
+}
+
+// The causes untilUp counts retries by (factline_bus_infra_retries_total).
+const (
+	causeUnavailable   = "unavailable"
+	causeStoreFull     = "store_full"
+	causeStreamMissing = "stream_missing"
+)
+
+var infraCauses = []string{causeUnavailable, causeStoreFull, causeStreamMissing}
+
+// zeroConsumerCounters exports a consumer's labelled counters at 0 from its
+// start: Prometheus sees no increase in a series that first appears at 1,
+// so an alert on the first dead letter would miss it.
+func zeroConsumerCounters(consumer string) {
+	metrics.Redeliveries.WithLabelValues(consumer).Add(0)
+	metrics.DeadLetters.WithLabelValues(consumer).Add(0)
+	for _, cause := range infraCauses {
+		metrics.InfraRetries.WithLabelValues(consumer, cause).Add(0)
+	}
 }

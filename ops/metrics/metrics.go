@@ -44,6 +44,10 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 var fast = prometheus.ExponentialBuckets(0.0005, 2, 14) // 0.5 ms … 4 s
 var slow = prometheus.ExponentialBuckets(0.05, 2, 14)   // 50 ms … 7 min
 
+// toolBuckets span a file read (a millisecond) to the longest command a
+// tool runs (600 s): checks alone run up to 30 s by default.
+var toolBuckets = prometheus.ExponentialBuckets(0.001, 2, 21) // 1 ms … 17 min
+
 // The bus.
 var (
 	FactsAppended   = counter("factline_facts_appended_total", "Facts committed to the log, by kind.", "kind")
@@ -67,7 +71,7 @@ var (
 	ModelTokens    = counter("factline_model_tokens_total", "Tokens the providers reported, by provider and direction (input, output).", "provider", "direction")
 	ModelUnknown   = counter("factline_model_usage_unknown_total", "Replies that came without usage, by provider (counted apart, never as zero).", "provider")
 	ModelErrors    = counter("factline_model_errors_total", "Model calls that failed, by provider and error kind.", "provider", "kind")
-	ToolSeconds    = histogram("factline_tool_dispatch_duration_seconds", "Tool run time, by tool.", fast, "tool")
+	ToolSeconds    = histogram("factline_tool_dispatch_duration_seconds", "Tool run time, by tool.", toolBuckets, "tool")
 	ToolDispatches = counter("factline_tool_dispatches_total", "Settled tool calls, by tool and disposition.", "tool", "disposition")
 )
 
