@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // Signal is a control an operator can send to a run.
 type Signal string
 
@@ -17,6 +19,9 @@ const (
 )
 
 var signals = []Signal{SignalCancel, SignalSteer, SignalApprove, SignalReject, SignalResolve}
+
+// Signals returns every control signal, in a fixed order.
+func Signals() []Signal { return slices.Clone(signals) }
 
 // Outcomes a person can find when resolving an operation.
 const (

@@ -1,0 +1,116 @@
+package events_test
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// docSection returns the lines of docs/facts.md from the heading "### name"
+// to the next heading.
+func docSection(doc, name string) string {
+	i := strings.Index(doc, "\n### "+name+"\n")
+	if i < 0 {
+		return ""
+	}
+	rest := doc[i+len(name)+5:]
+	if j := strings.Index(rest, "\n#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// docKeys are the keys of the first field table of a section: the
+// backquoted first cell of each row.
+func docKeys(section string) []string {
+	re := regexp.MustCompile("(?m)^\\| `([a-z_]+)` +\\|")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(section, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// wireKeys are the msgpack keys of a body's fields.
+func wireKeys(body events.Body) []string {
+	t := reflect.TypeOf(body)
+	var out []string
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("msgpack"), ",")
+		if tag != "" && tag != "-" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// docs/facts.md is the wire format other languages read: its kinds table
+// (owner, scope, schema version) and each kind's field table must say what
+// the registry and the body types say. control.accepted was once written
+// at version 2 while the docs said every kind was at version 1.
+func TestFactsDocMatchesTheWire(t *testing.T) {
+	data, err := os.ReadFile("../docs/facts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	row := regexp.MustCompile("(?m)^\\| \\[`([a-z.]+)`\\]\\([^)]*\\) +\\| ([a-z]+) +\\| ([a-z]+) +\\| ([0-9]+) \\|$")
+	rows := map[events.Kind][]string{}
+	for _, m := range row.FindAllStringSubmatch(doc, -1) {
+		rows[events.Kind(m[1])] = m[2:]
+	}
+	bodies := map[events.Kind]events.Body{}
+	for _, c := range goldenFacts(t) {
+		bodies[c.fact.Kind()] = c.fact.Body
+	}
+	for _, k := range events.Kinds() {
+		r, ok := rows[k]
+		if !ok {
+			t.Errorf("%s: no row in the kinds table", k)
+			continue
+		}
+		scope := "run"
+		if k.SuiteScoped() {
+			scope = "suite"
+		}
+		if want := []string{string(k.Owner()), scope, strconv.Itoa(int(k.Version()))}; !slices.Equal(r, want) {
+			t.Errorf("%s: the kinds table says owner/scope/version %v, the registry %v", k, r, want)
+		}
+		keys := docKeys(docSection(doc, string(k)))
+		body, ok := bodies[k]
+		if !ok {
+			t.Errorf("%s: no golden fixture to read its body type from", k)
+			continue
+		}
+		want := wireKeys(body)
+		if !slices.Equal(slices.Sorted(slices.Values(keys)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("%s: the doc's field table has keys %v, the body %v", k, keys, want)
+		}
+	}
+	if len(rows) != len(events.Kinds()) {
+		t.Errorf("the kinds table has %d rows for %d kinds", len(rows), len(events.Kinds()))
+	}
+}
+
+// docs/subjects.md names every control signal a subject may carry.
+func TestSubjectsDocNamesEverySignal(t *testing.T) {
+	data, err := os.ReadFile("../docs/subjects.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile("(?m)^- `<signal>` is one of (.*)$").FindStringSubmatch(string(data))
+	if line == nil {
+		t.Fatal("docs/subjects.md does not list the signals")
+	}
+	for _, s := range events.Signals() {
+		if !strings.Contains(line[1], "`"+string(s)+"`") {
+			t.Errorf("docs/subjects.md does not list the signal %s", s)
+		}
+	}
+}
