@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -329,7 +330,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 		return deref(end), end != nil, err
 	}
 	reserve := a.model.Reserve(req)
-	if reason := Preflight(a.kase.Budget, Tally(facts), reserve); reason != "" {
+	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
 		return ending{events.RunIncomplete, reason}, true, nil
 	}
 	body, err := a.model.Render(req)
@@ -390,7 +391,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 // finishTurn checks the reply against the budget, settles every call that
 // is not settled yet and commits turn.completed.
 func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progress) (ending, bool, error) {
-	if reason := Overrun(a.kase.Budget, Tally(facts), p.replied.Usage, p.started.Reserve); reason != "" {
+	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.replied.Usage, p.started.Reserve); reason != "" {
 		return ending{events.RunIncomplete, reason}, true, nil
 	}
 	if p.replied.Finish == models.FinishRefusal {

@@ -20,6 +20,7 @@ import (
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -483,7 +484,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	}
 	facts := log.Facts()
 	end = surfaceUnknown(end, facts)
-	spend := Tally(facts)
+	spend := step.Tally(facts)
 	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
 		Status: end.status, Reason: end.reason, Steps: spend.Steps,
