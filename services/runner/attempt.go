@@ -305,8 +305,8 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 
 // request builds the model request of a turn from the facts before it.
 func (a *attempt) request(facts []events.Fact, turn uint32) (models.Request, int, *ending, error) {
-	msgs, tokens, err := History(a.kase.Instruction, facts, a.eff.Context)
-	var ce *ContextError
+	msgs, tokens, err := history(a.kase.Instruction, facts, a.eff.Context)
+	var ce *step.ContextError
 	if errors.As(err, &ce) {
 		return models.Request{}, 0, &ending{events.RunErrored, "context_budget: " + ce.Error()}, nil
 	}

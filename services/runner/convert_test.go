@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/models"
 	"github.com/factline/factline/services/runner/step"
 )
 
@@ -107,7 +108,7 @@ func conversionIsLossless[From, To any](t *testing.T, convert func(From) To, ski
 	for _, s := range skip {
 		sk[s] = true
 	}
-	for _, d := range sameFields(reflect.ValueOf(in), reflect.ValueOf(out), reflect.TypeOf(in).Name(), sk) {
+	for _, d := range sameFields(reflect.ValueOf(in), reflect.ValueOf(out), reflect.TypeOf(in).String(), sk) {
 		t.Error(d)
 	}
 }
@@ -115,7 +116,31 @@ func conversionIsLossless[From, To any](t *testing.T, convert func(From) To, ski
 // The core's budget is the case's budget less the wall-time limit, which
 // needs a clock and stays in the shell.
 func TestBudgetConversionIsLossless(t *testing.T) {
-	conversionIsLossless(t, budgetOf, "Budget.Wall")
+	conversionIsLossless(t, budgetOf, "cases.Budget.Wall")
+}
+
+// A history's messages reach the model port with every field, nil kept
+// apart from empty, and the same roles; the context policy reaches the
+// core with every field (a type conversion: the build stops when the two
+// drift) and the same modes.
+func TestHistoryConversionIsLossless(t *testing.T) {
+	conversionIsLossless(t, messagesOf)
+	conversionIsLossless(t, func(p cases.ContextPolicy) step.ContextPolicy { return step.ContextPolicy(p) })
+	if messagesOf(nil) != nil {
+		t.Error("no messages became some")
+	}
+	if m := messagesOf([]step.Message{{Role: step.RoleAssistant, ToolCalls: []step.ToolCall{}}}); m[0].ToolCalls == nil {
+		t.Error("an empty list of calls became nil")
+	}
+	for core, port := range map[step.Role]models.Role{step.RoleSystem: models.RoleSystem, step.RoleUser: models.RoleUser,
+		step.RoleAssistant: models.RoleAssistant, step.RoleTool: models.RoleTool} {
+		if string(core) != string(port) {
+			t.Errorf("role %q is %q at the model port", core, port)
+		}
+	}
+	if step.ContextFull != cases.ContextFull || step.ContextWindow != cases.ContextWindow {
+		t.Error("the core's context modes are not the case file's")
+	}
 }
 
 // The checker itself catches a dropped field.

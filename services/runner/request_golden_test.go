@@ -10,6 +10,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/models/scripted"
+	"github.com/factline/factline/services/runner/step"
 )
 
 // goldenFacts is a run that exercises every part of a history: calls and
@@ -124,7 +125,7 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			if c.upTo > 0 {
 				fs = facts[:c.upTo]
 			}
-			msgs, tokens, err := History("fix the <bug> & ship", fs, c.policy)
+			msgs, tokens, err := history("fix the <bug> & ship", fs, c.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,8 +144,8 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			}
 		})
 	}
-	_, tokens, err := History("fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
-	var ce *ContextError
+	_, tokens, err := history("fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
+	var ce *step.ContextError
 	if !errors.As(err, &ce) || ce.Need != tokens || ce.Budget != 100 || ce.Mode != cases.ContextWindow ||
 		ce.Error() != "context budget too small: the window policy must keep about 371 tokens, the budget is 100" {
 		t.Errorf("too small a bound: %v (%+v), %d tokens", err, ce, tokens)

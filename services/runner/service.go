@@ -1,3 +1,8 @@
+// Package runner is the runner service: it claims requested runs, drives
+// the model/tool loop under the case's budgets and tool contracts, commits
+// every step as a fact, and ends the run when the stop decider says so or a
+// hard limit is reached. Its pure core, what a run's facts imply (spend,
+// limits, history, progress, verification), is package step.
 package runner
 
 import (

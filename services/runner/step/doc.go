@@ -1,7 +1,8 @@
 // Package step is the runner's pure core: it reads where a run stands from
 // its facts alone and decides what those facts imply, with no I/O, no
 // clock and no NATS. It folds a run's spend and checks a model call against
-// the budget before and after it (budget.go).
+// the budget before and after it (budget.go) and rebuilds the model-visible
+// history under a context policy (history.go).
 //
 // The runner is layered as etcd/raft is. raft.go is a pure state machine
 // (Step); rawnode.go drives it synchronously; node.go is the goroutine
@@ -14,7 +15,15 @@
 // workers, leases and control watches around many attempts.
 //
 // The package imports only events and the standard library (a test says
-// so), so it cannot name the case's budget. It owns a small mirror type
-// instead (Budget) and the runner converts at the boundary, with a test
-// that the conversion carries every field.
+// so), so it cannot name the model port's message or the case's context
+// policy and budget. It owns small mirror types instead (Message,
+// ToolCall, ContextPolicy, Budget) and the runner converts at the
+// boundary. That keeps the history a function of facts and plain values,
+// testable and replayable without a model or a case file, at the price of
+// one conversion whose losslessness tests check field by field: the
+// request rendered from a history is digested into turn.started, and a
+// takeover, possibly under another build, must rebuild it byte for byte.
+// Moving the message type into events instead was rejected: a model
+// message is a projection of facts, not a fact, and the log's vocabulary
+// should not change when the model port does.
 package step
