@@ -143,6 +143,15 @@ func TestHistoryConversionIsLossless(t *testing.T) {
 	}
 }
 
+// A check's diagnostic rule reaches the core with every field, and none
+// stays none.
+func TestRuleConversionIsLossless(t *testing.T) {
+	conversionIsLossless(t, ruleOf)
+	if ruleOf(nil) != nil {
+		t.Error("no rule became one")
+	}
+}
+
 // The checker itself catches a dropped field.
 func TestSameFieldsCatchesADroppedField(t *testing.T) {
 	var in cases.Budget

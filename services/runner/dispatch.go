@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -192,7 +194,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		d.Check = check.ID
 		switch {
 		case res.ExitCode != nil:
-			d.Verification = verificationOf(check, *res.ExitCode, res.Output, res.Truncated, a.epoch)
+			d.Verification = step.VerificationOf(ruleOf(check.Diagnostics), *res.ExitCode, res.Output, res.Truncated, a.epoch)
 		case res.Err != nil && res.Err.Code == tools.CodeTimeout:
 			d.Verification = events.VerificationUnknown("the check timed out")
 		default:
@@ -248,6 +250,19 @@ func (a *attempt) checkOf(tool string, args json.RawMessage) (cases.Check, bool)
 		return cases.Check{}, false
 	}
 	return declaredCheck(a.kase, ca.Command)
+}
+
+// declaredCheck finds the case check a command runs: the same command text,
+// ignoring surrounding space. Only a declared check's result is a
+// verification; any other command is housekeeping.
+func declaredCheck(c *cases.Case, command string) (cases.Check, bool) {
+	cmd := strings.TrimSpace(command)
+	for _, ch := range c.Checks {
+		if strings.TrimSpace(ch.Command) == cmd {
+			return ch, true
+		}
+	}
+	return cases.Check{}, false
 }
 
 func originalID(id events.CallID) string {

@@ -1,8 +1,9 @@
 // Package step is the runner's pure core: it reads where a run stands from
 // its facts alone and decides what those facts imply, with no I/O, no
 // clock and no NATS. It folds a run's spend and checks a model call against
-// the budget before and after it (budget.go) and rebuilds the model-visible
-// history under a context policy (history.go).
+// the budget before and after it (budget.go), rebuilds the model-visible
+// history under a context policy (history.go) and turns a declared check's
+// output into a verification (verify.go).
 //
 // The runner is layered as etcd/raft is. raft.go is a pure state machine
 // (Step); rawnode.go drives it synchronously; node.go is the goroutine
@@ -16,8 +17,8 @@
 //
 // The package imports only events and the standard library (a test says
 // so), so it cannot name the model port's message or the case's context
-// policy and budget. It owns small mirror types instead (Message,
-// ToolCall, ContextPolicy, Budget) and the runner converts at the
+// policy, budget and diagnostic rule. It owns small mirror types instead
+// (Message, ToolCall, ContextPolicy, Budget, DiagnosticRule) and the runner converts at the
 // boundary. That keeps the history a function of facts and plain values,
 // testable and replayable without a model or a case file, at the price of
 // one conversion whose losslessness tests check field by field: the
