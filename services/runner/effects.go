@@ -11,6 +11,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -239,7 +240,7 @@ func (a *attempt) settleUnknown(ctx context.Context, e effect, d events.Complete
 	if d.Disposition == events.DispositionCanceled {
 		return d, nil, nil // the cancel or the budget ends the run; its end names the operation
 	}
-	end := ending{events.RunNeedsHuman, unknownReason(e.in, e.known)}
+	end := ending{Status: events.RunNeedsHuman, Reason: unknownReason(e.in, e.known)}
 	return d, &end, nil
 }
 
@@ -351,28 +352,28 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 	if err != nil {
 		return err
 	}
-	p := readProgress(log.Facts())
-	if p.replied == nil || p.done {
+	p := step.ReadProgress(log.Facts())
+	if p.Replied == nil || p.Done {
 		return nil
 	}
-	digest := p.digest
+	digest := p.Digest
 	if a.ws != nil {
 		digest = a.ws.Digest()
 	}
-	for _, call := range p.replied.Calls {
-		if _, ok := p.completed[call.ID]; ok {
+	for _, call := range p.Replied.Calls {
+		if _, ok := p.Completed[call.ID]; ok {
 			continue
 		}
-		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.turn, call.ID), Tool: call.Name,
+		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.Turn, call.ID), Tool: call.Name,
 			Verification: events.NotVerifier(), Digest: digest, Disposition: events.DispositionNotRun, Mutation: events.MutationNotApplied}
-		res := tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.status, end.reason)
-		if in, ok := p.intended[call.ID]; ok {
+		res := tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.Status, end.Reason)
+		if in, ok := p.Intended[call.ID]; ok {
 			d.Disposition = events.DispositionCanceled
-			res = tools.Fail(CodeInterrupted, "the run ended %s (%s) while this call was in flight; it was never settled", end.status, end.reason)
+			res = tools.Fail(CodeInterrupted, "the run ended %s (%s) while this call was in flight; it was never settled", end.Status, end.Reason)
 			if in.Effect.IsEffect() {
 				d.Mutation, d.Outcome = events.MutationNotApplicable, events.OutcomeUnknown
 				res = tools.Result{Err: &events.ToolError{Code: tools.CodeOutcomeUnknown,
-					Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.status, end.reason)}}
+					Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.Status, end.Reason)}}
 				if f, note := a.lookup(ctx, in.OperationID); f == findingApplied || f == findingNotApplied {
 					d.Outcome = events.OutcomeApplied
 					if f == findingNotApplied {
@@ -382,7 +383,7 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 				}
 			}
 		}
-		if err := a.settle(ctx, p.turn, d, res); err != nil {
+		if err := a.settle(ctx, p.Turn, d, res); err != nil {
 			return err
 		}
 	}
@@ -394,12 +395,12 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 // a cancel stays a cancel (the reason then names the operations too).
 func surfaceUnknown(end ending, facts []events.Fact) ending {
 	for _, u := range unknownOperations(facts) {
-		if strings.Contains(end.reason, u.in.OperationID) {
+		if strings.Contains(end.Reason, u.in.OperationID) {
 			continue
 		}
-		end.reason += "; " + u.reason()
-		if end.status != events.RunCancelled {
-			end.status = events.RunNeedsHuman
+		end.Reason += "; " + u.reason()
+		if end.Status != events.RunCancelled {
+			end.Status = events.RunNeedsHuman
 		}
 	}
 	return end

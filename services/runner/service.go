@@ -220,7 +220,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
-	return redactErr(s.secrets, a.finish(ctx, ending{events.RunErrored, "harness: gave up: " + reason}, rl))
+	return redactErr(s.secrets, a.finish(ctx, ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
 }
 
 // handle drives one requested run to its end.
@@ -251,7 +251,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
 			a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
-			return a.finish(ctx, ending{events.RunErrored, startReason(err)}, rl)
+			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
 	}
@@ -291,9 +291,9 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
-		end = ending{events.RunErrored, "harness: " + err.Error()}
+		end = ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
 	}
-	log.Info("run ended", "status", end.status, "reason", end.reason)
+	log.Info("run ended", "status", end.Status, "reason", end.Reason)
 	return a.finish(ctx, end, rl)
 }
 
@@ -369,7 +369,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	// A run taken over resumes from the last workspace its log settled.
 	from := kase.FixtureDigest
-	if d := readProgress(rl.Facts()).digest; d != "" {
+	if d := step.ReadProgress(rl.Facts()).Digest; d != "" {
 		from = d
 	}
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
@@ -422,7 +422,7 @@ func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, cla
 		return err
 	}
 	want := fixture
-	if d := readProgress(log.Facts()).digest; d != "" {
+	if d := step.ReadProgress(log.Facts()).Digest; d != "" {
 		want = d
 	}
 	if want == from {
@@ -476,7 +476,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	if a.ws != nil {
 		snap, files, err := a.ws.Seal(ctx)
 		if err != nil {
-			end = ending{events.RunErrored, fmt.Sprintf("%s; sealing the candidate failed: %v", end.reason, err)}
+			end = ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
 		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
 			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
 		}); err != nil {
@@ -490,11 +490,11 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	facts := log.Facts()
 	end = surfaceUnknown(end, facts)
 	spend := step.Tally(facts)
-	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
+	metrics.RunsEnded.WithLabelValues(string(end.Status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
-		Status: end.status, Reason: end.reason, Steps: spend.Steps,
+		Status: end.Status, Reason: end.Reason, Steps: spend.Steps,
 		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
-		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.status),
+		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.Status),
 	})
 	if errors.Is(err, ErrLeaseLost) {
 		return lostLease(err)
