@@ -199,10 +199,10 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 				return a.acceptCancel(ctx, sig)
 			}
 		}
-		if unknown := unknownOperations(facts); len(unknown) > 0 {
+		if unknown := step.UnknownOperations(facts); len(unknown) > 0 {
 			// Settled with an unknown outcome by an attempt that died before
 			// it could end the run: nothing more may happen in it.
-			return ending{Status: events.RunNeedsHuman, Reason: unknown[0].reason()}, nil
+			return ending{Status: events.RunNeedsHuman, Reason: unknown[0].Reason()}, nil
 		}
 		switch next, end := p.Next(); next {
 		case step.End:

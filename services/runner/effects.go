@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -240,7 +239,7 @@ func (a *attempt) settleUnknown(ctx context.Context, e effect, d events.Complete
 	if d.Disposition == events.DispositionCanceled {
 		return d, nil, nil // the cancel or the budget ends the run; its end names the operation
 	}
-	end := ending{Status: events.RunNeedsHuman, Reason: unknownReason(e.in, e.known)}
+	end := ending{Status: events.RunNeedsHuman, Reason: step.UnknownReason(e.in, e.known)}
 	return d, &end, nil
 }
 
@@ -256,19 +255,6 @@ func (e effect) describe(last string) string {
 		msg += ": " + last
 	}
 	return msg
-}
-
-// unknownReason is the handoff of a run stopped on an operation of
-// unknown outcome: the operation, the approved arguments, what is known,
-// and what a person does next.
-func unknownReason(in events.DispatchIntended, known []string) string {
-	msg := fmt.Sprintf("unknown outcome of operation %s (%s, arguments %s)", in.OperationID, in.Tool, in.ArgsDigest)
-	for _, k := range known {
-		if k != "" {
-			msg += ": " + k
-		}
-	}
-	return msg + fmt.Sprintf("; it may or may not have taken effect: check the sink for Idempotency-Key %s", in.OperationID)
 }
 
 // sendBackoff spaces sends of one operation: the first goes at once.
@@ -306,41 +292,6 @@ const (
 	// it was in flight (its runner died, and the run was given up).
 	CodeInterrupted = "INTERRUPTED"
 )
-
-// unknownOp is an external operation settled with an unknown outcome.
-type unknownOp struct {
-	in   events.DispatchIntended
-	note string
-}
-
-func (u unknownOp) reason() string { return unknownReason(u.in, []string{u.note}) }
-
-// unknownOperations lists the external operations of a run whose
-// settlement says their outcome is unknown, in log order.
-func unknownOperations(facts []events.Fact) []unknownOp {
-	intended := map[string]events.DispatchIntended{}
-	var out []unknownOp
-	for _, f := range facts {
-		switch b := f.Body.(type) {
-		case events.DispatchIntended:
-			intended[fmt.Sprintf("%d/%s", b.Turn, b.CallID)] = b
-		case events.DispatchCompleted:
-			if b.Dispatch.Outcome != events.OutcomeUnknown {
-				continue
-			}
-			in, ok := intended[fmt.Sprintf("%d/%s", b.Turn, b.Dispatch.CallID)]
-			if !ok {
-				continue
-			}
-			note := ""
-			if b.Error != nil {
-				note = b.Error.Message
-			}
-			out = append(out, unknownOp{in: in, note: note})
-		}
-	}
-	return out
-}
 
 // settleOpen settles every call of the run's last reply that has no
 // dispatch.completed yet, before the run ends: a call never started is
@@ -388,20 +339,4 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 		}
 	}
 	return nil
-}
-
-// surfaceUnknown makes a run's end name every operation of unknown
-// outcome: such a run needs a person, whatever else ended it, except that
-// a cancel stays a cancel (the reason then names the operations too).
-func surfaceUnknown(end ending, facts []events.Fact) ending {
-	for _, u := range unknownOperations(facts) {
-		if strings.Contains(end.Reason, u.in.OperationID) {
-			continue
-		}
-		end.Reason += "; " + u.reason()
-		if end.Status != events.RunCancelled {
-			end.Status = events.RunNeedsHuman
-		}
-	}
-	return end
 }

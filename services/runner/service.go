@@ -488,42 +488,16 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 		return err
 	}
 	facts := log.Facts()
-	end = surfaceUnknown(end, facts)
+	end = step.SurfaceUnknown(end, facts)
 	spend := step.Tally(facts)
 	metrics.RunsEnded.WithLabelValues(string(end.Status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
 		Status: end.Status, Reason: end.Reason, Steps: spend.Steps,
 		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
-		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.Status),
+		LastEvidence: step.LastEvidence(facts), NextAction: step.NextAction(end.Status),
 	})
 	if errors.Is(err, ErrLeaseLost) {
 		return lostLease(err)
 	}
 	return err
-}
-
-// lastEvidence is the evidence of the last completed turn.
-func lastEvidence(facts []events.Fact) []events.EvidenceRef {
-	for i := len(facts) - 1; i >= 0; i-- {
-		if tc, ok := facts[i].Body.(events.TurnCompleted); ok {
-			var refs []events.EvidenceRef
-			for _, d := range tc.Evidence.Dispatches {
-				refs = append(refs, d.EvidenceRef)
-			}
-			return refs
-		}
-	}
-	return nil
-}
-
-func nextAction(s events.RunStatus) string {
-	switch s {
-	case events.RunDone:
-		return "review the sealed candidate and the evidence its checks left"
-	case events.RunErrored:
-		return "fix the harness or the run request named in the reason, then request a new run"
-	case events.RunNeedsHuman:
-		return "a person must decide: read the reason and the last observation"
-	}
-	return "inspect the last observation; authorize a new bounded run if it is still the right work"
 }

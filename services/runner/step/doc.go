@@ -1,7 +1,8 @@
 // Package step is the runner's pure core: it reads where a run stands from
 // its facts alone and decides what those facts imply, with no I/O, no
 // clock and no NATS. It reads a run's progress and says what the run does
-// next (progress.go), folds its spend and checks a model call against the
+// next (progress.go), says how a run ends and what its handoff names
+// (ending.go), folds its spend and checks a model call against the
 // budget before and after it (budget.go), rebuilds the model-visible
 // history under a context policy (history.go) and turns a declared check's
 // output into a verification (verify.go).

@@ -104,24 +104,3 @@ func (p Progress) Next() (Action, Ending) {
 	}
 	return AwaitDecision, Ending{}
 }
-
-// Ending is how a run ends: its status and the reason run.ended carries.
-type Ending struct {
-	Status events.RunStatus
-	Reason string
-}
-
-// Finished is the ending of a run the stop decider finished.
-func Finished(fin events.StopFinish) Ending {
-	return Ending{runStatus(fin.Status), fin.Reason}
-}
-
-func runStatus(s events.FinishStatus) events.RunStatus {
-	switch s {
-	case events.FinishDone:
-		return events.RunDone
-	case events.FinishBlocked:
-		return events.RunBlocked
-	}
-	return events.RunIncomplete
-}
