@@ -88,7 +88,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
-		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && finishDecided(log) {
+		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && step.FinishDecided(log.Facts()) {
 			// A steer is taken in at any point before a finish is
 			// committed, and at none after.
 			return nil, errFinishDecided
@@ -97,7 +97,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 			// The lease follows the log as it is now: a claim decided on a
 			// stale read (a lagging replica) must not reuse a lease number
 			// another runner holds.
-			a.lease = currentLease(log) + 1
+			a.lease = step.CurrentLease(log.Facts()) + 1
 			claim.Lease = a.lease
 			body = claim
 		}
@@ -152,34 +152,11 @@ func (a *attempt) holds(log bus.RunLog, claiming bool) error {
 // run's finish: the steer came too late to change the task.
 var errFinishDecided = errors.New("the run's finish is already decided")
 
-// finishDecided reports whether the log holds a stop.decided that
-// finishes the run.
-func finishDecided(log bus.RunLog) bool {
-	for i := len(log.Records) - 1; i >= 0; i-- {
-		if d, ok := log.Records[i].Fact.Body.(events.StopDecided); ok {
-			_, fin := d.Decision.Result.Variant().(events.StopFinish)
-			return fin
-		}
-	}
-	return false
-}
-
 func lastID(log bus.RunLog) string {
 	if n := len(log.Records); n > 0 {
 		return log.Records[n-1].Fact.ID.String()
 	}
 	return ""
-}
-
-// currentLease is the newest claim's lease in a run.
-func currentLease(log bus.RunLog) uint32 {
-	var l uint32
-	for _, r := range log.Records {
-		if c, ok := r.Fact.Body.(events.RunClaimed); ok {
-			l = max(l, c.Lease)
-		}
-	}
-	return l
 }
 
 // loop runs turns until the stop decider finishes the run or a limit ends

@@ -212,7 +212,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 		}
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
-	a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
@@ -250,7 +250,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
-			a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
 			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
@@ -314,7 +314,7 @@ var errBadInput = errors.New("bad run request")
 // prepare claims the run and sets up its attempt.
 func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog) (*attempt, error) {
 	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
-	a.lease = currentLease(rl) + 1
+	a.lease = step.CurrentLease(rl.Facts()) + 1
 	for _, r := range rl.Records {
 		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
 			// The wall-time budget runs from the first claim: a takeover
