@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -388,7 +387,8 @@ func (a *attempt) settings() models.Settings {
 	return s
 }
 
-// repliedFact turns a reply into model.replied.
+// repliedFact turns a reply into model.replied, with call IDs a fact can
+// store (step.NameCalls).
 func repliedFact(turn uint32, provider string, r models.Reply) events.ModelReplied {
 	calls := make([]events.ToolCall, len(r.Calls))
 	for i, c := range r.Calls {
@@ -398,26 +398,9 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	if u := r.Usage; u != nil {
 		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost}
 	}
-	// Duplicate call IDs cannot be stored as they came (a fact refuses
-	// them); later duplicates get a suffix and are answered with a typed
-	// error observation instead.
-	seen := map[events.CallID]int{}
-	for i := range out.Calls {
-		id := out.Calls[i].ID
-		if id == "" {
-			id = events.CallID(fmt.Sprintf("call-%d", i+1))
-			out.Calls[i].ID = id
-		}
-		if n := seen[id]; n > 0 {
-			out.Calls[i].ID = events.CallID(fmt.Sprintf("%s#dup%d", id, n))
-		}
-		seen[id]++
-	}
+	step.NameCalls(out.Calls)
 	return out
 }
-
-// isDuplicate reports whether a stored call ID is a renamed duplicate.
-func isDuplicate(id events.CallID) bool { return strings.Contains(string(id), "#dup") }
 
 // completeTurn commits turn.completed with the run evidence. The evidence
 // belongs to the generation the turn started in (what the model was

@@ -93,7 +93,7 @@ func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.T
 		case "":
 			return a.dispatch(ctx, p.Turn, call)
 		case events.SignalReject:
-			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.Turn, call.ID), Tool: call.Name,
+			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
 				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
 				Digest: a.ws.Digest(), Outcome: events.OutcomeNotApplied}
 			return d, nil, nil, a.settle(ctx, p.Turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
@@ -104,13 +104,13 @@ func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.T
 }
 
 func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
 	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
 		return d, nil, nil, a.settle(ctx, turn, d, res)
 	}
-	if isDuplicate(call.ID) {
-		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", originalID(call.ID)))
+	if step.IsDuplicate(call.ID) {
+		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", step.OriginalID(call.ID)))
 	}
 	if !contains(a.kase.Tools, call.Name) {
 		if _, known := tools.BuiltinByName(call.Name); known {
@@ -263,16 +263,6 @@ func declaredCheck(c *cases.Case, command string) (cases.Check, bool) {
 		}
 	}
 	return cases.Check{}, false
-}
-
-func originalID(id events.CallID) string {
-	s := string(id)
-	for i := range len(s) {
-		if s[i] == '#' {
-			return s[:i]
-		}
-	}
-	return s
 }
 
 func contains(list []string, s string) bool {

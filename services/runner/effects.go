@@ -53,7 +53,7 @@ const (
 // a person. mayHaveRun says an earlier attempt may have sent it already (a
 // takeover found it intended and never settled).
 func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (events.CompletedDispatch, *ending, error) {
-	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: evidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
+	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: step.EvidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
 		Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Verification: events.NotVerifier()}
 	for {
 		if mayHaveRun {
@@ -278,10 +278,6 @@ func (a *attempt) wallSpent() bool {
 	return wall > 0 && time.Since(a.started) >= wall
 }
 
-func evidenceRef(turn uint32, id events.CallID) events.EvidenceRef {
-	return events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, id))
-}
-
 // Error codes of calls the run ended around.
 const (
 	// CodeNotRun settles a call of a reply that never started: a cancel,
@@ -315,7 +311,7 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 		if _, ok := p.Completed[call.ID]; ok {
 			continue
 		}
-		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.Turn, call.ID), Tool: call.Name,
+		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
 			Verification: events.NotVerifier(), Digest: digest, Disposition: events.DispositionNotRun, Mutation: events.MutationNotApplied}
 		res := tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.Status, end.Reason)
 		if in, ok := p.Intended[call.ID]; ok {

@@ -3,7 +3,8 @@
 // clock and no NATS. It reads a run's progress and says what the run does
 // next (progress.go), says how a run ends and what its handoff names
 // (ending.go), reads the run's newest lease and whether its finish is
-// decided (claims.go), folds its spend and checks a model call against the
+// decided (claims.go), names a reply's calls and their evidence refs
+// (calls.go), folds its spend and checks a model call against the
 // budget before and after it (budget.go), rebuilds the model-visible
 // history under a context policy (history.go) and turns a declared check's
 // output into a verification (verify.go).
