@@ -1,13 +1,14 @@
 // Package step is the runner's pure core: it reads where a run stands from
 // its facts alone and decides what those facts imply, with no I/O, no
-// clock and no NATS. It reads a run's progress and says what the run does
-// next (progress.go), says how a run ends and what its handoff names
-// (ending.go), reads the run's newest lease and whether its finish is
-// decided (claims.go), names a reply's calls and their evidence refs
-// (calls.go), folds its spend and checks a model call against the
-// budget before and after it (budget.go), rebuilds the model-visible
-// history under a context policy (history.go) and turns a declared check's
-// output into a verification (verify.go).
+// clock and no NATS:
+//
+//   - progress.go: where the run stands and what it does next (Next);
+//   - ending.go: how a run ends and what its handoff names;
+//   - claims.go: the newest lease, and whether the finish is decided;
+//   - calls.go: the IDs of a reply's calls and their evidence refs;
+//   - budget.go: the spend, and the budget checks before and after a call;
+//   - history.go: the model-visible history under a context policy;
+//   - verify.go: a declared check's output as a verification.
 //
 // The runner is layered as etcd/raft is. raft.go is a pure state machine
 // (Step); rawnode.go drives it synchronously; node.go is the goroutine
@@ -22,13 +23,16 @@
 // The package imports only events and the standard library (a test says
 // so), so it cannot name the model port's message or the case's context
 // policy, budget and diagnostic rule. It owns small mirror types instead
-// (Message, ToolCall, ContextPolicy, Budget, DiagnosticRule) and the runner converts at the
-// boundary. That keeps the history a function of facts and plain values,
-// testable and replayable without a model or a case file, at the price of
-// one conversion whose losslessness tests check field by field: the
-// request rendered from a history is digested into turn.started, and a
-// takeover, possibly under another build, must rebuild it byte for byte.
-// Moving the message type into events instead was rejected: a model
-// message is a projection of facts, not a fact, and the log's vocabulary
-// should not change when the model port does.
+// (Message, ToolCall, ContextPolicy, Budget, DiagnosticRule), and the
+// runner converts at the boundary (services/runner/convert.go): the policy
+// and the rule by Go type conversions, so that a field added on one side
+// only stops the build, the messages and the budget by hand, checked field
+// by field by the runner's Test*ConversionIsLossless tests. That keeps the
+// history a function of facts and plain values, testable and replayable
+// without a model or a case file, at the price of a conversion that must
+// lose nothing: the request rendered from a history is digested into
+// turn.started, and a takeover, possibly under another build, must rebuild
+// it byte for byte. Moving the message type into events instead was
+// rejected: a model message is a projection of facts, not a fact, and the
+// log's vocabulary should not change when the model port does.
 package step
