@@ -1,23 +1,14 @@
 package runner
 
+// The runner's core (package step) owns its types, and the conversions
+// between them and the case's and the model port's are here, each
+// checked by a Test*ConversionIsLossless test.
+
 import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/services/runner/step"
-)
-
-// Stop reasons for the limits the runner enforces. They end a run
-// incomplete, never as an error: running out is an honest ending. The
-// budget's own reasons are decided by the core (package step).
-const (
-	ReasonStepLimit           = step.ReasonStepLimit
-	ReasonBudgetPreflight     = step.ReasonBudgetPreflight
-	ReasonReservationExceeded = step.ReasonReservationExceeded
-	ReasonInputTokenLimit     = step.ReasonInputTokenLimit
-	ReasonOutputTokenLimit    = step.ReasonOutputTokenLimit
-	ReasonWallLimit           = "wall_time_limit"
-	ReasonExhausted           = "observations_exhausted"
 )
 
 // budgetOf is the part of a case's budget the core enforces; the wall-time
