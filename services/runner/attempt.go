@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -13,6 +12,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -36,11 +36,9 @@ func lostLease(err error) error {
 	return fmt.Errorf("%w: %w", bus.ErrHeldElsewhere, err)
 }
 
-// ending is how an attempt ends.
-type ending struct {
-	status events.RunStatus
-	reason string
-}
+// ending is how an attempt ends (the core's Ending, named as the shell
+// has always named it).
+type ending = step.Ending
 
 // attempt drives one run from its claim to its end.
 type attempt struct {
@@ -89,7 +87,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
-		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && finishDecided(log) {
+		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && step.FinishDecided(log.Facts()) {
 			// A steer is taken in at any point before a finish is
 			// committed, and at none after.
 			return nil, errFinishDecided
@@ -98,7 +96,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 			// The lease follows the log as it is now: a claim decided on a
 			// stale read (a lagging replica) must not reuse a lease number
 			// another runner holds.
-			a.lease = currentLease(log) + 1
+			a.lease = step.CurrentLease(log.Facts()) + 1
 			claim.Lease = a.lease
 			body = claim
 		}
@@ -153,99 +151,11 @@ func (a *attempt) holds(log bus.RunLog, claiming bool) error {
 // run's finish: the steer came too late to change the task.
 var errFinishDecided = errors.New("the run's finish is already decided")
 
-// finishDecided reports whether the log holds a stop.decided that
-// finishes the run.
-func finishDecided(log bus.RunLog) bool {
-	for i := len(log.Records) - 1; i >= 0; i-- {
-		if d, ok := log.Records[i].Fact.Body.(events.StopDecided); ok {
-			_, fin := d.Decision.Result.Variant().(events.StopFinish)
-			return fin
-		}
-	}
-	return false
-}
-
 func lastID(log bus.RunLog) string {
 	if n := len(log.Records); n > 0 {
 		return log.Records[n-1].Fact.ID.String()
 	}
 	return ""
-}
-
-// currentLease is the newest claim's lease in a run.
-func currentLease(log bus.RunLog) uint32 {
-	var l uint32
-	for _, r := range log.Records {
-		if c, ok := r.Fact.Body.(events.RunClaimed); ok {
-			l = max(l, c.Lease)
-		}
-	}
-	return l
-}
-
-// progress is where a run stands, read from its facts alone: the last turn
-// and how far it got. The loop acts on it, so a runner that takes over a run
-// another runner left half-way continues exactly where the log says.
-type progress struct {
-	turn      uint32 // the last turn started (0: none)
-	startedAt int    // index of that turn's turn.started in the facts
-	started   *events.TurnStarted
-	replied   *events.ModelReplied
-	intended  map[events.CallID]events.DispatchIntended
-	completed map[events.CallID]events.DispatchCompleted
-	approvals map[events.CallID]events.Signal // a person's accepted decision on a call of the turn
-	turnGen   uint32                          // the task generation the turn started in
-	done      bool                            // turn.completed is committed
-	decision  *events.StopDecision
-	gen       uint32
-	epoch     uint64 // 1 + applied mutations
-	digest    events.Digest
-}
-
-func readProgress(facts []events.Fact) progress {
-	p := progress{gen: 1, epoch: 1}
-	for i, f := range facts {
-		switch b := f.Body.(type) {
-		case events.TaskGenerationStarted:
-			p.gen = max(p.gen, b.Generation)
-		case events.TurnStarted:
-			p = progress{turn: b.Turn, startedAt: i, started: &b, gen: p.gen, epoch: p.epoch, digest: p.digest,
-				turnGen:  max(f.TaskGeneration, p.gen),
-				intended: map[events.CallID]events.DispatchIntended{}, completed: map[events.CallID]events.DispatchCompleted{},
-				approvals: map[events.CallID]events.Signal{}}
-		case events.ControlAccepted:
-			if b.CallID != "" && p.approvals != nil {
-				p.approvals[b.CallID] = b.Control.Signal
-			}
-		case events.ModelReplied:
-			if b.Turn == p.turn {
-				p.replied = &b
-			}
-		case events.DispatchIntended:
-			if b.Turn == p.turn {
-				p.intended[b.CallID] = b
-			}
-		case events.DispatchCompleted:
-			if b.Dispatch.Mutation == events.MutationApplied {
-				p.epoch++
-			}
-			if b.Dispatch.Digest != "" {
-				p.digest = b.Dispatch.Digest
-			}
-			if b.Turn == p.turn {
-				p.completed[b.Dispatch.CallID] = b
-			}
-		case events.TurnCompleted:
-			if b.Evidence.Turn == p.turn {
-				p.done = true
-			}
-		case events.StopDecided:
-			if b.Decision.Turn == p.turn {
-				p.decision = &b.Decision
-			}
-		}
-	}
-	return p
 }
 
 // loop runs turns until the stop decider finishes the run or a limit ends
@@ -257,45 +167,42 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 			return ending{}, err
 		}
 		facts := log.Facts()
-		p := readProgress(facts)
-		a.gen, a.epoch = p.gen, p.epoch
+		p := step.ReadProgress(facts)
+		a.gen, a.epoch = p.Gen, p.Epoch
 		if a.ctl != nil {
 			a.ctl.seen(facts)
 			if sig := a.ctl.pendingCancel(); sig != nil {
 				return a.acceptCancel(ctx, sig)
 			}
 		}
-		if unknown := unknownOperations(facts); len(unknown) > 0 {
+		if unknown := step.UnknownOperations(facts); len(unknown) > 0 {
 			// Settled with an unknown outcome by an attempt that died before
 			// it could end the run: nothing more may happen in it.
-			return ending{events.RunNeedsHuman, unknown[0].reason()}, nil
+			return ending{Status: events.RunNeedsHuman, Reason: unknown[0].Reason()}, nil
 		}
-		switch {
-		case p.turn == 0 || p.decision != nil:
-			if p.decision != nil {
-				if fin, ok := p.decision.Result.Variant().(events.StopFinish); ok {
-					return ending{runStatus(fin.Status), fin.Reason}, nil
-				}
-			}
-			if n, err := a.acceptSteers(ctx, p.gen); err != nil {
+		switch next, end := p.Next(); next {
+		case step.End:
+			return end, nil
+		case step.StartTurn:
+			if n, err := a.acceptSteers(ctx, p.Gen); err != nil {
 				return ending{}, err
 			} else if n > 0 {
 				continue // a new generation: read the log again
 			}
-			a.status("turn", map[string]any{"turn": p.turn + 1})
-			if end, ok, err := a.startTurn(ctx, facts, p.turn+1); err != nil || ok {
+			a.status("turn", map[string]any{"turn": p.Turn + 1})
+			if end, ok, err := a.startTurn(ctx, facts, p.Turn+1); err != nil || ok {
 				return end, err
 			}
-		case p.replied == nil:
+		case step.AskModel:
 			if end, ok, err := a.askModel(ctx, facts, p); err != nil || ok {
 				return end, err
 			}
-		case !p.done:
+		case step.FinishTurn:
 			if end, ok, err := a.finishTurn(ctx, facts, p); err != nil || ok {
 				return end, err
 			}
-		default:
-			if _, err := a.awaitDecision(ctx, p.turn); err != nil {
+		case step.AwaitDecision:
+			if _, err := a.awaitDecision(ctx, p.Turn); err != nil {
 				return ending{}, err
 			}
 		}
@@ -304,10 +211,10 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 
 // request builds the model request of a turn from the facts before it.
 func (a *attempt) request(facts []events.Fact, turn uint32) (models.Request, int, *ending, error) {
-	msgs, tokens, err := History(a.kase.Instruction, facts, a.eff.Context)
-	var ce *ContextError
+	msgs, tokens, err := history(a.kase.Instruction, facts, a.eff.Context)
+	var ce *step.ContextError
 	if errors.As(err, &ce) {
-		return models.Request{}, 0, &ending{events.RunErrored, "context_budget: " + ce.Error()}, nil
+		return models.Request{}, 0, &ending{Status: events.RunErrored, Reason: "context_budget: " + ce.Error()}, nil
 	}
 	if err != nil {
 		return models.Request{}, 0, nil, err
@@ -319,18 +226,18 @@ func (a *attempt) request(facts []events.Fact, turn uint32) (models.Request, int
 // the exact request (stored as a blob).
 func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint32) (ending, bool, error) {
 	if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
-		return ending{events.RunIncomplete, ReasonExhausted}, true, nil
+		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true, nil
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
-		return ending{events.RunIncomplete, ReasonWallLimit}, true, nil
+		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
 	}
 	req, tokens, end, err := a.request(facts, turn)
 	if err != nil || end != nil {
 		return deref(end), end != nil, err
 	}
 	reserve := a.model.Reserve(req)
-	if reason := Preflight(a.kase.Budget, Tally(facts), reserve); reason != "" {
-		return ending{events.RunIncomplete, reason}, true, nil
+	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
+		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
 	}
 	body, err := a.model.Render(req)
 	if err != nil {
@@ -357,8 +264,8 @@ func deref(e *ending) ending {
 // askModel sends a started turn's request and commits the reply. After a
 // takeover the request is rebuilt from the facts before turn.started and
 // must be byte-identical to the one whose digest was committed.
-func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress) (ending, bool, error) {
-	req, _, end, err := a.request(facts[:p.startedAt], p.turn)
+func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
+	req, _, end, err := a.request(facts[:p.StartedAt], p.Turn)
 	if err != nil || end != nil {
 		return deref(end), end != nil, err
 	}
@@ -366,12 +273,12 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 	if err != nil {
 		return ending{}, false, fmt.Errorf("render request: %w", err)
 	}
-	if got := events.DigestOf(body); got != p.started.ContextDigest {
-		return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.turn, got, p.started.ContextDigest)
+	if got := events.DigestOf(body); got != p.Started.ContextDigest {
+		return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
 	}
 	reply, err := a.callModel(ctx, req)
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
-		return ending{events.RunIncomplete, ReasonWallLimit}, true, nil
+		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
 	}
 	if err != nil {
 		if sig := a.ctl.pendingCancel(); sig != nil {
@@ -383,18 +290,18 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p progress)
 		}
 		return ending{}, false, err
 	}
-	_, err = a.commit(ctx, key(p.turn), repliedFact(p.turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
+	_, err = a.commit(ctx, key(p.Turn), repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
 	return ending{}, false, err
 }
 
 // finishTurn checks the reply against the budget, settles every call that
 // is not settled yet and commits turn.completed.
-func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progress) (ending, bool, error) {
-	if reason := Overrun(a.kase.Budget, Tally(facts), p.replied.Usage, p.started.Reserve); reason != "" {
-		return ending{events.RunIncomplete, reason}, true, nil
+func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
+	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.Replied.Usage, p.Started.Reserve); reason != "" {
+		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
 	}
-	if p.replied.Finish == models.FinishRefusal {
-		return ending{events.RunNeedsHuman, "model_refused"}, true, nil
+	if p.Replied.Finish == models.FinishRefusal {
+		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true, nil
 	}
 	dispatches, intent, end, err := a.dispatchAll(ctx, p)
 	if err != nil || end != nil {
@@ -414,36 +321,26 @@ func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p progres
 	}
 	if intent == nil {
 		in := events.Continue()
-		if len(p.replied.Calls) == 0 {
+		if len(p.Replied.Calls) == 0 {
 			// A natural finish is a proposal too; the decider judges it.
 			in = events.ProposeDone()
 		}
 		intent = &in
 	}
-	return ending{}, false, a.completeTurn(ctx, p.turn, p.turnGen, *intent, dispatches)
-}
-
-func runStatus(s events.FinishStatus) events.RunStatus {
-	switch s {
-	case events.FinishDone:
-		return events.RunDone
-	case events.FinishBlocked:
-		return events.RunBlocked
-	}
-	return events.RunIncomplete
+	return ending{}, false, a.completeTurn(ctx, p.Turn, p.TurnGen, *intent, dispatches)
 }
 
 // modelEnding maps a model error to an honest ending where one applies.
 func modelEnding(err error) (ending, bool) {
 	switch models.KindOf(err) {
 	case models.ErrExhausted:
-		return ending{events.RunIncomplete, ReasonExhausted}, true
+		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true
 	case models.ErrRefused:
-		return ending{events.RunNeedsHuman, "model_refused"}, true
+		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true
 	case "":
 		return ending{}, false
 	}
-	return ending{events.RunErrored, "model_error: " + err.Error()}, true
+	return ending{Status: events.RunErrored, Reason: "model_error: " + err.Error()}, true
 }
 
 func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Reply, error) {
@@ -490,7 +387,8 @@ func (a *attempt) settings() models.Settings {
 	return s
 }
 
-// repliedFact turns a reply into model.replied.
+// repliedFact turns a reply into model.replied, with call IDs a fact can
+// store (step.NameCalls).
 func repliedFact(turn uint32, provider string, r models.Reply) events.ModelReplied {
 	calls := make([]events.ToolCall, len(r.Calls))
 	for i, c := range r.Calls {
@@ -500,26 +398,9 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	if u := r.Usage; u != nil {
 		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost}
 	}
-	// Duplicate call IDs cannot be stored as they came (a fact refuses
-	// them); later duplicates get a suffix and are answered with a typed
-	// error observation instead.
-	seen := map[events.CallID]int{}
-	for i := range out.Calls {
-		id := out.Calls[i].ID
-		if id == "" {
-			id = events.CallID(fmt.Sprintf("call-%d", i+1))
-			out.Calls[i].ID = id
-		}
-		if n := seen[id]; n > 0 {
-			out.Calls[i].ID = events.CallID(fmt.Sprintf("%s#dup%d", id, n))
-		}
-		seen[id]++
-	}
+	step.NameCalls(out.Calls)
 	return out
 }
-
-// isDuplicate reports whether a stored call ID is a renamed duplicate.
-func isDuplicate(id events.CallID) bool { return strings.Contains(string(id), "#dup") }
 
 // completeTurn commits turn.completed with the run evidence. The evidence
 // belongs to the generation the turn started in (what the model was

@@ -115,7 +115,7 @@ func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending
 	if sig.Reason != "" {
 		reason += ": " + sig.Reason
 	}
-	return ending{events.RunCancelled, reason}, nil
+	return ending{Status: events.RunCancelled, Reason: reason}, nil
 }
 
 // acceptSteers starts a new task generation for each steer: the

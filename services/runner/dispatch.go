@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -25,11 +27,11 @@ const checkOutputCap = 1 << 20
 // so does an ending one call brings (an operation of unknown outcome). It
 // returns the turn's dispatches and the actor intent a task_complete call
 // carried, if any.
-func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 	var out []events.CompletedDispatch
 	var intent *events.ActorIntent
-	for _, call := range p.replied.Calls {
-		if done, ok := p.completed[call.ID]; ok {
+	for _, call := range p.Replied.Calls {
+		if done, ok := p.Completed[call.ID]; ok {
 			out = append(out, done.Dispatch)
 			if in := settledIntent(call, done); in != nil {
 				intent = in
@@ -44,10 +46,10 @@ func (a *attempt) dispatchAll(ctx context.Context, p progress) ([]events.Complet
 		var in *events.ActorIntent
 		var end *ending
 		var err error
-		if prev, ok := p.intended[call.ID]; ok {
+		if prev, ok := p.Intended[call.ID]; ok {
 			d, in, end, err = a.redispatch(ctx, p, call, prev)
 		} else {
-			d, in, end, err = a.dispatch(ctx, p.turn, call)
+			d, in, end, err = a.dispatch(ctx, p.Turn, call)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -80,35 +82,35 @@ func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.
 // operation ID before anything else runs, never blindly repeated; one that
 // waited for a person's approval that was never accepted was not sent, and
 // waits again.
-func (a *attempt) redispatch(ctx context.Context, p progress, call events.ToolCall, prev events.DispatchIntended) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.ToolCall, prev events.DispatchIntended) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 	if !prev.Effect.IsEffect() {
-		return a.dispatch(ctx, p.turn, call)
+		return a.dispatch(ctx, p.Turn, call)
 	}
 	tool, args, _ := a.registry.Check(call.Name, call.Args)
 	needsApproval := a.needsApproval(call.Name) || (tool != nil && tool.Contract().Approval == tools.ApprovalAlways)
 	if needsApproval {
-		switch p.approvals[call.ID] {
+		switch p.Approvals[call.ID] {
 		case "":
-			return a.dispatch(ctx, p.turn, call)
+			return a.dispatch(ctx, p.Turn, call)
 		case events.SignalReject:
-			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.turn, call.ID), Tool: call.Name,
+			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
 				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
 				Digest: a.ws.Digest(), Outcome: events.OutcomeNotApplied}
-			return d, nil, nil, a.settle(ctx, p.turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
+			return d, nil, nil, a.settle(ctx, p.Turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
 		}
 	}
-	d, end, err := a.settleEffect(ctx, effect{turn: p.turn, call: call, in: prev, tool: tool, args: args}, true)
+	d, end, err := a.settleEffect(ctx, effect{turn: p.Turn, call: call, in: prev, tool: tool, args: args}, true)
 	return d, nil, end, err
 }
 
 func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
 	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
 		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
 		return d, nil, nil, a.settle(ctx, turn, d, res)
 	}
-	if isDuplicate(call.ID) {
-		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", originalID(call.ID)))
+	if step.IsDuplicate(call.ID) {
+		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", step.OriginalID(call.ID)))
 	}
 	if !contains(a.kase.Tools, call.Name) {
 		if _, known := tools.BuiltinByName(call.Name); known {
@@ -192,7 +194,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		d.Check = check.ID
 		switch {
 		case res.ExitCode != nil:
-			d.Verification = verificationOf(check, *res.ExitCode, res.Output, res.Truncated, a.epoch)
+			d.Verification = step.VerificationOf(ruleOf(check.Diagnostics), *res.ExitCode, res.Output, res.Truncated, a.epoch)
 		case res.Err != nil && res.Err.Code == tools.CodeTimeout:
 			d.Verification = events.VerificationUnknown("the check timed out")
 		default:
@@ -250,14 +252,17 @@ func (a *attempt) checkOf(tool string, args json.RawMessage) (cases.Check, bool)
 	return declaredCheck(a.kase, ca.Command)
 }
 
-func originalID(id events.CallID) string {
-	s := string(id)
-	for i := range len(s) {
-		if s[i] == '#' {
-			return s[:i]
+// declaredCheck finds the case check a command runs: the same command text,
+// ignoring surrounding space. Only a declared check's result is a
+// verification; any other command is housekeeping.
+func declaredCheck(c *cases.Case, command string) (cases.Check, bool) {
+	cmd := strings.TrimSpace(command)
+	for _, ch := range c.Checks {
+		if strings.TrimSpace(ch.Command) == cmd {
+			return ch, true
 		}
 	}
-	return s
+	return cases.Check{}, false
 }
 
 func contains(list []string, s string) bool {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -53,7 +53,7 @@ const (
 // a person. mayHaveRun says an earlier attempt may have sent it already (a
 // takeover found it intended and never settled).
 func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (events.CompletedDispatch, *ending, error) {
-	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: evidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
+	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: step.EvidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
 		Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Verification: events.NotVerifier()}
 	for {
 		if mayHaveRun {
@@ -239,7 +239,7 @@ func (a *attempt) settleUnknown(ctx context.Context, e effect, d events.Complete
 	if d.Disposition == events.DispositionCanceled {
 		return d, nil, nil // the cancel or the budget ends the run; its end names the operation
 	}
-	end := ending{events.RunNeedsHuman, unknownReason(e.in, e.known)}
+	end := ending{Status: events.RunNeedsHuman, Reason: step.UnknownReason(e.in, e.known)}
 	return d, &end, nil
 }
 
@@ -255,19 +255,6 @@ func (e effect) describe(last string) string {
 		msg += ": " + last
 	}
 	return msg
-}
-
-// unknownReason is the handoff of a run stopped on an operation of
-// unknown outcome: the operation, the approved arguments, what is known,
-// and what a person does next.
-func unknownReason(in events.DispatchIntended, known []string) string {
-	msg := fmt.Sprintf("unknown outcome of operation %s (%s, arguments %s)", in.OperationID, in.Tool, in.ArgsDigest)
-	for _, k := range known {
-		if k != "" {
-			msg += ": " + k
-		}
-	}
-	return msg + fmt.Sprintf("; it may or may not have taken effect: check the sink for Idempotency-Key %s", in.OperationID)
 }
 
 // sendBackoff spaces sends of one operation: the first goes at once.
@@ -291,10 +278,6 @@ func (a *attempt) wallSpent() bool {
 	return wall > 0 && time.Since(a.started) >= wall
 }
 
-func evidenceRef(turn uint32, id events.CallID) events.EvidenceRef {
-	return events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, id))
-}
-
 // Error codes of calls the run ended around.
 const (
 	// CodeNotRun settles a call of a reply that never started: a cancel,
@@ -306,41 +289,6 @@ const (
 	CodeInterrupted = "INTERRUPTED"
 )
 
-// unknownOp is an external operation settled with an unknown outcome.
-type unknownOp struct {
-	in   events.DispatchIntended
-	note string
-}
-
-func (u unknownOp) reason() string { return unknownReason(u.in, []string{u.note}) }
-
-// unknownOperations lists the external operations of a run whose
-// settlement says their outcome is unknown, in log order.
-func unknownOperations(facts []events.Fact) []unknownOp {
-	intended := map[string]events.DispatchIntended{}
-	var out []unknownOp
-	for _, f := range facts {
-		switch b := f.Body.(type) {
-		case events.DispatchIntended:
-			intended[fmt.Sprintf("%d/%s", b.Turn, b.CallID)] = b
-		case events.DispatchCompleted:
-			if b.Dispatch.Outcome != events.OutcomeUnknown {
-				continue
-			}
-			in, ok := intended[fmt.Sprintf("%d/%s", b.Turn, b.Dispatch.CallID)]
-			if !ok {
-				continue
-			}
-			note := ""
-			if b.Error != nil {
-				note = b.Error.Message
-			}
-			out = append(out, unknownOp{in: in, note: note})
-		}
-	}
-	return out
-}
-
 // settleOpen settles every call of the run's last reply that has no
 // dispatch.completed yet, before the run ends: a call never started is
 // not_run; one intended and never settled was in flight when its attempt
@@ -351,28 +299,28 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 	if err != nil {
 		return err
 	}
-	p := readProgress(log.Facts())
-	if p.replied == nil || p.done {
+	p := step.ReadProgress(log.Facts())
+	if p.Replied == nil || p.Done {
 		return nil
 	}
-	digest := p.digest
+	digest := p.Digest
 	if a.ws != nil {
 		digest = a.ws.Digest()
 	}
-	for _, call := range p.replied.Calls {
-		if _, ok := p.completed[call.ID]; ok {
+	for _, call := range p.Replied.Calls {
+		if _, ok := p.Completed[call.ID]; ok {
 			continue
 		}
-		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: evidenceRef(p.turn, call.ID), Tool: call.Name,
+		d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
 			Verification: events.NotVerifier(), Digest: digest, Disposition: events.DispositionNotRun, Mutation: events.MutationNotApplied}
-		res := tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.status, end.reason)
-		if in, ok := p.intended[call.ID]; ok {
+		res := tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.Status, end.Reason)
+		if in, ok := p.Intended[call.ID]; ok {
 			d.Disposition = events.DispositionCanceled
-			res = tools.Fail(CodeInterrupted, "the run ended %s (%s) while this call was in flight; it was never settled", end.status, end.reason)
+			res = tools.Fail(CodeInterrupted, "the run ended %s (%s) while this call was in flight; it was never settled", end.Status, end.Reason)
 			if in.Effect.IsEffect() {
 				d.Mutation, d.Outcome = events.MutationNotApplicable, events.OutcomeUnknown
 				res = tools.Result{Err: &events.ToolError{Code: tools.CodeOutcomeUnknown,
-					Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.status, end.reason)}}
+					Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.Status, end.Reason)}}
 				if f, note := a.lookup(ctx, in.OperationID); f == findingApplied || f == findingNotApplied {
 					d.Outcome = events.OutcomeApplied
 					if f == findingNotApplied {
@@ -382,25 +330,9 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 				}
 			}
 		}
-		if err := a.settle(ctx, p.turn, d, res); err != nil {
+		if err := a.settle(ctx, p.Turn, d, res); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// surfaceUnknown makes a run's end name every operation of unknown
-// outcome: such a run needs a person, whatever else ended it, except that
-// a cancel stays a cancel (the reason then names the operations too).
-func surfaceUnknown(end ending, facts []events.Fact) ending {
-	for _, u := range unknownOperations(facts) {
-		if strings.Contains(end.reason, u.in.OperationID) {
-			continue
-		}
-		end.reason += "; " + u.reason()
-		if end.status != events.RunCancelled {
-			end.status = events.RunNeedsHuman
-		}
-	}
-	return end
 }

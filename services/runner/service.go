@@ -1,3 +1,8 @@
+// Package runner is the runner service: it claims requested runs, drives
+// the model/tool loop under the case's budgets and tool contracts, commits
+// every step as a fact, and ends the run when the stop decider says so or a
+// hard limit is reached. Its pure core, what a run's facts imply (spend,
+// limits, history, progress, verification), is package step.
 package runner
 
 import (
@@ -20,6 +25,7 @@ import (
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/extensions"
+	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
 )
 
@@ -206,7 +212,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 		}
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
-	a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
+	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
@@ -214,7 +220,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
-	return redactErr(s.secrets, a.finish(ctx, ending{events.RunErrored, "harness: gave up: " + reason}, rl))
+	return redactErr(s.secrets, a.finish(ctx, ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
 }
 
 // handle drives one requested run to its end.
@@ -244,8 +250,8 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
-			a := &attempt{svc: s, suite: suite, run: run, lease: currentLease(rl) + 1, started: time.Now()}
-			return a.finish(ctx, ending{events.RunErrored, startReason(err)}, rl)
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
 	}
@@ -285,9 +291,9 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
-		end = ending{events.RunErrored, "harness: " + err.Error()}
+		end = ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
 	}
-	log.Info("run ended", "status", end.status, "reason", end.reason)
+	log.Info("run ended", "status", end.Status, "reason", end.Reason)
 	return a.finish(ctx, end, rl)
 }
 
@@ -308,7 +314,7 @@ var errBadInput = errors.New("bad run request")
 // prepare claims the run and sets up its attempt.
 func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog) (*attempt, error) {
 	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
-	a.lease = currentLease(rl) + 1
+	a.lease = step.CurrentLease(rl.Facts()) + 1
 	for _, r := range rl.Records {
 		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
 			// The wall-time budget runs from the first claim: a takeover
@@ -363,7 +369,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	// A run taken over resumes from the last workspace its log settled.
 	from := kase.FixtureDigest
-	if d := readProgress(rl.Facts()).digest; d != "" {
+	if d := step.ReadProgress(rl.Facts()).Digest; d != "" {
 		from = d
 	}
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
@@ -416,7 +422,7 @@ func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, cla
 		return err
 	}
 	want := fixture
-	if d := readProgress(log.Facts()).digest; d != "" {
+	if d := step.ReadProgress(log.Facts()).Digest; d != "" {
 		want = d
 	}
 	if want == from {
@@ -470,7 +476,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	if a.ws != nil {
 		snap, files, err := a.ws.Seal(ctx)
 		if err != nil {
-			end = ending{events.RunErrored, fmt.Sprintf("%s; sealing the candidate failed: %v", end.reason, err)}
+			end = ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
 		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
 			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
 		}); err != nil {
@@ -482,42 +488,16 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 		return err
 	}
 	facts := log.Facts()
-	end = surfaceUnknown(end, facts)
-	spend := Tally(facts)
-	metrics.RunsEnded.WithLabelValues(string(end.status)).Inc()
+	end = step.SurfaceUnknown(end, facts)
+	spend := step.Tally(facts)
+	metrics.RunsEnded.WithLabelValues(string(end.Status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
-		Status: end.status, Reason: end.reason, Steps: spend.Steps,
+		Status: end.Status, Reason: end.Reason, Steps: spend.Steps,
 		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
-		LastEvidence: lastEvidence(facts), NextAction: nextAction(end.status),
+		LastEvidence: step.LastEvidence(facts), NextAction: step.NextAction(end.Status),
 	})
 	if errors.Is(err, ErrLeaseLost) {
 		return lostLease(err)
 	}
 	return err
-}
-
-// lastEvidence is the evidence of the last completed turn.
-func lastEvidence(facts []events.Fact) []events.EvidenceRef {
-	for i := len(facts) - 1; i >= 0; i-- {
-		if tc, ok := facts[i].Body.(events.TurnCompleted); ok {
-			var refs []events.EvidenceRef
-			for _, d := range tc.Evidence.Dispatches {
-				refs = append(refs, d.EvidenceRef)
-			}
-			return refs
-		}
-	}
-	return nil
-}
-
-func nextAction(s events.RunStatus) string {
-	switch s {
-	case events.RunDone:
-		return "review the sealed candidate and the evidence its checks left"
-	case events.RunErrored:
-		return "fix the harness or the run request named in the reason, then request a new run"
-	case events.RunNeedsHuman:
-		return "a person must decide: read the reason and the last observation"
-	}
-	return "inspect the last observation; authorize a new bounded run if it is still the right work"
 }

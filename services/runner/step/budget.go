@@ -1,11 +1,8 @@
-package runner
+package step
 
-import (
-	"github.com/factline/factline/cases"
-	"github.com/factline/factline/events"
-)
+import "github.com/factline/factline/events"
 
-// Stop reasons for the limits the runner enforces. They end a run
+// Stop reasons for the budget limits this package decides. They end a run
 // incomplete, never as an error: running out is an honest ending.
 const (
 	ReasonStepLimit           = "step_limit"
@@ -13,9 +10,17 @@ const (
 	ReasonReservationExceeded = "reservation_exceeded"
 	ReasonInputTokenLimit     = "input_token_limit"
 	ReasonOutputTokenLimit    = "output_token_limit"
-	ReasonWallLimit           = "wall_time_limit"
-	ReasonExhausted           = "observations_exhausted"
 )
+
+// Budget is the part of a case's budget that facts can tell: steps, tokens
+// and cost. A zero limit is no limit. The wall-time limit is not here: it
+// needs a clock, and the runner checks it.
+type Budget struct {
+	Steps        uint32
+	InputTokens  uint64
+	OutputTokens uint64
+	Cost         uint64
+}
 
 // Spend is what a run has consumed so far, folded from its facts.
 type Spend struct {
@@ -83,7 +88,7 @@ func (s Spend) Spent(millis uint64) events.Spent {
 // Preflight decides, before a model call, whether the budget allows it:
 // the steps left, the tokens left and whether the call's worst-case cost
 // fits what remains. It returns the limit that refuses the call, or "".
-func Preflight(b cases.Budget, s Spend, reserve uint64) string {
+func Preflight(b Budget, s Spend, reserve uint64) string {
 	switch {
 	case b.Steps > 0 && s.Steps >= b.Steps:
 		return ReasonStepLimit
@@ -100,7 +105,7 @@ func Preflight(b cases.Budget, s Spend, reserve uint64) string {
 // Overrun decides, after a reply, whether it broke the budget's
 // assumptions: a cost above its reservation ends the run (the excess stays
 // counted), as does passing a token limit.
-func Overrun(b cases.Budget, s Spend, u *events.Usage, reserve uint64) string {
+func Overrun(b Budget, s Spend, u *events.Usage, reserve uint64) string {
 	if u != nil && u.Cost != nil && *u.Cost > reserve && b.Cost > 0 {
 		return ReasonReservationExceeded
 	}

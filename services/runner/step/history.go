@@ -1,16 +1,10 @@
-// Package runner is the runner service: it claims requested runs, drives
-// the model/tool loop under the case's budgets and tool contracts, commits
-// every step as a fact, and ends the run when the stop decider says so or a
-// hard limit is reached.
-package runner
+package step
 
 import (
 	"fmt"
 	"slices"
 
-	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/models"
 )
 
 // Preamble is the system message every run starts with. It is part of the
@@ -26,9 +20,9 @@ const Preamble = "You are an agent working in a workspace directory through tool
 // tool message must follow the assistant message that made its call.
 type turnMessages struct {
 	turn     uint32
-	msgs     []models.Message
+	msgs     []Message
 	keep     bool // a call to a kept tool: a window keeps the whole turn
-	feedback []models.Message
+	feedback []Message
 }
 
 // History rebuilds the model-visible context of a run from its facts under a
@@ -38,8 +32,8 @@ type turnMessages struct {
 // called a kept tool; a token bound drops the oldest droppable turns and
 // fails visibly when what must be kept does not fit. It is a pure function of
 // its inputs: the same facts always give the same context.
-func History(instruction string, facts []events.Fact, policy cases.ContextPolicy) ([]models.Message, int, error) {
-	head := []models.Message{{Role: models.RoleSystem, Content: Preamble}, {Role: models.RoleUser, Content: instruction}}
+func History(instruction string, facts []events.Fact, policy ContextPolicy) ([]Message, int, error) {
+	head := []Message{{Role: RoleSystem, Content: Preamble}, {Role: RoleUser, Content: instruction}}
 	var steers []int // indexes into turns where a steer precedes the turn
 	var turns []*turnMessages
 	byTurn := map[uint32]*turnMessages{}
@@ -52,12 +46,12 @@ func History(instruction string, facts []events.Fact, policy cases.ContextPolicy
 		turns = append(turns, t)
 		return t
 	}
-	var pendingSteer []models.Message
+	var pendingSteer []Message
 	for _, f := range facts {
 		switch b := f.Body.(type) {
 		case events.TaskGenerationStarted:
 			if b.Generation > 1 {
-				pendingSteer = append(pendingSteer, models.Message{Role: models.RoleUser,
+				pendingSteer = append(pendingSteer, Message{Role: RoleUser,
 					Content: fmt.Sprintf("[steer: task generation %d] %s", b.Generation, b.Instruction)})
 			}
 		case events.TurnStarted:
@@ -72,30 +66,30 @@ func History(instruction string, facts []events.Fact, policy cases.ContextPolicy
 			}
 		case events.ModelReplied:
 			t := get(b.Turn)
-			calls := make([]models.ToolCall, len(b.Calls))
+			calls := make([]ToolCall, len(b.Calls))
 			for i, c := range b.Calls {
-				calls[i] = models.ToolCall{ID: string(c.ID), Name: c.Name, Args: c.Args}
+				calls[i] = ToolCall{ID: string(c.ID), Name: c.Name, Args: c.Args}
 				if slices.Contains(policy.KeepTools, c.Name) {
 					t.keep = true
 				}
 			}
-			t.msgs = append(t.msgs, models.Message{Role: models.RoleAssistant, Content: b.Text, ToolCalls: calls})
+			t.msgs = append(t.msgs, Message{Role: RoleAssistant, Content: b.Text, ToolCalls: calls})
 		case events.DispatchCompleted:
 			t := get(b.Turn)
 			ref := b.Dispatch.EvidenceRef
-			t.msgs = append(t.msgs, models.Message{Role: models.RoleTool, ToolCallID: string(b.Dispatch.CallID),
+			t.msgs = append(t.msgs, Message{Role: RoleTool, ToolCallID: string(b.Dispatch.CallID),
 				Content: fmt.Sprintf("[evidence %s] %s", ref, b.Output)})
 		case events.StallObserved:
 			if a := b.Observation.Action; a != nil {
 				if r, ok := a.Variant().(events.StallRetry); ok {
-					get(b.Turn).feedback = append(get(b.Turn).feedback, models.Message{Role: models.RoleUser,
+					get(b.Turn).feedback = append(get(b.Turn).feedback, Message{Role: RoleUser,
 						Content: "[harness] " + r.Feedback})
 				}
 			}
 		case events.StopDecided:
 			if c, ok := b.Decision.Result.Variant().(events.StopContinue); ok && c.Feedback != "" {
 				t := get(b.Decision.Turn)
-				t.feedback = append(t.feedback, models.Message{Role: models.RoleUser, Content: "[harness] " + c.Feedback})
+				t.feedback = append(t.feedback, Message{Role: RoleUser, Content: "[harness] " + c.Feedback})
 			}
 		}
 	}
@@ -105,13 +99,13 @@ func History(instruction string, facts []events.Fact, policy cases.ContextPolicy
 	keep := make([]bool, len(turns))
 	for i, t := range turns {
 		switch {
-		case policy.Mode != cases.ContextWindow:
+		case policy.Mode != ContextWindow:
 			keep[i] = true
 		case t.keep || slices.Contains(steers, i) || i >= len(turns)-policy.WindowTurns:
 			keep[i] = true
 		}
 	}
-	build := func(include func(i int) bool) []models.Message {
+	build := func(include func(i int) bool) []Message {
 		out := slices.Clone(head)
 		for i, t := range turns {
 			if include(i) {
@@ -126,7 +120,7 @@ func History(instruction string, facts []events.Fact, policy cases.ContextPolicy
 	if policy.MaxTokens <= 0 || tokens <= policy.MaxTokens {
 		return msgs, tokens, nil
 	}
-	if policy.Mode == cases.ContextWindow {
+	if policy.Mode == ContextWindow {
 		// Drop the oldest turns a window may drop, most recent last, until
 		// the context fits; the newest turn and kept turns stay.
 		dropped := make([]bool, len(turns))
@@ -162,7 +156,7 @@ func (e *ContextError) Error() string {
 // EstimateTokens estimates the tokens of a context: a quarter of its bytes
 // plus a few per message. It is only used for budgets and windows, never
 // charged as usage.
-func EstimateTokens(msgs []models.Message) int {
+func EstimateTokens(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += 4 + len(m.Content)/4

@@ -1,45 +1,42 @@
-package runner
+package step
 
 import (
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 )
-
-// declaredCheck finds the case check a command runs: the same command text,
-// ignoring surrounding space. Only a declared check's result is a
-// verification; any other command is housekeeping.
-func declaredCheck(c *cases.Case, command string) (cases.Check, bool) {
-	cmd := strings.TrimSpace(command)
-	for _, ch := range c.Checks {
-		if strings.TrimSpace(ch.Command) == cmd {
-			return ch, true
-		}
-	}
-	return cases.Check{}, false
-}
 
 // maxDiagnostics bounds how many diagnostics one verification carries.
 const maxDiagnostics = 50
 
-// verificationOf turns a check's exit code and output into a verification
-// at the given source epoch. truncated says the output was cut, which makes
+// DiagnosticRule extracts diagnostics from a check's output, field for
+// field the case's rule (cases.DiagnosticRule), which the runner converts:
+// one diagnostic per line Pattern matches, with the named groups file,
+// line, code and message. Complete says the pattern finds every error the
+// check reports, so a shrinking set proves progress.
+type DiagnosticRule struct {
+	Pattern  string
+	Complete bool
+}
+
+// VerificationOf turns a declared check's exit code and output into a
+// verification at the given source epoch, reading diagnostics with the
+// check's rule (nil: none). truncated says the output was cut, which makes
 // any diagnostic set partial.
-func verificationOf(ch cases.Check, exitCode int, output string, truncated bool, epoch uint64) events.Verification {
+func VerificationOf(rule *DiagnosticRule, exitCode int, output string, truncated bool, epoch uint64) events.Verification {
 	if exitCode == 0 {
 		return events.Passed(epoch)
 	}
-	diags, complete := diagnose(ch.Diagnostics, output)
+	diags, complete := diagnose(rule, output)
 	return events.Failed(epoch, complete && !truncated, diags...)
 }
 
 // diagnose reads diagnostics out of a check's output. Without a rule, or
 // when the rule finds nothing, the last lines of output become one
 // diagnostic and the set is partial.
-func diagnose(rule *cases.DiagnosticRule, output string) ([]events.Diagnostic, bool) {
+func diagnose(rule *DiagnosticRule, output string) ([]events.Diagnostic, bool) {
 	if rule != nil {
 		re := regexp.MustCompile(rule.Pattern) // checked when the case was loaded
 		var out []events.Diagnostic

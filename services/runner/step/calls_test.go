@@ -1,0 +1,34 @@
+package step
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// Calls without an ID are named by their place, repeated IDs are marked
+// as duplicates, and a duplicate still tells the ID the model gave it.
+func TestNameCalls(t *testing.T) {
+	calls := []events.ToolCall{{ID: "a"}, {}, {ID: "a"}, {ID: "b"}, {ID: "a"}, {}}
+	NameCalls(calls)
+	var ids []events.CallID
+	for _, c := range calls {
+		ids = append(ids, c.ID)
+	}
+	want := []events.CallID{"a", "call-2", "a#dup1", "b", "a#dup2", "call-6"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	for i, id := range ids {
+		if dup := IsDuplicate(id); dup != (i == 2 || i == 4) {
+			t.Errorf("%s: duplicate %v", id, dup)
+		}
+	}
+	if OriginalID("a#dup2") != "a" || OriginalID("b") != "b" {
+		t.Error("the original ID of a duplicate is lost")
+	}
+	if EvidenceRef(3, "a#dup1") != "t3/a#dup1" {
+		t.Errorf("evidence ref %s", EvidenceRef(3, "a#dup1"))
+	}
+}

@@ -1,0 +1,123 @@
+package step
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/factline/factline/events"
+)
+
+// Ending is how a run ends: its status and the reason run.ended carries.
+type Ending struct {
+	Status events.RunStatus
+	Reason string
+}
+
+// Finished is the ending of a run the stop decider finished.
+func Finished(fin events.StopFinish) Ending {
+	return Ending{runStatus(fin.Status), fin.Reason}
+}
+
+func runStatus(s events.FinishStatus) events.RunStatus {
+	switch s {
+	case events.FinishDone:
+		return events.RunDone
+	case events.FinishBlocked:
+		return events.RunBlocked
+	}
+	return events.RunIncomplete
+}
+
+// UnknownReason is the handoff of a run stopped on an operation of
+// unknown outcome: the operation, the approved arguments, what is known,
+// and what a person does next.
+func UnknownReason(in events.DispatchIntended, known []string) string {
+	msg := fmt.Sprintf("unknown outcome of operation %s (%s, arguments %s)", in.OperationID, in.Tool, in.ArgsDigest)
+	for _, k := range known {
+		if k != "" {
+			msg += ": " + k
+		}
+	}
+	return msg + fmt.Sprintf("; it may or may not have taken effect: check the sink for Idempotency-Key %s", in.OperationID)
+}
+
+// UnknownOp is an external operation settled with an unknown outcome:
+// its intent and what its settlement said.
+type UnknownOp struct {
+	Intended events.DispatchIntended
+	Note     string
+}
+
+// Reason is the handoff of a run stopped on the operation.
+func (u UnknownOp) Reason() string { return UnknownReason(u.Intended, []string{u.Note}) }
+
+// UnknownOperations lists the external operations of a run whose
+// settlement says their outcome is unknown, in log order.
+func UnknownOperations(facts []events.Fact) []UnknownOp {
+	intended := map[string]events.DispatchIntended{}
+	var out []UnknownOp
+	for _, f := range facts {
+		switch b := f.Body.(type) {
+		case events.DispatchIntended:
+			intended[fmt.Sprintf("%d/%s", b.Turn, b.CallID)] = b
+		case events.DispatchCompleted:
+			if b.Dispatch.Outcome != events.OutcomeUnknown {
+				continue
+			}
+			in, ok := intended[fmt.Sprintf("%d/%s", b.Turn, b.Dispatch.CallID)]
+			if !ok {
+				continue
+			}
+			note := ""
+			if b.Error != nil {
+				note = b.Error.Message
+			}
+			out = append(out, UnknownOp{Intended: in, Note: note})
+		}
+	}
+	return out
+}
+
+// SurfaceUnknown makes a run's end name every operation of unknown
+// outcome: such a run needs a person, whatever else ended it, except that
+// a cancel stays a cancel (the reason then names the operations too).
+func SurfaceUnknown(end Ending, facts []events.Fact) Ending {
+	for _, u := range UnknownOperations(facts) {
+		if strings.Contains(end.Reason, u.Intended.OperationID) {
+			continue
+		}
+		end.Reason += "; " + u.Reason()
+		if end.Status != events.RunCancelled {
+			end.Status = events.RunNeedsHuman
+		}
+	}
+	return end
+}
+
+// LastEvidence is the evidence of the last completed turn.
+func LastEvidence(facts []events.Fact) []events.EvidenceRef {
+	for i := len(facts) - 1; i >= 0; i-- {
+		if tc, ok := facts[i].Body.(events.TurnCompleted); ok {
+			var refs []events.EvidenceRef
+			for _, d := range tc.Evidence.Dispatches {
+				refs = append(refs, d.EvidenceRef)
+			}
+			return refs
+		}
+	}
+	return nil
+}
+
+// NextAction is what the handoff of a run that ended with a status tells
+// a person to do next.
+func NextAction(s events.RunStatus) string {
+	switch s {
+	case events.RunDone:
+		return "review the sealed candidate and the evidence its checks left"
+	case events.RunErrored:
+		return "fix the harness or the run request named in the reason, then request a new run"
+	case events.RunNeedsHuman:
+		return "a person must decide: read the reason and the last observation"
+	}
+	return "inspect the last observation; authorize a new bounded run if it is still the right work"
+}

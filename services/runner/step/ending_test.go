@@ -1,0 +1,55 @@
+package step
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// An operation of unknown outcome is named in the run's end, which then
+// needs a person, except that a cancel stays a cancel; an end that names
+// it already is left alone.
+func TestSurfaceUnknownNamesEveryOperation(t *testing.T) {
+	args := events.DigestOf([]byte(`{"url":"http://127.0.0.1/order"}`))
+	unknown := func(turn uint32, id events.CallID) events.DispatchCompleted {
+		return events.DispatchCompleted{Turn: turn, Output: "{}", Error: &events.ToolError{Code: "OUTCOME_UNKNOWN", Message: "the answer was lost"},
+			Dispatch: events.CompletedDispatch{CallID: id, EvidenceRef: events.EvidenceRef("t1/" + string(id)), Tool: "http_call",
+				Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Outcome: events.OutcomeUnknown,
+				Verification: events.NotVerifier()}}
+	}
+	facts := factsOf(t,
+		events.TurnStarted{Turn: 1, ContextDigest: args, Reserve: 1},
+		events.DispatchIntended{Turn: 1, CallID: "c1", Tool: "http_call", OperationID: "r1/t1/c1", ArgsDigest: args, Effect: events.EffectExternal},
+		unknown(1, "c1"),
+		unknown(1, "c2"), // never intended: not an operation this run sent
+		events.TurnCompleted{Evidence: events.RunEvidence{RunID: "r1", TaskGeneration: 1, Turn: 1, EvidencePosition: 5, ActorIntent: events.Continue(),
+			Dispatches: []events.CompletedDispatch{unknown(1, "c1").Dispatch, unknown(1, "c2").Dispatch}}},
+	)
+	ops := UnknownOperations(facts)
+	if len(ops) != 1 || ops[0].Intended.OperationID != "r1/t1/c1" || ops[0].Note != "the answer was lost" {
+		t.Fatalf("unknown operations %+v", ops)
+	}
+	want := "unknown outcome of operation r1/t1/c1 (http_call, arguments " + string(args) + "): the answer was lost; " +
+		"it may or may not have taken effect: check the sink for Idempotency-Key r1/t1/c1"
+	if got := ops[0].Reason(); got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+	if end := SurfaceUnknown(Ending{events.RunDone, "done"}, facts); end.Status != events.RunNeedsHuman || end.Reason != "done; "+want {
+		t.Errorf("a done run with an unknown operation: %+v", end)
+	}
+	if end := SurfaceUnknown(Ending{events.RunCancelled, "cancelled"}, facts); end.Status != events.RunCancelled || !strings.Contains(end.Reason, "r1/t1/c1") {
+		t.Errorf("a cancel stays a cancel and names the operation: %+v", end)
+	}
+	named := Ending{events.RunNeedsHuman, want}
+	if end := SurfaceUnknown(named, facts); end != named {
+		t.Errorf("an end that names the operation changed: %+v", end)
+	}
+	if refs := LastEvidence(facts); !slices.Equal(refs, []events.EvidenceRef{"t1/c1", "t1/c2"}) {
+		t.Errorf("last evidence %v", refs)
+	}
+	if LastEvidence(facts[:3]) != nil {
+		t.Error("evidence without a completed turn")
+	}
+}
