@@ -13,22 +13,27 @@ func EvidenceRef(turn uint32, id events.CallID) events.EvidenceRef {
 	return events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, id))
 }
 
-// dupMark joins a repeated call ID to its count.
+// dupMark joins a repeated call ID to its count. '#' marks a name factline
+// chose: a model's own IDs are stored with '#' (and '%') escaped, so no
+// model ID can take or imitate one.
 const dupMark = "#dup"
 
 // NameCalls gives the calls of one reply IDs a fact can store, in place.
 // A fact refuses an empty or a repeated call ID, and a model may send
-// either: a call without an ID is named call-<n> after its place in the
-// reply, and a later call reusing an ID gets the suffix #dup<n>, which
-// marks it to be answered with a typed error instead of being run.
+// either. A model's ID is kept, with '%' and '#' percent-escaped; a call
+// without an ID is named #call-<n> after its place in the reply; a later
+// call reusing an ID gets the suffix #dup<n>, which marks it to be
+// answered with a typed error instead of being run. Names factline
+// chooses hold a bare '#', which no escaped model ID does, so a model's
+// "call-2" or "a#dup1" is never mistaken for one of them.
 func NameCalls(calls []events.ToolCall) {
 	seen := map[events.CallID]int{}
 	for i := range calls {
-		id := calls[i].ID
-		if id == "" {
-			id = events.CallID(fmt.Sprintf("call-%d", i+1))
-			calls[i].ID = id
+		id := events.CallID(escapeCallID(string(calls[i].ID)))
+		if calls[i].ID == "" {
+			id = events.CallID(fmt.Sprintf("#call-%d", i+1))
 		}
+		calls[i].ID = id
 		if n := seen[id]; n > 0 {
 			calls[i].ID = events.CallID(fmt.Sprintf("%s%s%d", id, dupMark, n))
 		}
@@ -36,11 +41,23 @@ func NameCalls(calls []events.ToolCall) {
 	}
 }
 
+// escapeCallID escapes the characters factline's own names use.
+func escapeCallID(s string) string {
+	if !strings.ContainsAny(s, "%#") {
+		return s
+	}
+	return strings.NewReplacer("%", "%25", "#", "%23").Replace(s)
+}
+
 // IsDuplicate reports whether a stored call ID is a renamed duplicate.
 func IsDuplicate(id events.CallID) bool { return strings.Contains(string(id), dupMark) }
 
-// OriginalID is the ID the model gave a call before any renaming.
+// OriginalID is the ID the model gave a call before any renaming ("" for
+// a call it gave none).
 func OriginalID(id events.CallID) string {
 	s, _, _ := strings.Cut(string(id), "#")
-	return s
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	return strings.NewReplacer("%23", "#", "%25", "%").Replace(s)
 }
