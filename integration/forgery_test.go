@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
@@ -51,7 +52,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	stallerBus, _ := openAs(t, ctx, url, "FACTLINE", "staller")
 	deciderBus, _ := openAs(t, ctx, url, "FACTLINE", "decider")
 	graderBus, _ := openAs(t, ctx, url, "FACTLINE", "grader")
-	for _, run := range []func(context.Context) error{rsvc.Run, staller.New(stallerBus).Run, decider.New(deciderBus).Run,
+	for _, run := range []func(context.Context) error{rsvc.Run, kittest.Must(staller.New(stallerBus)).Run, decider.New(deciderBus).Run,
 		grader.New(graderBus, grader.WithWorkDir(t.TempDir())).Run, meter.New(meterBus).Run} {
 		wg.Go(func() { _ = run(svcCtx) })
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
@@ -38,7 +39,11 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 		return svc.Run, nil
 	},
 	"staller": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return staller.New(b, staller.WithLogger(slog.Default()), staller.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := staller.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
