@@ -41,10 +41,14 @@ func startServices(ctx context.Context, b *bus.Bus, concurrency int, workDir str
 	if err != nil {
 		return nil, err
 	}
+	de, err := decider.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
 	runs := map[string]func(context.Context) error{
 		"runner":  rn.Run,
 		"staller": st.Run,
-		"decider": decider.New(b, decider.WithLogger(quiet)).Run,
+		"decider": de.Run,
 		"grader":  grader.New(b, grader.WithLogger(quiet)).Run,
 		"meter":   meter.New(b, meter.WithLogger(quiet)).Run,
 	}

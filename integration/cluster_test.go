@@ -88,7 +88,7 @@ func TestRunOnAThreeNodeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, decider.New(b).Run}
+	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, kittest.Must(decider.New(b)).Run}
 	stopped := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() { _ = run(ctx); stopped <- struct{}{} }()

@@ -49,7 +49,7 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 		}
 		runs = append(runs,
 			kittest.Must(staller.New(spec.connect(), kit.WithInstance(fmt.Sprintf("staller-%d", i)), kit.WithConsumer(consumer))).Run,
-			decider.New(spec.connect(), decider.WithInstance(fmt.Sprintf("decider-%d", i)), decider.WithConsumer(consumer)).Run,
+			kittest.Must(decider.New(spec.connect(), kit.WithInstance(fmt.Sprintf("decider-%d", i)), kit.WithConsumer(consumer))).Run,
 			grader.New(spec.connect(), grader.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
 				grader.WithConsumer(consumer)).Run,
 			meter.New(spec.connect(), meter.WithInstance(fmt.Sprintf("meter-%d", i)), meter.WithConsumer(consumer)).Run)

@@ -46,7 +46,11 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 		return svc.Run, nil
 	},
 	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := decider.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
