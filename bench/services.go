@@ -45,11 +45,15 @@ func startServices(ctx context.Context, b *bus.Bus, concurrency int, workDir str
 	if err != nil {
 		return nil, err
 	}
+	gr, err := grader.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
 	runs := map[string]func(context.Context) error{
 		"runner":  rn.Run,
 		"staller": st.Run,
 		"decider": de.Run,
-		"grader":  grader.New(b, grader.WithLogger(quiet)).Run,
+		"grader":  gr.Run,
 		"meter":   meter.New(b, meter.WithLogger(quiet)).Run,
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -50,8 +50,8 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 		runs = append(runs,
 			kittest.Must(staller.New(spec.connect(), kit.WithInstance(fmt.Sprintf("staller-%d", i)), kit.WithConsumer(consumer))).Run,
 			kittest.Must(decider.New(spec.connect(), kit.WithInstance(fmt.Sprintf("decider-%d", i)), kit.WithConsumer(consumer))).Run,
-			grader.New(spec.connect(), grader.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
-				grader.WithConsumer(consumer)).Run,
+			kittest.Must(grader.New(spec.connect(), kit.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
+				kit.WithConsumer(consumer))).Run,
 			meter.New(spec.connect(), meter.WithInstance(fmt.Sprintf("meter-%d", i)), meter.WithConsumer(consumer)).Run)
 	}
 	var wg sync.WaitGroup

@@ -53,7 +53,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	deciderBus, _ := openAs(t, ctx, url, "FACTLINE", "decider")
 	graderBus, _ := openAs(t, ctx, url, "FACTLINE", "grader")
 	for _, run := range []func(context.Context) error{rsvc.Run, kittest.Must(staller.New(stallerBus)).Run, kittest.Must(decider.New(deciderBus)).Run,
-		grader.New(graderBus, grader.WithWorkDir(t.TempDir())).Run, meter.New(meterBus).Run} {
+		kittest.Must(grader.New(graderBus, grader.WithWorkDir(t.TempDir()))).Run, meter.New(meterBus).Run} {
 		wg.Go(func() { _ = run(svcCtx) })
 	}
 

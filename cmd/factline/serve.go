@@ -53,7 +53,11 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 		return svc.Run, nil
 	},
 	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := grader.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
 		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
