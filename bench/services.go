@@ -49,12 +49,16 @@ func startServices(ctx context.Context, b *bus.Bus, concurrency int, workDir str
 	if err != nil {
 		return nil, err
 	}
+	me, err := meter.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
 	runs := map[string]func(context.Context) error{
 		"runner":  rn.Run,
 		"staller": st.Run,
 		"decider": de.Run,
 		"grader":  gr.Run,
-		"meter":   meter.New(b, meter.WithLogger(quiet)).Run,
+		"meter":   me.Run,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -52,7 +52,7 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 			kittest.Must(decider.New(spec.connect(), kit.WithInstance(fmt.Sprintf("decider-%d", i)), kit.WithConsumer(consumer))).Run,
 			kittest.Must(grader.New(spec.connect(), kit.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
 				kit.WithConsumer(consumer))).Run,
-			meter.New(spec.connect(), meter.WithInstance(fmt.Sprintf("meter-%d", i)), meter.WithConsumer(consumer)).Run)
+			kittest.Must(meter.New(spec.connect(), kit.WithInstance(fmt.Sprintf("meter-%d", i)), kit.WithConsumer(consumer))).Run)
 	}
 	var wg sync.WaitGroup
 	for _, run := range runs {

@@ -53,7 +53,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	deciderBus, _ := openAs(t, ctx, url, "FACTLINE", "decider")
 	graderBus, _ := openAs(t, ctx, url, "FACTLINE", "grader")
 	for _, run := range []func(context.Context) error{rsvc.Run, kittest.Must(staller.New(stallerBus)).Run, kittest.Must(decider.New(deciderBus)).Run,
-		kittest.Must(grader.New(graderBus, grader.WithWorkDir(t.TempDir()))).Run, meter.New(meterBus).Run} {
+		kittest.Must(grader.New(graderBus, grader.WithWorkDir(t.TempDir()))).Run, kittest.Must(meter.New(meterBus)).Run} {
 		wg.Go(func() { _ = run(svcCtx) })
 	}
 
@@ -167,7 +167,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 
 	// A fresh meter (a restarted process) handed the run's end again, as
 	// a redelivery would: it folds the whole suite and finds nothing new.
-	if err := meter.New(meterBus).Handle(ctx, bus.Delivery{Record: ended, Deliveries: 2}); err != nil {
+	if err := kittest.Must(meter.New(meterBus)).Handle(ctx, bus.Delivery{Record: ended, Deliveries: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if got := reported(); len(got) != 1 {

@@ -173,7 +173,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	}
 	startSvc(rsvc.Run, ctx)
 	startSvc(runnertest.Decider{Bus: b}.Run, ctx)
-	startSvc(meter.New(b, meter.WithInstance("meter-e2e")).Run, ctx)
+	startSvc(kittest.Must(meter.New(b, kit.WithInstance("meter-e2e"))).Run, ctx)
 
 	// A short ack wait, so the server redelivers what a dead grader held
 	// within the test's time, and deliveries to spare, so that a message

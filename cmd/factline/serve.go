@@ -60,7 +60,11 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 		return svc.Run, nil
 	},
 	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := meter.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 }
 
