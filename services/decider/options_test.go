@@ -2,16 +2,15 @@ package decider
 
 import (
 	"context"
-	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider/stop"
-	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 )
 
 func agree(context.Context, JudgeRequest) (stop.Opinion, error) { return stop.Opinion{}, nil }
@@ -21,16 +20,9 @@ func agree(context.Context, JudgeRequest) (stop.Opinion, error) { return stop.Op
 // judge.
 func TestDeciderDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
-	s, err := New(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in := s.sh.Instance; strings.HasPrefix(in, "decider-") || !strings.HasSuffix(in, "-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("instance %q, want <host>-<pid>", in)
-	}
-	if c := s.sh.Consumer(); c.Name != ConsumerName || c.MaxDeliver != 0 || c.OnDemand {
-		t.Errorf("consumer %+v", c)
-	}
+	s := kittest.Must(New(b))
+	kittest.Defaults(t, s.sh, "", bus.ConsumerConfig{Name: ConsumerName,
+		Filters: []string{events.KindFilter(events.KindStallObserved)}})
 	if s.cfg.judge != nil {
 		t.Error("a judge without WithJudge")
 	}
@@ -38,10 +30,7 @@ func TestDeciderDefaults(t *testing.T) {
 
 func TestWithJudgeTakesAMinuteForNoTimeout(t *testing.T) {
 	b, _ := bustest.Start(t)
-	s, err := New(b, WithJudge(agree, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := kittest.Must(New(b, WithJudge(agree, 0)))
 	if s.cfg.judge == nil || s.cfg.judgeTimeout != time.Minute {
 		t.Errorf("judge set %v, timeout %s", s.cfg.judge != nil, s.cfg.judgeTimeout)
 	}
@@ -49,14 +38,14 @@ func TestWithJudgeTakesAMinuteForNoTimeout(t *testing.T) {
 
 func TestWithJudgeRefusesANilJudge(t *testing.T) {
 	b, _ := bustest.Start(t)
-	if _, err := New(b, WithJudge(nil, time.Second)); !errors.Is(err, kit.ErrInvalidOption) || !strings.Contains(err.Error(), "WithJudge") {
-		t.Fatalf("err = %v, want WithJudge refused", err)
-	}
+	_, err := New(b, WithJudge(nil, time.Second))
+	kittest.Refused(t, err, "WithJudge")
 }
 
 func TestWithJudgeRefusesANegativeTimeout(t *testing.T) {
 	b, _ := bustest.Start(t)
-	if _, err := New(b, WithJudge(agree, -time.Second)); !errors.Is(err, kit.ErrInvalidOption) || !strings.Contains(err.Error(), "negative") {
-		t.Fatalf("err = %v, want WithJudge refused for its timeout", err)
+	_, err := New(b, WithJudge(agree, -time.Second))
+	if oe := kittest.Refused(t, err, "WithJudge"); !strings.Contains(oe.Reason, "negative") {
+		t.Errorf("reason %q does not name the timeout", oe.Reason)
 	}
 }

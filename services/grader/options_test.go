@@ -1,14 +1,14 @@
 package grader
 
 import (
-	"errors"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 )
 
 // The grader's defaults are what they were before the kit: instances
@@ -17,30 +17,20 @@ import (
 // below the OS temporary directory, judges built by DefaultJudges.
 func TestGraderDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
-	s, err := New(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in := s.sh.Instance; !strings.HasPrefix(in, "grader-") || !strings.HasSuffix(in, "-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("instance %q, want grader-<host>-<pid>", in)
-	}
-	if c := s.sh.Consumer(); c.Name != ConsumerName || !c.OnDemand || c.MaxDeliver != 0 || len(c.Filters) != 2 {
-		t.Errorf("consumer %+v", c)
-	}
+	s := kittest.Must(New(b))
+	kittest.Defaults(t, s.sh, "grader", bus.ConsumerConfig{Name: ConsumerName, OnDemand: true,
+		Filters: []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}})
 	if s.cfg.workDir != os.TempDir() || s.cfg.judges == nil || s.cfg.hook != nil {
 		t.Errorf("work dir %q, judges set %v, hook set %v", s.cfg.workDir, s.cfg.judges != nil, s.cfg.hook != nil)
 	}
 }
 
-// refusedOption asserts that New refused option.
+// refusedOption asserts that New refuses opt as option.
 func refusedOption(t *testing.T, opt kit.Option, option string) {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	_, err := New(b, opt)
-	var oe *kit.OptionError
-	if !errors.Is(err, kit.ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != option {
-		t.Fatalf("err = %v, want %s refused", err, option)
-	}
+	kittest.Refused(t, err, option)
 }
 
 func TestWithWorkDirRefusesAnEmptyDir(t *testing.T) { refusedOption(t, WithWorkDir(""), "WithWorkDir") }

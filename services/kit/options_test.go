@@ -3,8 +3,6 @@ package kit_test
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 )
 
 // A service that loads runs and cases, like the staller.
@@ -48,22 +47,6 @@ func withTimeout(d time.Duration) kit.Option {
 	})
 }
 
-// refused asserts that err is the kit's option error for option.
-func refused(t *testing.T, err error, option string) *kit.OptionError {
-	t.Helper()
-	if !errors.Is(err, kit.ErrInvalidOption) {
-		t.Fatalf("err = %v, want an invalid option", err)
-	}
-	var oe *kit.OptionError
-	if !errors.As(err, &oe) || oe.Option != option {
-		t.Fatalf("err = %v, want an *OptionError for %s", err, option)
-	}
-	if !strings.Contains(err.Error(), option) {
-		t.Errorf("the error %q does not name %s", err, option)
-	}
-	return oe
-}
-
 func newShell(t *testing.T, spec kit.Spec, opts ...kit.Option) (*kit.Shell, error) {
 	t.Helper()
 	b, _ := bustest.Start(t)
@@ -72,22 +55,22 @@ func newShell(t *testing.T, spec kit.Spec, opts ...kit.Option) (*kit.Shell, erro
 
 func TestWithInstanceRefusesAnEmptyName(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithInstance(""))
-	refused(t, err, "WithInstance")
+	kittest.Refused(t, err, "WithInstance")
 }
 
 func TestWithLoggerRefusesNil(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithLogger(nil))
-	refused(t, err, "WithLogger")
+	kittest.Refused(t, err, "WithLogger")
 }
 
 func TestWithConsumerRefusesAName(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithConsumer(bus.ConsumerConfig{Name: "mine"}))
-	refused(t, err, "WithConsumer")
+	kittest.Refused(t, err, "WithConsumer")
 }
 
 func TestWithConsumerRefusesFilters(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithConsumer(bus.ConsumerConfig{Filters: []string{"fact.>"}}))
-	refused(t, err, "WithConsumer")
+	kittest.Refused(t, err, "WithConsumer")
 }
 
 func TestWithConsumerRefusesNegativeNumbers(t *testing.T) {
@@ -99,7 +82,7 @@ func TestWithConsumerRefusesNegativeNumbers(t *testing.T) {
 		"MaxAckPending": {MaxAckPending: -1},
 	} {
 		_, err := newShell(t, runSpec, kit.WithConsumer(cc))
-		if oe := refused(t, err, "WithConsumer"); !strings.Contains(oe.Reason, name) {
+		if oe := kittest.Refused(t, err, "WithConsumer"); !strings.Contains(oe.Reason, name) {
 			t.Errorf("%s: the reason %q does not name the field", name, oe.Reason)
 		}
 	}
@@ -108,21 +91,21 @@ func TestWithConsumerRefusesNegativeNumbers(t *testing.T) {
 func TestWithWorkersRefusesFewerThanOne(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		_, err := newShell(t, runSpec, kit.WithWorkers(n))
-		refused(t, err, "WithWorkers")
+		kittest.Refused(t, err, "WithWorkers")
 	}
 }
 
 func TestWithAckWaitRefusesANonPositiveWait(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		_, err := newShell(t, runSpec, kit.WithAckWait(d))
-		refused(t, err, "WithAckWait")
+		kittest.Refused(t, err, "WithAckWait")
 	}
 }
 
 func TestWithMaxDeliverRefusesFewerThanOne(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		_, err := newShell(t, runSpec, kit.WithMaxDeliver(n))
-		refused(t, err, "WithMaxDeliver")
+		kittest.Refused(t, err, "WithMaxDeliver")
 	}
 }
 
@@ -132,22 +115,22 @@ func TestACacheSizeBelowOneIsRefused(t *testing.T) {
 		"WithPolicyCache": kit.WithPolicyCache(-1),
 	} {
 		_, err := newShell(t, runSpec, o)
-		refused(t, err, name)
+		kittest.Refused(t, err, name)
 	}
 	_, err := newShell(t, suiteSpec, kit.WithSuiteCache(0))
-	refused(t, err, "WithSuiteCache")
+	kittest.Refused(t, err, "WithSuiteCache")
 }
 
 // A cache size means one thing: an option for a cache the service does
 // not keep is refused, not applied to another cache.
 func TestACacheTheServiceDoesNotKeepIsRefused(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithSuiteCache(8))
-	if oe := refused(t, err, "WithSuiteCache"); !strings.Contains(oe.Reason, "no suite cache") {
+	if oe := kittest.Refused(t, err, "WithSuiteCache"); !strings.Contains(oe.Reason, "no suite cache") {
 		t.Errorf("reason %q", oe.Reason)
 	}
 	for name, o := range map[string]kit.Option{"WithRunCache": kit.WithRunCache(8), "WithPolicyCache": kit.WithPolicyCache(8)} {
 		_, err := newShell(t, suiteSpec, o)
-		refused(t, err, name)
+		kittest.Refused(t, err, name)
 	}
 }
 
@@ -165,25 +148,25 @@ func TestAnOwnOptionAppliesToItsService(t *testing.T) {
 func TestAnOwnOptionOfAnotherServiceIsRefused(t *testing.T) {
 	b, _ := bustest.Start(t)
 	_, err := kit.New(b, runSpec, &workSettings{}, withTimeout(time.Second))
-	refused(t, err, "WithTimeout")
+	kittest.Refused(t, err, "WithTimeout")
 }
 
 func TestAnOwnOptionIsRefusedByAServiceWithoutOwnSettings(t *testing.T) {
 	b, _ := bustest.Start(t)
 	_, err := kit.New[struct{}](b, runSpec, nil, withTimeout(time.Second))
-	refused(t, err, "WithTimeout")
+	kittest.Refused(t, err, "WithTimeout")
 }
 
 func TestAnOwnOptionsErrorIsAnOptionError(t *testing.T) {
 	_, err := newShell(t, runSpec, withTimeout(-time.Second))
-	if oe := refused(t, err, "WithTimeout"); oe.Reason != "the timeout is negative" || oe.Service != events.OwnerStaller {
+	if oe := kittest.Refused(t, err, "WithTimeout"); oe.Reason != "the timeout is negative" || oe.Service != events.OwnerStaller {
 		t.Errorf("got %+v", oe)
 	}
 }
 
 func TestANilOptionIsRefused(t *testing.T) {
 	_, err := newShell(t, runSpec, kit.WithWorkers(2), nil)
-	refused(t, err, "nil")
+	kittest.Refused(t, err, "nil")
 }
 
 func TestNoBusIsRefused(t *testing.T) {
@@ -195,17 +178,11 @@ func TestNoBusIsRefused(t *testing.T) {
 // The defaults are the Spec's: the instance name (with or without the
 // service's role in front), the delivery limit, the caches kept.
 func TestDefaultsAreTheSpecs(t *testing.T) {
-	pid := "-" + strconv.Itoa(os.Getpid())
 	sh, err := newShell(t, runSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(sh.Instance, pid) || strings.HasPrefix(sh.Instance, "staller-") {
-		t.Errorf("instance %q, want <host>%s", sh.Instance, pid)
-	}
-	if c := sh.Consumer(); c.MaxDeliver != 10 || c.OnDemand {
-		t.Errorf("consumer %+v, want MaxDeliver 10, not on demand", c)
-	}
+	kittest.Defaults(t, sh, "", bus.ConsumerConfig{Name: runSpec.Consumer, Filters: runSpec.Filters, MaxDeliver: 10})
 	if sh.Runs == nil || sh.Policies == nil || sh.SuiteCache != 0 {
 		t.Errorf("caches: runs %v policies %v suites %d", sh.Runs, sh.Policies, sh.SuiteCache)
 	}
@@ -213,12 +190,7 @@ func TestDefaultsAreTheSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(sh.Instance, "meter-") || !strings.HasSuffix(sh.Instance, pid) {
-		t.Errorf("instance %q, want meter-<host>%s", sh.Instance, pid)
-	}
-	if c := sh.Consumer(); c.MaxDeliver != 0 {
-		t.Errorf("MaxDeliver %d, want the bus's default (0 here)", c.MaxDeliver)
-	}
+	kittest.Defaults(t, sh, "meter", bus.ConsumerConfig{Name: suiteSpec.Consumer, Filters: suiteSpec.Filters})
 	if sh.Runs != nil || sh.Policies != nil || sh.SuiteCache != 64 {
 		t.Errorf("caches: runs %v policies %v suites %d", sh.Runs, sh.Policies, sh.SuiteCache)
 	}

@@ -1,14 +1,13 @@
 package meter
 
 import (
-	"errors"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 )
 
 // The meter's defaults are what they were before the kit: instances named
@@ -16,37 +15,25 @@ import (
 // bus's delivery limit.
 func TestMeterDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
-	s, err := New(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in := s.sh.Instance; !strings.HasPrefix(in, "meter-") || !strings.HasSuffix(in, "-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("instance %q, want meter-<host>-<pid>", in)
-	}
+	s := kittest.Must(New(b))
+	kittest.Defaults(t, s.sh, "meter", bus.ConsumerConfig{Name: ConsumerName, Filters: []string{
+		events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded), events.KindFilter(events.KindGradeVerdict)}})
 	if s.sh.SuiteCache != 64 || s.sh.Runs != nil || s.sh.Policies != nil {
 		t.Errorf("suite cache %d, run cache %v, policy cache %v", s.sh.SuiteCache, s.sh.Runs, s.sh.Policies)
 	}
-	if c := s.sh.Consumer(); c.Name != ConsumerName || c.MaxDeliver != 0 || c.OnDemand || len(c.Filters) != 3 {
-		t.Errorf("consumer %+v", c)
-	}
 }
 
-// WithCacheSize(suites) of old is WithSuiteCache; a run cache, which the
+// The old WithCacheSize(suites) is WithSuiteCache; a run cache, which the
 // staller, decider and grader keep, is refused rather than read as suites.
 func TestMeterRefusesARunCache(t *testing.T) {
 	b, _ := bustest.Start(t)
-	if _, err := New(b, kit.WithRunCache(64)); !errors.Is(err, kit.ErrInvalidOption) {
-		t.Fatalf("err = %v, want an invalid option", err)
-	}
+	_, err := New(b, kit.WithRunCache(64))
+	kittest.Refused(t, err, "WithRunCache")
 }
 
 func TestMeterTakesASuiteCache(t *testing.T) {
 	b, _ := bustest.Start(t)
-	s, err := New(b, kit.WithSuiteCache(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.sh.SuiteCache != 3 {
+	if s := kittest.Must(New(b, kit.WithSuiteCache(3))); s.sh.SuiteCache != 3 {
 		t.Errorf("suite cache %d, want 3", s.sh.SuiteCache)
 	}
 }
