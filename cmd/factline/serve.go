@@ -116,7 +116,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
-	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5); a runner then ends the run errored")
+	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	loadExtensions := extensionsFlag(fs)
 	if err := parse(fs, args); err != nil {
