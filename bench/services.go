@@ -11,6 +11,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/staller"
@@ -36,12 +37,28 @@ func startServices(ctx context.Context, b *bus.Bus, concurrency int, workDir str
 	if err != nil {
 		return nil, err
 	}
+	st, err := staller.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	de, err := decider.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	gr, err := grader.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	me, err := meter.New(b, kit.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
 	runs := map[string]func(context.Context) error{
 		"runner":  rn.Run,
-		"staller": staller.New(b, staller.WithLogger(quiet)).Run,
-		"decider": decider.New(b, decider.WithLogger(quiet)).Run,
-		"grader":  grader.New(b, grader.WithLogger(quiet)).Run,
-		"meter":   meter.New(b, meter.WithLogger(quiet)).Run,
+		"staller": st.Run,
+		"decider": de.Run,
+		"grader":  gr.Run,
+		"meter":   me.Run,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -23,6 +23,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/staller"
 )
 
@@ -320,7 +321,7 @@ func TestForgedProducerIsDeadLettered(t *testing.T) {
 	ops, opsRefused := openAs(t, ctx, url, "FACTLINE", "ops")
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- staller.New(stallerBus).Run(sctx) }()
+	go func() { done <- kittest.Must(staller.New(stallerBus)).Run(sctx) }()
 	t.Cleanup(func() { stop(); <-done })
 
 	forged := bustest.Turn(t, "s1", "r1", 1, 1)

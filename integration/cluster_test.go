@@ -10,6 +10,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/staller"
 )
@@ -87,7 +88,7 @@ func TestRunOnAThreeNodeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := []func(context.Context) error{svc.Run, staller.New(b).Run, decider.New(b).Run}
+	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, kittest.Must(decider.New(b)).Run}
 	stopped := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() { _ = run(ctx); stopped <- struct{}{} }()

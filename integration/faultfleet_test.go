@@ -10,6 +10,8 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/staller"
@@ -46,11 +48,11 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 			runs = append(runs, rn.Run)
 		}
 		runs = append(runs,
-			staller.New(spec.connect(), staller.WithInstance(fmt.Sprintf("staller-%d", i)), staller.WithConsumer(consumer)).Run,
-			decider.New(spec.connect(), decider.WithInstance(fmt.Sprintf("decider-%d", i)), decider.WithConsumer(consumer)).Run,
-			grader.New(spec.connect(), grader.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
-				grader.WithConsumer(consumer)).Run,
-			meter.New(spec.connect(), meter.WithInstance(fmt.Sprintf("meter-%d", i)), meter.WithConsumer(consumer)).Run)
+			kittest.Must(staller.New(spec.connect(), kit.WithInstance(fmt.Sprintf("staller-%d", i)), kit.WithConsumer(consumer))).Run,
+			kittest.Must(decider.New(spec.connect(), kit.WithInstance(fmt.Sprintf("decider-%d", i)), kit.WithConsumer(consumer))).Run,
+			kittest.Must(grader.New(spec.connect(), kit.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
+				kit.WithConsumer(consumer))).Run,
+			kittest.Must(meter.New(spec.connect(), kit.WithInstance(fmt.Sprintf("meter-%d", i)), kit.WithConsumer(consumer))).Run)
 	}
 	var wg sync.WaitGroup
 	for _, run := range runs {

@@ -24,6 +24,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/staller"
 )
 
@@ -491,7 +492,7 @@ func TestARunnerThatMayNotMakeControlSaysSo(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	runner := startProc(t, "serve", "--services", "runner", "--nats", url, "--user", "runner",
 		"--password-file", writePasswordFile(t, "FACTLINE", "runner"), "--work-dir", t.TempDir(), "--metrics", metricsAddr)
-	for _, run := range []func(context.Context) error{staller.New(admin).Run, decider.New(admin).Run} {
+	for _, run := range []func(context.Context) error{kittest.Must(staller.New(admin)).Run, kittest.Must(decider.New(admin)).Run} {
 		sctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { _ = run(sctx); close(done) }()

@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
@@ -51,8 +52,8 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	stallerBus, _ := openAs(t, ctx, url, "FACTLINE", "staller")
 	deciderBus, _ := openAs(t, ctx, url, "FACTLINE", "decider")
 	graderBus, _ := openAs(t, ctx, url, "FACTLINE", "grader")
-	for _, run := range []func(context.Context) error{rsvc.Run, staller.New(stallerBus).Run, decider.New(deciderBus).Run,
-		grader.New(graderBus, grader.WithWorkDir(t.TempDir())).Run, meter.New(meterBus).Run} {
+	for _, run := range []func(context.Context) error{rsvc.Run, kittest.Must(staller.New(stallerBus)).Run, kittest.Must(decider.New(deciderBus)).Run,
+		kittest.Must(grader.New(graderBus, grader.WithWorkDir(t.TempDir()))).Run, kittest.Must(meter.New(meterBus)).Run} {
 		wg.Go(func() { _ = run(svcCtx) })
 	}
 
@@ -166,7 +167,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 
 	// A fresh meter (a restarted process) handed the run's end again, as
 	// a redelivery would: it folds the whole suite and finds nothing new.
-	if err := meter.New(meterBus).Handle(ctx, bus.Delivery{Record: ended, Deliveries: 2}); err != nil {
+	if err := kittest.Must(meter.New(meterBus)).Handle(ctx, bus.Delivery{Record: ended, Deliveries: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if got := reported(); len(got) != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
 	"github.com/factline/factline/services/staller"
@@ -36,7 +37,7 @@ func startFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := []func(context.Context) error{svc.Run, staller.New(b).Run, decider.New(b).Run}
+	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, kittest.Must(decider.New(b)).Run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() { _ = run(ctx); done <- struct{}{} }()

@@ -14,6 +14,8 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
@@ -171,7 +173,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	}
 	startSvc(rsvc.Run, ctx)
 	startSvc(runnertest.Decider{Bus: b}.Run, ctx)
-	startSvc(meter.New(b, meter.WithInstance("meter-e2e")).Run, ctx)
+	startSvc(kittest.Must(meter.New(b, kit.WithInstance("meter-e2e"))).Run, ctx)
 
 	// A short ack wait, so the server redelivers what a dead grader held
 	// within the test's time, and deliveries to spare, so that a message
@@ -180,12 +182,12 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	var mu sync.Mutex
 	out := e2eRun{atCrash: map[string]bool{}}
 	second := func() {
-		g2 := grader.New(b, grader.WithInstance("grader-2"), grader.WithWorkDir(t.TempDir()), grader.WithConsumer(consumer),
+		g2 := kittest.Must(grader.New(b, kit.WithInstance("grader-2"), grader.WithWorkDir(t.TempDir()), kit.WithConsumer(consumer),
 			grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
 				mu.Lock()
 				defer mu.Unlock()
 				out.second = append(out.second, x.Run+"/"+string(x.Instrument))
-			}))
+			})))
 		startSvc(g2.Run, ctx)
 	}
 	if !crash {
@@ -195,7 +197,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 		ctx1, kill := context.WithCancel(ctx)
 		perRun := map[string]int{}
 		died := make(chan struct{})
-		g1 := grader.New(b1, grader.WithInstance("grader-1"), grader.WithWorkDir(t.TempDir()), grader.WithConsumer(consumer),
+		g1 := kittest.Must(grader.New(b1, kit.WithInstance("grader-1"), grader.WithWorkDir(t.TempDir()), kit.WithConsumer(consumer),
 			grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -205,7 +207,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 					b1.Conn().Close() // killed: nothing more is acknowledged or handed back
 					kill()
 				}
-			}))
+			})))
 		wg.Go(func() { _ = g1.Run(ctx1); close(died) })
 		p := submitE2E(t, ctx, b, suitePath)
 		select {

@@ -19,6 +19,7 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
@@ -38,16 +39,32 @@ var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.
 		return svc.Run, nil
 	},
 	"staller": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return staller.New(b, staller.WithLogger(slog.Default()), staller.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := staller.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return decider.New(b, decider.WithLogger(slog.Default()), decider.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := decider.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return grader.New(b, grader.WithLogger(slog.Default()), grader.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := grader.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		return meter.New(b, meter.WithLogger(slog.Default()), meter.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})).Run, nil
+		svc, err := meter.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
+		if err != nil {
+			return nil, err
+		}
+		return svc.Run, nil
 	},
 }
 
@@ -99,7 +116,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	instances := fs.Int("instances", 1, "runs a runner drives at once")
 	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
-	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5); a runner then ends the run errored")
+	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	loadExtensions := extensionsFlag(fs)
 	if err := parse(fs, args); err != nil {

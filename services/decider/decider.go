@@ -9,16 +9,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
-	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/decider/stop"
+	"github.com/factline/factline/services/kit"
 )
 
 // ConsumerName is the durable consumer every decider instance shares.
@@ -42,89 +41,63 @@ type JudgeRequest struct {
 // deterministic checks.
 type Judge func(ctx context.Context, req JudgeRequest) (stop.Opinion, error)
 
-// Option configures a Service.
-type Option func(*config)
-
+// config is the decider's own settings, besides the kit's.
 type config struct {
-	instance     string
-	log          *slog.Logger
-	runs         int
-	policies     int
-	consumer     bus.ConsumerConfig
 	judge        Judge
 	judgeTimeout time.Duration
 }
 
-// WithInstance names this instance in the facts it writes
-// (producer.instance). The default is <hostname>-<pid>.
-func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithCacheSize bounds the run cache (runs kept loaded, default 1024) and
-// the policy cache (decoded cases under treatments, default 256).
-func WithCacheSize(runs, policies int) Option {
-	return func(c *config) { c.runs, c.policies = runs, policies }
+// spec is the decider to the kit. Its instances are named <host>-<pid> by
+// default (no role in front, unlike the grader's and the meter's); a
+// delivery is tried the bus's default number of times.
+var spec = kit.Spec{
+	Owner:       events.OwnerDecider,
+	Consumer:    ConsumerName,
+	Filters:     []string{events.KindFilter(events.KindStallObserved)},
+	RunCache:    1024,
+	PolicyCache: 256,
 }
 
-// WithConsumer tunes the durable consumer (workers, prefetch, ack wait, max
-// deliveries). Its name and filter are always the decider's.
-func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
-
 // WithJudge adds a judge that reviews done decisions, each within timeout
-// (default one minute). See stop.Review for what a judge can and cannot
-// change.
-func WithJudge(j Judge, timeout time.Duration) Option {
-	return func(c *config) { c.judge, c.judgeTimeout = j, timeout }
+// (0: one minute). See stop.Review for what a judge can and cannot change.
+// A nil judge or a negative timeout is refused.
+func WithJudge(j Judge, timeout time.Duration) kit.Option {
+	return kit.Own("WithJudge", func(c *config) error {
+		switch {
+		case j == nil:
+			return errors.New("the judge is nil")
+		case timeout < 0:
+			return fmt.Errorf("the timeout %s is negative", timeout)
+		case timeout == 0:
+			timeout = time.Minute
+		}
+		c.judge, c.judgeTimeout = j, timeout
+		return nil
+	})
 }
 
 // Service is one decider instance.
 type Service struct {
-	b        *bus.Bus
-	cfg      config
-	log      *slog.Logger
-	runs     *bus.RunCache
-	policies *caseload.Cache
+	sh  *kit.Shell
+	cfg config
 }
 
-// New returns a decider instance on b. Start it with Run.
-func New(b *bus.Bus, opts ...Option) *Service {
-	c := config{policies: 256}
-	for _, o := range opts {
-		o(&c)
+// New returns a decider instance on b, configured by the kit's shared
+// options (it keeps a run cache and a policy cache, no suite cache) and
+// WithJudge. Start it with Run.
+func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
+	var c config
+	sh, err := kit.New(b, spec, &c, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if c.instance == "" {
-		c.instance = events.LocalInstance("")
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	if c.judgeTimeout <= 0 {
-		c.judgeTimeout = time.Minute
-	}
-	c.consumer.Name = ConsumerName
-	c.consumer.Filters = []string{events.KindFilter(events.KindStallObserved)}
-	return &Service{
-		b:        b,
-		cfg:      c,
-		log:      c.log.With("service", "decider", "instance", c.instance),
-		runs:     b.NewRunCache(c.runs),
-		policies: caseload.New(c.policies),
-	}
+	return &Service{sh: sh, cfg: c}, nil
 }
 
 // Run consumes stall.observed until ctx is done, then returns nil (or the
 // consumer's error). Deliveries in progress at shutdown are handed back to
 // other instances unfinished.
-func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("decider started")
-	defer s.log.Info("decider stopped")
-	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
-		return fmt.Errorf("decider: %w", err)
-	}
-	return nil
-}
+func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
 
 // Handle decides the turn a stall.observed delivery observed and commits
 // its stop.decided, once: a redelivery, or two instances handling the same
@@ -134,43 +107,33 @@ func (s *Service) Run(ctx context.Context) error {
 // decided by any retry: the error is permanent and the delivery is
 // dead-lettered with the reason.
 func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
-	so, ok := d.Fact.Body.(events.StallObserved)
-	if !ok {
-		return bus.Permanent(fmt.Errorf("decider: delivered %s, want %s", d.Fact.Kind(), events.KindStallObserved))
-	}
-	suite, run, turn := d.Fact.Suite, d.Fact.Run, so.Turn
-	log, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
+	so, err := kit.Delivered[events.StallObserved](s.sh, d)
 	if err != nil {
-		return fmt.Errorf("decider: load %s/%s: %w", suite, run, err)
+		return err
 	}
-	if decidedIn(log, turn) {
-		return nil
-	}
-	eff, err := s.policies.Effective(ctx, s.b, log)
-	if err != nil {
-		return fmt.Errorf("decider: %s/%s: %w", suite, run, err)
-	}
-	pol := PolicyFrom(eff)
 	judged := &judgeMemo{}
-	recs, err := s.b.Commit(ctx, s.runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
-		return s.decide(ctx, log, d.Fact, so, pol, judged)
-	})
-	if err != nil {
-		return fmt.Errorf("decider: turn %d of %s/%s: %w", turn, suite, run, err)
-	}
-	for _, r := range recs {
-		if sd, ok := r.Fact.Body.(events.StopDecided); ok && !r.Duplicate {
+	return s.sh.Decide(ctx, d, kit.Step{
+		What: fmt.Sprintf("turn %d", so.Turn),
+		Done: func(log bus.RunLog) bool { return decidedIn(log, so.Turn) },
+		Decide: func(log bus.RunLog, eff cases.Effective) ([]bus.Pending, error) {
+			return s.decide(ctx, log, d.Fact, so, PolicyFrom(eff), judged)
+		},
+		Committed: func(r bus.Record) {
+			sd, ok := r.Fact.Body.(events.StopDecided)
+			if !ok {
+				return
+			}
 			result := "continue"
-			if fin, ok := sd.Decision.Result.Variant().(events.StopFinish); ok {
+			fin, finished := sd.Decision.Result.Variant().(events.StopFinish)
+			if finished {
 				result = string(fin.Status)
 			}
 			metrics.Decisions.WithLabelValues(result).Inc()
-			if fin, ok := sd.Decision.Result.Variant().(events.StopFinish); ok {
-				s.log.Info("run finishes", "suite", suite, "run", run, "turn", turn, "status", fin.Status, "reason", fin.Reason)
+			if finished {
+				s.sh.Log.Info("run finishes", "suite", d.Fact.Suite, "run", d.Fact.Run, "turn", so.Turn, "status", fin.Status, "reason", fin.Reason)
 			}
-		}
-	}
-	return nil
+		},
+	})
 }
 
 func decidedIn(log bus.RunLog, turn uint32) bool {
@@ -212,10 +175,9 @@ func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so
 		judged.once.Do(func() { judged.opinion = s.ask(ctx, log, dec) })
 		dec = stop.Review(dec, judged.opinion, pol)
 	}
-	f, err := events.NewFact(events.Meta{
+	f, err := s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: dec.TaskGeneration,
 		Position: log.NextPosition(), Causation: sf.ID.String(),
-		Producer: events.Producer{Service: events.OwnerDecider, Instance: s.cfg.instance},
 	}, events.StopDecided{Decision: dec})
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("stop.decided for turn %d: %w", so.Turn, err))
@@ -233,10 +195,10 @@ func (s *Service) ask(ctx context.Context, log bus.RunLog, dec events.StopDecisi
 	case err == nil:
 		return o
 	case errors.Is(err, context.DeadlineExceeded):
-		s.log.Warn("judge timed out; the checks decide", "run", log.Run, "turn", dec.Turn)
+		s.sh.Log.Warn("judge timed out; the checks decide", "run", log.Run, "turn", dec.Turn)
 		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictTimeout}
 	default:
-		s.log.Warn("judge failed; the checks decide", "run", log.Run, "turn", dec.Turn, "err", err)
+		s.sh.Log.Warn("judge failed; the checks decide", "run", log.Run, "turn", dec.Turn, "err", err)
 		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictRefused, Reason: err.Error()}
 	}
 }

@@ -17,21 +17,23 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/decider/stop"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 )
 
 // testConsumer keeps redelivery of messages a stopped instance had
 // prefetched short, so the tests do not wait out the default ack wait.
-var testConsumer = decider.WithConsumer(bus.ConsumerConfig{AckWait: 2 * time.Second, Prefetch: 2, Workers: 2})
+var testConsumer = kit.WithConsumer(bus.ConsumerConfig{AckWait: 2 * time.Second, Prefetch: 2, Workers: 2})
 
 type instance struct {
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startInstance(b *bus.Bus, name string, opts ...decider.Option) *instance {
+func startInstance(b *bus.Bus, name string, opts ...kit.Option) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1)}
-	s := decider.New(b, append([]decider.Option{decider.WithInstance(name), testConsumer}, opts...)...)
+	s := kittest.Must(decider.New(b, append([]kit.Option{kit.WithInstance(name), testConsumer}, opts...)...))
 	go func() { in.done <- s.Run(ctx) }()
 	return in
 }
@@ -201,7 +203,7 @@ func TestRedeliveryAndTwoInstancesCommitOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := bus.Delivery{Record: log.Records[len(log.Records)-1], Deliveries: 1}
-	one, two := decider.New(b, decider.WithInstance("one")), decider.New(b, decider.WithInstance("two"))
+	one, two := kittest.Must(decider.New(b, kit.WithInstance("one"))), kittest.Must(decider.New(b, kit.WithInstance("two")))
 	var wg sync.WaitGroup
 	herrs := make([]error, 2)
 	for i, svc := range []*decider.Service{one, two} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/services/kit"
 )
 
 // WithContainment sets how command instruments are contained (default:
@@ -14,7 +15,9 @@ import (
 // runner's default). Its WorkDir is always the grader's work directory.
 // What the host grants is probed once, in New, and recorded in every
 // command's grade.instrument.
-func WithContainment(cfg sandbox.Config) Option { return func(c *config) { c.contain = &cfg } }
+func WithContainment(cfg sandbox.Config) kit.Option {
+	return kit.Own("WithContainment", func(c *config) error { c.contain = &cfg; return nil })
+}
 
 // probe finds out once which containment the host grants command
 // instruments, and says what it cannot give.
@@ -26,12 +29,12 @@ func (s *Service) probe() {
 	}
 	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
 	if s.probeErr != nil {
-		s.log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
+		s.sh.Log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
 		return
 	}
 	for _, f := range s.containment.Record().Features {
 		if f.State == events.ContainmentUnsupported {
-			s.log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
+			s.sh.Log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
 		}
 	}
 }

@@ -23,19 +23,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
-	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/services/grader/grade"
+	"github.com/factline/factline/services/kit"
 )
 
 // ConsumerName is the durable consumer every grader instance shares.
@@ -52,112 +51,103 @@ type Execution struct {
 	Version    string
 }
 
-// Option configures a Service.
-type Option func(*config)
-
+// config is the grader's own settings, besides the kit's.
 type config struct {
-	instance string
-	log      *slog.Logger
-	workDir  string
-	runs     int
-	judges   JudgeFactory
-	hook     func(context.Context, Execution)
-	consumer bus.ConsumerConfig
-	contain  *sandbox.Config
+	workDir string
+	judges  JudgeFactory
+	hook    func(context.Context, Execution)
+	contain *sandbox.Config
 }
 
-// WithInstance names this instance in the facts it writes (default
-// grader-<hostname>-<pid>).
-func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+// spec is the grader to the kit. Its instances are named
+// grader-<host>-<pid> by default, it keeps fewer runs loaded than the
+// staller and the decider (256) and 64 decoded cases, and it pulls a
+// delivery only when a worker is free: grading runs the case's
+// instruments, commands that may take minutes, and a delivery prefetched
+// behind them would be redelivered every ack wait until it counted as
+// poison.
+var spec = kit.Spec{
+	Owner:          events.OwnerGrader,
+	Consumer:       ConsumerName,
+	Filters:        []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)},
+	InstancePrefix: "grader",
+	RunCache:       256,
+	PolicyCache:    64,
+	OnDemand:       true,
+}
 
 // WithWorkDir sets where candidates are restored (default the OS temporary
 // directory). Every instrument run gets a fresh directory below it, removed
-// afterwards.
-func WithWorkDir(dir string) Option { return func(c *config) { c.workDir = dir } }
+// afterwards. An empty dir is refused.
+func WithWorkDir(dir string) kit.Option {
+	return kit.Own("WithWorkDir", func(c *config) error {
+		if dir == "" {
+			return errors.New("the work directory is empty")
+		}
+		c.workDir = dir
+		return nil
+	})
+}
 
-// WithCacheSize bounds the run cache (default 256 runs).
-func WithCacheSize(runs int) Option { return func(c *config) { c.runs = runs } }
-
-// WithJudges sets how judge models are built (default DefaultJudges).
-func WithJudges(f JudgeFactory) Option { return func(c *config) { c.judges = f } }
+// WithJudges sets how judge models are built (default DefaultJudges). A
+// nil factory is refused.
+func WithJudges(f JudgeFactory) kit.Option {
+	return kit.Own("WithJudges", func(c *config) error {
+		if f == nil {
+			return errors.New("the judge factory is nil")
+		}
+		c.judges = f
+		return nil
+	})
+}
 
 // WithExecuteHook calls fn just before each instrument runs. It is for
 // observation (counting executions in tests, metrics); it must not block
-// for long.
-func WithExecuteHook(fn func(context.Context, Execution)) Option {
-	return func(c *config) { c.hook = fn }
+// for long. A nil fn is refused.
+func WithExecuteHook(fn func(context.Context, Execution)) kit.Option {
+	return kit.Own("WithExecuteHook", func(c *config) error {
+		if fn == nil {
+			return errors.New("the hook is nil")
+		}
+		c.hook = fn
+		return nil
+	})
 }
-
-// WithConsumer tunes the durable consumer (workers, prefetch, ack wait,
-// max deliveries). Its name and filters are always the grader's.
-func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
 
 // Service is one grader instance.
 type Service struct {
-	b      *bus.Bus
-	cfg    config
-	log    *slog.Logger
-	runs   *bus.RunCache
-	inputs *caseload.Cache
-	locks  keyedMutex
+	sh    *kit.Shell
+	cfg   config
+	locks keyedMutex
 	// containment is what the host grants command instruments; nil when
 	// the probe failed (probeErr), and then every command is errored.
 	containment *sandbox.Containment
 	probeErr    error
 }
 
-// New returns a grader instance on b. Start it with Run. It probes the
-// containment of command instruments once; a host on which even a plain
-// contained command cannot run still gets a grader, whose command
-// instruments are errored (never failed) with the probe's reason.
-func New(b *bus.Bus, opts ...Option) *Service {
-	c := config{runs: 256}
-	for _, o := range opts {
-		o(&c)
+// New returns a grader instance on b, configured by the kit's shared
+// options (it keeps a run cache and a policy cache, no suite cache) and
+// its own (WithWorkDir, WithJudges, WithExecuteHook, WithContainment).
+// Start it with Run. It probes the containment of command instruments
+// once; a host on which even a plain contained command cannot run still
+// gets a grader, whose command instruments are errored (never failed) with
+// the probe's reason.
+func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
+	c := config{workDir: os.TempDir(), judges: DefaultJudges}
+	sh, err := kit.New(b, spec, &c, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if c.instance == "" {
-		c.instance = events.LocalInstance("grader")
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	if c.workDir == "" {
-		c.workDir = os.TempDir()
-	}
-	if c.judges == nil {
-		c.judges = DefaultJudges
-	}
-	c.consumer.Name = ConsumerName
-	c.consumer.Filters = []string{events.KindFilter(events.KindCandidateSealed), events.KindFilter(events.KindRunEnded)}
-	// Grading runs the case's instruments, commands that may take minutes:
-	// a delivery prefetched behind them would be redelivered every ack
-	// wait until it counted as poison.
-	c.consumer.OnDemand = true
-	s := &Service{
-		b:      b,
-		cfg:    c,
-		log:    c.log.With("service", "grader", "instance", c.instance),
-		runs:   b.NewRunCache(c.runs),
-		inputs: caseload.New(64),
-		locks:  keyedMutex{m: map[string]*lockEntry{}},
-	}
+	s := &Service{sh: sh, cfg: c, locks: keyedMutex{m: map[string]*lockEntry{}}}
 	s.probe()
-	return s
+	return s, nil
 }
 
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
 func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("grader started", "containment", summary(s.containment.Record()))
-	defer s.log.Info("grader stopped")
-	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
-		return fmt.Errorf("grader: %w", err)
-	}
-	return nil
+	return s.sh.Run(ctx, s.Handle, "containment", summary(s.containment.Record()))
 }
 
 // Handle grades the run a candidate.sealed or run.ended delivery belongs to.
@@ -200,7 +190,7 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		return err
 	}
 	defer unlock()
-	log, err := s.runs.LoadThrough(ctx, suite, run, through)
+	log, err := s.sh.Runs.LoadThrough(ctx, suite, run, through)
 	if err != nil {
 		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)
 	}
@@ -217,7 +207,7 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 	}
 	start := time.Now()
 	defer func() { metrics.GradingSeconds.WithLabelValues().Observe(time.Since(start).Seconds()) }()
-	eff, err := s.inputs.ForRequest(ctx, s.b, req)
+	eff, err := s.sh.Policies.ForRequest(ctx, s.sh.Bus, req)
 	in := inputs{kase: eff.Case, treat: eff.Treatment}
 	if err != nil {
 		return err
@@ -299,7 +289,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		}
 		res.Instrument, res.Version, res.Required = gi.ID, gi.Version, gi.Required
 		k := gi.Key()
-		_, err := s.b.Commit(ctx, s.runs, j.suite, j.run, func(log bus.RunLog) ([]bus.Pending, error) {
+		_, err := s.sh.Bus.Commit(ctx, s.sh.Runs, j.suite, j.run, func(log bus.RunLog) ([]bus.Pending, error) {
 			st := grade.Fold(log.Facts())
 			if _, done := st.Results[j.snapshot][k]; done {
 				return nil, nil
@@ -310,14 +300,14 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		if err != nil {
 			return fmt.Errorf("grader: commit %s of %s/%s: %w", k, j.suite, j.run, err)
 		}
-		s.log.Debug("instrument", "suite", j.suite, "run", j.run, "instrument", k.String(), "outcome", res.Outcome)
+		s.sh.Log.Debug("instrument", "suite", j.suite, "run", j.run, "instrument", k.String(), "outcome", res.Outcome)
 	}
 	return nil
 }
 
 // commit appends what the core decides on the run as it is when appended.
 func (s *Service) commit(ctx context.Context, suite, run string, decide func(grade.Run) grade.Decision) error {
-	recs, err := s.b.Commit(ctx, s.runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
+	recs, err := s.sh.Bus.Commit(ctx, s.sh.Runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
 		st := grade.Fold(log.Facts())
 		d := decide(st)
 		if d.Verdict == nil {
@@ -343,7 +333,7 @@ func (s *Service) commit(ctx context.Context, suite, run string, decide func(gra
 	}
 	for _, r := range recs {
 		if gv, ok := r.Fact.Body.(events.GradeVerdict); ok && !r.Duplicate {
-			s.log.Info("graded", "suite", suite, "run", run, "revision", gv.Verdict.Revision, "result", gv.Verdict.Result.Type())
+			s.sh.Log.Info("graded", "suite", suite, "run", run, "revision", gv.Verdict.Revision, "result", gv.Verdict.Result.Type())
 			metrics.Verdicts.WithLabelValues(string(gv.Verdict.Result.Type())).Inc()
 		}
 	}
@@ -356,9 +346,9 @@ func (s *Service) fact(log bus.RunLog, st grade.Run, body events.Body, offset in
 	if n := len(log.Records); n > 0 {
 		causation = log.Records[n-1].Fact.ID.String()
 	}
-	return events.NewFact(events.Meta{
+	return s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: st.Generation, Position: log.NextPosition() + uint64(offset),
-		Causation: causation, Producer: events.Producer{Service: events.OwnerGrader, Instance: s.cfg.instance},
+		Causation: causation,
 	}, body)
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/grader/grade"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/workspace"
 )
 
@@ -171,12 +173,12 @@ func result(v events.GraderVerdict, id events.InstrumentID) events.InstrumentRes
 	return events.InstrumentResult{}
 }
 
-func (e *env) grader(opts ...grader.Option) *grader.Service {
+func (e *env) grader(opts ...kit.Option) *grader.Service {
 	return e.graderOn(e.b, opts...)
 }
 
-func (e *env) graderOn(b *bus.Bus, opts ...grader.Option) *grader.Service {
-	return grader.New(b, append([]grader.Option{grader.WithWorkDir(e.t.TempDir()), grader.WithInstance("g-test")}, opts...)...)
+func (e *env) graderOn(b *bus.Bus, opts ...kit.Option) *grader.Service {
+	return kittest.Must(grader.New(b, append([]kit.Option{grader.WithWorkDir(e.t.TempDir()), kit.WithInstance("g-test")}, opts...)...))
 }
 
 func must(t *testing.T, err error) {
@@ -459,7 +461,7 @@ func TestCrashMidBatchResumesExactlyThePendingInstruments(t *testing.T) {
 	consumer := bus.ConsumerConfig{Workers: 1, Prefetch: 1, AckWait: 2 * time.Second, MaxDeliver: 50}
 	b1 := bustest.OpenWith(t, e.srv, bus.Config{})
 	ctx1, cancel1 := context.WithCancel(e.ctx)
-	g1 := e.graderOn(b1, grader.WithInstance("g1"), grader.WithConsumer(consumer),
+	g1 := e.graderOn(b1, kit.WithInstance("g1"), kit.WithConsumer(consumer),
 		grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -493,7 +495,7 @@ func TestCrashMidBatchResumesExactlyThePendingInstruments(t *testing.T) {
 		t.Fatalf("after the crash %d results are committed (partial batch: %v); want 4, one batch cut short", len(committed), partial)
 	}
 
-	g2 := e.grader(grader.WithInstance("g2"), grader.WithConsumer(consumer), grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
+	g2 := e.grader(kit.WithInstance("g2"), kit.WithConsumer(consumer), grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
 		mu.Lock()
 		defer mu.Unlock()
 		second = append(second, exec{x.Run, string(x.Instrument)})

@@ -12,13 +12,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/suites"
 )
@@ -26,36 +26,21 @@ import (
 // ConsumerName is the durable consumer every meter instance shares.
 const ConsumerName = "meter"
 
-// Option configures a Service.
-type Option func(*config)
-
-type config struct {
-	instance string
-	log      *slog.Logger
-	suites   int
-	consumer bus.ConsumerConfig
+// spec is the meter to the kit. Its instances are named
+// meter-<host>-<pid> by default; it loads no runs one by one and reads no
+// cases through a cache, but keeps up to 64 suites' folded facts.
+var spec = kit.Spec{
+	Owner:    events.OwnerMeter,
+	Consumer: ConsumerName,
+	Filters: []string{events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded),
+		events.KindFilter(events.KindGradeVerdict)},
+	InstancePrefix: "meter",
+	SuiteCache:     64,
 }
-
-// WithInstance names this instance in the facts it writes (default
-// meter-<hostname>-<pid>).
-func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithCacheSize bounds how many suites' folded facts are kept (default 64);
-// an evicted suite is read again from the log when it is next needed.
-func WithCacheSize(suites int) Option { return func(c *config) { c.suites = suites } }
-
-// WithConsumer tunes the durable consumer. Its name and filters are always
-// the meter's.
-func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
 
 // Service is one meter instance.
 type Service struct {
-	b     *bus.Bus
-	cfg   config
-	log   *slog.Logger
+	sh    *kit.Shell
 	mu    sync.Mutex
 	cache map[string]*suiteState
 	order []string
@@ -75,34 +60,19 @@ type suiteState struct {
 	last uint64
 }
 
-// New returns a meter instance on b. Start it with Run.
-func New(b *bus.Bus, opts ...Option) *Service {
-	c := config{suites: 64}
-	for _, o := range opts {
-		o(&c)
+// New returns a meter instance on b, configured by the kit's shared
+// options (it keeps a suite cache, no run or policy cache). Start it with
+// Run.
+func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
+	sh, err := kit.New[struct{}](b, spec, nil, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if c.instance == "" {
-		c.instance = events.LocalInstance("meter")
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	c.consumer.Name = ConsumerName
-	c.consumer.Filters = []string{events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded),
-		events.KindFilter(events.KindGradeVerdict)}
-	return &Service{b: b, cfg: c, log: c.log.With("service", "meter", "instance", c.instance), cache: map[string]*suiteState{},
-		reported: map[string]uint64{}}
+	return &Service{sh: sh, cache: map[string]*suiteState{}, reported: map[string]uint64{}}, nil
 }
 
 // Run consumes until ctx is done.
-func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("meter started")
-	defer s.log.Info("meter stopped")
-	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
-		return fmt.Errorf("meter: %w", err)
-	}
-	return nil
-}
+func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
 
 // Handle expands a submitted suite, or settles the suite a run.ended or
 // grade.verdict belongs to.
@@ -186,14 +156,14 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 		id, comps := idt.id, idt.comps
 		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
 			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
-		recs, err := s.b.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+		recs, err := s.sh.Bus.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
 			for _, r := range log.Records {
 				if _, ok := r.Fact.Body.(events.RunRequested); ok {
 					return nil, nil
 				}
 			}
-			f, err := events.NewFact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
-				Causation: submitted.ID.String(), Producer: events.Producer{Service: events.OwnerMeter, Instance: s.cfg.instance}}, body)
+			f, err := s.sh.Fact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
+				Causation: submitted.ID.String()}, body)
 			return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(m.Run)}}, err
 		})
 		if err != nil {
@@ -203,13 +173,13 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 			requested++
 		}
 	}
-	s.log.Info("suite expanded", "suite", suite, "requested", requested, "cases", len(sub.Cases),
+	s.sh.Log.Info("suite expanded", "suite", suite, "requested", requested, "cases", len(sub.Cases),
 		"treatments", len(sub.Treatments), "trials", sub.Trials)
 	return nil
 }
 
 func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byte, error) {
-	data, err := s.b.GetBlob(ctx, d)
+	data, err := s.sh.Bus.GetBlob(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("meter: %s blob: %w", what, err)
 	}
@@ -237,26 +207,25 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	if err != nil {
 		return err
 	}
-	digest, err := s.b.PutBlob(ctx, data)
+	digest, err := s.sh.Bus.PutBlob(ctx, data)
 	if err != nil {
 		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}
 	body := r.Reported(digest)
-	recs, err := s.b.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
+	recs, err := s.sh.Bus.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
 		for _, rec := range log.Records {
 			if sr, ok := rec.Fact.Body.(events.SuiteReported); ok && sr.ReportDigest == digest {
 				return nil, nil
 			}
 		}
-		f, err := events.NewFact(events.Meta{Suite: suite, Run: events.SuiteScope, Position: log.NextPosition(),
-			Producer: events.Producer{Service: events.OwnerMeter, Instance: s.cfg.instance}}, body)
+		f, err := s.sh.Fact(events.Meta{Suite: suite, Run: events.SuiteScope, Position: log.NextPosition()}, body)
 		return []bus.Pending{{Fact: f, MsgID: measure.ReportMsgID(digest)}}, err
 	})
 	if err != nil {
 		return fmt.Errorf("meter: report %s: %w", suite, err)
 	}
 	if len(recs) > 0 && !recs[0].Duplicate {
-		s.log.Info("suite reported", "suite", suite, "report", digest, "attempts", body.Attempts, "passed", body.Passed,
+		s.sh.Log.Info("suite reported", "suite", suite, "report", digest, "attempts", body.Attempts, "passed", body.Passed,
 			"failed", body.Failed, "pending", body.Pending, "invalid", body.Invalid, "abstained", body.Abstained, "excluded", body.Excluded)
 	}
 	// A reported suite is done until something changes it (a regrade): its
@@ -306,7 +275,7 @@ func (s *Service) state(suite string) *suiteState {
 	st := &suiteState{log: measure.NewLog(suite)}
 	s.cache[suite] = st
 	s.order = append(s.order, suite)
-	for len(s.order) > s.cfg.suites {
+	for len(s.order) > s.sh.SuiteCache {
 		delete(s.cache, s.order[0])
 		s.order = s.order[1:]
 	}
@@ -316,9 +285,9 @@ func (s *Service) state(suite string) *suiteState {
 // refresh folds the suite's facts committed since the state's last
 // sequence, through at least the sequence through.
 func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) error {
-	last, err := readSuite(ctx, s.b, st.log, st.last+1, through, func(bad bus.BadRecord) {
+	last, err := readSuite(ctx, s.sh.Bus, st.log, st.last+1, through, func(bad bus.BadRecord) {
 		if errors.Is(bad.Err, events.ErrSubjectMismatch) {
-			s.log.Warn("left a forged fact out of the report", "suite", st.log.Suite, "seq", bad.Seq, "subject", bad.Subject, "err", bad.Err)
+			s.sh.Log.Warn("left a forged fact out of the report", "suite", st.log.Suite, "seq", bad.Seq, "subject", bad.Subject, "err", bad.Err)
 		}
 	})
 	// What was folded before a failed read stays folded: the retry goes on

@@ -14,6 +14,8 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/suites"
@@ -60,7 +62,7 @@ func runMeter(t *testing.T, ctx context.Context, b *bus.Bus) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { _ = meter.New(b, meter.WithInstance("m-test")).Run(ctx); close(done) }()
+	go func() { _ = kittest.Must(meter.New(b, kit.WithInstance("m-test"))).Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
@@ -109,7 +111,7 @@ func TestSubmittedSuiteExpandsOnce(t *testing.T) {
 	// Expanding again (a redelivered submission) requests nothing twice.
 	sub, err := b.LoadRun(ctx, "m", events.SuiteScope)
 	must(t, err)
-	must(t, meter.New(b).Expand(ctx, sub.Records[0].Fact, p.Submitted))
+	must(t, kittest.Must(meter.New(b)).Expand(ctx, sub.Records[0].Fact, p.Submitted))
 	for _, m := range roster {
 		log := requested(t, ctx, b, p)[m.Run]
 		if len(log.Records) != 1 || log.Records[0].MsgID != measure.RequestMsgID(m.Run) {
@@ -209,7 +211,7 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 		t.Fatalf("stored report %+v", stored.Treatments)
 	}
 	// Nothing new: no second suite.reported.
-	must(t, meter.New(b).Handle(ctx, bus.Delivery{Record: bus.Record{Fact: mustFact(t, "m")}}))
+	must(t, kittest.Must(meter.New(b)).Handle(ctx, bus.Delivery{Record: bus.Record{Fact: mustFact(t, "m")}}))
 	log, _ := b.LoadRun(ctx, "m", events.SuiteScope)
 	n := 0
 	for _, r := range log.Records {
@@ -325,7 +327,7 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 	})
 
 	// A redelivery makes a fresh meter fold the whole suite again.
-	must(t, meter.New(b).Handle(ctx, bus.Delivery{Record: ended}))
+	must(t, kittest.Must(meter.New(b)).Handle(ctx, bus.Delivery{Record: ended}))
 	if got := reports(); len(got) != 1 {
 		t.Fatalf("%d suite.reported facts after the forgery; the last: %+v", len(got), got[len(got)-1])
 	}
@@ -358,7 +360,7 @@ func TestOversizedRosterIsRefused(t *testing.T) {
 	must(t, err)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err = meter.New(b).Expand(ctx, f, sub)
+	err = kittest.Must(meter.New(b)).Expand(ctx, f, sub)
 	if err == nil || bus.Transient(err) || !strings.Contains(err.Error(), fmt.Sprintf("%d runs; a suite has at most %d", 4*sub.Trials, suites.MaxRuns)) {
 		t.Fatalf("expanding %d runs: %v", 4*sub.Trials, err)
 	}

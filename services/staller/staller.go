@@ -9,14 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
-	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/staller/stall"
 )
 
@@ -34,82 +33,40 @@ func MsgID(run string, turn uint32) string {
 	return events.MessageID(run, events.KindStallObserved, strconv.FormatUint(uint64(turn), 10))
 }
 
-// Option configures a Service.
-type Option func(*config)
-
-type config struct {
-	instance string
-	log      *slog.Logger
-	runs     int
-	policies int
-	consumer bus.ConsumerConfig
+// spec is the staller to the kit. Its instances are named <host>-<pid>
+// by default (no role in front, unlike the grader's and the meter's), and
+// a delivery is tried ten times rather than the bus's five: a turn whose
+// predecessor is still being observed by another instance is retried until
+// that one lands.
+var spec = kit.Spec{
+	Owner:       events.OwnerStaller,
+	Consumer:    ConsumerName,
+	Filters:     []string{events.KindFilter(events.KindTurnCompleted)},
+	RunCache:    1024,
+	PolicyCache: 256,
+	MaxDeliver:  10,
 }
-
-// WithInstance names this instance in the facts it writes
-// (producer.instance). The default is <hostname>-<pid>.
-func WithInstance(name string) Option { return func(c *config) { c.instance = name } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithCacheSize bounds the run cache (runs kept loaded, default 1024) and
-// the policy cache (decoded cases under treatments, default 256).
-func WithCacheSize(runs, policies int) Option {
-	return func(c *config) { c.runs, c.policies = runs, policies }
-}
-
-// WithConsumer tunes the durable consumer (workers, prefetch, ack wait, max
-// deliveries). Its name and filter are always the staller's.
-func WithConsumer(cc bus.ConsumerConfig) Option { return func(c *config) { c.consumer = cc } }
 
 // Service is one staller instance.
 type Service struct {
-	b        *bus.Bus
-	cfg      config
-	log      *slog.Logger
-	runs     *bus.RunCache
-	policies *caseload.Cache
+	sh *kit.Shell
 }
 
-// New returns a staller instance on b. Start it with Run.
-func New(b *bus.Bus, opts ...Option) *Service {
-	c := config{policies: 256}
-	for _, o := range opts {
-		o(&c)
+// New returns a staller instance on b, configured by the kit's shared
+// options (it keeps a run cache and a policy cache, no suite cache). Start
+// it with Run.
+func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
+	sh, err := kit.New[struct{}](b, spec, nil, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if c.instance == "" {
-		c.instance = events.LocalInstance("")
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	c.consumer.Name = ConsumerName
-	c.consumer.Filters = []string{events.KindFilter(events.KindTurnCompleted)}
-	if c.consumer.MaxDeliver == 0 {
-		// Generous: a turn whose predecessor is still being observed by
-		// another instance is retried until that one lands.
-		c.consumer.MaxDeliver = 10
-	}
-	return &Service{
-		b:        b,
-		cfg:      c,
-		log:      c.log.With("service", "staller", "instance", c.instance),
-		runs:     b.NewRunCache(c.runs),
-		policies: caseload.New(c.policies),
-	}
+	return &Service{sh: sh}, nil
 }
 
 // Run consumes turn.completed until ctx is done, then returns nil (or the
 // consumer's error). Deliveries in progress at shutdown are handed back to
 // other instances unfinished.
-func (s *Service) Run(ctx context.Context) error {
-	s.log.Info("staller started")
-	defer s.log.Info("staller stopped")
-	if err := s.b.Consume(ctx, s.cfg.consumer, s.Handle); err != nil {
-		return fmt.Errorf("staller: %w", err)
-	}
-	return nil
-}
+func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
 
 // Handle observes the turn a turn.completed delivery closes and commits its
 // stall.observed, once: a redelivery, or two instances handling the same
@@ -118,42 +75,33 @@ func (s *Service) Run(ctx context.Context) error {
 // or unreadable, cannot be observed by any retry: the error is permanent
 // and the delivery is dead-lettered with the reason.
 func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
-	tc, ok := d.Fact.Body.(events.TurnCompleted)
-	if !ok {
-		return bus.Permanent(fmt.Errorf("staller: delivered %s, want %s", d.Fact.Kind(), events.KindTurnCompleted))
-	}
-	suite, run, turn := d.Fact.Suite, d.Fact.Run, tc.Evidence.Turn
-	log, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
-	if err != nil {
-		return fmt.Errorf("staller: load %s/%s: %w", suite, run, err)
-	}
-	if _, done := observedIn(log, turn); done {
-		return nil
-	}
-	pol, err := s.policy(ctx, log)
+	tc, err := kit.Delivered[events.TurnCompleted](s.sh, d)
 	if err != nil {
 		return err
 	}
-	recs, err := s.b.Commit(ctx, s.runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
-		return s.decide(log, d.Fact, turn, pol)
-	})
-	if err != nil {
-		return fmt.Errorf("staller: turn %d of %s/%s: %w", turn, suite, run, err)
-	}
-	for _, r := range recs {
-		if so, ok := r.Fact.Body.(events.StallObserved); ok && !r.Duplicate {
+	turn := tc.Evidence.Turn
+	return s.sh.Decide(ctx, d, kit.Step{
+		What: fmt.Sprintf("turn %d", turn),
+		Done: func(log bus.RunLog) bool { _, done := observedIn(log, turn); return done },
+		Decide: func(log bus.RunLog, eff cases.Effective) ([]bus.Pending, error) {
+			return s.decide(log, d.Fact, turn, PolicyFrom(eff))
+		},
+		Committed: func(r bus.Record) {
+			so, ok := r.Fact.Body.(events.StallObserved)
+			if !ok {
+				return
+			}
 			action := "none"
 			if a := so.Observation.Action; a != nil {
 				action = a.Type()
 			}
 			metrics.StallActions.WithLabelValues(action).Inc()
-		}
-		if so, ok := r.Fact.Body.(events.StallObserved); ok && !r.Duplicate && so.Observation.Action != nil {
-			s.log.Info("stall action", "suite", suite, "run", run, "turn", turn, "action", so.Observation.Action.Type(),
-				"armed", so.Observation.Checkpoint.Armed)
-		}
-	}
-	return nil
+			if so.Observation.Action != nil {
+				s.sh.Log.Info("stall action", "suite", d.Fact.Suite, "run", d.Fact.Run, "turn", turn, "action", action,
+					"armed", so.Observation.Checkpoint.Armed)
+			}
+		},
+	})
 }
 
 // observedIn reports whether the log already holds the turn's observation.
@@ -205,24 +153,14 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 	if !st.HasTurn(turn) {
 		return nil, bus.Permanent(fmt.Errorf("turn.completed %s did not complete turn %d", tc.ID, turn))
 	}
-	f, err := events.NewFact(events.Meta{
+	f, err := s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: max(gen, 1),
 		Position: log.NextPosition(), Causation: tc.ID.String(),
-		Producer: events.Producer{Service: events.OwnerStaller, Instance: s.cfg.instance},
 	}, events.StallObserved{Turn: turn, Observation: stall.Observe(st, turn)})
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("stall.observed for turn %d: %w", turn, err))
 	}
 	return []bus.Pending{{Fact: f, MsgID: MsgID(log.Run, turn)}}, nil
-}
-
-// policy returns the stall policy of the run's case under its treatment.
-func (s *Service) policy(ctx context.Context, log bus.RunLog) (stall.Policy, error) {
-	eff, err := s.policies.Effective(ctx, s.b, log)
-	if err != nil {
-		return stall.Policy{}, fmt.Errorf("staller: %s/%s: %w", log.Suite, log.Run, err)
-	}
-	return PolicyFrom(eff), nil
 }
 
 // PolicyFrom converts a case under its treatment into the core's policy:

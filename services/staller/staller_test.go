@@ -15,13 +15,15 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/staller"
 	"github.com/factline/factline/services/staller/stall"
 )
 
 // testConsumer keeps redelivery of messages a stopped instance had
 // prefetched short, so the tests do not wait out the default ack wait.
-var testConsumer = staller.WithConsumer(bus.ConsumerConfig{AckWait: 2 * time.Second, Prefetch: 2, Workers: 2})
+var testConsumer = kit.WithConsumer(bus.ConsumerConfig{AckWait: 2 * time.Second, Prefetch: 2, Workers: 2})
 
 // instance runs one staller until stop is called.
 type instance struct {
@@ -32,7 +34,7 @@ type instance struct {
 func startInstance(b *bus.Bus, name string) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1)}
-	s := staller.New(b, staller.WithInstance(name), testConsumer)
+	s := kittest.Must(staller.New(b, kit.WithInstance(name), testConsumer))
 	go func() { in.done <- s.Run(ctx) }()
 	return in
 }
@@ -166,7 +168,7 @@ func TestRedeliveryAndTwoInstancesCommitOnce(t *testing.T) {
 	}
 	last := log.Records[len(log.Records)-1]
 	d := bus.Delivery{Record: last, Deliveries: 1}
-	one, two := staller.New(b, staller.WithInstance("one")), staller.New(b, staller.WithInstance("two"))
+	one, two := kittest.Must(staller.New(b, kit.WithInstance("one"))), kittest.Must(staller.New(b, kit.WithInstance("two")))
 	var wg sync.WaitGroup
 	herrs := make([]error, 2)
 	for i, svc := range []*staller.Service{one, two} {
