@@ -308,8 +308,24 @@ func (g *getter) receive(ctx context.Context) (*nats.Msg, bool, error) {
 	case "404":
 		return nil, false, nil
 	default:
-		return nil, false, fmt.Errorf("direct get: status %s %s", st, m.Header.Get("Description"))
+		return nil, false, directGetStatus(m)
 	}
+}
+
+// DirectGetError is a direct get the server answered with a status other
+// than a message or "none": a 503 (no leader for a moment, a stream
+// catching up) is the bus failing, not the work (Transient).
+type DirectGetError struct {
+	Status, Description string
+}
+
+func (e *DirectGetError) Error() string {
+	return fmt.Sprintf("direct get: status %s %s", e.Status, e.Description)
+}
+
+// directGetStatus is the error of a direct get's status reply.
+func directGetStatus(m *nats.Msg) error {
+	return &DirectGetError{Status: m.Header.Get("Status"), Description: m.Header.Get("Description")}
 }
 
 func (g *getter) get(ctx context.Context, req directGetRequest) (*nats.Msg, bool, error) {
@@ -374,7 +390,7 @@ func readBatch(ctx context.Context, sub *nats.Subscription, fn func(*nats.Msg, u
 			np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
 			return np > 0 && last > 0, last, nil
 		default:
-			return false, last, fmt.Errorf("direct get: status %s %s", status, m.Header.Get("Description"))
+			return false, last, directGetStatus(m)
 		}
 		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 		if err != nil {

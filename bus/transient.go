@@ -41,6 +41,12 @@ func Transient(err error) bool {
 	if StoreFull(err) {
 		return true
 	}
+	var dg *DirectGetError
+	if errors.As(err, &dg) {
+		// A direct get answered "unavailable" (no leader for a moment) or
+		// "timeout": the server will answer again.
+		return dg.Status == "503" || dg.Status == "408"
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch {
