@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 	runID := fs.String("run", "", "audit one run")
 	sinkFile := fs.String("sink-records", "", "an external sink's record of effects: one operation ID per line per effect")
 	finished := fs.Bool("finished", false, "every run should be over: a started run that never ended is a violation")
+	asJSON := fs.Bool("json", false, "one JSON object: the facts read, each violation, the undecodable messages")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -45,13 +47,14 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		}
 		opts.Sink = sink
 	}
-	b, closeBus, err := t.open(ctx)
+	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
 	var facts []events.Fact
 	var violations []audit.Violation
+	var undecodable []auditMessage
 	bad := 0
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
 		f, err := r.Fact()
@@ -63,7 +66,10 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 			return nil
 		case err != nil:
 			bad++
-			fmt.Fprintf(out, "message %d on %s is not a fact: %v\n", r.Seq, r.Subject, err)
+			undecodable = append(undecodable, auditMessage{Seq: r.Seq, Subject: r.Subject, Error: err.Error()})
+			if !*asJSON {
+				fmt.Fprintf(out, "message %d on %s is not a fact: %v\n", r.Seq, r.Subject, err)
+			}
 			return nil
 		}
 		facts = append(facts, f)
@@ -72,14 +78,55 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	violations = append(violations, audit.Check(facts, opts)...)
-	for _, v := range violations {
-		fmt.Fprintln(out, v)
+	if *asJSON {
+		if err := writeAuditJSON(out, len(facts), violations, undecodable); err != nil {
+			return err
+		}
+	} else {
+		for _, v := range violations {
+			fmt.Fprintln(out, v)
+		}
 	}
 	if len(violations) > 0 || bad > 0 {
 		return fmt.Errorf("audit of %d facts: %d violations, %d undecodable messages", len(facts), len(violations), bad)
 	}
-	fmt.Fprintf(out, "audit of %d facts: every invariant holds\n", len(facts))
+	if !*asJSON {
+		fmt.Fprintf(out, "audit of %d facts: every invariant holds\n", len(facts))
+	}
 	return nil
+}
+
+// auditMessage is a message the audit could not read as a fact.
+type auditMessage struct {
+	Seq     uint64 `json:"seq"`
+	Subject string `json:"subject"`
+	Error   string `json:"error"`
+}
+
+// writeAuditJSON writes the audit as one JSON object; the exit status
+// says the same as "holds".
+func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable []auditMessage) error {
+	type violation struct {
+		Suite  string `json:"suite"`
+		Run    string `json:"run"`
+		Rule   string `json:"rule"`
+		Detail string `json:"detail"`
+	}
+	doc := struct {
+		Facts       int            `json:"facts"`
+		Holds       bool           `json:"holds"`
+		Violations  []violation    `json:"violations"`
+		Undecodable []auditMessage `json:"undecodable"`
+	}{Facts: facts, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable}
+	if doc.Undecodable == nil {
+		doc.Undecodable = []auditMessage{}
+	}
+	for _, v := range vs {
+		doc.Violations = append(doc.Violations, violation{v.Suite, v.Run, v.Rule, v.Detail})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }
 
 func readSinkRecords(path string) (map[string]int, error) {

@@ -32,7 +32,7 @@ func runControl(sig events.Signal, synopsis string, positional int) func(context
 		if len(pos) != positional {
 			return usageError{fmt.Sprintf("want %d arguments: %s", positional, synopsis)}
 		}
-		b, closeBus, err := t.open(ctx)
+		b, closeBus, err := t.readsExisting().open(ctx)
 		if err != nil {
 			return err
 		}

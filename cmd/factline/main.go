@@ -37,6 +37,7 @@ func commands() []command {
 		{"export", "write the facts of a store or a server to an export file", runExport},
 		{"import", "load an export file into an empty store or server", runImport},
 		{"projections", "list the projections replay knows", runProjections},
+		{"decode", "print one raw stored message as JSON (for nats sub --translate, nats stream get)", runDecode},
 		{"setup", "create the streams and buckets on a NATS server (as an identity allowed to)", runSetup},
 		{"cancel", "ask a run's runner to cancel it", runControl(events.SignalCancel, "cancel RUN [--reason TEXT] (--store DIR | --nats URL)", 1)},
 		{"steer", "add an instruction to a running task (a new task generation)", runControl(events.SignalSteer, "steer RUN TEXT (--store DIR | --nats URL)", 2)},

@@ -129,6 +129,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"serve", "--ack-wait", "10ms", "--store", t.TempDir()}, 2, "--ack-wait must be at least 1s"},
 		{[]string{"serve", "--max-deliver", "-1", "--store", t.TempDir()}, 2, "--max-deliver must be at least 1, got -1"},
 		{[]string{"tail", "--since", "yesterday", "--store", t.TempDir()}, 2, `--since "yesterday"`},
+		{[]string{"report", "demo", "--json", "--csv", "--store", t.TempDir()}, 2, "give one of --json, --csv and --svg"},
 	}
 	for _, c := range cases {
 		code, _, errOut := runCLI(t, c.args...)

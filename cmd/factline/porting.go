@@ -28,7 +28,7 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	if len(pos) == 1 {
 		*filter = pos[0]
 	}
-	b, closeBus, err := t.open(ctx)
+	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runReplay(ctx context.Context, args []string, out io.Writer) error {
 		}
 		src = replay.File(*file)
 	} else {
-		b, closeBus, err := t.open(ctx)
+		b, closeBus, err := t.readsExisting().open(ctx)
 		if err != nil {
 			return err
 		}

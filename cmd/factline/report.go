@@ -27,7 +27,10 @@ func runReport(ctx context.Context, args []string, out io.Writer) error {
 	if len(pos) != 1 {
 		return usageError{"name one suite: factline report SUITE"}
 	}
-	b, closeBus, err := t.open(ctx)
+	if n := countTrue(*asJSON, *asCSV, *asSVG); n > 1 {
+		return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
+	}
+	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
@@ -59,4 +62,15 @@ func runReport(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(warnTo, "warning: message %d on %s is left out of the report: %v\n", bad.Seq, bad.Subject, bad.Err)
 	}
 	return nil
+}
+
+// countTrue counts the flags that are set.
+func countTrue(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
 }

@@ -77,6 +77,17 @@ func TestRunDemoSuite(t *testing.T) {
 	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--sink-records", sinkFile, "--store", store); code != 1 || !strings.Contains(out, "effect-in-log") {
 		t.Fatalf("a forged effect passed the audit: %d\n%s", code, out)
 	}
+	// The same audit for scripts: one JSON object, the same exit status.
+	code, out, _ = runCLI(t, "audit", "--suite", "demo", "--sink-records", sinkFile, "--json", "--store", store)
+	var doc struct {
+		Facts      int  `json:"facts"`
+		Holds      bool `json:"holds"`
+		Violations []struct{ Rule, Run string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Holds || doc.Facts == 0 ||
+		len(doc.Violations) != 1 || doc.Violations[0].Rule != "effect-in-log" || doc.Violations[0].Run != "fix-sum-stall-on-t1" {
+		t.Fatalf("audit --json: %d %v\n%s", code, err, out)
+	}
 	lost := copyWithoutOne(t, store, "fact.demo.fix-sum-stall-on-t1.stall.observed")
 	if code, out, _ := runCLI(t, "audit", "--suite", "demo", "--store", lost); code != 1 || !strings.Contains(out, "one-stall-per-turn") || !strings.Contains(out, "positions") {
 		t.Fatalf("a deleted fact passed the audit: %d\n%s", code, out)
@@ -265,5 +276,27 @@ func TestRunRefusesAStoreServedElsewhere(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "jetstream")); err == nil {
 		t.Fatal("a second server was started on the served store")
+	}
+}
+
+// A command that reads the log refuses a --store path that holds no store
+// (a typo) instead of creating an empty one there and reporting nothing.
+func TestReadersRefuseAMissingStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-store")
+	for _, args := range [][]string{
+		{"report", "demo", "--store", missing},
+		{"tail", "--store", missing, "--no-follow", "--since", "start"},
+		{"export", "--store", missing},
+		{"replay", "runs", "--store", missing},
+		{"audit", "--store", missing},
+		{"cancel", "some-run", "--store", missing},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 1 || !strings.Contains(errOut, "no store at "+missing) {
+			t.Errorf("%s on a missing store: %d %q", args[0], code, errOut)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a reader created the store it was pointed at")
 	}
 }

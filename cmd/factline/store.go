@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/factline/factline/bus"
 )
@@ -23,6 +25,23 @@ type target struct {
 	// guard reports the server's permission violations on a --nats
 	// connection once open has made one.
 	guard *guard
+	// existing says the command reads a log that must already be there:
+	// a mistyped --store path is refused instead of opened as a new,
+	// empty store.
+	existing bool
+}
+
+// readsExisting marks the target as one the command only reads.
+func (t *target) readsExisting() *target { t.existing = true; return t }
+
+// storeExists reports whether dir holds a JetStream store (or is served
+// by another process, which made one).
+func storeExists(dir string) bool {
+	if st, err := os.Stat(filepath.Join(dir, "jetstream")); err == nil && st.IsDir() {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(dir, storeServedFile))
+	return err == nil
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
@@ -59,6 +78,9 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 	case t.cred.given():
 		return nil, nil, usageError{"credentials and TLS flags apply to --nats only"}
 	case t.store != "":
+		if t.existing && !storeExists(t.store) {
+			return nil, nil, fmt.Errorf("no store at %s: it holds no JetStream data (is the path right? factline run --store %s makes one)", t.store, t.store)
+		}
 		// A store another process serves is reached through that server:
 		// opening its files a second time would make two servers write
 		// them.

@@ -43,23 +43,10 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 	case *kind != "":
 		filter = string(events.KindFilter(events.Kind(*kind)))
 	}
-	b, closeBus, err := t.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	if *control {
-		return tailControl(ctx, b, out)
-	}
+	// Flags are checked before anything is opened.
 	opts := bus.ReadOptions{Filter: filter, Follow: !*noFollow}
 	switch s := *since; s {
-	case "start":
-	case "new":
-		info, err := b.JetStream().Stream(ctx, bus.FactsStream)
-		if err != nil {
-			return err
-		}
-		opts.FromSeq = info.CachedInfo().State.LastSeq + 1
+	case "start", "new":
 	default:
 		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
 			opts.FromSeq = n
@@ -68,6 +55,21 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 		} else {
 			return usageError{fmt.Sprintf("--since %q: want a sequence, an RFC 3339 time, start or new", s)}
 		}
+	}
+	b, closeBus, err := t.readsExisting().open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	if *control {
+		return tailControl(ctx, b, out)
+	}
+	if *since == "new" {
+		info, err := b.JetStream().Stream(ctx, bus.FactsStream)
+		if err != nil {
+			return err
+		}
+		opts.FromSeq = info.CachedInfo().State.LastSeq + 1
 	}
 	_, err = b.Read(ctx, opts, func(r bus.Raw) error {
 		if *asJSON {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/factline/factline/events"
+)
+
+// maxRawMessage bounds what decode reads: a fact is small (large payloads
+// go to blobs), and JetStream's default message limit is 1 MiB.
+const maxRawMessage = 8 << 20
+
+// runDecode prints one raw stored message (msgpack, from a file or standard
+// input) as JSON, so that NATS's own tools show readable facts:
+//
+//	nats sub 'fact.>' --translate 'factline decode'
+//	nats stream get FACTS 42 --raw | factline decode
+//
+// The output is the fact's wire map. A message that is no valid fact is
+// an error naming why (exit 1); with --subject, a fact that does not match
+// its subject is refused too.
+func runDecode(_ context.Context, args []string, out io.Writer) error {
+	fs := newFlags("decode", "decode [FILE|-] [--subject SUBJECT]", out)
+	subject := fs.String("subject", "", "the subject the message was stored on: a fact that does not match it is refused")
+	pos, rest := splitPositional(args, 1)
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	if len(pos) > 1 {
+		return usageError{"decode reads one message: a FILE, or - (the default) for standard input"}
+	}
+	var in io.Reader = os.Stdin
+	if len(pos) == 1 && pos[0] != "-" {
+		name := pos[0]
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxRawMessage+1))
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if len(data) > maxRawMessage {
+		return fmt.Errorf("decode: the message is over %d bytes; no fact is", maxRawMessage)
+	}
+	if *subject != "" {
+		_, err = events.DecodeStored(*subject, data)
+	} else {
+		_, err = events.Decode(data)
+	}
+	if err != nil {
+		if errors.Is(err, events.ErrSubjectMismatch) {
+			return fmt.Errorf("decode: refused: %w", err)
+		}
+		return fmt.Errorf("decode: not a fact: %w", err)
+	}
+	var wire map[string]any
+	if err := msgpack.Unmarshal(data, &wire); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(wire)
+}
