@@ -32,8 +32,13 @@ func (r Raw) Fact() (events.Fact, error) { return events.DecodeStored(r.Subject,
 
 // ReadOptions says what part of FACTS to read.
 type ReadOptions struct {
-	// Filter selects subjects (default "fact.>").
-	Filter string
+	// Stream is the stream read (default FACTS; CONTROL holds control
+	// signals and live status).
+	Stream string
+	// Filter selects subjects (default "fact.>" on FACTS, "ctl.>" and
+	// "status.>" on CONTROL); Filters, when set, selects several.
+	Filter  string
+	Filters []string
 	// FromSeq starts at this stream sequence (inclusive); FromTime at the
 	// first message at or after this time. Neither means the beginning.
 	FromSeq  uint64
@@ -63,9 +68,18 @@ const readStall = 15 * time.Second
 // as pending); one that stops receiving before that fails after readStall,
 // for its caller to retry.
 func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (uint64, error) {
+	stream := opts.Stream
+	if stream == "" {
+		stream = FactsStream
+	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle}
-	if opts.Filter != "" {
+	switch {
+	case len(opts.Filters) > 0:
+		cfg.FilterSubjects = opts.Filters
+	case opts.Filter != "":
 		cfg.FilterSubjects = []string{opts.Filter}
+	case stream == ControlStream:
+		cfg.FilterSubjects = []string{events.ControlPrefix + ".>", events.StatusPrefix + ".>"}
 	}
 	switch {
 	case opts.FromSeq > 0:
@@ -76,11 +90,11 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	}
 	actx, cancel := apiCtx(ctx)
 	defer cancel()
-	cons, err := b.js.OrderedConsumer(actx, FactsStream, cfg)
+	cons, err := b.js.OrderedConsumer(actx, stream, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
 	}
-	defer b.dropOrdered(FactsStream, cons)
+	defer b.dropOrdered(stream, cons)
 	info, err := cons.Info(actx)
 	if err != nil {
 		return 0, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
@@ -92,7 +106,7 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 		return 0, nil // the caller has read through it already
 	}
 	if info.NumPending == 0 && !opts.Follow && target == 0 {
-		if target, err = b.newestOn(ctx, cfg.FilterSubjects[0], opts); err != nil || target == 0 {
+		if target, err = b.newestOn(ctx, stream, cfg.FilterSubjects, opts); err != nil || target == 0 {
 			return 0, err
 		}
 	}
@@ -134,7 +148,7 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 			if opts.Through > 0 {
 				return last, nil
 			}
-			newest, err := b.newestOn(ctx, cfg.FilterSubjects[0], opts)
+			newest, err := b.newestOn(ctx, stream, cfg.FilterSubjects, opts)
 			if err != nil || newest <= last {
 				return last, err
 			}
@@ -151,13 +165,17 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 // a partial log and wait for a message that never comes. The answer comes
 // from the stream leader (the message-get API, which followers do not
 // answer), not from a direct get, which a lagging follower may answer too.
-func (b *Bus) newestOn(ctx context.Context, filter string, opts ReadOptions) (uint64, error) {
+func (b *Bus) newestOn(ctx context.Context, stream string, filters []string, opts ReadOptions) (uint64, error) {
 	if !opts.FromTime.IsZero() {
 		return 0, nil // where a time starts is the consumer's to say
 	}
-	newest, err := b.leaderLastSeq(ctx, FactsStream, filter)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
+	var newest uint64
+	for _, filter := range filters {
+		n, err := b.leaderLastSeq(ctx, stream, filter)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: check its end: %w", filter, err)
+		}
+		newest = max(newest, n)
 	}
 	if newest < opts.FromSeq {
 		return 0, nil

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/bus"
@@ -61,15 +61,19 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer closeBus()
+	stream := bus.FactsStream
 	if *control {
-		return tailControl(ctx, b, out)
+		stream = bus.ControlStream
 	}
 	if *since == "new" {
-		info, err := b.JetStream().Stream(ctx, bus.FactsStream)
+		info, err := b.JetStream().Stream(ctx, stream)
 		if err != nil {
 			return err
 		}
 		opts.FromSeq = info.CachedInfo().State.LastSeq + 1
+	}
+	if *control {
+		return tailControl(ctx, b, out, *runID, *kind, opts, *asJSON)
 	}
 	_, err = b.Read(ctx, opts, func(r bus.Raw) error {
 		if *asJSON {
@@ -116,22 +120,50 @@ func printFactJSON(out io.Writer, r bus.Raw) error {
 	return err
 }
 
-// tailControl follows control signals and live status as they are sent.
-func tailControl(ctx context.Context, b *bus.Bus, out io.Writer) error {
-	msgs := make(chan *nats.Msg, 64)
-	for _, subj := range []string{events.ControlPrefix + ".>", events.StatusPrefix + ".>"} {
-		sub, err := b.Conn().ChanSubscribe(subj, msgs)
-		if err != nil {
+// tailControl shows control signals and live status from the CONTROL
+// stream (which keeps them for its short max age), honouring the same
+// options as facts: --run, --kind (a signal, or "status"), --since,
+// --no-follow and --json.
+func tailControl(ctx context.Context, b *bus.Bus, out io.Writer, run, kind string, opts bus.ReadOptions, asJSON bool) error {
+	tok := func(s string) string {
+		if s == "" {
+			return "*"
+		}
+		return s
+	}
+	switch kind {
+	case "":
+		opts.Filters = []string{fmt.Sprintf("%s.*.%s.*", events.ControlPrefix, tok(run)), fmt.Sprintf("%s.*.%s", events.StatusPrefix, tok(run))}
+	case "status":
+		opts.Filters = []string{fmt.Sprintf("%s.*.%s", events.StatusPrefix, tok(run))}
+	default:
+		if !slices.Contains(events.Signals(), events.Signal(kind)) {
+			return usageError{fmt.Sprintf("--kind %q with --control: want a signal (%v) or status", kind, events.Signals())}
+		}
+		opts.Filters = []string{fmt.Sprintf("%s.*.%s.%s", events.ControlPrefix, tok(run), kind)}
+	}
+	opts.Stream, opts.Filter = bus.ControlStream, ""
+	_, err := b.Read(ctx, opts, func(r bus.Raw) error {
+		if asJSON {
+			line := map[string]any{"seq": r.Seq, "subject": r.Subject, "time": r.Time.UTC()}
+			var body any
+			if json.Unmarshal(r.Data, &body) == nil {
+				line["data"] = body
+			} else {
+				line["raw"] = string(r.Data)
+			}
+			data, err := json.Marshal(line)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(out, string(data))
 			return err
 		}
-		defer sub.Unsubscribe()
+		_, err := fmt.Fprintf(out, "%6d %s %s %s\n", r.Seq, r.Time.UTC().Format(time.TimeOnly), r.Subject, r.Data)
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
-	for {
-		select {
-		case m := <-msgs:
-			fmt.Fprintf(out, "%s %s %s\n", time.Now().UTC().Format(time.TimeOnly), m.Subject, m.Data)
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return err
 }
