@@ -351,6 +351,8 @@ func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Rep
 	reply, err := a.model.Complete(ctx, req)
 	metrics.ModelSeconds.WithLabelValues(provider).Observe(time.Since(t0).Seconds())
 	switch {
+	case err != nil && a.ctl.pendingCancel() != nil:
+		// An operator's cancel stopped the call: no failure of the model.
 	case err != nil:
 		kind := string(models.KindOf(err))
 		if kind == "" {
