@@ -98,7 +98,7 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 		}
 	}
 	if s.instance == "" {
-		s.instance = events.LocalInstance(spec.InstancePrefix)
+		s.instance = LocalInstance(spec.InstancePrefix)
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -3,6 +3,8 @@ package kit_test
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +223,18 @@ func TestTheConsumerIsTheServices(t *testing.T) {
 	c := sh.Consumer()
 	if c.Name != "staller" || len(c.Filters) != 1 || c.Filters[0] != spec.Filters[0] || !c.OnDemand || c.Workers != 2 {
 		t.Errorf("consumer %+v", c)
+	}
+}
+
+// An instance is named after its host and process, with the service's
+// role in front when it has one; operators read the process back from
+// the last field.
+func TestLocalInstanceEndsWithTheProcess(t *testing.T) {
+	pid := "-" + strconv.Itoa(os.Getpid())
+	for prefix, start := range map[string]string{"": "", "meter": "meter-"} {
+		name := kit.LocalInstance(prefix)
+		if !strings.HasPrefix(name, start) || !strings.HasSuffix(name, pid) || len(name) <= len(start)+len(pid)+1 {
+			t.Errorf("LocalInstance(%q) = %q, want %s<host>%s", prefix, name, start, pid)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
@@ -134,7 +135,7 @@ func New(cfg Config) (*Service, error) {
 		s.ackWait = 30 * time.Second
 	}
 	if s.instance == "" {
-		s.instance = events.LocalInstance("runner")
+		s.instance = kit.LocalInstance("runner")
 	}
 	if s.workDir == "" {
 		s.workDir = os.TempDir()
