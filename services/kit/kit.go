@@ -10,6 +10,7 @@
 package kit
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -40,6 +41,11 @@ type Spec struct {
 	// their treatments, suites kept folded). 0 means it keeps no such
 	// cache, and the option that sizes it is refused.
 	RunCache, PolicyCache, SuiteCache int
+	// RunCachePerWorker, for a service without a fixed RunCache, sizes
+	// its run cache by its workers instead: that many runs for each
+	// delivery it handles at once. The runner keeps the runs it drives
+	// and little more, so its cache grows with its concurrency.
+	RunCachePerWorker int
 	// MaxDeliver is how many times a delivery is tried when the options
 	// leave it unset (0: the bus's default).
 	MaxDeliver int
@@ -72,6 +78,8 @@ type Shell struct {
 
 	owner    events.Owner
 	consumer bus.ConsumerConfig
+	base     *slog.Logger // the caller's logger, before Log's attributes
+	runs     int          // the run cache's size
 }
 
 // New configures an instance of the service spec describes, on b. It
@@ -111,6 +119,10 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	if spec.OnDemand {
 		s.consumer.OnDemand = true
 	}
+	if s.runs == 0 && spec.RunCachePerWorker > 0 {
+		// No WithRunCache (it refuses 0): the default follows the workers.
+		s.runs = spec.RunCachePerWorker * max(s.consumer.Workers, 1)
+	}
 	sh := &Shell{
 		Bus:        b,
 		Instance:   s.instance,
@@ -118,6 +130,8 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 		SuiteCache: s.suites,
 		owner:      spec.Owner,
 		consumer:   s.consumer,
+		base:       s.log,
+		runs:       s.runs,
 	}
 	if s.runs > 0 {
 		sh.Runs = b.NewRunCache(s.runs)
@@ -127,6 +141,25 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	}
 	return sh, nil
 }
+
+// WrapLog puts wrap's handler between Log and the caller's logger, under
+// the service and instance attributes, so that they pass through it too:
+// for a service whose every log line must be filtered (the runner redacts
+// secrets from them).
+func (s *Shell) WrapLog(wrap func(slog.Handler) slog.Handler) {
+	s.Log = slog.New(wrap(s.base.Handler())).With("service", string(s.owner), "instance", s.Instance)
+}
+
+// OnDeadLetter makes the consumer call fn after it moved a delivery to the
+// dead letters, with the reason (see bus.ConsumerConfig.OnDeadLetter): for
+// a service that records giving up on it, as the runner ends the run.
+// Call it before Run.
+func (s *Shell) OnDeadLetter(fn func(ctx context.Context, d bus.Delivery, reason string) error) {
+	s.consumer.OnDeadLetter = fn
+}
+
+// RunCacheSize is how many runs Runs keeps loaded (0 without a run cache).
+func (s *Shell) RunCacheSize() int { return s.runs }
 
 // Consumer is the durable consumer the instance runs: its name, filters
 // and settings, defaults not yet filled in by the bus.
