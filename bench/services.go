@@ -32,8 +32,7 @@ func startServices(ctx context.Context, b *bus.Bus, concurrency int, workDir str
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
 	}
-	rn, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		Concurrency: concurrency, WorkDir: workDir, Logger: quiet})
+	rn, err := runner.New(b, kit.WithWorkers(max(concurrency, 1)), runner.WithWorkDir(workDir), kit.WithLogger(quiet))
 	if err != nil {
 		return nil, err
 	}

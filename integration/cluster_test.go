@@ -84,7 +84,7 @@ func TestRunOnAThreeNodeCluster(t *testing.T) {
 	b, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models, WorkDir: t.TempDir()})
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

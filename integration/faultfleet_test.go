@@ -39,9 +39,9 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 	var runs []func(context.Context) error
 	for i := range spec.copies {
 		if !spec.noRunner {
-			rn, err := runner.New(runner.Config{Bus: spec.connect(), Workspaces: runner.StoredWorkspaces{Blobs: spec.connect()},
-				Models: runner.Models, WorkDir: t.TempDir(), Concurrency: 4, AckWait: spec.ackWait,
-				Instance: fmt.Sprintf("runner-%d", i)})
+			rn, err := runner.New(spec.connect(), runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: spec.connect()}),
+				runner.WithWorkDir(t.TempDir()), kit.WithWorkers(4), kit.WithAckWait(spec.ackWait),
+				kit.WithInstance(fmt.Sprintf("runner-%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
@@ -44,8 +45,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	svcCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { stop(); wg.Wait() })
-	rsvc, err := runner.New(runner.Config{Bus: runnerBus, Workspaces: runner.StoredWorkspaces{Blobs: runnerBus}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 3, DecisionTimeout: time.Minute})
+	rsvc, err := runner.New(runnerBus, runner.WithWorkDir(t.TempDir()), kit.WithWorkers(3), runner.WithDecisionTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
@@ -32,8 +33,7 @@ func startFleet(t *testing.T) *fleet {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 4, DecisionTimeout: time.Minute})
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithWorkers(4), runner.WithDecisionTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,8 +166,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	startSvc := func(run func(context.Context) error, ctx context.Context) {
 		wg.Go(func() { _ = run(ctx) })
 	}
-	rsvc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 4, DecisionTimeout: time.Minute})
+	rsvc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithWorkers(4), runner.WithDecisionTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

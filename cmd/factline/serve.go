@@ -31,8 +31,15 @@ import (
 // process.
 var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
 	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, MaxDeliver: o.maxDeliver, Extensions: o.extensions, Logger: slog.Default()})
+		opts := []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}),
+			kit.WithWorkers(o.instances)}
+		if o.workDir != "" {
+			opts = append(opts, runner.WithWorkDir(o.workDir))
+		}
+		if o.extensions != nil {
+			opts = append(opts, runner.WithExtensions(o.extensions))
+		}
+		svc, err := runner.New(b, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/extensions/extensionstest"
@@ -26,7 +27,7 @@ import (
 // stand-in decider, on a real embedded JetStream server.
 func startWithExtensions(t *testing.T, allow *extensions.Allowlist) *env {
 	t.Helper()
-	e, _ := startWith(t, func(c *runner.Config) { c.Extensions, c.Concurrency = allow, 2 })
+	e, _ := startWith(t, runner.WithExtensions(allow), kit.WithWorkers(2))
 	return e
 }
 
@@ -334,8 +335,8 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 	first, _ := strconv.Atoi(starts[0])
 	extensionstest.WaitGone(t, first)
 
-	heir, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second, Extensions: allow})
+	heir, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+		runner.WithApprovalTimeout(2*time.Second), runner.WithExtensions(allow))
 	must(t, err)
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
 )
@@ -142,8 +143,8 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 func stoppedRunner(t *testing.T, ctx context.Context, b *bus.Bus, maxDeliver int) (func() *runner.Service, jetstream.Consumer) {
 	t.Helper()
 	newRunner := func() *runner.Service {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: maxDeliver})
+		svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), runner.WithDecisionTimeout(time.Minute),
+			kit.WithConsumer(bus.ConsumerConfig{AckWait: time.Second, MaxDeliver: maxDeliver}))
 		must(t, err)
 		return svc
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
 )
@@ -46,13 +47,16 @@ func runChild(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: os.Getenv("FACTLINE_TEST_WORKDIR"), AckWait: time.Second, Instance: "doomed", Extensions: allow,
-		AfterCommit: func(events.Fact) {
+	opts := []kit.Option{runner.WithWorkDir(os.Getenv("FACTLINE_TEST_WORKDIR")), kit.WithAckWait(time.Second), kit.WithInstance("doomed"),
+		runner.WithAfterCommit(func(events.Fact) {
 			if n++; n == crashAt {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}})
+		})}
+	if allow != nil {
+		opts = append(opts, runner.WithExtensions(allow))
+	}
+	svc, err := runner.New(b, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -184,8 +188,8 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runne
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second})
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+		runner.WithApprovalTimeout(2*time.Second))
 	must(t, err)
 	done := make(chan struct{})
 	go func() { _ = svc.Run(rctx); close(done) }()

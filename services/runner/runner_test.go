@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/runnertest"
 )
@@ -27,19 +28,18 @@ type env struct {
 
 func start(t *testing.T) *env { return startTuned(t, nil, nil) }
 
-// startTuned is start with the runner's configuration changed by tune and
-// the service handed to hook (to set test hooks) before it runs; either
-// may be nil.
-func startTuned(t *testing.T, tune func(*runner.Config), hook func(*runner.Service, *bus.Bus)) *env {
+// startTuned is start with the runner's configuration changed by the
+// options tune returns for the bus and the service handed to hook (to set
+// test hooks) before it runs; either may be nil.
+func startTuned(t *testing.T, tune func(*bus.Bus) []kit.Option, hook func(*runner.Service, *bus.Bus)) *env {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cfg := runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 2, DecisionTimeout: time.Minute}
+	opts := []kit.Option{runner.WithWorkDir(t.TempDir()), kit.WithWorkers(2), runner.WithDecisionTimeout(time.Minute)}
 	if tune != nil {
-		tune(&cfg)
+		opts = append(opts, tune(b)...)
 	}
-	svc, err := runner.New(cfg)
+	svc, err := runner.New(b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
