@@ -13,11 +13,11 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 	"github.com/factline/factline/services/staller"
 )
 
@@ -115,14 +115,14 @@ func (f *fleet) run(name string, tk task, script string) (bus.RunLog, events.Run
 		t.Fatal(err)
 	}
 	tr.Model.ScriptFiles = map[string]string{"task": script}
-	p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(tk), tr)
+	p, err := fleettest.Publish(f.ctx, f.b, f.caseOf(tk), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runnertest.Request(f.ctx, f.b, "it", name, p, 1); err != nil {
+	if err := fleettest.Request(f.ctx, f.b, "it", name, p, 1); err != nil {
 		t.Fatal(err)
 	}
-	log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", name)
+	log, end, err := fleettest.WaitEnded(f.ctx, f.b, "it", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 	"github.com/factline/factline/suites"
 )
 
@@ -171,7 +171,7 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 		t.Fatal(err)
 	}
 	startSvc(rsvc.Run, ctx)
-	startSvc(runnertest.Decider{Bus: b}.Run, ctx)
+	startSvc(fleettest.Decider{Bus: b}.Run, ctx)
 	startSvc(kittest.Must(meter.New(b, kit.WithInstance("meter-e2e"))).Run, ctx)
 
 	// A short ack wait, so the server redelivers what a dead grader held

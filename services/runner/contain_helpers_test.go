@@ -14,11 +14,11 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox/sandboxtest"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // lockedBuffer is a log sink the runner writes from several goroutines.
@@ -53,7 +53,7 @@ func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	must(t, err)
 	done := make(chan struct{}, 2)
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	return &env{t: t, b: b, ctx: ctx}, logs
 }
