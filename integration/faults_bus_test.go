@@ -23,9 +23,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/decider"
-	"github.com/factline/factline/services/kit/kittest"
-	"github.com/factline/factline/services/staller"
+	"github.com/factline/factline/fleet"
 )
 
 // The bus itself failing under a suite (issue 16): a server restarted, a
@@ -492,17 +490,12 @@ func TestARunnerThatMayNotMakeControlSaysSo(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	runner := startProc(t, "serve", "--services", "runner", "--nats", url, "--user", "runner",
 		"--password-file", writePasswordFile(t, "FACTLINE", "runner"), "--work-dir", t.TempDir(), "--metrics", metricsAddr)
-	for _, run := range []func(context.Context) error{kittest.Must(staller.New(admin)).Run, kittest.Must(decider.New(admin)).Run} {
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { _ = run(sctx); close(done) }()
-		t.Cleanup(func() { stop(); <-done })
-	}
+	runFleet(t, ctx, admin, fleet.Options{Services: []string{fleet.Staller, fleet.Decider}})
 	waitHTTP(t, "http://"+metricsAddr+"/healthz", http.StatusOK)
 	if err := admin.JetStream().DeleteStream(ctx, bus.ControlStream); err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, b: admin, ctx: ctx}
+	f := &harness{t: t, b: admin, ctx: ctx}
 	log, end := f.run("no-control", checkTask("{steps: 4, cost: 12}"), script(fail(1, "5"), turn(write("w", "4"), check("c"), done("t2/c"))))
 	invariants(t, log)
 	if end.Status != events.RunDone {
