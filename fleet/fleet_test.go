@@ -17,10 +17,10 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/suites"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -48,32 +48,14 @@ func TestAFleetRunsASuiteToItsReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := suites.Load(filepath.Join("testdata", "suite.yaml"))
+	if _, err := fleettest.SubmitFile(ctx, b, filepath.Join("testdata", "suite.yaml"), "fleet-test"); err != nil {
+		t.Fatal(err)
+	}
+	err = fleettest.Await(ctx, b, "fleet", events.SuiteScope, func(log bus.RunLog) bool {
+		return slices.ContainsFunc(log.Records, func(r bus.Record) bool { _, ok := r.Fact.Body.(events.SuiteReported); return ok })
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, b, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, b, p, "fleet-test"); err != nil {
-		t.Fatal(err)
-	}
-	var reported bool
-	for !reported {
-		log, err := b.LoadRun(ctx, "fleet", events.SuiteScope)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range log.Records {
-			_, ok := r.Fact.Body.(events.SuiteReported)
-			reported = reported || ok
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the suite was never reported")
-		case <-time.After(50 * time.Millisecond):
-		}
+		t.Fatalf("the suite was never reported: %v", err)
 	}
 	if err := f.Stop(); err != nil {
 		t.Fatalf("stopping: %v", err)

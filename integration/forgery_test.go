@@ -14,13 +14,13 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/suites"
 )
 
 // Issue 16, item 3, under ops/nats/roles.conf: the runner identity may
@@ -61,15 +61,8 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	wg.Go(func() { _ = services.Wait() })
 
 	submitter, _ := openAs(t, ctx, url, "FACTLINE", "submitter")
-	s, err := suites.Load(filepath.Join("testdata", "authority", "suite.yaml"))
+	p, err := fleettest.SubmitFile(ctx, submitter, filepath.Join("testdata", "authority", "suite.yaml"), "forgery-test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, submitter, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, submitter, p, "forgery-test"); err != nil {
 		t.Fatal(err)
 	}
 	reported := func() []events.SuiteReported {

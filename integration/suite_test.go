@@ -251,15 +251,8 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 
 func submitE2E(t *testing.T, ctx context.Context, b *bus.Bus, suitePath string) *suites.Published {
 	t.Helper()
-	s, err := suites.Load(suitePath)
+	p, err := fleettest.SubmitFile(ctx, b, suitePath, "e2e-test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, b, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, b, p, "e2e-test"); err != nil {
 		t.Fatal(err)
 	}
 	return p
