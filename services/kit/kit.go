@@ -1,7 +1,7 @@
-// Package kit is what every consumer service shell shares: the options that
+// Package kit is what every service shell shares: the options that
 // configure an instance (its name, logger, durable consumer and cache
-// sizes), each checked as it is applied, and the consume-load-decide-commit
-// loop. A service describes itself once in a Spec (its role, what it
+// sizes), each checked as it is applied, the instance's default name, and
+// the consume-load-decide-commit loop. A service describes itself once in a Spec (its role, what it
 // consumes, its own defaults) and New turns the Spec and a caller's options
 // into a Shell.
 //
@@ -22,9 +22,11 @@ import (
 // Spec is what a service tells the kit about itself. Its defaults are the
 // service's own, and where services differ the Spec is where the
 // difference is written down: the staller and the decider name their
-// instances <host>-<pid> while the grader and the meter put their role in
-// front, the staller tries a delivery ten times where the others take the
-// bus's five, and each keeps caches of its own sizes.
+// instances <host>-<pid> while the runner, the grader and the meter put
+// their role in front, the staller tries a delivery ten times where the
+// others take the bus's five, the runner and the grader pull on demand,
+// and each keeps caches of its own sizes (the runner's grow with its
+// workers).
 type Spec struct {
 	// Owner is the service's role: the producer of its facts, the
 	// "service" of its log lines and the prefix of its errors.
