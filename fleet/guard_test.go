@@ -58,6 +58,57 @@ func serviceOf(rel string) string {
 	return parts[0] + "/" + parts[1]
 }
 
+// importsOf returns the import paths of the Go file at path.
+func importsOf(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		out = append(out, p)
+	}
+	return out
+}
+
+// Two packages every package may lean on keep away from what would tie
+// them down: the vocabulary asks the host nothing (no file, network or
+// process information: naming an instance after its host is the kit's
+// business), so that a fact means the same wherever it is made, decoded
+// or replayed; and the stand-ins of fleet/fleettest play services through
+// the bus and import none, so that a service's tests that use them reach
+// no other service's code.
+func TestTheSharedPackagesStayNeutral(t *testing.T) {
+	io := []string{"os", "os/exec", "os/user", "net", "net/http", "io/fs", "syscall"}
+	checked := map[string]int{}
+	goFiles(t, func(rel, path string) {
+		if strings.HasSuffix(rel, "_test.go") {
+			return
+		}
+		switch filepath.Dir(rel) {
+		case "events":
+			checked["events"]++
+			for _, p := range importsOf(t, path) {
+				if slices.Contains(io, p) {
+					t.Errorf("%s imports %s: the vocabulary does no I/O", rel, p)
+				}
+			}
+		case "fleet/fleettest":
+			checked["fleettest"]++
+			for _, p := range importsOf(t, path) {
+				if strings.HasPrefix(p, module+"services/") || p == module+"fleet" {
+					t.Errorf("%s imports %s: the stand-ins must not know the services", rel, p)
+				}
+			}
+		}
+	})
+	if checked["events"] == 0 || checked["fleettest"] == 0 {
+		t.Fatalf("files checked: %v", checked)
+	}
+}
+
 // No service imports another, tests included: each owns its decisions and
 // talks to the others only through the bus. What they share is the kit,
 // and stand-ins for the others (fleet/fleettest, which imports no service).
@@ -67,12 +118,7 @@ func TestNoServiceImportsAnotherService(t *testing.T) {
 		if own == "" {
 			return
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
+		for _, p := range importsOf(t, path) {
 			other := serviceOf(strings.TrimPrefix(p, module))
 			if !strings.HasPrefix(p, module) || other == "" || other == own || other == "services/kit" {
 				continue

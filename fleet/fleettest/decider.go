@@ -6,7 +6,8 @@
 // (WaitEnded, Await). Each plays its part through the bus only.
 //
 // It imports no service, so that any service's tests may use it without
-// one service's tests reaching into another (its guard test says so).
+// one service's tests reaching into another (a guard test in package
+// fleet says so).
 package fleettest
 
 import (
