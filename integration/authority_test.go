@@ -23,7 +23,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/kit/kittest"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/staller"
 )
 
@@ -319,10 +319,7 @@ func TestForgedProducerIsDeadLettered(t *testing.T) {
 	runner, runnerRefused := openAs(t, ctx, url, "FACTLINE", "runner")
 	stallerBus, _ := openAs(t, ctx, url, "FACTLINE", "staller")
 	ops, opsRefused := openAs(t, ctx, url, "FACTLINE", "ops")
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- kittest.Must(staller.New(stallerBus)).Run(sctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	runFleet(t, ctx, stallerBus, fleet.Options{Services: []string{fleet.Staller}})
 
 	forged := bustest.Turn(t, "s1", "r1", 1, 1)
 	forged.Producer.Service = events.OwnerDecider // the runner claims to be the decider

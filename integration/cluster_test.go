@@ -9,10 +9,9 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/decider"
-	"github.com/factline/factline/services/kit/kittest"
+	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/staller"
 )
 
 // freePorts reserves n loopback ports.
@@ -84,22 +83,8 @@ func TestRunOnAThreeNodeCluster(t *testing.T) {
 	b, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, kittest.Must(decider.New(b)).Run}
-	stopped := make(chan struct{}, len(runs))
-	for _, run := range runs {
-		go func() { _ = run(ctx); stopped <- struct{}{} }()
-	}
-	defer func() {
-		cancel()
-		for range runs {
-			<-stopped
-		}
-	}()
-	f := &fleet{t: t, b: b, ctx: ctx}
+	runFleet(t, ctx, b, fleet.Options{Services: loopServices, Per: map[string][]kit.Option{fleet.Runner: {runner.WithWorkDir(t.TempDir())}}})
+	f := &harness{t: t, b: b, ctx: ctx}
 	log, end := f.run("cluster", checkTask("{steps: 4, cost: 12}"), script(fail(1, "5"), turn(write("w", "4"), check("c"), done("t2/c"))))
 	invariants(t, log)
 	if end.Status != events.RunDone {

@@ -9,7 +9,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/runner/runnertest"
+	"github.com/factline/factline/fleet/fleettest"
 )
 
 // A steer mid-run starts a new task generation: completion evidence from
@@ -26,11 +26,11 @@ func TestSteerMakesOlderEvidenceStale(t *testing.T) {
 		turn(done("t1/c")),
 		turn(check("c"), done("t3/c")),
 	)}
-	p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(checkTask("{steps: 6}")), tr)
+	p, err := fleettest.Publish(f.ctx, f.b, f.caseOf(checkTask("{steps: 6}")), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runnertest.Request(f.ctx, f.b, "it", "steer", p, 1); err != nil {
+	if err := fleettest.Request(f.ctx, f.b, "it", "steer", p, 1); err != nil {
 		t.Fatal(err)
 	}
 	// Steer while the first turn is in flight.
@@ -52,7 +52,7 @@ func TestSteerMakesOlderEvidenceStale(t *testing.T) {
 		Instruction: "Also keep answer.txt ending with a newline."}); err != nil {
 		t.Fatal(err)
 	}
-	log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", "steer")
+	log, end, err := fleettest.WaitEnded(f.ctx, f.b, "it", "steer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,15 +113,15 @@ func TestSteerDuringTheFinalTurnIsTakenIn(t *testing.T) {
 				c.final,
 				turn(check("c"), done("t3/c")),
 			)}
-			p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(checkTask("{steps: 6}")), tr)
+			p, err := fleettest.Publish(f.ctx, f.b, f.caseOf(checkTask("{steps: 6}")), tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			run := "final-" + c.name
-			if err := runnertest.Request(f.ctx, f.b, "it", run, p, 1); err != nil {
+			if err := fleettest.Request(f.ctx, f.b, "it", run, p, 1); err != nil {
 				t.Fatal(err)
 			}
-			if err := runnertest.Await(f.ctx, f.b, "it", run, func(l bus.RunLog) bool {
+			if err := fleettest.Await(f.ctx, f.b, "it", run, func(l bus.RunLog) bool {
 				return slices.ContainsFunc(l.Facts(), c.when)
 			}); err != nil {
 				t.Fatal(err)
@@ -130,7 +130,7 @@ func TestSteerDuringTheFinalTurnIsTakenIn(t *testing.T) {
 				Instruction: "Also keep answer.txt ending with a newline."}); err != nil {
 				t.Fatal(err)
 			}
-			log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", run)
+			log, end, err := fleettest.WaitEnded(f.ctx, f.b, "it", run)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,18 +3,16 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
-	"github.com/factline/factline/services/kit/kittest"
-	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/staller"
 )
 
 // fleetSpec says how to run the five services in this process for a fault
@@ -35,30 +33,33 @@ type fleetSpec struct {
 // to stop before it ends.
 func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 	t.Helper()
-	consumer := bus.ConsumerConfig{AckWait: spec.ackWait}
-	var runs []func(context.Context) error
-	for i := range spec.copies {
-		if !spec.noRunner {
-			rn, err := runner.New(runner.Config{Bus: spec.connect(), Workspaces: runner.StoredWorkspaces{Blobs: spec.connect()},
-				Models: runner.Models, WorkDir: t.TempDir(), Concurrency: 4, AckWait: spec.ackWait,
-				Instance: fmt.Sprintf("runner-%d", i)})
-			if err != nil {
-				t.Fatal(err)
+	services := fleet.Names()
+	if spec.noRunner {
+		services = slices.DeleteFunc(services, func(s string) bool { return s == fleet.Runner })
+	}
+	f, err := fleet.Start(ctx, nil, fleet.Options{
+		Services:  services,
+		Instances: spec.copies,
+		Connect:   func(string, int) (*bus.Bus, error) { return spec.connect(), nil },
+		Shared:    []kit.Option{kit.WithConsumer(bus.ConsumerConfig{AckWait: spec.ackWait})},
+		Per:       map[string][]kit.Option{fleet.Runner: {kit.WithWorkers(4)}},
+		Instance: func(service string, i int, _ *bus.Bus) []kit.Option {
+			opts := []kit.Option{kit.WithInstance(fmt.Sprintf("%s-%d", service, i))}
+			switch service {
+			case fleet.Runner:
+				// Its blobs on a connection of their own, as a runner
+				// process's workspaces would be.
+				opts = append(opts, runner.WithWorkDir(t.TempDir()), runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: spec.connect()}))
+			case fleet.Grader:
+				opts = append(opts, grader.WithWorkDir(t.TempDir()))
 			}
-			runs = append(runs, rn.Run)
-		}
-		runs = append(runs,
-			kittest.Must(staller.New(spec.connect(), kit.WithInstance(fmt.Sprintf("staller-%d", i)), kit.WithConsumer(consumer))).Run,
-			kittest.Must(decider.New(spec.connect(), kit.WithInstance(fmt.Sprintf("decider-%d", i)), kit.WithConsumer(consumer))).Run,
-			kittest.Must(grader.New(spec.connect(), kit.WithInstance(fmt.Sprintf("grader-%d", i)), grader.WithWorkDir(t.TempDir()),
-				kit.WithConsumer(consumer))).Run,
-			kittest.Must(meter.New(spec.connect(), kit.WithInstance(fmt.Sprintf("meter-%d", i)), kit.WithConsumer(consumer))).Run)
+			return opts
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for _, run := range runs {
-		wg.Go(func() { _ = run(ctx) })
-	}
-	t.Cleanup(wg.Wait)
+	t.Cleanup(func() { _ = f.Wait() })
 }
 
 var (

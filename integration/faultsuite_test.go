@@ -19,6 +19,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/ops/audit"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
@@ -150,15 +151,8 @@ http:
 // submitSuite publishes a suite file and submits it.
 func submitSuite(t testing.TB, ctx context.Context, b *bus.Bus, path string) *suites.Published {
 	t.Helper()
-	s, err := suites.Load(path)
+	p, err := fleettest.SubmitFile(ctx, b, path, "fault-test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, b, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, b, p, "fault-test"); err != nil {
 		t.Fatal(err)
 	}
 	return p

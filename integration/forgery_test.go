@@ -13,14 +13,14 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/decider"
+	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/staller"
-	"github.com/factline/factline/suites"
 )
 
 // Issue 16, item 3, under ops/nats/roles.conf: the runner identity may
@@ -44,29 +44,25 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	svcCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { stop(); wg.Wait() })
-	rsvc, err := runner.New(runner.Config{Bus: runnerBus, Workspaces: runner.StoredWorkspaces{Blobs: runnerBus}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 3, DecisionTimeout: time.Minute})
+	buses := map[string]*bus.Bus{fleet.Runner: runnerBus, fleet.Meter: meterBus}
+	for _, role := range []string{fleet.Staller, fleet.Decider, fleet.Grader} {
+		buses[role], _ = openAs(t, ctx, url, "FACTLINE", role)
+	}
+	services, err := fleet.Start(svcCtx, nil, fleet.Options{
+		Connect: func(service string, _ int) (*bus.Bus, error) { return buses[service], nil },
+		Per: map[string][]kit.Option{
+			fleet.Runner: {runner.WithWorkDir(t.TempDir()), kit.WithWorkers(3), runner.WithDecisionTimeout(time.Minute)},
+			fleet.Grader: {grader.WithWorkDir(t.TempDir())},
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stallerBus, _ := openAs(t, ctx, url, "FACTLINE", "staller")
-	deciderBus, _ := openAs(t, ctx, url, "FACTLINE", "decider")
-	graderBus, _ := openAs(t, ctx, url, "FACTLINE", "grader")
-	for _, run := range []func(context.Context) error{rsvc.Run, kittest.Must(staller.New(stallerBus)).Run, kittest.Must(decider.New(deciderBus)).Run,
-		kittest.Must(grader.New(graderBus, grader.WithWorkDir(t.TempDir()))).Run, kittest.Must(meter.New(meterBus)).Run} {
-		wg.Go(func() { _ = run(svcCtx) })
-	}
+	wg.Go(func() { _ = services.Wait() })
 
 	submitter, _ := openAs(t, ctx, url, "FACTLINE", "submitter")
-	s, err := suites.Load(filepath.Join("testdata", "authority", "suite.yaml"))
+	p, err := fleettest.SubmitFile(ctx, submitter, filepath.Join("testdata", "authority", "suite.yaml"), "forgery-test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, submitter, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, submitter, p, "forgery-test"); err != nil {
 		t.Fatal(err)
 	}
 	reported := func() []events.SuiteReported {

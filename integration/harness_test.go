@@ -13,42 +13,44 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/decider"
-	"github.com/factline/factline/services/kit/kittest"
+	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
-	"github.com/factline/factline/services/staller"
 )
 
-// fleet is one embedded JetStream server with the runner, the stall handler
+// harness is one embedded JetStream server with the runner, the stall handler
 // and the stop decider running on it, connected only through the bus.
-type fleet struct {
+type harness struct {
 	t   *testing.T
 	b   *bus.Bus
 	ctx context.Context
 }
 
-func startFleet(t *testing.T) *fleet {
+func startFleet(t *testing.T) *harness {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 4, DecisionTimeout: time.Minute})
+	t.Cleanup(cancel)
+	runFleet(t, ctx, b, fleet.Options{Services: loopServices, Per: map[string][]kit.Option{
+		fleet.Runner: {runner.WithWorkDir(t.TempDir()), kit.WithWorkers(4), runner.WithDecisionTimeout(time.Minute)},
+	}})
+	return &harness{t: t, b: b, ctx: ctx}
+}
+
+// loopServices are the services a run's loop needs: the runner, the stall
+// handler and the stop decider.
+var loopServices = []string{fleet.Runner, fleet.Staller, fleet.Decider}
+
+// runFleet runs the fleet o describes on b until the test ends (or ctx
+// does).
+func runFleet(t *testing.T, ctx context.Context, b *bus.Bus, o fleet.Options) {
+	t.Helper()
+	f, err := fleet.Start(ctx, b, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := []func(context.Context) error{svc.Run, kittest.Must(staller.New(b)).Run, kittest.Must(decider.New(b)).Run}
-	done := make(chan struct{}, len(runs))
-	for _, run := range runs {
-		go func() { _ = run(ctx); done <- struct{}{} }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for range runs {
-			<-done
-		}
-	})
-	return &fleet{t: t, b: b, ctx: ctx}
+	t.Cleanup(func() { _ = f.Stop() })
 }
 
 // task describes a case for a test: its fixture files and case YAML body
@@ -77,7 +79,7 @@ checks:
 	}
 }
 
-func (f *fleet) caseOf(tk task) *cases.Case {
+func (f *harness) caseOf(tk task) *cases.Case {
 	t := f.t
 	t.Helper()
 	dir := t.TempDir()
@@ -107,7 +109,7 @@ func (f *fleet) caseOf(tk task) *cases.Case {
 }
 
 // run publishes a task with a script, runs it and returns its log and end.
-func (f *fleet) run(name string, tk task, script string) (bus.RunLog, events.RunEnded) {
+func (f *harness) run(name string, tk task, script string) (bus.RunLog, events.RunEnded) {
 	t := f.t
 	t.Helper()
 	tr, err := cases.ParseTreatment("t.yaml", []byte("id: scripted\nmodel: {provider: scripted, scripts: x}\n"))
@@ -115,14 +117,14 @@ func (f *fleet) run(name string, tk task, script string) (bus.RunLog, events.Run
 		t.Fatal(err)
 	}
 	tr.Model.ScriptFiles = map[string]string{"task": script}
-	p, err := runnertest.Publish(f.ctx, f.b, f.caseOf(tk), tr)
+	p, err := fleettest.Publish(f.ctx, f.b, f.caseOf(tk), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runnertest.Request(f.ctx, f.b, "it", name, p, 1); err != nil {
+	if err := fleettest.Request(f.ctx, f.b, "it", name, p, 1); err != nil {
 		t.Fatal(err)
 	}
-	log, end, err := runnertest.WaitEnded(f.ctx, f.b, "it", name)
+	log, end, err := fleettest.WaitEnded(f.ctx, f.b, "it", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
-	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 	"github.com/factline/factline/suites"
 )
 
@@ -163,17 +163,19 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	startSvc := func(run func(context.Context) error, ctx context.Context) {
-		wg.Go(func() { _ = run(ctx) })
+	start := func(ctx context.Context, b *bus.Bus, o fleet.Options) *fleet.Fleet {
+		f, err := fleet.Start(ctx, b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
-	rsvc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 4, DecisionTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startSvc(rsvc.Run, ctx)
-	startSvc(runnertest.Decider{Bus: b}.Run, ctx)
-	startSvc(kittest.Must(meter.New(b, kit.WithInstance("meter-e2e"))).Run, ctx)
+	services := start(ctx, b, fleet.Options{Services: []string{fleet.Runner, fleet.Meter}, Per: map[string][]kit.Option{
+		fleet.Runner: {runner.WithWorkDir(t.TempDir()), kit.WithWorkers(4), runner.WithDecisionTimeout(time.Minute)},
+		fleet.Meter:  {kit.WithInstance("meter-e2e")},
+	}})
+	wg.Go(func() { _ = services.Wait() })
+	wg.Go(func() { _ = fleettest.Decider{Bus: b}.Run(ctx) })
 
 	// A short ack wait, so the server redelivers what a dead grader held
 	// within the test's time, and deliveries to spare, so that a message
@@ -181,14 +183,21 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 	consumer := bus.ConsumerConfig{Workers: 1, Prefetch: 1, AckWait: 2 * time.Second, MaxDeliver: 50}
 	var mu sync.Mutex
 	out := e2eRun{atCrash: map[string]bool{}}
-	second := func() {
-		g2 := kittest.Must(grader.New(b, kit.WithInstance("grader-2"), grader.WithWorkDir(t.TempDir()), kit.WithConsumer(consumer),
+	// grading starts a grader named name on b until ctx ends; seen is
+	// told, under mu, of each instrument it runs.
+	grading := func(ctx context.Context, b *bus.Bus, name string, seen func(grader.Execution)) *fleet.Fleet {
+		return start(ctx, b, fleet.Options{Services: []string{fleet.Grader}, Per: map[string][]kit.Option{fleet.Grader: {
+			kit.WithInstance(name), grader.WithWorkDir(t.TempDir()), kit.WithConsumer(consumer),
 			grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
 				mu.Lock()
 				defer mu.Unlock()
-				out.second = append(out.second, x.Run+"/"+string(x.Instrument))
-			})))
-		startSvc(g2.Run, ctx)
+				seen(x)
+			}),
+		}}})
+	}
+	second := func() {
+		g2 := grading(ctx, b, "grader-2", func(x grader.Execution) { out.second = append(out.second, x.Run+"/"+string(x.Instrument)) })
+		wg.Go(func() { _ = g2.Wait() })
 	}
 	if !crash {
 		second()
@@ -197,18 +206,15 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 		ctx1, kill := context.WithCancel(ctx)
 		perRun := map[string]int{}
 		died := make(chan struct{})
-		g1 := kittest.Must(grader.New(b1, kit.WithInstance("grader-1"), grader.WithWorkDir(t.TempDir()), kit.WithConsumer(consumer),
-			grader.WithExecuteHook(func(_ context.Context, x grader.Execution) {
-				mu.Lock()
-				defer mu.Unlock()
-				out.first = append(out.first, x.Run+"/"+string(x.Instrument))
-				perRun[x.Run]++
-				if len(out.first) >= 20 && perRun[x.Run] == 2 && ctx1.Err() == nil {
-					b1.Conn().Close() // killed: nothing more is acknowledged or handed back
-					kill()
-				}
-			})))
-		wg.Go(func() { _ = g1.Run(ctx1); close(died) })
+		g1 := grading(ctx1, b1, "grader-1", func(x grader.Execution) {
+			out.first = append(out.first, x.Run+"/"+string(x.Instrument))
+			perRun[x.Run]++
+			if len(out.first) >= 20 && perRun[x.Run] == 2 && ctx1.Err() == nil {
+				b1.Conn().Close() // killed: nothing more is acknowledged or handed back
+				kill()
+			}
+		})
+		wg.Go(func() { _ = g1.Wait(); close(died) })
 		p := submitE2E(t, ctx, b, suitePath)
 		select {
 		case <-died:
@@ -245,15 +251,8 @@ func runE2E(t *testing.T, suitePath string, crash bool) e2eRun {
 
 func submitE2E(t *testing.T, ctx context.Context, b *bus.Bus, suitePath string) *suites.Published {
 	t.Helper()
-	s, err := suites.Load(suitePath)
+	p, err := fleettest.SubmitFile(ctx, b, suitePath, "e2e-test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := suites.Publish(ctx, b, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suites.Submit(ctx, b, p, "e2e-test"); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -9,7 +9,7 @@ import (
 
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/runner/runnertest"
+	"github.com/factline/factline/fleet/fleettest"
 )
 
 // A control command reports a signal accepted only once the run's log
@@ -19,7 +19,7 @@ func TestControlWaitsForAcceptance(t *testing.T) {
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sim := runnertest.NewSim(b, "s", "r")
+	sim := fleettest.NewSim(b, "s", "r")
 	if err := sim.Commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "x", Lease: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--nats", "nats://127.0.0.1:1"}, 2, "--listen needs --store"},
 		{[]string{"serve", "--ack-wait", "10ms", "--store", t.TempDir()}, 2, "--ack-wait must be at least 1s"},
 		{[]string{"serve", "--max-deliver", "-1", "--store", t.TempDir()}, 2, "--max-deliver must be at least 1, got -1"},
+		{[]string{"run", "suite.yaml", "--instances", "0"}, 2, "--instances must be at least 1"},
 		{[]string{"tail", "--since", "yesterday", "--store", t.TempDir()}, 2, `--since "yesterday"`},
 		{[]string{"report", "demo", "--json", "--csv", "--store", t.TempDir()}, 2, "give one of --json, --csv and --svg"},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/suites"
@@ -38,6 +39,9 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	pos = append(pos, fs.Args()...)
 	if len(pos) != 1 {
 		return usageError{"name one suite file: factline run SUITE.yaml"}
+	}
+	if *instances < 1 {
+		return usageError{"--instances must be at least 1"}
 	}
 	suite, err := suites.Load(pos[0])
 	if err != nil {
@@ -100,8 +104,11 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 		// stopping quietly.
 		closeBus = func() {}
 		defer func() { nc.Close(); srv.Shutdown() }()
-		stop := startAll(ctx, b, serveOptions{instances: *instances, extensions: allow})
-		defer stop()
+		f, err := fleet.Start(ctx, b, serveOptions{instances: *instances, extensions: allow}.fleetOptions(nil))
+		if err != nil {
+			return err
+		}
+		defer f.Stop()
 		abs, _ := filepath.Abs(store)
 		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
 	}
@@ -139,22 +146,6 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintln(out)
 	return measure.WriteTable(out, report)
-}
-
-// startAll runs the five services in this process, connected only through
-// the bus, as separate processes would be.
-func startAll(ctx context.Context, b *bus.Bus, o serveOptions) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, name := range serviceNames() {
-		run, err := serviceStarters[name](b, o)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-			continue
-		}
-		wg.Go(func() { _ = run(ctx) })
-	}
-	return func() { cancel(); wg.Wait() }
 }
 
 func writeReports(dir string, r measure.Report) error {

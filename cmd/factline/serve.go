@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,64 +11,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/ops/metrics"
-	"github.com/factline/factline/services/decider"
-	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
-	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
-	"github.com/factline/factline/services/staller"
 )
 
-// serviceStarters builds each service a process can run. Every service
-// talks to the others only through the bus, so any subset can run in any
-// process.
-var serviceStarters = map[string]func(b *bus.Bus, o serveOptions) (func(context.Context) error, error){
-	"runner": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			Concurrency: o.instances, WorkDir: o.workDir, AckWait: o.ackWait, MaxDeliver: o.maxDeliver, Extensions: o.extensions, Logger: slog.Default()})
-		if err != nil {
-			return nil, err
-		}
-		return svc.Run, nil
-	},
-	"staller": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := staller.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
-		if err != nil {
-			return nil, err
-		}
-		return svc.Run, nil
-	},
-	"decider": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := decider.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
-		if err != nil {
-			return nil, err
-		}
-		return svc.Run, nil
-	},
-	"grader": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := grader.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
-		if err != nil {
-			return nil, err
-		}
-		return svc.Run, nil
-	},
-	"meter": func(b *bus.Bus, o serveOptions) (func(context.Context) error, error) {
-		svc, err := meter.New(b, kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver}))
-		if err != nil {
-			return nil, err
-		}
-		return svc.Run, nil
-	},
-}
-
+// serveOptions are what serve's and run's flags change about the
+// services they run.
 type serveOptions struct {
-	instances  int
+	instances  int // runs a runner drives at once
 	workDir    string
 	extensions *extensions.Allowlist // nil: runs may use no extension
 	// ackWait is how long a delivery may go unacknowledged before another
@@ -78,6 +33,24 @@ type serveOptions struct {
 	// maxDeliver is how many times a message is delivered before it is
 	// dead-lettered (zero: each service's default).
 	maxDeliver int
+}
+
+// fleetOptions are the fleet of the named services (all five when names is
+// empty) configured as o says. Every service talks to the others only
+// through the bus, so any subset can run in any process.
+func (o serveOptions) fleetOptions(names []string) fleet.Options {
+	run := []kit.Option{kit.WithWorkers(o.instances)}
+	if o.workDir != "" {
+		run = append(run, runner.WithWorkDir(o.workDir))
+	}
+	if o.extensions != nil {
+		run = append(run, runner.WithExtensions(o.extensions))
+	}
+	return fleet.Options{
+		Services: names,
+		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
+		Per:      map[string][]kit.Option{fleet.Runner: run},
+	}
 }
 
 // extensionsFlag adds --extensions, the runner's allowlist of extensions
@@ -96,20 +69,11 @@ func extensionsFlag(fs *flag.FlagSet) (load func() (*extensions.Allowlist, error
 	}
 }
 
-func serviceNames() []string {
-	var names []string
-	for n := range serviceStarters {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
 func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("serve", "serve --services LIST (--store DIR [--listen [HOST:]PORT [--allow-remote] [--no-auth]] | --nats URL) [--instances N]", out)
 	var t target
 	t.flags(fs)
-	list := fs.String("services", strings.Join(serviceNames(), ","), "comma-separated services to run: "+strings.Join(serviceNames(), ", "))
+	list := fs.String("services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
 	listen := fs.String("listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
 	allowRemote := fs.Bool("allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
 	noAuth := fs.Bool("no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
@@ -129,8 +93,8 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var names []string
 	for _, n := range strings.Split(*list, ",") {
 		n = strings.TrimSpace(n)
-		if _, ok := serviceStarters[n]; !ok {
-			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(serviceNames(), ", "))}
+		if !slices.Contains(fleet.Names(), n) {
+			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
 		}
 		names = append(names, n)
 	}
@@ -187,31 +151,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		}
 		defer stopMetrics()
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(names))
-	for _, n := range names {
-		run, err := serviceStarters[n](b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, maxDeliver: *maxDeliver, extensions: allow})
-		if err != nil {
-			return fmt.Errorf("%s: %w", n, err)
-		}
-		wg.Go(func() {
-			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", n, err)
-			}
-		})
+	f, err := fleet.Start(ctx, b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, maxDeliver: *maxDeliver, extensions: allow}.fleetOptions(names))
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "serving %s; stop with SIGTERM or Ctrl-C (work in flight is handed back, never acknowledged unfinished)\n", strings.Join(names, ", "))
-	wg.Wait()
-	close(errs)
-	return errors.Join(collect(errs)...)
-}
-
-func collect(ch <-chan error) []error {
-	var out []error
-	for err := range ch {
-		out = append(out, err)
-	}
-	return out
+	return f.Wait()
 }
 
 // openEmbedded starts an embedded server on a store that also listens for

@@ -1,7 +1,7 @@
-// Package kit is what every consumer service shell shares: the options that
+// Package kit is what every service shell shares: the options that
 // configure an instance (its name, logger, durable consumer and cache
-// sizes), each checked as it is applied, and the consume-load-decide-commit
-// loop. A service describes itself once in a Spec (its role, what it
+// sizes), each checked as it is applied, the instance's default name, and
+// the consume-load-decide-commit loop. A service describes itself once in a Spec (its role, what it
 // consumes, its own defaults) and New turns the Spec and a caller's options
 // into a Shell.
 //
@@ -10,6 +10,7 @@
 package kit
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -21,9 +22,11 @@ import (
 // Spec is what a service tells the kit about itself. Its defaults are the
 // service's own, and where services differ the Spec is where the
 // difference is written down: the staller and the decider name their
-// instances <host>-<pid> while the grader and the meter put their role in
-// front, the staller tries a delivery ten times where the others take the
-// bus's five, and each keeps caches of its own sizes.
+// instances <host>-<pid> while the runner, the grader and the meter put
+// their role in front, the staller tries a delivery ten times where the
+// others take the bus's five, the runner and the grader pull on demand,
+// and each keeps caches of its own sizes (the runner's grow with its
+// workers).
 type Spec struct {
 	// Owner is the service's role: the producer of its facts, the
 	// "service" of its log lines and the prefix of its errors.
@@ -40,6 +43,11 @@ type Spec struct {
 	// their treatments, suites kept folded). 0 means it keeps no such
 	// cache, and the option that sizes it is refused.
 	RunCache, PolicyCache, SuiteCache int
+	// RunCachePerWorker, for a service without a fixed RunCache, sizes
+	// its run cache by its workers instead: that many runs for each
+	// delivery it handles at once. The runner keeps the runs it drives
+	// and little more, so its cache grows with its concurrency.
+	RunCachePerWorker int
 	// MaxDeliver is how many times a delivery is tried when the options
 	// leave it unset (0: the bus's default).
 	MaxDeliver int
@@ -72,6 +80,8 @@ type Shell struct {
 
 	owner    events.Owner
 	consumer bus.ConsumerConfig
+	base     *slog.Logger // the caller's logger, before Log's attributes
+	runs     int          // the run cache's size
 }
 
 // New configures an instance of the service spec describes, on b. It
@@ -98,7 +108,7 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 		}
 	}
 	if s.instance == "" {
-		s.instance = events.LocalInstance(spec.InstancePrefix)
+		s.instance = LocalInstance(spec.InstancePrefix)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -111,6 +121,10 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	if spec.OnDemand {
 		s.consumer.OnDemand = true
 	}
+	if s.runs == 0 && spec.RunCachePerWorker > 0 {
+		// No WithRunCache (it refuses 0): the default follows the workers.
+		s.runs = spec.RunCachePerWorker * max(s.consumer.Workers, 1)
+	}
 	sh := &Shell{
 		Bus:        b,
 		Instance:   s.instance,
@@ -118,6 +132,8 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 		SuiteCache: s.suites,
 		owner:      spec.Owner,
 		consumer:   s.consumer,
+		base:       s.log,
+		runs:       s.runs,
 	}
 	if s.runs > 0 {
 		sh.Runs = b.NewRunCache(s.runs)
@@ -127,6 +143,25 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	}
 	return sh, nil
 }
+
+// WrapLog puts wrap's handler between Log and the caller's logger, under
+// the service and instance attributes, so that they pass through it too:
+// for a service whose every log line must be filtered (the runner redacts
+// secrets from them).
+func (s *Shell) WrapLog(wrap func(slog.Handler) slog.Handler) {
+	s.Log = slog.New(wrap(s.base.Handler())).With("service", string(s.owner), "instance", s.Instance)
+}
+
+// OnDeadLetter makes the consumer call fn after it moved a delivery to the
+// dead letters, with the reason (see bus.ConsumerConfig.OnDeadLetter): for
+// a service that records giving up on it, as the runner ends the run.
+// Call it before Run.
+func (s *Shell) OnDeadLetter(fn func(ctx context.Context, d bus.Delivery, reason string) error) {
+	s.consumer.OnDeadLetter = fn
+}
+
+// RunCacheSize is how many runs Runs keeps loaded (0 without a run cache).
+func (s *Shell) RunCacheSize() int { return s.runs }
 
 // Consumer is the durable consumer the instance runs: its name, filters
 // and settings, defaults not yet filled in by the bus.

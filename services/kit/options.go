@@ -76,13 +76,15 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithConsumer replaces the durable consumer's settings (workers,
 // prefetch, ack wait, max deliveries, …); a zero field takes the default.
-// Its name and filters are always the service's own, so setting them is
-// refused, as is a negative number.
+// Its name and filters, and what becomes of a dead letter, are always the
+// service's own, so setting them is refused, as is a negative number.
 func WithConsumer(cc bus.ConsumerConfig) Option {
 	return func(s *settings) error {
 		switch {
 		case cc.Name != "" || len(cc.Filters) > 0:
 			return s.refuse("WithConsumer", "name and filters are the service's own (%q, %v); leave them empty", s.spec.Consumer, s.spec.Filters)
+		case cc.OnDeadLetter != nil:
+			return s.refuse("WithConsumer", "OnDeadLetter is the service's own; leave it nil")
 		case cc.MaxDeliver < 0:
 			return s.refuse("WithConsumer", "MaxDeliver %d is negative", cc.MaxDeliver)
 		case cc.AckWait < 0:
@@ -140,7 +142,7 @@ func WithMaxDeliver(n int) Option {
 // service's, see Spec). A service that loads no runs refuses it.
 func WithRunCache(runs int) Option {
 	return func(s *settings) error {
-		return s.size("WithRunCache", "run", s.spec.RunCache, runs, &s.runs)
+		return s.size("WithRunCache", "run", s.spec.RunCache+s.spec.RunCachePerWorker, runs, &s.runs)
 	}
 }
 

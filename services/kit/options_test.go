@@ -1,8 +1,11 @@
 package kit_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +225,117 @@ func TestTheConsumerIsTheServices(t *testing.T) {
 	if c.Name != "staller" || len(c.Filters) != 1 || c.Filters[0] != spec.Filters[0] || !c.OnDemand || c.Workers != 2 {
 		t.Errorf("consumer %+v", c)
 	}
+}
+
+// An instance is named after its host and process, with the service's
+// role in front when it has one; operators read the process back from
+// the last field.
+func TestLocalInstanceEndsWithTheProcess(t *testing.T) {
+	pid := "-" + strconv.Itoa(os.Getpid())
+	for prefix, start := range map[string]string{"": "", "meter": "meter-"} {
+		name := kit.LocalInstance(prefix)
+		if !strings.HasPrefix(name, start) || !strings.HasSuffix(name, pid) || len(name) <= len(start)+len(pid)+1 {
+			t.Errorf("LocalInstance(%q) = %q, want %s<host>%s", prefix, name, start, pid)
+		}
+	}
+}
+
+// A service that keeps the runs it drives, like the runner.
+var perWorkerSpec = kit.Spec{
+	Owner:             events.OwnerRunner,
+	Consumer:          "runner",
+	Filters:           []string{events.KindFilter(events.KindRunRequested)},
+	InstancePrefix:    "runner",
+	RunCachePerWorker: 4,
+	OnDemand:          true,
+}
+
+// A run cache sized per worker grows with the workers unless an option
+// sizes it; the sizes of the services with a fixed cache stay fixed.
+func TestARunCachePerWorkerFollowsTheWorkers(t *testing.T) {
+	for _, c := range []struct {
+		spec kit.Spec
+		opts []kit.Option
+		want int
+	}{
+		{perWorkerSpec, nil, 4},
+		{perWorkerSpec, []kit.Option{kit.WithWorkers(3)}, 12},
+		{perWorkerSpec, []kit.Option{kit.WithConsumer(bus.ConsumerConfig{Workers: 2})}, 8},
+		{perWorkerSpec, []kit.Option{kit.WithWorkers(3), kit.WithRunCache(5)}, 5},
+		{runSpec, []kit.Option{kit.WithWorkers(3)}, 1024},
+		{suiteSpec, nil, 0},
+	} {
+		sh, err := newShell(t, c.spec, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sh.RunCacheSize(); got != c.want || (got > 0) != (sh.Runs != nil) {
+			t.Errorf("%s with %d options: run cache %d (kept %v), want %d", c.spec.Owner, len(c.opts), got, sh.Runs != nil, c.want)
+		}
+	}
+}
+
+func TestWithRunCacheRefusesBelowOneForAPerWorkerCache(t *testing.T) {
+	_, err := newShell(t, perWorkerSpec, kit.WithRunCache(0))
+	kittest.Refused(t, err, "WithRunCache")
+}
+
+// What becomes of a dead letter is the service's (the runner ends the
+// run): a caller's consumer settings may not replace it.
+func TestWithConsumerRefusesOnDeadLetter(t *testing.T) {
+	_, err := newShell(t, runSpec, kit.WithConsumer(bus.ConsumerConfig{
+		OnDeadLetter: func(context.Context, bus.Delivery, string) error { return nil }}))
+	if oe := kittest.Refused(t, err, "WithConsumer"); !strings.Contains(oe.Reason, "OnDeadLetter") {
+		t.Errorf("the reason %q does not name the field", oe.Reason)
+	}
+}
+
+func TestOnDeadLetterIsTheConsumers(t *testing.T) {
+	sh, err := newShell(t, perWorkerSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Consumer().OnDeadLetter != nil {
+		t.Fatal("a dead-letter callback nobody set")
+	}
+	sh.OnDeadLetter(func(context.Context, bus.Delivery, string) error { return nil })
+	if sh.Consumer().OnDeadLetter == nil {
+		t.Fatal("the callback is not the consumer's")
+	}
+}
+
+// The service and instance attributes of the shell's log pass through a
+// wrapped handler too, as if it had been given the logger itself.
+func TestWrapLogWrapsTheServiceAttributes(t *testing.T) {
+	var out strings.Builder
+	sh, err := newShell(t, perWorkerSpec, kit.WithInstance("secret-name"),
+		kit.WithLogger(slog.New(slog.NewTextHandler(&out, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.WrapLog(func(h slog.Handler) slog.Handler { return hiding{h} })
+	sh.Log.Info("hello secret")
+	if got := out.String(); strings.Contains(got, "secret") || !strings.Contains(got, "service=runner") || !strings.Contains(got, "instance=XXX-name") {
+		t.Errorf("logged %q", got)
+	}
+}
+
+// hiding replaces "secret" in messages and string attributes.
+type hiding struct{ slog.Handler }
+
+func (h hiding) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, strings.ReplaceAll(r.Message, "secret", "XXX"), r.PC)
+	r.Attrs(func(a slog.Attr) bool { out.AddAttrs(hide(a)); return true })
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h hiding) WithAttrs(as []slog.Attr) slog.Handler {
+	for i := range as {
+		as[i] = hide(as[i])
+	}
+	return hiding{h.Handler.WithAttrs(as)}
+}
+
+func hide(a slog.Attr) slog.Attr {
+	return slog.String(a.Key, strings.ReplaceAll(a.Value.String(), "secret", "XXX"))
 }

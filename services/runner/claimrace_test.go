@@ -9,8 +9,8 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 	"github.com/factline/factline/workspace"
 )
 
@@ -35,10 +35,10 @@ func TestTakeoverResumesFromWhatSettledBeforeItsClaim(t *testing.T) {
 	b, ctx := e.b, e.ctx
 
 	s := "turns:\n  - calls:\n      - {id: w, name: write_file, args: {path: answer.txt, content: \"4\\n\"}}\n  - text: done\n"
-	p, err := runnertest.Publish(ctx, b, c, treatment(t, s))
+	p, err := fleettest.Publish(ctx, b, c, treatment(t, s))
 	must(t, err)
-	must(t, runnertest.Request(ctx, b, "suite", "race", p, 1))
-	log, end, err := runnertest.WaitEnded(ctx, b, "suite", "race")
+	must(t, fleettest.Request(ctx, b, "suite", "race", p, 1))
+	log, end, err := fleettest.WaitEnded(ctx, b, "suite", "race")
 	must(t, err)
 	if !hooked {
 		t.Fatal("the runner never reached its claim")

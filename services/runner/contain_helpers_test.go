@@ -14,10 +14,11 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox/sandboxtest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // lockedBuffer is a log sink the runner writes from several goroutines.
@@ -40,22 +41,19 @@ func (l *lockedBuffer) String() string {
 
 func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
-// startWith starts a runner configured by edit and a stand-in decider on
+// startWith starts a runner configured by opts and a stand-in decider on
 // a real embedded server; the runner logs to the returned buffer.
-func startWith(t *testing.T, edit func(*runner.Config)) (*env, *lockedBuffer) {
+func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	logs := &lockedBuffer{}
-	cfg := runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: reachableDir(t), Concurrency: 1, DecisionTimeout: time.Minute,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	edit(&cfg)
-	svc, err := runner.New(cfg)
+	svc, err := runner.New(b, append([]kit.Option{runner.WithWorkDir(reachableDir(t)), kit.WithWorkers(1), runner.WithDecisionTimeout(time.Minute),
+		kit.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)...)
 	must(t, err)
 	done := make(chan struct{}, 2)
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	return &env{t: t, b: b, ctx: ctx}, logs
 }

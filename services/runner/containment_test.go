@@ -15,9 +15,7 @@ import (
 // not root exactly when the record says so.
 func TestRunClaimedRecordsContainment(t *testing.T) {
 	limits := sandbox.Limits{CPUSeconds: 120, AddressSpace: 2 << 30, OpenFiles: 256, Processes: 128}
-	e, _ := startWith(t, func(c *runner.Config) {
-		c.Containment = &sandbox.Config{Limits: limits, Network: true, Unprivileged: true}
-	})
+	e, _ := startWith(t, runner.WithContainment(sandbox.Config{Limits: limits, Network: true, Unprivileged: true}))
 	script := `turns:
   - calls:
       - {id: look, name: run_command, args: {command: "ulimit -t; ulimit -v; ulimit -n; ulimit -u; id -u"}}

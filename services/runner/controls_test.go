@@ -18,7 +18,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/runner/runnertest"
+	"github.com/factline/factline/fleet/fleettest"
 )
 
 // waitFact waits until the run holds a fact that pred accepts.
@@ -41,14 +41,14 @@ func (e *env) waitFact(run string, pred func(events.Fact) bool) events.Fact {
 
 func (e *env) start(c *cases.Case, script, run string) {
 	e.t.Helper()
-	p, err := runnertest.Publish(e.ctx, e.b, c, treatment(e.t, script))
+	p, err := fleettest.Publish(e.ctx, e.b, c, treatment(e.t, script))
 	must(e.t, err)
-	must(e.t, runnertest.Request(e.ctx, e.b, "suite", run, p, 1))
+	must(e.t, fleettest.Request(e.ctx, e.b, "suite", run, p, 1))
 }
 
 func (e *env) wait(run string) (bus.RunLog, events.RunEnded) {
 	e.t.Helper()
-	log, end, err := runnertest.WaitEnded(e.ctx, e.b, "suite", run)
+	log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", run)
 	must(e.t, err)
 	return log, end
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 )
 
@@ -83,7 +84,7 @@ func (s *slowSink) counts() (ops, total int) {
 // person's finding) or stops the run for a person, and the model never
 // gets the chance to place the order a second time blindly.
 func TestTimedOutEffectIsReconciledNeverRepeated(t *testing.T) {
-	e := startTuned(t, func(c *runner.Config) { c.ApprovalTimeout = 2 * time.Second }, nil)
+	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{runner.WithApprovalTimeout(2 * time.Second)} }, nil)
 	for _, c := range []struct {
 		name           string
 		dedupe, status bool
@@ -165,7 +166,7 @@ func TestTimedOutEffectIsReconciledNeverRepeated(t *testing.T) {
 // While an operation of a run is unknown, nothing else of the reply runs:
 // the call after it waits for the reconciliation.
 func TestNothingRunsWhileAnEffectIsUnknown(t *testing.T) {
-	e := startTuned(t, func(c *runner.Config) { c.ApprovalTimeout = time.Second }, nil)
+	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{runner.WithApprovalTimeout(time.Second)} }, nil)
 	sk := newSlowSink(false, time.Minute)
 	hs := httptest.NewServer(sk)
 	defer hs.Close()

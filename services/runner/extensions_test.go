@@ -16,17 +16,18 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/extensions/extensionstest"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // startWithExtensions runs a runner with an extension allowlist, and the
 // stand-in decider, on a real embedded JetStream server.
 func startWithExtensions(t *testing.T, allow *extensions.Allowlist) *env {
 	t.Helper()
-	e, _ := startWith(t, func(c *runner.Config) { c.Extensions, c.Concurrency = allow, 2 })
+	e, _ := startWith(t, runner.WithExtensions(allow), kit.WithWorkers(2))
 	return e
 }
 
@@ -303,10 +304,10 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
 	kase := fixtureCase(t, "{steps: 6}")
 	kase.Extensions = []string{"testsrv"}
-	p, err := runnertest.Publish(ctx, b, kase, treatment(t, `turns:
+	p, err := fleettest.Publish(ctx, b, kase, treatment(t, `turns:
   - calls:
       - {id: pub, name: testsrv__publish, args: {message: once}}
       - {id: done, name: task_complete, args: {status: done, evidence: [t1/pub]}}
@@ -317,7 +318,7 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 		"FACTLINE_TEST_EXTENSIONS="+path)
 	must(t, child.Start())
 	e := &env{t: t, b: b, ctx: ctx}
-	must(t, runnertest.Request(ctx, b, "suite", "extcrash", p, 1))
+	must(t, fleettest.Request(ctx, b, "suite", "extcrash", p, 1))
 	pub := e.waitFact("extcrash", func(f events.Fact) bool {
 		d, ok := f.Body.(events.DispatchIntended)
 		return ok && d.CallID == "pub"
@@ -334,14 +335,14 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 	first, _ := strconv.Atoi(starts[0])
 	extensionstest.WaitGone(t, first)
 
-	heir, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second, Extensions: allow})
+	heir, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+		runner.WithApprovalTimeout(2*time.Second), runner.WithExtensions(allow))
 	must(t, err)
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = heir.Run(rctx); close(done) }()
 	defer func() { stop(); <-done }()
-	log, end, err := runnertest.WaitEnded(ctx, b, "suite", "extcrash")
+	log, end, err := fleettest.WaitEnded(ctx, b, "suite", "extcrash")
 	must(t, err)
 	if end.Status != events.RunNeedsHuman || !strings.Contains(end.Reason, pub.OperationID) {
 		t.Fatalf("ended %s/%q, want needs_human naming %s", end.Status, end.Reason, pub.OperationID)

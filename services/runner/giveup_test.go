@@ -14,8 +14,9 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // A run whose request was delivered more often than the runner's limit
@@ -36,14 +37,14 @@ func givesUpAfter(t *testing.T, maxDeliver int) {
 	defer cancel()
 	newRunner, cons := stoppedRunner(t, ctx, b, maxDeliver)
 
-	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
+	p, err := fleettest.Publish(ctx, b, fixtureCase(t, "{steps: 4}"), treatment(t, "turns: []\n"))
 	must(t, err)
-	must(t, runnertest.Request(ctx, b, "suite", "poison", p, 1))
+	must(t, fleettest.Request(ctx, b, "suite", "poison", p, 1))
 	poison(t, cons, bound)
 	rctx, stopRunner := context.WithCancel(ctx)
 	defer stopRunner()
 	go func() { _ = newRunner().Run(rctx) }()
-	_, end, err := runnertest.WaitEnded(ctx, b, "suite", "poison")
+	_, end, err := fleettest.WaitEnded(ctx, b, "suite", "poison")
 	must(t, err)
 	if end.Status != events.RunErrored || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, fmt.Sprintf("delivered %d times", bound+1)) {
 		t.Fatalf("ended %s %q, want errored naming the give-up", end.Status, end.Reason)
@@ -101,12 +102,12 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 	kase := fixtureCase(t, "{steps: 4}")
 	kase.HTTP = &cases.HTTPPolicy{Allow: []string{"http://127.0.0.1:9/"}}
 	kase.Tools = append(kase.Tools, "http_call")
-	p, err := runnertest.Publish(ctx, b, kase, treatment(t, "turns: []\n"))
+	p, err := fleettest.Publish(ctx, b, kase, treatment(t, "turns: []\n"))
 	must(t, err)
 	const run = "gave-up"
-	must(t, runnertest.Request(ctx, b, "suite", run, p, 1))
+	must(t, fleettest.Request(ctx, b, "suite", run, p, 1))
 	// The log of a runner that died with the order in flight.
-	sim := runnertest.NewSim(b, "suite", run)
+	sim := fleettest.NewSim(b, "suite", run)
 	args := `{"url":"http://127.0.0.1:9/orders","body":"{}"}`
 	calls := []events.ToolCall{
 		{ID: "order", Name: "http_call", Args: args, ArgsDigest: events.DigestOf([]byte(args))},
@@ -121,7 +122,7 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 	rctx, stopRunner := context.WithCancel(ctx)
 	defer stopRunner()
 	go func() { _ = newRunner().Run(rctx) }()
-	log, end, err := runnertest.WaitEnded(ctx, b, "suite", run)
+	log, end, err := fleettest.WaitEnded(ctx, b, "suite", run)
 	must(t, err)
 	if end.Status != events.RunNeedsHuman || !strings.Contains(end.Reason, "gave up") || !strings.Contains(end.Reason, run+"/t1/order") {
 		t.Fatalf("ended %s %q, want needs_human naming the give-up and the operation", end.Status, end.Reason)
@@ -142,8 +143,8 @@ func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
 func stoppedRunner(t *testing.T, ctx context.Context, b *bus.Bus, maxDeliver int) (func() *runner.Service, jetstream.Consumer) {
 	t.Helper()
 	newRunner := func() *runner.Service {
-		svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-			WorkDir: t.TempDir(), AckWait: time.Second, DecisionTimeout: time.Minute, MaxDeliver: maxDeliver})
+		svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), runner.WithDecisionTimeout(time.Minute),
+			kit.WithConsumer(bus.ConsumerConfig{AckWait: time.Second, MaxDeliver: maxDeliver}))
 		must(t, err)
 		return svc
 	}

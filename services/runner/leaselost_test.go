@@ -6,7 +6,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/runner"
+	"github.com/factline/factline/services/kit"
 )
 
 // An attempt that loses its lease to another claim leaves the delivery of
@@ -16,7 +16,7 @@ import (
 // never works at all (as if it died at once): the run must still be
 // delivered again, taken over and ended.
 func TestLosingTheLeaseLeavesTheMessageToTheClaimant(t *testing.T) {
-	e := startTuned(t, func(c *runner.Config) { c.AckWait = 2 * time.Second }, nil)
+	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{kit.WithAckWait(2 * time.Second)} }, nil)
 	b, ctx := e.b, e.ctx
 	e.start(fixtureCase(t, "{steps: 6}"), `turns:
   - calls:

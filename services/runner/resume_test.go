@@ -17,8 +17,9 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // The test binary doubles as a runner process: with FACTLINE_TEST_RUNNER
@@ -46,13 +47,16 @@ func runChild(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: os.Getenv("FACTLINE_TEST_WORKDIR"), AckWait: time.Second, Instance: "doomed", Extensions: allow,
-		AfterCommit: func(events.Fact) {
+	opts := []kit.Option{runner.WithWorkDir(os.Getenv("FACTLINE_TEST_WORKDIR")), kit.WithAckWait(time.Second), kit.WithInstance("doomed"),
+		runner.WithAfterCommit(func(events.Fact) {
 			if n++; n == crashAt {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}})
+		})}
+	if allow != nil {
+		opts = append(opts, runner.WithExtensions(allow))
+	}
+	svc, err := runner.New(b, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -116,8 +120,8 @@ func TestTakeoverAtEveryBoundary(t *testing.T) {
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
-	p, err := runnertest.Publish(ctx, b, fixtureCase(t, "{steps: 6, cost: 12}"), treatment(t, twoTurnScript))
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
+	p, err := fleettest.Publish(ctx, b, fixtureCase(t, "{steps: 6, cost: 12}"), treatment(t, twoTurnScript))
 	must(t, err)
 
 	// The reference: a run nobody interrupts.
@@ -173,9 +177,9 @@ type ended struct {
 // takeover requests the run; if a doomed child runs it first, waits for the
 // child to die before an in-process runner (which takes the run over once
 // the dead runner's lease expires) starts.
-func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runnertest.Published, child *exec.Cmd) ended {
+func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p fleettest.Published, child *exec.Cmd) ended {
 	t.Helper()
-	must(t, runnertest.Request(ctx, b, "suite", run, p, 1))
+	must(t, fleettest.Request(ctx, b, "suite", run, p, 1))
 	if child != nil {
 		err := child.Wait()
 		if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
@@ -184,13 +188,13 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p runne
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	svc, err := runner.New(runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), AckWait: time.Second, Instance: "heir", ApprovalTimeout: 2 * time.Second})
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+		runner.WithApprovalTimeout(2*time.Second))
 	must(t, err)
 	done := make(chan struct{})
 	go func() { _ = svc.Run(rctx); close(done) }()
 	defer func() { stop(); <-done }()
-	log, end, err := runnertest.WaitEnded(ctx, b, "suite", run)
+	log, end, err := fleettest.WaitEnded(ctx, b, "suite", run)
 	must(t, err)
 	return ended{log, end}
 }
@@ -205,7 +209,7 @@ func TestExternalEffectAfterCrash(t *testing.T) {
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx) }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
 	for _, c := range []struct {
 		name           string
 		dedupe, status bool
@@ -235,7 +239,7 @@ func TestExternalEffectAfterCrash(t *testing.T) {
       - {id: pay, name: http_call, args: {url: "%s/pay", body: '{"amount": 5}'}}
       - {id: done, name: task_complete, args: {status: done, evidence: [t1/pay]}}
 `, hs.URL)
-			p, err := runnertest.Publish(ctx, b, kase, treatment(t, script))
+			p, err := fleettest.Publish(ctx, b, kase, treatment(t, script))
 			must(t, err)
 			child = exec.Command(os.Args[0])
 			child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(), "FACTLINE_TEST_WORKDIR="+t.TempDir())

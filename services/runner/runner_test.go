@@ -13,8 +13,9 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
-	"github.com/factline/factline/services/runner/runnertest"
 )
 
 // env is a real embedded JetStream server with a runner and a stand-in
@@ -27,19 +28,18 @@ type env struct {
 
 func start(t *testing.T) *env { return startTuned(t, nil, nil) }
 
-// startTuned is start with the runner's configuration changed by tune and
-// the service handed to hook (to set test hooks) before it runs; either
-// may be nil.
-func startTuned(t *testing.T, tune func(*runner.Config), hook func(*runner.Service, *bus.Bus)) *env {
+// startTuned is start with the runner's configuration changed by the
+// options tune returns for the bus and the service handed to hook (to set
+// test hooks) before it runs; either may be nil.
+func startTuned(t *testing.T, tune func(*bus.Bus) []kit.Option, hook func(*runner.Service, *bus.Bus)) *env {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cfg := runner.Config{Bus: b, Workspaces: runner.StoredWorkspaces{Blobs: b}, Models: runner.Models,
-		WorkDir: t.TempDir(), Concurrency: 2, DecisionTimeout: time.Minute}
+	opts := []kit.Option{runner.WithWorkDir(t.TempDir()), kit.WithWorkers(2), runner.WithDecisionTimeout(time.Minute)}
 	if tune != nil {
-		tune(&cfg)
+		opts = append(opts, tune(b)...)
 	}
-	svc, err := runner.New(cfg)
+	svc, err := runner.New(b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func startTuned(t *testing.T, tune func(*runner.Config), hook func(*runner.Servi
 	}
 	done := make(chan struct{}, 2)
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
-	go func() { _ = runnertest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	return &env{t: t, b: b, ctx: ctx}
 }
@@ -97,10 +97,10 @@ func must(t *testing.T, err error) {
 // run publishes the case, requests one run and waits for it to end.
 func (e *env) run(c *cases.Case, script, run string) (bus.RunLog, events.RunEnded) {
 	e.t.Helper()
-	p, err := runnertest.Publish(e.ctx, e.b, c, treatment(e.t, script))
+	p, err := fleettest.Publish(e.ctx, e.b, c, treatment(e.t, script))
 	must(e.t, err)
-	must(e.t, runnertest.Request(e.ctx, e.b, "suite", run, p, 1))
-	log, end, err := runnertest.WaitEnded(e.ctx, e.b, "suite", run)
+	must(e.t, fleettest.Request(e.ctx, e.b, "suite", run, p, 1))
+	log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", run)
 	must(e.t, err)
 	return log, end
 }

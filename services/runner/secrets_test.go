@@ -33,7 +33,7 @@ func TestSecretsNeverReachTheLog(t *testing.T) {
 
 	// The runner builds its redactor from the environment (Config.Secrets
 	// nil), as factline serve does.
-	e, logs := startWith(t, func(c *runner.Config) { c.Models = leakyModels(key) })
+	e, logs := startWith(t, runner.WithModels(leakyModels(key)))
 	script := fmt.Sprintf(`turns:
   - text: "I will use the key @@SECRET@@ now."
     calls:

@@ -6,7 +6,6 @@
 package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
@@ -55,114 +55,83 @@ type Workspaces interface {
 // ModelFactory builds the model an attempt talks to.
 type ModelFactory func(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error)
 
-// Config configures a runner service.
-type Config struct {
-	Bus        *bus.Bus
-	Workspaces Workspaces
-	Models     ModelFactory
-	// Instance names this runner in facts (default runner-<host>-<pid>).
-	Instance string
-	// WorkDir holds attempt directories (default the OS temp dir).
-	WorkDir string
-	// Concurrency is how many runs this instance drives at once (default 1).
-	Concurrency int
-	// DecisionTimeout bounds the wait for a turn's stop decision (default 10m).
-	DecisionTimeout time.Duration
-	// AckWait is how long a run's delivery may go without a heartbeat before
-	// another runner takes the run over (default 30s).
-	AckWait time.Duration
-	// MaxDeliver is how many times a run's request is delivered before it
-	// is dead-lettered and the run ended errored (default 5).
-	MaxDeliver int
-	// ApprovalTimeout bounds the wait for a person to approve an
-	// operation; then it counts as rejected (default 1h).
-	ApprovalTimeout time.Duration
-	// Extensions is the allowlist of the extensions (MCP servers) runs may
-	// use; a case naming any other is refused (docs/extensions.md).
-	Extensions *extensions.Allowlist
-	// AfterCommit, when set, is called after every fact the runner commits:
-	// the hook fault-injection tests use to kill a runner between facts.
-	AfterCommit func(events.Fact)
-	// Logger (default slog.Default()). Whatever it is, the runner's log
-	// lines pass through the secret redactor.
-	Logger *slog.Logger
-	// Containment is how commands are contained (default: every feature,
-	// at sandbox.DefaultLimits). What the host grants is probed once, in
-	// New, and recorded in every run.claimed.
-	Containment *sandbox.Config
-	// Secrets are redacted from every fact, blob and log line the runner
-	// writes (default: secrets.FromEnvironment).
-	Secrets *secrets.Redactor
-}
-
 // Service is a runner: it takes run.requested facts from a durable consumer
 // shared by every runner and drives each run to its end.
 type Service struct {
+	sh *kit.Shell
+	// What the attempts read, taken out of the shell and the options.
 	bus             *bus.Bus
 	cache           *bus.RunCache
 	workspaces      Workspaces
 	models          ModelFactory
 	instance        string
 	workDir         string
-	concurrency     int
 	decisionTimeout time.Duration
-	ackWait         time.Duration
-	maxDeliver      int
 	approvalTimeout time.Duration
 	afterCommit     func(events.Fact)
 	extensions      *extensions.Allowlist
-	log             *slog.Logger
-	containment     *sandbox.Containment
+	log             *slog.Logger // the shell's, through the secret redactor
 	secrets         *secrets.Redactor
+	// containment is what the host grants commands, probed in New.
+	containment *sandbox.Containment
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
 	beforeClaim func(ctx context.Context, suite, run string)
 }
 
-// New returns a runner service.
-func New(cfg Config) (*Service, error) {
-	if cfg.Bus == nil || cfg.Workspaces == nil || cfg.Models == nil {
-		return nil, errors.New("runner: Bus, Workspaces and Models are required")
+// ConsumerName is the durable consumer every runner shares.
+const ConsumerName = "runner"
+
+// spec is the runner to the kit. Its instances are named
+// runner-<host>-<pid> by default, a request is tried the bus's five times
+// (a run that keeps failing is a harness problem worth a dead letter, not
+// an endless loop; a few tries ride out a failover), its run cache holds
+// four runs for each run it drives at once, and it pulls a request only
+// when a worker is free: a run takes minutes, and a request prefetched
+// behind busy workers would be redelivered every ack wait until it
+// counted as poison. It reads no cases through the kit's policy cache.
+var spec = kit.Spec{
+	Owner:             events.OwnerRunner,
+	Consumer:          ConsumerName,
+	Filters:           []string{events.KindFilter(events.KindRunRequested)},
+	InstancePrefix:    "runner",
+	RunCachePerWorker: 4,
+	MaxDeliver:        5,
+	OnDemand:          true,
+}
+
+// New returns a runner on b, configured by the kit's shared options
+// (WithWorkers is how many runs it drives at once; it keeps a run cache,
+// no policy or suite cache) and its own (WithWorkspaces, WithModels,
+// WithWorkDir, WithDecisionTimeout, WithApprovalTimeout, WithExtensions,
+// WithAfterCommit, WithContainment, WithSecrets). Start it with Run. It
+// probes once what containment the host grants its commands.
+func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
+	c := config{models: Models, workDir: os.TempDir(), decisionTimeout: 10 * time.Minute, approvalTimeout: time.Hour}
+	if b != nil {
+		c.workspaces = StoredWorkspaces{Blobs: b}
 	}
-	s := &Service{bus: cfg.Bus, workspaces: cfg.Workspaces, models: cfg.Models, instance: cfg.Instance,
-		workDir: cfg.WorkDir, concurrency: cfg.Concurrency, decisionTimeout: cfg.DecisionTimeout, log: cfg.Logger,
-		ackWait: cfg.AckWait, maxDeliver: cfg.MaxDeliver, afterCommit: cfg.AfterCommit, approvalTimeout: cfg.ApprovalTimeout, extensions: cfg.Extensions}
-	if s.approvalTimeout <= 0 {
-		s.approvalTimeout = time.Hour
+	sh, err := kit.New(b, spec, &c, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if s.ackWait <= 0 {
-		s.ackWait = 30 * time.Second
-	}
-	if s.instance == "" {
-		s.instance = events.LocalInstance("runner")
-	}
-	if s.workDir == "" {
-		s.workDir = os.TempDir()
-	}
-	if s.concurrency <= 0 {
-		s.concurrency = 1
-	}
-	if s.decisionTimeout <= 0 {
-		s.decisionTimeout = 10 * time.Minute
-	}
-	s.secrets = cfg.Secrets
-	if s.secrets == nil {
-		var err error
-		if s.secrets, err = secrets.FromEnvironment(); err != nil {
+	if c.secrets == nil {
+		if c.secrets, err = secrets.FromEnvironment(); err != nil {
 			return nil, fmt.Errorf("runner: %w", err)
 		}
 	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	s.log = slog.New(secrets.NewHandler(s.log.Handler(), s.secrets))
-	s.log = s.log.With("service", "runner", "instance", s.instance)
+	// Whatever the logger is, the runner's log lines pass through the
+	// secret redactor.
+	sh.WrapLog(func(h slog.Handler) slog.Handler { return secrets.NewHandler(h, c.secrets) })
+	s := &Service{sh: sh, bus: b, cache: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
+		workDir: c.workDir, decisionTimeout: c.decisionTimeout, approvalTimeout: c.approvalTimeout,
+		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets}
+	sh.OnDeadLetter(s.gaveUp)
 	contain := sandbox.DefaultConfig(s.workDir)
-	if cfg.Containment != nil {
-		contain = *cfg.Containment
+	if c.contain != nil {
+		contain = *c.contain
 		contain.WorkDir = s.workDir
 	}
-	var err error
 	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -171,28 +140,14 @@ func New(cfg Config) (*Service, error) {
 			s.log.Warn("command containment: unsupported on this host", "feature", f.Name, "reason", f.Detail)
 		}
 	}
-	s.cache = s.bus.NewRunCache(4 * s.concurrency)
 	return s, nil
 }
 
-// ConsumerName is the durable consumer every runner shares.
-const ConsumerName = "runner"
-
-// Run takes requested runs until ctx ends.
+// Run takes requested runs until ctx ends. A run in progress at shutdown
+// is handed back unfinished; whoever takes it next resumes it from the
+// log.
 func (s *Service) Run(ctx context.Context) error {
-	return s.bus.Consume(ctx, bus.ConsumerConfig{
-		Name:    ConsumerName,
-		Filters: []string{events.KindFilter(events.KindRunRequested)},
-		AckWait: s.ackWait,
-		// A run takes minutes: a request prefetched behind busy workers
-		// would be redelivered every ack wait until it counted as poison.
-		OnDemand: true,
-		Workers:  s.concurrency,
-		// A run that keeps failing is a harness problem worth a dead
-		// letter, not an endless loop; a few tries ride out a failover.
-		MaxDeliver:   cmp.Or(s.maxDeliver, 5),
-		OnDeadLetter: s.gaveUp,
-	}, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
+	return s.sh.Run(ctx, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
 
 // gaveUp ends a run whose request was dead-lettered (every runner that

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/tools"
 	"github.com/factline/factline/workspace"
@@ -14,10 +16,8 @@ import (
 // failed call (TOO_LARGE, its changes undone), not a harness error: the run
 // goes on, and the candidate is sealed and judged like any other.
 func TestWritingPastTheWorkspaceLimitIsACandidateFailure(t *testing.T) {
-	e := startTuned(t, func(c *runner.Config) {
-		sw := c.Workspaces.(runner.StoredWorkspaces)
-		sw.Options = workspace.Options{MaxBytes: 4 << 10}
-		c.Workspaces = sw
+	e := startTuned(t, func(b *bus.Bus) []kit.Option {
+		return []kit.Option{runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: b, Options: workspace.Options{MaxBytes: 4 << 10}})}
 	}, nil)
 	overflow := `  - calls:
       - {id: big, name: run_command, args: {command: "echo 4 > answer.txt && head -c 100000 /dev/zero > big.bin"}}

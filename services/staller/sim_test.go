@@ -6,7 +6,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/services/runner/runnertest"
+	"github.com/factline/factline/fleet/fleettest"
 )
 
 // The runner is not part of this package; these tests write the runner's
@@ -14,18 +14,18 @@ import (
 // exactly as the runner contract describes them.
 
 // Shared with the other downstream services' tests.
-const caseYAML = runnertest.SimCaseYAML
+const caseYAML = fleettest.SimCaseYAML
 
-func testCtx(t *testing.T) context.Context { return runnertest.Ctx(t) }
+func testCtx(t *testing.T) context.Context { return fleettest.Ctx(t) }
 
-// The runner is simulated by runnertest.Sim.
-type sim = runnertest.Sim
-type simCall = runnertest.SimCall
+// The runner is simulated by fleettest.Sim.
+type sim = fleettest.Sim
+type simCall = fleettest.SimCall
 
 var (
-	publish = runnertest.PublishYAML
-	newSim  = runnertest.NewSim
-	await   = runnertest.Await
+	publish = fleettest.PublishYAML
+	newSim  = fleettest.NewSim
+	await   = fleettest.Await
 )
 
 // observed returns the run's stall.observed facts by turn.

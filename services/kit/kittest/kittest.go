@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/kit"
 )
 
@@ -44,7 +43,7 @@ func Refused(tb testing.TB, err error, option string) *kit.OptionError {
 // the consumer want, by name, filters, delivery limit and on-demand pulls.
 func Defaults(tb testing.TB, sh *kit.Shell, prefix string, want bus.ConsumerConfig) {
 	tb.Helper()
-	if name := events.LocalInstance(prefix); sh.Instance != name {
+	if name := kit.LocalInstance(prefix); sh.Instance != name {
 		tb.Errorf("instance %q, want %q", sh.Instance, name)
 	}
 	c := sh.Consumer()

@@ -1,4 +1,4 @@
-package runnertest
+package fleettest
 
 import (
 	"context"

@@ -1,8 +1,14 @@
-// Package runnertest holds what runner tests need around the runner: a way
-// to publish a case and a treatment and request runs, and a stand-in stop
-// decider that emits stop.decided on the bus the way the real one does (for
-// tests of the runner alone).
-package runnertest
+// Package fleettest holds stand-ins for members of a fleet, for the tests
+// of the others: a simulated runner (Sim) that writes a run's facts as the
+// runner contract describes them, for tests of the services downstream of
+// it; a stand-in stop decider (Decider), for tests of the runner alone; and
+// what a submitter does (Publish, Request), with ways to wait on a run
+// (WaitEnded, Await). Each plays its part through the bus only.
+//
+// It imports no service, so that any service's tests may use it without
+// one service's tests reaching into another (a guard test in package
+// fleet says so).
+package fleettest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package events
+package kit
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 
 // LocalInstance names a service instance on this machine when none was
 // given: "<prefix>-<host>-<pid>" ("<host>-<pid>" without a prefix). Tests
-// and operators read the process id back from the last field.
+// and operators read the process id back from the last field. It lives
+// here, with the shells, because naming an instance asks the host: the
+// vocabulary in package events does no I/O.
 func LocalInstance(prefix string) string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {

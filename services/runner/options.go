@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/secrets"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/runner/extensions"
+)
+
+// config is the runner's own settings, besides the kit's.
+type config struct {
+	workspaces      Workspaces
+	models          ModelFactory
+	workDir         string
+	decisionTimeout time.Duration
+	approvalTimeout time.Duration
+	extensions      *extensions.Allowlist
+	afterCommit     func(events.Fact)
+	contain         *sandbox.Config
+	secrets         *secrets.Redactor
+}
+
+// WithWorkspaces sets how attempt workspaces are opened (default
+// StoredWorkspaces on the runner's bus). A nil Workspaces is refused.
+func WithWorkspaces(w Workspaces) kit.Option {
+	return kit.Own("WithWorkspaces", func(c *config) error {
+		if w == nil {
+			return errors.New("the workspaces are nil")
+		}
+		c.workspaces = w
+		return nil
+	})
+}
+
+// WithModels sets how the model an attempt talks to is built (default
+// Models). A nil factory is refused.
+func WithModels(f ModelFactory) kit.Option {
+	return kit.Own("WithModels", func(c *config) error {
+		if f == nil {
+			return errors.New("the model factory is nil")
+		}
+		c.models = f
+		return nil
+	})
+}
+
+// WithWorkDir sets where attempt directories are made (default the OS
+// temporary directory). An empty dir is refused.
+func WithWorkDir(dir string) kit.Option {
+	return kit.Own("WithWorkDir", func(c *config) error {
+		if dir == "" {
+			return errors.New("the work directory is empty")
+		}
+		c.workDir = dir
+		return nil
+	})
+}
+
+// WithDecisionTimeout bounds the wait for a turn's stop decision (default
+// 10m); then the run ends errored, naming the turn. A wait that is not
+// positive is refused.
+func WithDecisionTimeout(d time.Duration) kit.Option {
+	return kit.Own("WithDecisionTimeout", func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("the decision timeout %s is not positive", d)
+		}
+		c.decisionTimeout = d
+		return nil
+	})
+}
+
+// WithApprovalTimeout bounds the wait for a person to approve an
+// operation; then it counts as rejected (default 1h). A wait that is not
+// positive is refused.
+func WithApprovalTimeout(d time.Duration) kit.Option {
+	return kit.Own("WithApprovalTimeout", func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("the approval timeout %s is not positive", d)
+		}
+		c.approvalTimeout = d
+		return nil
+	})
+}
+
+// WithExtensions sets the allowlist of the extensions (MCP servers) runs
+// may use; a case naming any other is refused (docs/extensions.md).
+// Without it runs may use none. A nil allowlist is refused: leave the
+// option out instead.
+func WithExtensions(l *extensions.Allowlist) kit.Option {
+	return kit.Own("WithExtensions", func(c *config) error {
+		if l == nil {
+			return errors.New("the allowlist is nil")
+		}
+		c.extensions = l
+		return nil
+	})
+}
+
+// WithAfterCommit calls fn after every fact the runner commits: the hook
+// fault-injection tests use to kill a runner between facts. A nil fn is
+// refused.
+func WithAfterCommit(fn func(events.Fact)) kit.Option {
+	return kit.Own("WithAfterCommit", func(c *config) error {
+		if fn == nil {
+			return errors.New("the hook is nil")
+		}
+		c.afterCommit = fn
+		return nil
+	})
+}
+
+// WithContainment sets how commands are contained (default: every
+// feature, at sandbox.DefaultLimits). Its WorkDir is the runner's (see
+// WithWorkDir). What the host grants is probed once, in New, and recorded
+// in every run.claimed.
+func WithContainment(cfg sandbox.Config) kit.Option {
+	return kit.Own("WithContainment", func(c *config) error { c.contain = &cfg; return nil })
+}
+
+// WithSecrets sets the secrets redacted from every fact, blob and log line
+// the runner writes (default: secrets.FromEnvironment). A nil redactor is
+// refused.
+func WithSecrets(r *secrets.Redactor) kit.Option {
+	return kit.Own("WithSecrets", func(c *config) error {
+		if r == nil {
+			return errors.New("the redactor is nil")
+		}
+		c.secrets = r
+		return nil
+	})
+}
