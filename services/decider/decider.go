@@ -221,24 +221,8 @@ func PolicyFrom(eff cases.Effective) stop.Policy {
 	for _, ch := range c.Checks {
 		p.Checks = append(p.Checks, stop.Check{ID: ch.ID, Command: ch.Command})
 	}
-	named := map[string]bool{}
-	ids := map[string]bool{}
-	for _, r := range c.Requirements {
-		p.Requirements = append(p.Requirements, stop.Requirement{ID: events.RequirementID(r.ID), Check: r.Check})
-		named[r.Check], ids[r.ID] = true, true
-	}
-	for _, ch := range c.Checks {
-		if ch.IsRequired() && !named[ch.ID] {
-			id := ch.ID
-			if ids[id] {
-				id += "-check"
-			}
-			ids[id] = true
-			p.Requirements = append(p.Requirements, stop.Requirement{ID: events.RequirementID(id), Check: ch.ID})
-		}
-	}
-	if c.RequiresWriteOrDefault() && !ids[string(stop.WriteRequirement)] {
-		p.Requirements = append(p.Requirements, stop.Requirement{ID: stop.WriteRequirement, Write: true})
+	for _, n := range c.Needs() {
+		p.Requirements = append(p.Requirements, stop.Requirement{ID: events.RequirementID(n.ID), Check: n.Check, Write: n.Write})
 	}
 	return p
 }

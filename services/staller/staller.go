@@ -184,24 +184,8 @@ func PolicyFrom(eff cases.Effective) stall.Policy {
 		return p
 	}
 	p.FixtureDigest = c.FixtureDigest
-	named := map[string]bool{}
-	ids := map[string]bool{}
-	for _, r := range c.Requirements {
-		p.Requirements = append(p.Requirements, stall.Requirement{ID: events.RequirementID(r.ID), Check: r.Check})
-		named[r.Check], ids[r.ID] = true, true
-	}
-	for _, ch := range c.Checks {
-		if ch.IsRequired() && !named[ch.ID] {
-			id := ch.ID
-			if ids[id] {
-				id += "-check"
-			}
-			ids[id] = true
-			p.Requirements = append(p.Requirements, stall.Requirement{ID: events.RequirementID(id), Check: ch.ID})
-		}
-	}
-	if c.RequiresWriteOrDefault() && !ids[string(stall.WriteRequirement)] {
-		p.Requirements = append(p.Requirements, stall.Requirement{ID: stall.WriteRequirement, Write: true})
+	for _, n := range c.Needs() {
+		p.Requirements = append(p.Requirements, stall.Requirement{ID: events.RequirementID(n.ID), Check: n.Check, Write: n.Write})
 	}
 	return p
 }
