@@ -84,7 +84,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	go b.keepStreams()
+	// The listener is registered here, not in the keeper, so that a
+	// reconnect before the keeper first runs is not missed.
+	status := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	goKeep(func() { b.keepStreams(status) })
 	return b, nil
 }
 

@@ -51,12 +51,15 @@ func legacyControl(have, want jetstream.StreamConfig) bool {
 	return want.Name == ControlStream && have.Storage == jetstream.MemoryStorage && want.Storage == jetstream.FileStorage
 }
 
+// goKeep starts the stream keeper; tests delay it.
+var goKeep = func(f func()) { go f() }
+
 // keepStreams ensures the streams again each time the connection comes
 // back (a restarted server may have lost what it kept in memory) and
 // whenever a user of the bus found one missing (wantStreams), until the
-// connection closes.
-func (b *Bus) keepStreams() {
-	ch := b.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+// connection closes. ch carries the connection's CONNECTED and CLOSED
+// events.
+func (b *Bus) keepStreams(ch chan nats.Status) {
 	defer b.nc.RemoveStatusListener(ch)
 	if b.nc.IsClosed() {
 		return

@@ -27,3 +27,12 @@ func (b *Bus) LeaderLastSeq(ctx context.Context, stream, filter string) (uint64,
 func (b *Bus) GetBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
 	return b.getBlobOnce(ctx, d)
 }
+
+// HoldKeeping makes the next buses opened start their stream keeper only
+// when release is closed, so that a test can restart the server before
+// the keeper runs, as a busy machine may.
+func HoldKeeping(release <-chan struct{}) (restore func()) {
+	old := goKeep
+	goKeep = func(f func()) { go func() { <-release; f() }() }
+	return func() { goKeep = old }
+}
