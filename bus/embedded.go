@@ -166,6 +166,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded server: cluster listen: %w", err)
 		}
+		if host == "" {
+			// As for the client port: no host means this machine only.
+			host = "127.0.0.1"
+		}
 		opts.Cluster.Name = c.Name
 		opts.Cluster.Host, opts.Cluster.Port = host, port
 		opts.Routes = server.RoutesFromStr(joinComma(c.Routes))

@@ -26,6 +26,18 @@ func TestBarePortListensOnLoopbackOnly(t *testing.T) {
 	}
 }
 
+// A cluster route address without a host binds loopback too: a node's
+// routes carry every stream's data, and nothing asked to serve them to the
+// network.
+func TestBareClusterPortListensOnLoopbackOnly(t *testing.T) {
+	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1", Name: "solo",
+		Cluster: &bus.ClusterConfig{Name: "c", Listen: ":-1"}})
+	addr := srv.Server().ClusterAddr()
+	if addr == nil || !addr.IP.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Fatalf("routes listen on %v, want 127.0.0.1 only", addr)
+	}
+}
+
 // With ClientSeed the server admits only the holder of the seed, over TCP
 // and in-process; Connect proves it without being told.
 func TestClientSeedIsRequiredOfEveryClient(t *testing.T) {
