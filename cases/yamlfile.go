@@ -18,6 +18,9 @@ import (
 // author wrote it (budget.steps, checks[1].timeout), and saying what the
 // field wants in the author's words, never a Go type.
 func DecodeYAML(name string, data []byte, v any) error {
+	if err := checkWholeNumbers(data, v); err != nil {
+		return YAMLError(name, data, err)
+	}
 	err := yaml.UnmarshalWithOptions(data, v, yaml.Strict(), yaml.DisallowUnknownField())
 	if err == nil {
 		return nil
