@@ -35,6 +35,7 @@ type State struct {
 	failing   int                  // failing verification turns since the last clean pass
 	failRefs  []events.EvidenceRef // the failing dispatches of those turns (the latest few)
 	retry     *pendingRetry
+	plateau   plateau
 
 	// Repeat detection over turns with tool calls; tool-free turns are
 	// transparent to it and count only as idle.
@@ -78,6 +79,15 @@ type callInfo struct {
 	args    events.Digest
 	obs     string // digest of the observation; "" unknown
 	errCode string
+}
+
+// plateau is the repeated-observation retries charged while the same
+// calls kept answering the same: when one of those calls then answers
+// something new, the job it watches moved on, and the retries are given
+// back. A job that progresses slowly is not stopped at its third plateau.
+type plateau struct {
+	acts    map[string]bool // the plateau's actions
+	charged uint32
 }
 
 type pendingRetry struct {
@@ -208,17 +218,20 @@ func (s *State) call(turn uint32, id events.CallID) *callInfo {
 	return in
 }
 
-// observationOf identifies what a dispatch returned, byte for byte: its
-// output (by digest) and its error, message included.
+// observationOf identifies what a dispatch returned: its output and its
+// error, message included, with volatile tokens (clocks, durations, PIDs,
+// temporary paths, generated IDs) replaced, so that an answer differing
+// only in them is the same answer. An output known only by its digest is
+// compared byte for byte.
 func observationOf(b events.DispatchCompleted) string {
 	out := b.OutputDigest
 	if out == "" {
-		out = events.DigestOf([]byte(b.Output))
+		out = events.DigestOf([]byte(stable(b.Output)))
 	}
 	if b.Error == nil {
 		return string(out)
 	}
-	return string(events.DigestOf([]byte(string(out) + "\x00" + b.Error.Code + "\x00" + b.Error.Message)))
+	return string(events.DigestOf([]byte(string(out) + "\x00" + b.Error.Code + "\x00" + stable(b.Error.Message))))
 }
 
 // newGeneration starts a new task generation: a new task gets a new episode
@@ -240,6 +253,7 @@ func (s *State) startEpisode() {
 	s.repairs, s.delivered, s.credit, s.failing, s.failRefs = 0, 0, 0, 0, nil
 	s.clean = false
 	s.retry = nil
+	s.plateau = plateau{}
 }
 
 // turnStarted records delivery: a turn that starts after a retry was
@@ -260,10 +274,43 @@ func (s *State) observed(pos uint64, b events.StallObserved) {
 	if b.Observation.Action == nil {
 		return
 	}
-	if _, ok := b.Observation.Action.Variant().(events.StallRetry); ok {
+	if r, ok := b.Observation.Action.Variant().(events.StallRetry); ok {
 		s.repairs++
 		s.retry = &pendingRetry{turn: b.Turn, pos: pos}
+		if r.Cause == PatternRepeatedObservation {
+			s.chargePlateau()
+		}
 	}
+}
+
+// chargePlateau counts a repeated-observation retry against the plateau
+// of the calls that repeated (the last tool turn's); a retry on other
+// calls starts another plateau.
+func (s *State) chargePlateau() {
+	acts := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(s.lastActs, "\n"), "\n") {
+		if line != "" {
+			acts[line] = true
+		}
+	}
+	if len(acts) == 0 {
+		return
+	}
+	same := len(acts) == len(s.plateau.acts)
+	for a := range acts {
+		same = same && s.plateau.acts[a]
+	}
+	if !same {
+		s.plateau = plateau{acts: acts}
+	}
+	s.plateau.charged++
+}
+
+// plateauMoved gives back the retries a plateau took: one of its calls
+// answered something new.
+func (s *State) plateauMoved() {
+	s.repairs -= min(s.plateau.charged, s.repairs)
+	s.plateau = plateau{}
 }
 
 // step is one call of a turn as repeat detection sees it.
@@ -317,7 +364,12 @@ func (s *State) completeTurn(pos uint64, ev events.RunEvidence) {
 		if in.args != "" && tool != "" {
 			act = tool + " " + string(in.args)
 		}
-		if isEffective(d, in) || s.newInformation(d, tool, act, in) {
+		if s.newInformation(d, tool, act, in) {
+			effective = true
+			if s.plateau.acts[act] {
+				s.plateauMoved()
+			}
+		} else if isEffective(d, in) {
 			effective = true
 		}
 		steps = append(steps, step{action: act, obs: in.obs, err: errorOf(d, in)})
