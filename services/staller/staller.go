@@ -17,6 +17,7 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/staller/stall"
+	"github.com/factline/factline/services/staller/stallpolicy"
 )
 
 // ConsumerName is the durable consumer every staller instance shares.
@@ -163,29 +164,6 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 	return []bus.Pending{{Fact: f, MsgID: MsgID(log.Run, turn)}}, nil
 }
 
-// PolicyFrom converts a case under its treatment into the core's policy:
-// the resolved stall thresholds, and the requirements done needs (the
-// case's requirements, each required check no requirement names, and the
-// write requirement when the case needs an applied change).
-func PolicyFrom(eff cases.Effective) stall.Policy {
-	l := eff.Stall
-	p := stall.Policy{
-		RepeatedFailure:      l.RepeatedFailure,
-		RepeatedObservation:  l.RepeatedObservation,
-		RepeatedError:        l.RepeatedError,
-		IdleTurns:            l.IdleTurns,
-		Alternation:          l.Alternation,
-		FailingVerifications: l.FailingVerifications,
-		RepairBudget:         l.RepairBudget,
-		EscalateTo:           l.EscalateTo,
-	}
-	c := eff.Case
-	if c == nil {
-		return p
-	}
-	p.FixtureDigest = c.FixtureDigest
-	for _, n := range c.Needs() {
-		p.Requirements = append(p.Requirements, stall.Requirement{ID: events.RequirementID(n.ID), Check: n.Check, Write: n.Write})
-	}
-	return p
-}
+// PolicyFrom converts a case under its treatment into the core's policy
+// (see stallpolicy.From).
+func PolicyFrom(eff cases.Effective) stall.Policy { return stallpolicy.From(eff) }
