@@ -112,3 +112,8 @@ func (p StallPolicy) check(field string) error {
 	}
 	return nil
 }
+
+// Check refuses a negative threshold, naming it under field (as in
+// "stall.repair_budget"). Files that hold a stall policy of their own (a
+// candidate policy for factline whatif) check it as a case does.
+func (p StallPolicy) Check(field string) error { return p.check(field) }

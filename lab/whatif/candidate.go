@@ -1,0 +1,55 @@
+package whatif
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+)
+
+// Candidate is a stall policy to try: thresholds that override each run's
+// own, field by field. The empty candidate is the recorded policy.
+type Candidate struct {
+	Name  string            `yaml:"name,omitempty" json:"name"`
+	Stall cases.StallPolicy `yaml:"stall" json:"stall"`
+}
+
+// Recorded is the candidate that changes nothing: replaying under it
+// checks the replay against the recording.
+const Recorded = "recorded"
+
+// ParseCandidate reads a candidate policy file: a stall block as a case
+// writes it, and an optional name (default: the file's base name without
+// its extension).
+//
+//	name: patient
+//	stall:
+//	  repeated_observation: 5
+//	  repair_budget: 3
+func ParseCandidate(file string, data []byte) (Candidate, error) {
+	var c Candidate
+	if err := cases.DecodeYAML(file, data, &c); err != nil {
+		return Candidate{}, err
+	}
+	if c.Name == "" {
+		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if err := events.ValidateToken("name", c.Name); err != nil {
+		return Candidate{}, &cases.Error{File: file, Field: "name", Msg: err.Error()}
+	}
+	if c.Name == Recorded {
+		return Candidate{}, &cases.Error{File: file, Field: "name", Msg: fmt.Sprintf("%q names the recorded policy, which every report includes", Recorded)}
+	}
+	if err := c.Stall.Check("stall"); err != nil {
+		var e *cases.Error
+		if errors.As(err, &e) {
+			e.File = file
+			return Candidate{}, e
+		}
+		return Candidate{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
