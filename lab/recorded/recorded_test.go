@@ -28,7 +28,10 @@ import (
 const demo = "../../examples/demo/suite.yaml"
 
 // runDemo runs the demo suite to its report on a real embedded server.
-func runDemo(t *testing.T, ctx context.Context) *bus.Bus {
+func runDemo(t *testing.T, ctx context.Context) *bus.Bus { return runSuite(t, ctx, demo) }
+
+// runSuite runs a suite file to its report on a real embedded server.
+func runSuite(t *testing.T, ctx context.Context, path string) *bus.Bus {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	f, err := fleet.Start(ctx, b, fleet.Options{Per: map[string][]kit.Option{
@@ -38,7 +41,7 @@ func runDemo(t *testing.T, ctx context.Context) *bus.Bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := fleettest.SubmitFile(ctx, b, demo, "lab-test")
+	p, err := fleettest.SubmitFile(ctx, b, path, "lab-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func runDemo(t *testing.T, ctx context.Context) *bus.Bus {
 		return slices.ContainsFunc(log.Records, func(r bus.Record) bool { _, ok := r.Fact.Body.(events.SuiteReported); return ok })
 	})
 	if err != nil {
-		t.Fatalf("the demo was never reported: %v", err)
+		t.Fatalf("%s was never reported: %v", path, err)
 	}
 	if err := f.Stop(); err != nil {
 		t.Fatal(err)
