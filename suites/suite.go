@@ -41,6 +41,9 @@ type File struct {
 	// Inputs widens where input files may come from (by default only the
 	// suite file's directory).
 	Inputs Inputs `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+	// Stopping, when set, stops the suite early once one comparison is
+	// settled (see Stopping).
+	Stopping *Stopping `yaml:"stopping,omitempty" json:"stopping,omitempty"`
 }
 
 // CaseEntry names one case file of the roster.
@@ -175,6 +178,11 @@ func (f *File) normalise() error {
 			return fieldErr(fmt.Sprintf("valid_outcomes[%d]", i), "unknown run status %q (want one of %v)", s, allStatuses)
 		}
 	}
+	if f.Stopping != nil {
+		if err := f.Stopping.normalise("stopping"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -278,6 +286,11 @@ func Load(path string) (*Suite, error) {
 			}
 		}
 		s.Treatments = append(s.Treatments, t)
+	}
+	if f.Stopping != nil {
+		if err := f.Stopping.checkTreatments(treatAt); err != nil {
+			return nil, errAt("stopping.comparison", "%v", err)
+		}
 	}
 	return s, nil
 }
