@@ -166,14 +166,16 @@ func readCSV(path string, r io.Reader, fn func(record) error) (int, error) {
 		if err == io.EOF {
 			return n, nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos knows nothing of a record that did not parse.
+			line := 0
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				line = pe.Line
+				line = max(pe.Line, pe.StartLine)
 			}
-			return n, &DataError{File: path, Line: line, Msg: err.Error()}
+			return n, &DataError{File: path, Line: max(line, 1), Msg: err.Error()}
 		}
+		line, _ := cr.FieldPos(0)
 		fields := make(map[string]any, len(header))
 		for i, h := range header {
 			fields[h] = row[i]
