@@ -13,52 +13,75 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
+	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/suites"
 )
 
-// runRun is the main job: submit a suite, let the services run, grade and
-// measure it, and print the report.
-func runRun(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("run", "run SUITE.yaml [--store DIR | --nats URL] [--json] [--out DIR]", out)
-	var t target
-	t.flags(fs)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	outDir := fs.String("out", "", "also write report.json, report.csv and report.svg to this directory")
-	fsync := fs.String("fsync", string(bus.SyncAlways), "embedded server durability: always or interval")
-	instances := fs.Int("instances", 2, "runs the embedded runner drives at once")
-	loadExtensions := extensionsFlag(fs)
-	pos, rest := splitPositional(args, 1)
-	if err := parse(fs, rest); err != nil {
-		return err
+// newRunCmd is the main job: submit a suite, let the services run, grade
+// and measure it, and print the report.
+func newRunCmd() *cobra.Command {
+	var o runOptions
+	c := &cobra.Command{
+		Use:   "run SUITE.yaml",
+		Short: "run a suite: submit it, run, grade and measure every attempt, print the report",
+		Long: "Run a suite: without --nats, on an embedded JetStream server with all five services in\n" +
+			"this process; with --nats, submit it to a fleet whose services run elsewhere. Shows\n" +
+			"progress, waits for the meter's report and prints it.",
+		Example: "  factline run examples/demo/suite.yaml --out /tmp/demo-report\n" +
+			"  factline run suite.yaml --nats nats://10.0.0.5:4222 --timeout 2h",
+		Args: exactArgs(1, "name one suite file: factline run SUITE.yaml"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
+		},
 	}
-	pos = append(pos, fs.Args()...)
-	if len(pos) != 1 {
-		return usageError{"name one suite file: factline run SUITE.yaml"}
-	}
-	if *instances < 1 {
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (progress goes to stderr)")
+	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")
+	fsyncFlag(c, &o.fsync)
+	fs.IntVar(&o.instances, "instances", 2, "runs the embedded runner drives at once")
+	o.loadExtensions = extensionsFlag(fs)
+	return c
+}
+
+// runOptions are run's flags.
+type runOptions struct {
+	t              target
+	asJSON         bool
+	outDir         string
+	fsync          string
+	instances      int
+	loadExtensions func() (*extensions.Allowlist, error)
+}
+
+func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.Writer) error {
+	t := &o.t
+	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
 	}
-	suite, err := suites.Load(pos[0])
+	suite, err := suites.Load(suitePath)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	allow, err := loadExtensions()
+	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
 	}
-	mode, err := bus.ParseDurability(*fsync)
+	mode, err := bus.ParseDurability(o.fsync)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out)
-	if *asJSON {
-		progress = newProgress(os.Stderr)
+	if o.asJSON {
+		progress = newProgress(errOut)
 	}
 
 	var b *bus.Bus
@@ -104,7 +127,7 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 		// stopping quietly.
 		closeBus = func() {}
 		defer func() { nc.Close(); srv.Shutdown() }()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: *instances, extensions: allow}.fleetOptions(nil))
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}
@@ -135,13 +158,13 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *outDir != "" {
-		if err := writeReports(*outDir, report); err != nil {
+	if o.outDir != "" {
+		if err := writeReports(o.outDir, report); err != nil {
 			return err
 		}
-		progress.note("wrote report.json, report.csv and report.svg to %s", *outDir)
+		progress.note("wrote report.json, report.csv and report.svg to %s", o.outDir)
 	}
-	if *asJSON {
+	if o.asJSON {
 		return measure.WriteJSON(out, report)
 	}
 	fmt.Fprintln(out)

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
 )
@@ -44,10 +46,13 @@ func storeExists(dir string) bool {
 	return err == nil
 }
 
-func (t *target) flags(fs *flag.FlagSet) {
+// flags adds the connection flags to a command that opens the log: every
+// such command takes them, each in its own flag set.
+func (t *target) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open (one a 'serve --listen' process serves is reached through it, with the store's credential)")
 	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
 	fs.IntVar(&t.replicas, "replicas", 1, "with --nats: replicas the streams have (or, for setup, get): 1 on one server, 3 on a three-node cluster")
+	markConnection(fs, "store", "nats", "replicas")
 	t.cred.flags(fs)
 }
 
@@ -129,4 +134,11 @@ func (t *target) dialServed(ctx context.Context, at string) (*bus.Bus, func(), e
 	}
 	t.guard = g
 	return b, b.Conn().Close, nil
+}
+
+// fsyncFlag adds --fsync to a command that starts an embedded server: the
+// durability of what it acknowledges (docs/operations.md#durability).
+func fsyncFlag(c *cobra.Command, p *string) {
+	c.Flags().StringVar(p, "fsync", string(bus.SyncAlways), "embedded server durability: always (fsync before every acknowledgement) or interval (fsync on a timer, faster)")
+	_ = c.RegisterFlagCompletionFunc("fsync", fixedCompletions(string(bus.SyncAlways), string(bus.SyncInterval)))
 }
