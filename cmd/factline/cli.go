@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 	add(groupSuites, newRunCmd(), newServeCmd(), newReportCmd())
 	add(groupLog, newTailCmd(), newReplayCmd(), newProjectionsCmd(), newExportCmd(), newImportCmd(), newAuditCmd(), newDecodeCmd())
 	add(groupControls, newControlCmds()...)
-	add(groupSetup, newSetupCmd(), newDemoCmd(), newVersionCmd())
+	add(groupSetup, newSetupCmd(), newDemoCmd(), newVersionCmd(), newCompletionCmd())
 	help := newHelpCmd()
 	help.GroupID = groupSetup
 	root.SetHelpCommand(help)
