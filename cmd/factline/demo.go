@@ -22,13 +22,14 @@ import (
 // emit them, a race between two writers on one run, and the log replayed
 // into projections.
 func newDemoCmd() *cobra.Command {
-	var store, fsync string
+	var store string
+	var fsync durabilityFlag
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "start an embedded server, append a small run's facts, replay and print them",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runDemo(c.Context(), store, fsync, c.OutOrStdout())
+			return runDemo(c.Context(), store, fsync.get(), c.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&store, "store", "", "store directory (default: a fresh temporary one, removed afterwards)")
@@ -36,13 +37,10 @@ func newDemoCmd() *cobra.Command {
 	return c
 }
 
-func runDemo(ctx context.Context, store, fsync string, out io.Writer) error {
-	mode, err := bus.ParseDurability(fsync)
-	if err != nil {
-		return usageError{err.Error()}
-	}
+func runDemo(ctx context.Context, store string, mode bus.Durability, out io.Writer) error {
 	dir := store
 	if dir == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "factline-demo-"); err != nil {
 			return err
 		}

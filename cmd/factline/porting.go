@@ -93,6 +93,7 @@ func newImportCmd() *cobra.Command {
 		},
 	}
 	t.flags(c.Flags())
+	fsyncFlag(c, &t.fsync)
 	return c
 }
 

@@ -45,7 +45,7 @@ func newRunCmd() *cobra.Command {
 	o.t.flags(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (progress goes to stderr)")
 	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")
-	fsyncFlag(c, &o.fsync)
+	fsyncFlag(c, &o.t.fsync)
 	fs.IntVar(&o.instances, "instances", 2, "runs the embedded runner drives at once")
 	o.loadExtensions = extensionsFlag(fs)
 	return c
@@ -56,7 +56,6 @@ type runOptions struct {
 	t              target
 	asJSON         bool
 	outDir         string
-	fsync          string
 	instances      int
 	loadExtensions func() (*extensions.Allowlist, error)
 }
@@ -74,10 +73,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	mode, err := bus.ParseDurability(o.fsync)
-	if err != nil {
-		return usageError{err.Error()}
-	}
+	mode := t.fsync.get()
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out)
 	if o.asJSON {

@@ -82,7 +82,7 @@ func newServeCmd() *cobra.Command {
 			"Ctrl-C; work in flight is then handed back, never acknowledged unfinished. With --store\n" +
 			"DIR --listen PORT other processes may connect to the store's server too.",
 		Example: "  factline serve --services runner --instances 4 --nats nats://10.0.0.5:4222 --metrics :9464\n" +
-			"  factline serve --store /srv/fl --listen 4222",
+			"  factline serve --store /srv/fl --listen 4222 --fsync always",
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout()) },
 	}
@@ -98,6 +98,7 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
+	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
 	return c
 }
@@ -149,7 +150,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		b, closeBus, err = openEmbedded(ctx, t.store, plan, out)
+		b, closeBus, err = openEmbedded(ctx, t.store, t.fsync.get(), plan, out)
 		if err != nil {
 			return err
 		}
@@ -158,6 +159,9 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 			return usageError{"--allow-remote and --no-auth go with --listen"}
 		}
 		b, closeBus, err = t.open(ctx)
+		if err == nil && t.embedded {
+			printEmbedded(out, t.store, t.fsync.get())
+		}
 	}
 	if err != nil {
 		return err
@@ -192,7 +196,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 // other processes, as plan says, and prints how they connect. Unless
 // plan opts out, every client must hold the store's credential, which
 // the first such start writes into the store.
-func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
+func openEmbedded(ctx context.Context, store string, mode bus.Durability, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
 	if at, err := servedAt(store); err != nil {
 		return nil, nil, err
 	} else if at != "" {
@@ -207,7 +211,7 @@ func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Wri
 			return nil, nil, err
 		}
 	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed})
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed, Durability: mode})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,8 +233,18 @@ func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Wri
 		srv.Shutdown()
 		return nil, nil, err
 	}
+	printEmbedded(out, store, mode)
 	printHowToConnect(out, store, srv.Server().Addr(), local, plan, credPath, made)
 	return b, func() { unrecord(); nc.Close(); srv.Shutdown() }, nil
+}
+
+// printEmbedded says where the embedded server keeps the log and how
+// durably.
+func printEmbedded(out io.Writer, store string, mode bus.Durability) {
+	if abs, err := filepath.Abs(store); err == nil {
+		store = abs
+	}
+	fmt.Fprintf(out, "embedded JetStream in %s (fsync: %s)\n", store, mode)
 }
 
 // printHowToConnect tells the operator, on the command's own output, how
