@@ -9,8 +9,10 @@ PKGS     := ./...
 
 all: build
 
+# -buildvcs=auto stamps the VCS revision (factline version, the agent
+# identity) even where GOFLAGS turns stamping off.
 build:
-	$(GO) build -o $(BIN) ./cmd/factline
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/factline
 
 run: build
 	./$(BIN) run examples/demo/suite.yaml
