@@ -94,6 +94,8 @@ type ModeReport struct {
 	TurnsFacts                      uint64
 	TurnRate, ChainRate, ChainRatio Sample
 	FactBytes, BlobBytes            Sample
+	// B2: bytes per turn of the Factline-Prev header and of all headers.
+	PrevBytes, HeaderBytes Sample
 	// B7: turns/s at each configuration, in sweepPoints order.
 	Sweep []SweepSample
 	// B8: milliseconds, the median turn of turns 1–10 and of 40–49, and
@@ -263,6 +265,8 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 					m.TurnRate = append(m.TurnRate, res.turnsPerSec)
 					turns := float64(cfg.TurnRuns * cfg.TurnTurns)
 					m.FactBytes, m.BlobBytes = append(m.FactBytes, float64(res.factBytes)/turns), append(m.BlobBytes, float64(res.blobBytes)/turns)
+					perTurn := float64(res.facts) / turns
+					m.PrevBytes, m.HeaderBytes = append(m.PrevBytes, res.prevBytes*perTurn), append(m.HeaderBytes, res.headerBytes*perTurn)
 					// The baseline right after, on the same server: the raw
 					// chain of B3 for as many runs at once.
 					raw, err := rawChain(ctx, s.b, fmt.Sprintf("b2raw-%d", r), cfg.TurnRuns, cfg.TurnTurns)

@@ -176,7 +176,7 @@ func TestSmallTableFillsEveryRow(t *testing.T) {
 		m.RawP50.Median() <= 0 || m.ReplayFL.Median() <= 0 || m.ReplayRaw.Median() <= 0 || m.LoadP50.Median() <= 0 || m.GetP50.Median() <= 0 {
 		t.Errorf("a figure is not positive: %+v", m)
 	}
-	if m.TurnRate.Median() <= 0 || m.ChainRate.Median() <= 0 || m.FactBytes.Median() <= 0 || m.LongEarly.Median() <= 0 || m.LongLate.Median() <= 0 {
+	if m.TurnRate.Median() <= 0 || m.ChainRate.Median() <= 0 || m.FactBytes.Median() <= 0 || m.PrevBytes.Median() <= 0 || m.HeaderBytes.Median() < m.PrevBytes.Median() || m.LongEarly.Median() <= 0 || m.LongLate.Median() <= 0 {
 		t.Errorf("a figure of issue 24's rows is not positive: %+v", m)
 	}
 	if len(m.Sweep) != 3 || m.Sweep[2].Point != (sweepPoint{Runs: 3, Instances: 2}) {
