@@ -35,6 +35,9 @@ type serveOptions struct {
 	// maxDeliver is how many times a message is delivered before it is
 	// dead-lettered (zero: each service's default).
 	maxDeliver int
+	// workers, by service, is how many deliveries each of its instances
+	// handles at once (absent: the service's default).
+	workers map[string]int
 }
 
 // fleetOptions are the fleet of the named services (all five when names is
@@ -52,6 +55,7 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 		Services: names,
 		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
 		Per:      map[string][]kit.Option{fleet.Runner: run},
+		Workers:  o.workers,
 	}
 }
 
@@ -97,6 +101,7 @@ func newServeCmd() *cobra.Command {
 	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
+	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
@@ -111,6 +116,7 @@ type serveFlags struct {
 	instances, maxDeliver int
 	ackWait               time.Duration
 	metricsAddr           string
+	workers               map[string]int
 	loadExtensions        func() (*extensions.Allowlist, error)
 }
 
@@ -136,6 +142,18 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}
+	}
+	for n, w := range o.workers {
+		switch {
+		case n == fleet.Runner:
+			return usageError{"--workers runner=…: a runner's concurrent runs are --instances"}
+		case !slices.Contains(fleet.Names(), n):
+			return usageError{fmt.Sprintf("--workers: unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
+		case !slices.Contains(names, n):
+			return usageError{fmt.Sprintf("--workers %s=%d: %s is not among --services", n, w, n)}
+		case w < 1:
+			return usageError{fmt.Sprintf("--workers %s=%d: at least 1", n, w)}
+		}
 	}
 	var b *bus.Bus
 	var closeBus func()
@@ -184,7 +202,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		}
 		defer stopMetrics()
 	}
-	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow}.fleetOptions(names))
+	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers}.fleetOptions(names))
 	if err != nil {
 		return err
 	}

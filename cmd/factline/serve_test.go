@@ -46,3 +46,30 @@ func TestServeFsync(t *testing.T) {
 		t.Errorf("serve --help does not list --fsync: %q", out)
 	}
 }
+
+// --workers sets how many deliveries a service's instances handle at once;
+// what cannot apply is a usage error naming the flag.
+func TestServeWorkers(t *testing.T) {
+	store := t.TempDir()
+	srv := startServe(t, "--services", "staller,decider", "--store", store, "--workers", "staller=4,decider=2")
+	if out := srv.out.String(); !strings.Contains(out, "serving staller") {
+		t.Fatalf("serve --workers: %q %q", out, srv.errOut.String())
+	}
+	if code := srv.stop(); code != 0 {
+		t.Fatalf("serve exited %d: %q", code, srv.errOut.String())
+	}
+	for _, c := range []struct {
+		workers, want string
+	}{
+		{"runner=2", "--instances"},
+		{"stalller=2", `unknown service "stalller"`},
+		{"grader=2", "grader is not among --services"},
+		{"staller=0", "--workers staller=0: at least 1"},
+		{"staller=many", "--workers"},
+	} {
+		code, out, errOut := runCLI(t, "serve", "--services", "staller", "--store", t.TempDir(), "--workers", c.workers)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("--workers %s: exit %d, stdout %q, stderr %q; want 2 and %q", c.workers, code, out, errOut, c.want)
+		}
+	}
+}
