@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // Budget holds a run's hard limits. A zero field means no limit of that kind.
 type Budget struct {
 	Steps   uint32 `msgpack:"steps"`
@@ -191,6 +193,10 @@ const (
 )
 
 var runStatuses = []RunStatus{RunDone, RunBlocked, RunIncomplete, RunExhausted, RunCancelled, RunNeedsHuman, RunErrored}
+
+// RunStatuses lists every run status, in the order docs/facts.md's endings
+// table maps them to the terminal contract.
+func RunStatuses() []RunStatus { return slices.Clone(runStatuses) }
 
 // RunEnded (run.ended) is a run's terminal fact and its handoff packet.
 type RunEnded struct {

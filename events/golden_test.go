@@ -365,6 +365,15 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Error: &events.ToolError{Code: "NOT_RUN", Message: "the run was cancelled before this call"},
 		}},
+		// run.ended with the exhausted status a spent budget now ends
+		// with (its wire shape unchanged from run_ended).
+		{1201, "run_ended_exhausted", events.RunEnded{
+			Status: events.RunExhausted, Reason: "budget_preflight",
+			Spent:        events.Spent{Steps: 5, Tokens: ptr(uint64(5500)), Cost: ptr(uint64(10)), Millis: 61_000},
+			Steps:        5,
+			LastEvidence: []events.EvidenceRef{"t5/call-1"},
+			NextAction:   "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work",
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1
