@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,6 +423,17 @@ grading:
 	}
 	if len(conflicts) != 1 || conflicts[0].Instrument != "tests" || conflicts[0].ConflictsWith != 1 {
 		t.Fatalf("conflicts %+v", conflicts)
+	}
+	// The conflict precedes the revision it disputes, so whoever folds the
+	// log up to that verdict (the meter, on its delivery) sees the dispute.
+	var kinds []events.Kind
+	for _, f := range log.Facts()[len(first.Records):] {
+		if f.Kind() != events.KindGradeInstrument {
+			kinds = append(kinds, f.Kind())
+		}
+	}
+	if !slices.Equal(kinds, []events.Kind{events.KindGradeConflict, events.KindGradeVerdict}) {
+		t.Fatalf("the re-grade appended %v, want the conflict before its verdict", kinds)
 	}
 	mu.Lock()
 	defer mu.Unlock()

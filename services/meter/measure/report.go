@@ -21,6 +21,11 @@ const (
 	OutcomeInvalid   Outcome = "invalid"
 	OutcomeAbstained Outcome = "abstained"
 	OutcomeExcluded  Outcome = "excluded"
+	// OutcomeDisputed: the grade counted has an unresolved grade.conflict
+	// (a later check disagreed with it and no later revision settled the
+	// disagreement). It is neither passed nor failed, and a suite with one
+	// is not complete.
+	OutcomeDisputed Outcome = "disputed"
 	// OutcomeAwaiting: not settled yet (not ended, or ended and not yet
 	// graded). A complete report has none.
 	OutcomeAwaiting Outcome = "awaiting"
@@ -45,8 +50,13 @@ type Report struct {
 	Required      []events.InstrumentID `json:"required,omitempty"`
 	ValidOutcomes []events.RunStatus    `json:"valid_outcomes"`
 	// Complete is true when every planned attempt is settled: ended and
-	// graded (or terminally pending), or excluded.
-	Complete    bool              `json:"complete"`
+	// graded (or terminally pending), or excluded, and no grade it counts
+	// is disputed by an unresolved grade.conflict.
+	Complete bool `json:"complete"`
+	// Smoke is true for a suite of one trial: a smoke read that shows the
+	// measurement path is live, not a quality claim (seed 000), which
+	// needs repeated trials.
+	Smoke       bool              `json:"smoke"`
 	Method      Method            `json:"method"`
 	Treatments  []TreatmentReport `json:"treatments"`
 	Comparisons []Comparison      `json:"comparisons"`
@@ -68,7 +78,10 @@ type TreatmentReport struct {
 	Excluded      int    `json:"excluded"`
 	HarnessErrors int    `json:"harness_errors"`
 	Awaiting      int    `json:"awaiting"`
-	Conflicted    int    `json:"conflicted"`
+	// Disputed counts attempts whose counted grade has an unresolved
+	// grade.conflict; Conflicted those with any conflict, resolved or not.
+	Disputed   int `json:"disputed"`
+	Conflicted int `json:"conflicted"`
 	// PassRate is passed / graded; nil when nothing was graded.
 	PassRate *float64 `json:"pass_rate"`
 	// Wilson is the 95% Wilson score interval of PassRate.
@@ -143,9 +156,9 @@ func Build(l *Log) Report {
 	for m := range Members(s) {
 		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
 	}
-	r.Complete = true
+	r.Complete, r.Smoke = true, s.Trials == 1
 	for _, a := range r.Attempts {
-		if a.Outcome == OutcomeAwaiting {
+		if a.Outcome == OutcomeAwaiting || a.Outcome == OutcomeDisputed {
 			r.Complete = false
 		}
 	}
@@ -174,7 +187,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	if a.Requested != nil {
 		out.Identity = a.Requested.Identity
 	}
-	out.Started, out.Conflicts = a.Claimed, a.Conflicts
+	out.Started, out.Conflicts = a.Claimed, len(a.Conflicts)
 	if a.Ended == nil {
 		out.Reason = "running"
 		if !a.Claimed {
@@ -194,6 +207,12 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	out.Revision = v.Revision
+	if c, ok := unresolved(v, a.Conflicts); ok {
+		out.Outcome = OutcomeDisputed
+		out.Reason = fmt.Sprintf("grade.conflict: revision %d disagrees with revision %d on %s (%s); a later revision that agrees settles it",
+			c.Revision, c.ConflictsWith, c.Instrument, c.Reason)
+		return out
+	}
 	switch res := v.Result.Variant().(type) {
 	case events.VerdictPassed, events.VerdictFailed:
 		out.Outcome = OutcomePassed
@@ -235,6 +254,22 @@ func verdictOf(a *Attempt) (events.GraderVerdict, bool) {
 		}
 	}
 	return best, found
+}
+
+// unresolved returns the newest conflict that disputes the counted grade:
+// one on its snapshot at its revision or later (a conflict the grader
+// appended with a revision whose verdict is not folded yet disputes it
+// too). A later revision that appended no conflict of its own settled the
+// ones before it.
+func unresolved(v events.GraderVerdict, conflicts []events.GradeConflict) (events.GradeConflict, bool) {
+	var out events.GradeConflict
+	found := false
+	for _, c := range conflicts {
+		if c.SnapshotDigest == v.SnapshotID && c.Revision >= v.Revision && (!found || c.Revision >= out.Revision) {
+			out, found = c, true
+		}
+	}
+	return out, found
 }
 
 // missingRequired lists the suite's required instruments that a definitive
@@ -317,6 +352,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Excluded++
 		case OutcomeAwaiting:
 			t.Awaiting++
+		case OutcomeDisputed:
+			t.Disputed++
 		}
 	}
 	if t.Graded > 0 {
