@@ -102,7 +102,7 @@ func WriteTable(w io.Writer, r Report) error {
 			cells = append(cells, passAt(t, k, "%.3f"))
 		}
 		u := t.Usage
-		cells = append(cells, known(u.Tokens, u.TokensKnown, u.TokensUnknown), known(u.Cost, u.CostKnown, u.CostUnknown),
+		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown),
 			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
@@ -143,15 +143,26 @@ func WriteTable(w io.Writer, r Report) error {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // known renders a total with its unknown count apart: "1200", "1200 + 2
-// unknown", or "unknown (3)" when no attempt's figure is known.
-func known(total uint64, knownN, unknown int) string {
+// unknown", "unknown (3)" when no attempt's figure is known, or "-" when
+// no attempt ended.
+func known(total *uint64, unknown int) string {
 	switch {
-	case unknown == 0:
-		return strconv.FormatUint(total, 10)
-	case knownN == 0:
+	case total == nil && unknown == 0:
+		return "-"
+	case total == nil:
 		return fmt.Sprintf("unknown (%d)", unknown)
+	case unknown == 0:
+		return strconv.FormatUint(*total, 10)
 	}
-	return fmt.Sprintf("%d + %d unknown", total, unknown)
+	return fmt.Sprintf("%d + %d unknown", *total, unknown)
+}
+
+// cell renders a total for CSV: empty when unknown, never 0.
+func cell(total *uint64) string {
+	if total == nil {
+		return ""
+	}
+	return strconv.FormatUint(*total, 10)
 }
 
 func passAt(t TreatmentReport, k int, format string) string {
@@ -201,8 +212,8 @@ func WriteCSV(w io.Writer, r Report) error {
 			rec = append(rec, v)
 		}
 		u := t.Usage
-		rec = append(rec, strconv.FormatUint(u.Tokens, 10), itoa(u.TokensKnown), itoa(u.TokensUnknown),
-			strconv.FormatUint(u.Cost, 10), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
+		rec = append(rec, cell(u.Tokens), itoa(u.TokensKnown), itoa(u.TokensUnknown),
+			cell(u.Cost), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

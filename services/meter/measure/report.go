@@ -103,16 +103,25 @@ type PassAtK struct {
 
 // Usage is what a treatment's ended attempts consumed. An attempt whose
 // tokens or cost are unknown is counted in the Unknown field and adds
-// nothing to the total: unknown never becomes zero.
+// nothing to the total; a total is nil (null in JSON, an empty CSV cell)
+// when no attempt's figure is known: unknown never becomes zero.
 type Usage struct {
-	Tokens        uint64 `json:"tokens"`
-	TokensKnown   int    `json:"tokens_known"`
-	TokensUnknown int    `json:"tokens_unknown"`
-	Cost          uint64 `json:"cost"`
-	CostKnown     int    `json:"cost_known"`
-	CostUnknown   int    `json:"cost_unknown"`
-	WallMillis    uint64 `json:"wall_millis"`
-	WallKnown     int    `json:"wall_known"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensKnown   int     `json:"tokens_known"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostKnown     int     `json:"cost_known"`
+	CostUnknown   int     `json:"cost_unknown"`
+	WallMillis    uint64  `json:"wall_millis"`
+	WallKnown     int     `json:"wall_known"`
+}
+
+// add sums a known figure into a total that is nil until one is known.
+func add(total **uint64, v uint64) {
+	if *total == nil {
+		*total = new(uint64)
+	}
+	**total += v
 }
 
 // AttemptRow is one planned attempt and where it landed.
@@ -306,13 +315,13 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Ended++
 			u := &t.Usage
 			if a.Tokens != nil {
-				u.Tokens += *a.Tokens
+				add(&u.Tokens, *a.Tokens)
 				u.TokensKnown++
 			} else {
 				u.TokensUnknown++
 			}
 			if a.Cost != nil {
-				u.Cost += *a.Cost
+				add(&u.Cost, *a.Cost)
 				u.CostKnown++
 			} else {
 				u.CostUnknown++
