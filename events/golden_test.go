@@ -374,6 +374,21 @@ func goldenFacts(t testing.TB) []goldenCase {
 			LastEvidence: []events.EvidenceRef{"t5/call-1"},
 			NextAction:   "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work",
 		}},
+		// The optional judge call of grade.instrument and stop.decided,
+		// and the optional cached and reasoning tokens of usage.
+		{1301, "grade_instrument_judge", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{Instrument: "review", Version: "1", Outcome: events.InstrumentPassed, Detail: "openai/judge-1: VERDICT: PASS"},
+			Judge: &events.JudgeCall{Model: "openai/judge-1", Millis: 2_300, Usage: &events.Usage{
+				InputTokens: 3000, OutputTokens: 400, Cost: ptr(uint64(9)), CachedInputTokens: ptr(uint64(1024)), ReasoningTokens: ptr(uint64(320)),
+			}},
+		}},
+		{1302, "stop_decided_judge", events.StopDecided{
+			Decision: events.StopDecision{
+				DecisionID: "dec-3", Turn: 3, TaskGeneration: 1,
+				Result: events.Finish(events.StopFinish{Status: events.FinishDone, Reason: "tests pass at the current epoch"}),
+			},
+			Judge: &events.JudgeCall{Model: "openai/reviewer", Millis: 800},
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

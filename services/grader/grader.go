@@ -283,7 +283,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		if s.cfg.hook != nil {
 			s.cfg.hook(ctx, Execution{Suite: j.suite, Run: j.run, Snapshot: j.snapshot, Instrument: gi.ID, Version: gi.Version})
 		}
-		res, contained := env.run(ctx, j.specs[gi.Key()])
+		res, contained, judged := env.run(ctx, j.specs[gi.Key()])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -294,7 +294,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 			if _, done := st.Results[j.snapshot][k]; done {
 				return nil, nil
 			}
-			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained}, 0)
+			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained, Judge: judged}, 0)
 			return []bus.Pending{{Fact: f, MsgID: grade.InstrumentMsgID(j.run, j.snapshot, k)}}, err
 		})
 		if err != nil {

@@ -33,6 +33,9 @@ type Attempt struct {
 	// Conflicts holds the grade.conflict facts, in log order: later checks
 	// that disagreed with an earlier revision.
 	Conflicts []events.GradeConflict
+	// Judged holds the evaluators' model calls on the attempt: the
+	// grader's judge instruments and the stop decider's reviewer.
+	Judged []events.JudgeCall
 }
 
 // NewLog returns the empty state of one suite.
@@ -84,6 +87,14 @@ func (l *Log) Apply(f events.Fact) {
 		}
 	case events.GradeConflict:
 		a.Conflicts = append(a.Conflicts, b)
+	case events.GradeInstrument:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
+	case events.StopDecided:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
 	}
 }
 

@@ -88,7 +88,7 @@ func WriteTable(w io.Writer, r Report) error {
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
-	head = append(head, "tokens", "cost", "wall")
+	head = append(head, "tokens", "cost", "wall", "evaluator cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, t := range r.Treatments {
 		ci := "-"
@@ -103,7 +103,7 @@ func WriteTable(w io.Writer, r Report) error {
 		}
 		u := t.Usage
 		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown),
-			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000))
+			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000), evaluator(t.Evaluator))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -157,6 +157,15 @@ func known(total *uint64, unknown int) string {
 	return fmt.Sprintf("%d + %d unknown", *total, unknown)
 }
 
+// evaluator renders the evaluators' cost with its calls: "-" when none
+// was made.
+func evaluator(e EvaluatorUsage) string {
+	if e.Calls == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d calls)", known(e.Cost, e.CostUnknown), e.Calls)
+}
+
 // cell renders a total for CSV: empty when unknown, never 0.
 func cell(total *uint64) string {
 	if total == nil {
@@ -184,7 +193,8 @@ func WriteCSV(w io.Writer, r Report) error {
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass_at_%d", k))
 	}
-	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known")
+	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known",
+		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost", "evaluator_cost_unknown", "evaluator_millis")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -214,6 +224,8 @@ func WriteCSV(w io.Writer, r Report) error {
 		u := t.Usage
 		rec = append(rec, cell(u.Tokens), itoa(u.TokensKnown), itoa(u.TokensUnknown),
 			cell(u.Cost), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
+		e := t.Evaluator
+		rec = append(rec, itoa(e.Calls), cell(e.Tokens), itoa(e.TokensUnknown), cell(e.Cost), itoa(e.CostUnknown), strconv.FormatUint(e.Millis, 10))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -90,7 +90,23 @@ type TreatmentReport struct {
 	// repeated trials and at least two cases graded.
 	ClusteredSE *float64  `json:"clustered_se"`
 	PassAtK     []PassAtK `json:"pass_at_k,omitempty"`
-	Usage       Usage     `json:"usage"`
+	// Usage is what the agents under test consumed; Evaluator what
+	// grading and reviewing them did (judge model calls), kept apart so
+	// that evaluation never inflates an agent's cost (seed 004).
+	Usage     Usage          `json:"usage"`
+	Evaluator EvaluatorUsage `json:"evaluator"`
+}
+
+// EvaluatorUsage sums the evaluators' model calls on a treatment's
+// attempts: the grader's judge instruments and the stop decider's
+// reviewer. A call whose usage is unknown is counted apart, never as zero.
+type EvaluatorUsage struct {
+	Calls         int     `json:"calls"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostUnknown   int     `json:"cost_unknown"`
+	Millis        uint64  `json:"millis"`
 }
 
 // PassAtK is the mean unbiased pass@k over the cases with at least k graded
@@ -140,6 +156,9 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// Judged is the evaluators' model calls on the attempt, summed into
+	// the treatment's evaluator usage.
+	Judged []events.JudgeCall `json:"-"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -196,7 +215,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	if a.Requested != nil {
 		out.Identity = a.Requested.Identity
 	}
-	out.Started, out.Conflicts = a.Claimed, len(a.Conflicts)
+	out.Started, out.Conflicts, out.Judged = a.Claimed, len(a.Conflicts), a.Judged
 	if a.Ended == nil {
 		out.Reason = "running"
 		if !a.Claimed {
@@ -329,6 +348,22 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			if a.Millis != nil {
 				u.WallMillis += *a.Millis
 				u.WallKnown++
+			}
+		}
+		for _, j := range a.Judged {
+			e := &t.Evaluator
+			e.Calls++
+			e.Millis += j.Millis
+			if j.Usage == nil {
+				e.TokensUnknown++
+				e.CostUnknown++
+				continue
+			}
+			add(&e.Tokens, j.Usage.InputTokens+j.Usage.OutputTokens)
+			if j.Usage.Cost == nil {
+				e.CostUnknown++
+			} else {
+				add(&e.Cost, *j.Usage.Cost)
 			}
 		}
 		if a.Status == events.RunErrored {

@@ -68,3 +68,35 @@ func TestUnknownUsageIsNeverAZero(t *testing.T) {
 		t.Fatalf("known usage in the CSV: %v", recs[1])
 	}
 }
+
+// The evaluators' model calls (the grader's judge, the decider's reviewer)
+// are reported apart from the agents' usage, unknown usage counted apart.
+func TestEvaluatorCostIsApartFromTheAgents(t *testing.T) {
+	l := newSuite(t, submitted([]string{"c1", "c2"}, []string{"A"}, 1))
+	l.attempt("c1", "A", 1, events.RunDone, u64(100), pass)
+	l.attempt("c2", "A", 1, events.RunDone, u64(100), pass)
+	m1, m2 := l.member("c1", "A", 1), l.member("c2", "A", 1)
+	l.add(m1.Run, events.GradeInstrument{SnapshotDigest: d(m1.Run), Result: events.InstrumentResult{Instrument: "review", Version: "1", Outcome: events.InstrumentPassed},
+		Judge: &events.JudgeCall{Model: "openai/judge", Millis: 900, Usage: &events.Usage{InputTokens: 1000, OutputTokens: 50, Cost: u64(30)}}}, events.OwnerGrader)
+	l.add(m2.Run, events.GradeInstrument{SnapshotDigest: d(m2.Run), Result: events.InstrumentResult{Instrument: "review", Version: "1", Outcome: events.InstrumentAbstained},
+		Judge: &events.JudgeCall{Model: "openai/judge", Millis: 100}}, events.OwnerGrader)
+	l.add(m2.Run, events.StopDecided{Decision: events.StopDecision{DecisionID: "x", Turn: 1, TaskGeneration: 1,
+		Result: events.Finish(events.StopFinish{Status: events.FinishDone, Reason: "r"})},
+		Judge: &events.JudgeCall{Model: "openai/reviewer", Millis: 50, Usage: &events.Usage{InputTokens: 10, OutputTokens: 5}}}, events.OwnerDecider)
+	r := l.report()
+	tr := r.Treatments[0]
+	if tr.Usage.Cost == nil || *tr.Usage.Cost != 4 || *tr.Usage.Tokens != 200 {
+		t.Fatalf("the agents' usage took in the evaluators': %+v", tr.Usage)
+	}
+	e := tr.Evaluator
+	if e.Calls != 3 || e.Tokens == nil || *e.Tokens != 1065 || e.TokensUnknown != 1 || e.Cost == nil || *e.Cost != 30 || e.CostUnknown != 2 || e.Millis != 1050 {
+		t.Fatalf("evaluator usage %+v", e)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(table.Bytes(), []byte("30 + 2 unknown (3 calls)")) {
+		t.Fatalf("the table does not show the evaluator cost:\n%s", table.String())
+	}
+}
