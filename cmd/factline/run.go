@@ -177,10 +177,7 @@ type progress struct {
 	tty       bool
 	start     time.Time
 	mu        sync.Mutex
-	started   map[string]bool
-	ended     map[string]bool
-	graded    map[string]bool
-	passed    int
+	counter   *measure.Counter // counts as the report counts
 	lastLine  string
 	lastPrint time.Time
 }
@@ -192,7 +189,7 @@ func newProgress(out io.Writer) *progress {
 			tty = true
 		}
 	}
-	return &progress{out: out, tty: tty, start: time.Now(), started: map[string]bool{}, ended: map[string]bool{}, graded: map[string]bool{}}
+	return &progress{out: out, tty: tty, start: time.Now()}
 }
 
 func (p *progress) note(format string, args ...any) {
@@ -204,7 +201,11 @@ func (p *progress) note(format string, args ...any) {
 }
 
 func (p *progress) summary() string {
-	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", len(p.started), len(p.ended), len(p.graded), p.passed,
+	var t measure.Tally
+	if p.counter != nil {
+		t = p.counter.Tally()
+	}
+	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", t.Started, t.Ended, t.Graded, t.Passed,
 		time.Since(p.start).Round(100*time.Millisecond))
 }
 
@@ -256,29 +257,26 @@ func (p *progress) fact(r bus.Raw, planned int, done func()) error {
 	if err != nil {
 		return nil
 	}
-	switch body := f.Body.(type) {
-	case events.RunClaimed:
-		p.started[f.Run] = true
-	case events.RunEnded:
-		p.ended[f.Run] = true
-	case events.GradeVerdict:
-		p.graded[f.Run] = true
-		if body.Verdict.Result.Type() == "passed" {
-			p.passed++
-		}
+	if p.counter == nil {
+		p.counter = measure.NewCounter(f.Suite)
+	}
+	p.counter.Apply(f)
+	switch f.Body.(type) {
+	case events.RunClaimed, events.RunEnded, events.GradeVerdict:
 	case events.SuiteReported:
 		done()
 		return nil
 	default:
 		return nil
 	}
-	line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", len(p.started), planned,
-		len(p.ended), len(p.graded), p.passed, time.Since(p.start).Round(100*time.Millisecond))
+	t := p.counter.Tally()
+	line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, planned,
+		t.Ended, t.Graded, t.Passed, time.Since(p.start).Round(100*time.Millisecond))
 	switch {
 	case p.tty:
 		fmt.Fprintf(p.out, "\r%s%s", line, strings.Repeat(" ", max(0, len(p.lastLine)-len(line))))
 		p.lastLine = line
-	case time.Since(p.lastPrint) >= time.Second || len(p.graded) == planned:
+	case time.Since(p.lastPrint) >= time.Second || t.Settled == planned:
 		// Not a terminal: a plain line at most once a second.
 		fmt.Fprintln(p.out, line)
 		p.lastPrint = time.Now()
