@@ -167,6 +167,12 @@ func TestSeedReplayCases(t *testing.T) {
 			if end.NextAction == "" {
 				t.Fatal("no next action in the handoff")
 			}
+			// What ran is named: the claim records the runner's identity.
+			for _, f := range kinds(log, events.KindRunClaimed) {
+				if f.Body.(events.RunClaimed).Identity == "" {
+					t.Fatal("a claim without the identity of what ran")
+				}
+			}
 			if len(kinds(log, events.KindCandidateSealed)) != 1 {
 				t.Fatal("no sealed candidate")
 			}
