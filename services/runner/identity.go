@@ -31,7 +31,7 @@ func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 	}{a.kase.Checks, a.kase.Requirements, a.kase.RequiresWrite}
 	behaviour := map[string]json.RawMessage{"tools": contracts}
 	for name, v := range map[string]any{"context": a.eff.Context, "stall": a.eff.Stall, "stop": stop,
-		"http": a.kase.HTTP, "containment": claim.Containment} {
+		"http": a.kase.HTTP, "containment": applied(claim.Containment)} {
 		data, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("identity: %s: %w", name, err)
@@ -54,4 +54,27 @@ func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 	}
 	claim.Identity, _, err = suites.WithComponent(comps, suites.ComponentHarness, harness)
 	return err
+}
+
+// applied is what of a containment record shapes behaviour: the provider
+// and each feature's state and limit. A feature's detail is left out: it
+// explains the state in words that may name this host's paths (a work
+// directory), which would make every runner its own agent.
+func applied(c *events.Containment) any {
+	if c == nil {
+		return nil
+	}
+	type feature struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+		Limit uint64 `json:"limit,omitempty"`
+	}
+	out := struct {
+		Provider string    `json:"provider"`
+		Features []feature `json:"features"`
+	}{Provider: c.Provider}
+	for _, f := range c.Features {
+		out.Features = append(out.Features, feature{Name: f.Name, State: string(f.State), Limit: f.Limit})
+	}
+	return out
 }

@@ -43,4 +43,11 @@ func TestAChangedToolContractChangesTheIdentity(t *testing.T) {
 	if other := identity(contained); other == base {
 		t.Fatal("another containment left the identity as it was")
 	}
+	// Words that explain a state (they may name this host's work
+	// directory) are not behaviour: two runners that differ only there are
+	// one agent.
+	explained := &events.Containment{Provider: "process", Features: []events.ContainmentFeature{{Name: "session", State: events.ContainmentActive, Detail: "/var/tmp/runner-7"}}}
+	if a, b := identity(contained), identity(explained); a != b {
+		t.Fatal("a feature's detail changed the identity")
+	}
 }
