@@ -346,6 +346,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
+	if err := a.claimIdentity(&claim); err != nil {
+		a.exts.Stop()
+		_ = os.RemoveAll(a.dir)
+		return nil, err
+	}
 	if s.beforeClaim != nil {
 		s.beforeClaim(ctx, suite, run)
 	}

@@ -27,9 +27,15 @@ type Attempt struct {
 	Snapshot events.Digest
 	// Verdicts holds the newest revision of the grade of each snapshot.
 	Verdicts map[events.Digest]events.GraderVerdict
-	// Conflicts counts grade.conflict facts: later checks that disagreed
-	// with an earlier revision.
-	Conflicts int
+	// ClaimedIdentity is the agent identity the newest run.claimed that
+	// recorded one says ran (empty when none did).
+	ClaimedIdentity events.Digest
+	// Conflicts holds the grade.conflict facts, in log order: later checks
+	// that disagreed with an earlier revision.
+	Conflicts []events.GradeConflict
+	// Judged holds the evaluators' model calls on the attempt: the
+	// grader's judge instruments and the stop decider's reviewer.
+	Judged []events.JudgeCall
 }
 
 // NewLog returns the empty state of one suite.
@@ -65,6 +71,9 @@ func (l *Log) Apply(f events.Fact) {
 		}
 	case events.RunClaimed:
 		a.Claimed = true
+		if b.Identity != "" {
+			a.ClaimedIdentity = b.Identity
+		}
 	case events.RunEnded:
 		if a.Ended == nil { // a run ends once; a second end never rewrites the first
 			a.Ended = &b
@@ -77,7 +86,15 @@ func (l *Log) Apply(f events.Fact) {
 			a.Verdicts[v.SnapshotID] = v
 		}
 	case events.GradeConflict:
-		a.Conflicts++
+		a.Conflicts = append(a.Conflicts, b)
+	case events.GradeInstrument:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
+	case events.StopDecided:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
 	}
 }
 
