@@ -389,6 +389,10 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Judge: &events.JudgeCall{Model: "openai/reviewer", Millis: 800},
 		}},
+		// suite.stopped: a suite stopped early on its comparison.
+		{1401, "suite_stopped", events.SuiteStopped{
+			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 24, Confidence: 950, Low: 112, High: 688,
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

@@ -16,6 +16,11 @@ type Log struct {
 	Runs map[string]*Attempt
 	// Reported lists the suite.reported facts, in log order.
 	Reported []events.SuiteReported
+	// Stopped is the suite's suite.stopped, if it stopped early.
+	Stopped *events.SuiteStopped
+	// applied counts the facts folded, to order attempts by when their
+	// grade arrived.
+	applied int
 }
 
 // Attempt is one run as the report sees it.
@@ -36,6 +41,9 @@ type Attempt struct {
 	// Judged holds the evaluators' model calls on the attempt: the
 	// grader's judge instruments and the stop decider's reviewer.
 	Judged []events.JudgeCall
+	// GradedAt is when (in facts folded) its newest verdict arrived: the
+	// order in which a suite's early stopping sees its pairs.
+	GradedAt int
 }
 
 // NewLog returns the empty state of one suite.
@@ -46,6 +54,7 @@ func (l *Log) Apply(f events.Fact) {
 	if f.Suite != l.Suite {
 		return
 	}
+	l.applied++
 	switch b := f.Body.(type) {
 	case events.SuiteSubmitted:
 		if l.Submitted == nil { // the first submission fixes the roster
@@ -54,6 +63,11 @@ func (l *Log) Apply(f events.Fact) {
 		return
 	case events.SuiteReported:
 		l.Reported = append(l.Reported, b)
+		return
+	case events.SuiteStopped:
+		if l.Stopped == nil {
+			l.Stopped = &b
+		}
 		return
 	}
 	if f.Run == events.SuiteScope {
@@ -84,6 +98,7 @@ func (l *Log) Apply(f events.Fact) {
 		v := b.Verdict
 		if old, ok := a.Verdicts[v.SnapshotID]; !ok || v.Revision > old.Revision {
 			a.Verdicts[v.SnapshotID] = v
+			a.GradedAt = l.applied
 		}
 	case events.GradeConflict:
 		a.Conflicts = append(a.Conflicts, b)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/factline/factline/events"
 )
 
 // WriteJSON writes the report as indented JSON: the form stored as the
@@ -53,6 +55,14 @@ func (r Report) State() string {
 	}
 	if r.Smoke {
 		state += "; smoke read (one trial: the path is live, no quality claim)"
+	}
+	if st := r.StoppedEarly; st != nil {
+		what := "the difference excludes zero"
+		if st.Reason == events.StopEquivalence {
+			what = "the difference lies within the equivalence margin"
+		}
+		state += fmt.Sprintf("; stopped early after %d pairs: %s, %s [%+.1f, %+.1f] pts at %.1f%% (anytime-valid)",
+			st.Pairs, st.Comparison, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
 	}
 	return state
 }

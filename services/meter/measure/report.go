@@ -56,8 +56,12 @@ type Report struct {
 	// Smoke is true for a suite of one trial: a smoke read that shows the
 	// measurement path is live, not a quality claim (seed 000), which
 	// needs repeated trials.
-	Smoke       bool              `json:"smoke"`
-	Method      Method            `json:"method"`
+	Smoke bool `json:"smoke"`
+	// StoppedEarly is the suite's suite.stopped, when its stopping rule
+	// settled the comparison before every run was run: runs not yet
+	// started then end cancelled (reason suite_stopped) and are excluded.
+	StoppedEarly *events.SuiteStopped `json:"stopped_early,omitempty"`
+	Method       Method               `json:"method"`
 	Treatments  []TreatmentReport `json:"treatments"`
 	Comparisons []Comparison      `json:"comparisons"`
 	Attempts    []AttemptRow      `json:"attempts"`
@@ -184,7 +188,7 @@ func Build(l *Log) Report {
 	for m := range Members(s) {
 		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
 	}
-	r.Complete, r.Smoke = true, s.Trials == 1
+	r.Complete, r.Smoke, r.StoppedEarly = true, s.Trials == 1, l.Stopped
 	for _, a := range r.Attempts {
 		if a.Outcome == OutcomeAwaiting || a.Outcome == OutcomeDisputed {
 			r.Complete = false
@@ -225,6 +229,11 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	}
 	e := a.Ended
 	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
+		// Never run: whatever the suite counts, it says nothing of the agent.
+		out.Outcome, out.Reason = OutcomeExcluded, "not run: the suite stopped early"
+		return out
+	}
 	if !slices.Contains(valid, e.Status) {
 		out.Outcome, out.Reason = OutcomeExcluded, fmt.Sprintf("ended %s (%s), not a valid outcome of this suite", e.Status, e.Reason)
 		return out
