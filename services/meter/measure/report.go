@@ -62,9 +62,9 @@ type Report struct {
 	// started then end cancelled (reason suite_stopped) and are excluded.
 	StoppedEarly *events.SuiteStopped `json:"stopped_early,omitempty"`
 	Method       Method               `json:"method"`
-	Treatments  []TreatmentReport `json:"treatments"`
-	Comparisons []Comparison      `json:"comparisons"`
-	Attempts    []AttemptRow      `json:"attempts"`
+	Treatments   []TreatmentReport    `json:"treatments"`
+	Comparisons  []Comparison         `json:"comparisons"`
+	Attempts     []AttemptRow         `json:"attempts"`
 }
 
 // TreatmentReport is one treatment's row of the report.
