@@ -25,7 +25,7 @@ func TestARetryReplacesTheRunItRetriesOnceAndHidesNothing(t *testing.T) {
 	l.add(rs[0].Run, events.RunEnded{Status: events.RunDone, Reason: "ok", LastEvidence: []events.EvidenceRef{}}, events.OwnerRunner)
 	l.add(rs[0].Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: rs[0].Run, SnapshotID: d(rs[0].Run), Revision: 1,
 		Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
-		Result: events.VerdictOK()}}, events.OwnerGrader)
+		Result:      events.VerdictOK()}}, events.OwnerGrader)
 
 	r := l.report()
 	tr := r.Treatments[0]
