@@ -24,6 +24,9 @@ func TestReportByCase(t *testing.T) {
 			t.Errorf("a line of %d columns: %q", len(line), line)
 		}
 	}
+	if code, out, _ := runCLI(t, "report", "tiny", "--store", store, "--wide"); code != 0 || !strings.Contains(out, "harness errors") || !strings.Contains(out, "clustered SE") {
+		t.Fatalf("--wide: exit %d\n%s", code, out)
+	}
 	_, out, _ = runCLI(t, "report", "tiny", "--store", store, "--by", "case", "--json")
 	var rows []struct {
 		Case, Treatment        string
@@ -43,6 +46,7 @@ func TestReportByCase(t *testing.T) {
 	}{
 		{[]string{"report", "tiny", "--store", store, "--by", "trial"}, `--by "trial"`},
 		{[]string{"report", "tiny", "--store", store, "--by", "case", "--svg"}, "--by case has no chart"},
+		{[]string{"report", "tiny", "--store", store, "--wide", "--json"}, "--wide is the treatment table's"},
 	} {
 		if code, _, errOut := runCLI(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d %q", c.args, code, errOut)
