@@ -415,8 +415,12 @@ func TestALostControlIsMadeAgainAfterAReconnect(t *testing.T) {
 	r.restart()
 	var s jetstream.Stream
 	waitFor(t, "CONTROL made again", func() bool {
+		// One look is bounded: a request caught in the reconnect must
+		// not spend the whole wait.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		var err error
-		s, err = b.JetStream().Stream(ctx, bus.ControlStream)
+		s, err = b.JetStream().Stream(cctx, bus.ControlStream)
 		return err == nil
 	})
 	if st := s.CachedInfo().Config.Storage; st != jetstream.FileStorage {
@@ -530,7 +534,9 @@ func TestAReconnectBeforeTheKeeperRunsStillMakesControlAgain(t *testing.T) {
 	waitFor(t, "reconnected", func() bool { return b.Conn().IsConnected() })
 	close(release)
 	waitFor(t, "CONTROL made again", func() bool {
-		_, err := b.JetStream().Stream(ctx, bus.ControlStream)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := b.JetStream().Stream(cctx, bus.ControlStream)
 		return err == nil
 	})
 }
