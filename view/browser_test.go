@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
+	"github.com/factline/factline/view"
 )
 
 // The browser tests drive Debian's chromium, headless, through chromedp:
@@ -319,4 +325,80 @@ func TestBrowserScreenshotsOfTheThreeMainPages(t *testing.T) {
 			t.Logf("wrote %s (%d bytes)", filepath.Join(out, p.name), len(png))
 		}
 	}
+}
+
+// slowSuite writes a suite of one run whose first model call takes a
+// while: the demo's read-only case under a scripted model that answers
+// its first turn after delay.
+func slowSuite(t *testing.T, delay string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"suite.yaml":           "name: live\ncases:\n  - {path: cases/read-only/case.yaml}\ntreatments:\n  - {path: treatments/slow.yaml}\ntrials: 1\n",
+		"treatments/slow.yaml": "id: slow\nmodel: {provider: scripted, scripts: ../scripts}\n",
+		"scripts/read-only.yaml": "turns:\n  - calls: [{id: read, name: read_file, args: {path: NOTES.md}}]\n    usage: {input_tokens: 500, output_tokens: 20, cost: 1}\n    delay: " + delay + "\n" +
+			"  - text: Release 2.4 uses port 9090 by default.\n    usage: {input_tokens: 600, output_tokens: 15, cost: 1}\n",
+	}
+	for _, src := range []string{"cases/read-only/case.yaml", "cases/read-only/fixture/NOTES.md"} {
+		b, err := os.ReadFile(filepath.Join("../examples/demo", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[src] = string(b)
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "suite.yaml")
+}
+
+// A steer sent while a run's model call is slow appears on the run page
+// that is open, without a reload: the page follows the run's facts.
+func TestBrowserASteerAppearsOnTheOpenRunPageWithoutReload(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	work := t.TempDir()
+	done := make(chan error, 1)
+	go func() { done <- runSuite(ctx, b, slowSuite(t, "4s"), work) }()
+	const run = "read-only-slow-t1"
+	if err := fleettest.Await(ctx, b, "live", run, func(bus.RunLog) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	s, h := serve(t, view.Config{Bus: b})
+	if err := s.WaitThrough(ctx, lastSeq(t, ctx, b)); err != nil {
+		t.Fatal(err)
+	}
+	tb := tab(t)
+	do(t, tb, "open the run page", chromedp.Navigate(h.URL+"/suites/live/runs/"+run), chromedp.WaitVisible(chromedp.CSS(`#handoff`)))
+	// A reload would lose this mark.
+	_ = eval[bool](t, tb, `window.notReloaded = true`)
+	do(t, tb, "see turn 1 start live", chromedp.WaitVisible(chromedp.CSS(`#turn-1`)))
+	const instruction = "Also name the file you read the port in."
+	if err := b.SendControl(ctx, "live", run, events.Control{ID: "steer-view", Signal: events.SignalSteer, Instruction: instruction}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(tb, chromedp.Poll[string](`(() => {
+		const c = [...document.querySelectorAll('.control[data-signal="steer"]')].find(e => e.textContent.includes(`+strconv.Quote(instruction)+`));
+		return c ? c.textContent : false;
+	})()`, chromedp.WithPollingTimeout(90*time.Second)))
+	if err != nil {
+		t.Fatalf("the steer never appeared on the open page: %v", err)
+	}
+	if !strings.Contains(got, "steer-view") {
+		t.Fatalf("the steer shown: %q", got)
+	}
+	if !eval[bool](t, tb, `window.notReloaded === true`) {
+		t.Fatal("the page was reloaded")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The run's later facts arrive too: the page ends as the run did.
+	do(t, tb, "see the run end live", chromedp.WaitVisible(chromedp.CSS(`#end`)))
 }
