@@ -64,7 +64,13 @@ type suiteData struct {
 	Rows   []treatmentRow
 	Plots  []template.HTML
 	Err    string
+	// MaxRuns bounds the run list the page shows: a suite of thousands
+	// of runs is read through its grid.
+	MaxRuns int
 }
+
+// maxRunRows is how many runs a suite page lists.
+const maxRunRows = 1000
 
 // treatmentRow is one treatment's row of the report table: each cell
 // shows a report field and carries its JSON text.
@@ -86,7 +92,7 @@ func (s *Server) suitePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, fmt.Sprintf("the log holds no suite named %q (read through sequence %d)", suite, s.Through()))
 		return
 	}
-	d := suiteData{Page: p}
+	d := suiteData{Page: p, MaxRuns: maxRunRows}
 	if p.Submitted {
 		rep, err := decodeReport(p.Report)
 		if err != nil {
