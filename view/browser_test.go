@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
@@ -303,6 +304,29 @@ func shot(t *testing.T, ctx context.Context) []byte {
 	return b
 }
 
+// cropTop keeps the top of a page's screenshot, at most height pixels: what
+// a reader sees first, at a size a README can carry.
+func cropTop(t *testing.T, full []byte, height int) []byte {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := img.Bounds()
+	r.Max.Y = min(r.Max.Y, r.Min.Y+height)
+	sub, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	})
+	if !ok {
+		return full
+	}
+	var out bytes.Buffer
+	if err := png.Encode(&out, sub.SubImage(r)); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
 // The three main pages render in the browser to a screenshot; with
 // FACTLINE_VIEW_SHOTS set to a directory (make view-shots: docs/), the
 // screenshots are written there for the README.
@@ -317,12 +341,13 @@ func TestBrowserScreenshotsOfTheThreeMainPages(t *testing.T) {
 		{"viewer-run.png", "/suites/demo/runs/stuck-loop-stall-on-t1", `#end`},
 	} {
 		do(t, b, "open "+p.path, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(h.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-		png := shot(t, b)
+		full := shot(t, b)
 		if out != "" {
-			if err := os.WriteFile(filepath.Join(out, p.name), png, 0o644); err != nil {
+			top := cropTop(t, full, 1100)
+			if err := os.WriteFile(filepath.Join(out, p.name), top, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("wrote %s (%d bytes)", filepath.Join(out, p.name), len(png))
+			t.Logf("wrote %s (%d bytes)", filepath.Join(out, p.name), len(top))
 		}
 	}
 }

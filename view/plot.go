@@ -39,7 +39,7 @@ func outcomeColour(outcome string) string {
 }
 
 const (
-	plotW     = 640
+	plotW     = 600
 	plotLeft  = 150
 	plotRight = 30
 	rowH      = 30
