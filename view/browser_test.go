@@ -392,7 +392,9 @@ func TestBrowserASteerAppearsOnTheOpenRunPageWithoutReload(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- runSuite(ctx, b, slowSuite(t, "4s"), work) }()
 	const run = "read-only-slow-t1"
-	if err := fleettest.Await(ctx, b, "live", run, func(bus.RunLog) bool { return true }); err != nil {
+	// The page is opened once the run is in the log (until then it is a
+	// 404 page, which stays one).
+	if err := fleettest.Await(ctx, b, "live", run, func(l bus.RunLog) bool { return len(l.Records) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	s, h := serve(t, view.Config{Bus: b})
