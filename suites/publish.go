@@ -26,6 +26,10 @@ type Spec struct {
 	Required      []string           `json:"required,omitempty"`
 	ValidOutcomes []events.RunStatus `json:"valid_outcomes"`
 	Skipped       []string           `json:"skipped,omitempty"`
+	// Dataset pins the data file cases were made from, if any.
+	Dataset *DatasetRef `json:"dataset,omitempty"`
+	// Stopping is the file's early-stopping block, if any.
+	Stopping *Stopping `json:"stopping,omitempty"`
 }
 
 // Published is a suite whose fixtures, cases and treatments are in the blob
@@ -41,7 +45,8 @@ type Published struct {
 // case's FixtureDigest.
 func Publish(ctx context.Context, blobs workspace.Blobs, s *Suite) (*Published, error) {
 	spec := Spec{Name: s.File.Name, Description: s.File.Description, Split: s.File.Split, Trials: s.File.Trials,
-		Required: s.File.Required, ValidOutcomes: s.File.ValidOutcomes, Skipped: s.Skipped}
+		Required: s.File.Required, ValidOutcomes: s.File.ValidOutcomes, Skipped: s.Skipped,
+		Stopping: s.File.Stopping, Dataset: s.Dataset}
 	for _, c := range s.Cases {
 		ref, err := PublishCase(ctx, blobs, c)
 		if err != nil {

@@ -47,15 +47,25 @@ type config struct {
 	judgeTimeout time.Duration
 }
 
+// DefaultWorkers is how many runs' turns one decider instance decides at
+// once unless kit.WithWorkers says otherwise. Each run's turns are decided
+// one at a time and in order (Spec.OrderByRun), so the workers only ever
+// work on different runs; their time goes mostly to waiting for loads,
+// appends and judges, which is why there are more than the machine's
+// cores.
+const DefaultWorkers = 16
+
 // spec is the decider to the kit. Its instances are named <host>-<pid> by
 // default (no role in front, unlike the grader's and the meter's); a
-// delivery is tried the bus's default number of times.
+// delivery is tried the bus's default number of times, and it decides up
+// to DefaultWorkers runs at once, each run's turns in order.
 var spec = kit.Spec{
 	Owner:       events.OwnerDecider,
 	Consumer:    ConsumerName,
 	Filters:     []string{events.KindFilter(events.KindStallObserved)},
 	RunCache:    1024,
-	PolicyCache: 256,
+	PolicyCache: 256, Workers: DefaultWorkers,
+	OrderByRun: true,
 }
 
 // WithJudge adds a judge that reviews done decisions, each within timeout
