@@ -19,13 +19,9 @@ const maxRetry = 5 * time.Second
 // reads the file once, then waits for ctx.
 func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.File != "" {
-		_, err := replay.File(s.cfg.File).Each(ctx, func(raw bus.Raw) error { s.apply(raw); return nil })
-		if err != nil {
-			return fmt.Errorf("view: read %s: %w", s.cfg.File, err)
+		if err := s.Load(ctx); err != nil {
+			return err
 		}
-		s.mu.Lock()
-		s.loaded = true
-		s.mu.Unlock()
 		<-ctx.Done()
 		return nil
 	}
@@ -51,6 +47,23 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		wait = min(2*wait, maxRetry)
 	}
+}
+
+// Load reads an export file whole, once; for a live viewer it does
+// nothing. A command calls it before it serves, so that a file that is no
+// export fails the command instead of serving empty pages.
+func (s *Server) Load(ctx context.Context) error {
+	if s.cfg.File == "" || s.Loaded() {
+		return nil
+	}
+	_, err := replay.File(s.cfg.File).Each(ctx, func(raw bus.Raw) error { s.apply(raw); return nil })
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.cfg.File, err)
+	}
+	s.mu.Lock()
+	s.loaded = true
+	s.mu.Unlock()
+	return nil
 }
 
 // Loaded reports whether an export file has been read whole (always false
