@@ -72,10 +72,15 @@ type Request struct {
 
 // Usage is what one call consumed. Cost is in the integer cost units the
 // budget uses, nil when the provider reports tokens but no price is known.
+// CachedInputTokens (read from the provider's prompt cache, part of
+// InputTokens) and ReasoningTokens (hidden reasoning, part of OutputTokens)
+// are nil when the provider does not report them.
 type Usage struct {
-	InputTokens  uint64  `json:"input_tokens"`
-	OutputTokens uint64  `json:"output_tokens"`
-	Cost         *uint64 `json:"cost,omitempty"`
+	InputTokens       uint64  `json:"input_tokens"`
+	OutputTokens      uint64  `json:"output_tokens"`
+	Cost              *uint64 `json:"cost,omitempty"`
+	CachedInputTokens *uint64 `json:"cached_input_tokens,omitempty"`
+	ReasoningTokens   *uint64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Finish reasons a reply can carry.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter/measure"
 )
 
 // progress shows a suite's progress. On a terminal it is one line,
@@ -31,10 +32,7 @@ type progress struct {
 	suite     string
 	planned   int
 	requested map[string]bool
-	started   map[string]bool
-	ended     map[string]bool
-	graded    map[string]bool
-	passed    int
+	counter   *measure.Counter // counts as the report counts
 	lastLine  string
 	lastPrint time.Time
 	warned    map[string]bool // the idle warnings already given
@@ -42,7 +40,7 @@ type progress struct {
 
 func newProgress(out, errOut io.Writer) *progress {
 	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), requested: map[string]bool{},
-		started: map[string]bool{}, ended: map[string]bool{}, graded: map[string]bool{}, warned: map[string]bool{}}
+		warned: map[string]bool{}}
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -93,14 +91,25 @@ func (p *progress) finish() {
 func (p *progress) summary() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", len(p.started), len(p.ended), len(p.graded), p.passed,
+	t := p.tally()
+	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", t.Started, t.Ended, t.Graded, t.Passed,
 		time.Since(p.start).Round(100*time.Millisecond))
+}
+
+// tally is the suite's counts as the report counts them. Called with mu
+// held.
+func (p *progress) tally() measure.Tally {
+	if p.counter == nil {
+		return measure.Tally{}
+	}
+	return p.counter.Tally()
 }
 
 // line is the progress line. Called with mu held.
 func (p *progress) line(elapsed time.Duration) string {
-	return fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", len(p.started), p.planned,
-		len(p.ended), len(p.graded), p.passed, elapsed)
+	t := p.tally()
+	return fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
+		t.Ended, t.Graded, t.Passed, elapsed)
 }
 
 // render rewrites the terminal's progress line in place. Called with mu
@@ -139,7 +148,7 @@ func (p *progress) tick(ctx context.Context, idle idleWatch) {
 // the server; runs requested but none claimed means no runner does.
 // Called with mu held.
 func (p *progress) warnIdle(url string) {
-	if len(p.started) > 0 {
+	if p.tally().Started > 0 {
 		return
 	}
 	after := time.Since(p.start).Truncate(time.Second)
@@ -215,19 +224,15 @@ func (p *progress) fact(r bus.Raw, done func()) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch body := f.Body.(type) {
+	if p.counter == nil {
+		p.counter = measure.NewCounter(f.Suite)
+	}
+	p.counter.Apply(f)
+	switch f.Body.(type) {
 	case events.RunRequested:
 		p.requested[f.Run] = true
 		return nil
-	case events.RunClaimed:
-		p.started[f.Run] = true
-	case events.RunEnded:
-		p.ended[f.Run] = true
-	case events.GradeVerdict:
-		p.graded[f.Run] = true
-		if body.Verdict.Result.Type() == "passed" {
-			p.passed++
-		}
+	case events.RunClaimed, events.RunEnded, events.GradeVerdict:
 	case events.SuiteReported:
 		done()
 		return nil
@@ -236,7 +241,7 @@ func (p *progress) fact(r bus.Raw, done func()) error {
 	}
 	// A terminal's line is drawn by tick, once a second. Elsewhere, a
 	// plain line at most once a second, and the last one.
-	if !p.tty && (time.Since(p.lastPrint) >= time.Second || len(p.graded) == p.planned) {
+	if !p.tty && (time.Since(p.lastPrint) >= time.Second || p.tally().Settled == p.planned) {
 		fmt.Fprintln(p.out, p.line(time.Since(p.start).Round(100*time.Millisecond)))
 		p.lastPrint = time.Now()
 	}

@@ -206,8 +206,9 @@ func TestCompleteText(t *testing.T) {
 	}
 	cost := uint64(19*2 + 3*10)
 	want := models.Reply{
-		Text:   "Hi.",
-		Usage:  &models.Usage{InputTokens: 19, OutputTokens: 3, Cost: &cost},
+		Text: "Hi.",
+		// The provider reported its cached and reasoning parts (zero): known.
+		Usage:  &models.Usage{InputTokens: 19, OutputTokens: 3, Cost: &cost, CachedInputTokens: u64(0), ReasoningTokens: u64(0)},
 		Finish: models.FinishStop,
 		Model:  "gpt-test-2025-01-01",
 	}
@@ -382,6 +383,10 @@ func TestCompleteReplyShapes(t *testing.T) {
 			models.Reply{Text: "a", Finish: "stop", Model: "m"}},
 		{"zero usage is known", head + `"message":{"role":"assistant","content":""},"finish_reason":"length"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
 			models.Reply{Finish: "length", Model: "m", Usage: &models.Usage{}}},
+		{"cached and reasoning tokens apart", head + `"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":300,"total_tokens":1200,"prompt_tokens_details":{"cached_tokens":512},"completion_tokens_details":{"reasoning_tokens":256}}}`,
+			models.Reply{Text: "a", Finish: "stop", Model: "m", Usage: &models.Usage{InputTokens: 900, OutputTokens: 300, CachedInputTokens: u64(512), ReasoningTokens: u64(256)}}},
+		{"zero cached tokens are known, absent reasoning is not", head + `"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{}}}`,
+			models.Reply{Text: "a", Finish: "stop", Model: "m", Usage: &models.Usage{InputTokens: 9, OutputTokens: 3, CachedInputTokens: u64(0)}}},
 		{"no finish reason with calls", head + `"message":{"role":"assistant","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
 			models.Reply{Calls: []models.ToolCall{{ID: "x", Name: "f", Args: "{}"}}, Finish: "tool_calls", Model: "m"}},
 		{"arguments sent as an object", head + `"message":{"role":"assistant","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":{"b":1}}}]},"finish_reason":"tool_calls"}]}`,
@@ -924,3 +929,5 @@ func TestRetryAfterHeader(t *testing.T) {
 		}
 	}
 }
+
+func u64(v uint64) *uint64 { return &v }

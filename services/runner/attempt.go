@@ -240,7 +240,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true, nil
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
-		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
+		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	req, tokens, end, err := a.request(facts, turn)
 	if err != nil || end != nil {
@@ -248,7 +248,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	}
 	reserve := a.model.Reserve(req)
 	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
-		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
+		return step.Exhausted(reason), true, nil
 	}
 	body, err := a.model.Render(req)
 	if err != nil {
@@ -302,7 +302,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	a.rendered = nil
 	reply, err := a.callModel(ctx, req)
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
-		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
+		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	if err != nil {
 		if sig := a.ctl.pendingCancel(); sig != nil {
@@ -322,7 +322,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 // is not settled yet and commits turn.completed.
 func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
 	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.Replied.Usage, p.Started.Reserve); reason != "" {
-		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
+		return step.Exhausted(reason), true, nil
 	}
 	if p.Replied.Finish == models.FinishRefusal {
 		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true, nil
@@ -422,7 +422,8 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	}
 	out := events.ModelReplied{Turn: turn, Provider: provider, Model: r.Model, Text: r.Text, Calls: calls, Finish: r.Finish}
 	if u := r.Usage; u != nil {
-		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost}
+		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
+			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
 	}
 	step.NameCalls(out.Calls)
 	return out
