@@ -21,7 +21,14 @@ type reportView struct {
 	ValidOutcomes []string `json:"valid_outcomes"`
 	Complete      bool     `json:"complete"`
 	Smoke         *bool    `json:"smoke"`
-	Method        struct {
+	// StoppedEarly is the suite.stopped the report names, when the
+	// suite's stopping rule settled its comparison before the roster ran.
+	StoppedEarly *struct {
+		Comparison string
+		Reason     string
+		Pairs      uint32
+	} `json:"stopped_early"`
+	Method struct {
 		Z                  float64 `json:"z"`
 		Interval           string  `json:"interval"`
 		BootstrapResamples int     `json:"bootstrap_resamples"`

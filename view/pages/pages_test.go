@@ -124,7 +124,8 @@ func TestTheSuitesPageCountsWhatTheReportCounts(t *testing.T) {
 	s.add("sub", "a-t-t1", 1, events.OwnerMeter, events.RunRequested{Case: "a", CaseDigest: digest, Treatment: "t", TreatmentDigest: digest, Trial: 1})
 	s.add("sub", "a-t-t1", 1, events.OwnerRunner, events.RunClaimed{Runner: "r", Lease: 1})
 	s.add("loose", "x", 1, events.OwnerRunner, events.RunClaimed{Runner: "r", Lease: 1})
-	s.m.Skip(s.seq+1, "fact.sub.a-t-t1.run.ended", errors.New("bad msgpack"))
+	s.seq++
+	s.m.Skip(s.seq, "fact.sub.a-t-t1.run.ended", errors.New("bad msgpack"))
 
 	p := s.m.Suites()
 	if len(p.Suites) != 2 || p.Suites[0].Suite != "loose" || p.Suites[1].Suite != "sub" {
@@ -140,8 +141,15 @@ func TestTheSuitesPageCountsWhatTheReportCounts(t *testing.T) {
 	if len(sub.Outcomes) != 1 || sub.Outcomes[0] != (pages.Count{Outcome: "awaiting", N: 2}) {
 		t.Fatalf("outcomes: %+v", sub.Outcomes)
 	}
-	if len(p.Bad) != 1 || p.Through != s.seq+1 {
+	if len(p.Bad) != 1 || p.Through != s.seq {
 		t.Fatalf("bad %+v, through %d", p.Bad, p.Through)
+	}
+	if sub.StoppedEarly {
+		t.Fatal("stopped early before any suite.stopped")
+	}
+	s.add("sub", events.SuiteScope, 0, events.OwnerMeter, events.SuiteStopped{Comparison: "t vs u", Reason: "difference", Pairs: 1, Confidence: 950})
+	if row := s.m.Suites().Suites[1]; !row.StoppedEarly {
+		t.Fatalf("a suite.stopped does not show: %+v", row)
 	}
 	sp, ok := s.m.Suite("sub")
 	if !ok || len(sp.Grid) != 2 || len(sp.Grid[0].Cells) != 1 || sp.Grid[0].Cells[0].Trials[0].Run != "a-t-t1" || len(sp.Runs) != 1 {

@@ -22,29 +22,32 @@ type SuitesPage struct {
 // attempt rows); a suite whose runs were requested without a
 // suite.submitted has only its runs.
 type SuiteRow struct {
-	Suite      string    `json:"suite"`
-	Submitted  bool      `json:"submitted"`
-	Split      string    `json:"split,omitempty"`
-	Cases      int       `json:"cases,omitempty"`
-	Treatments []string  `json:"treatments,omitempty"`
-	Trials     uint32    `json:"trials,omitempty"`
-	Complete   bool      `json:"complete"`
-	Reported   bool      `json:"reported"`
-	Planned    int       `json:"planned"`
-	Started    int       `json:"started"`
-	Ended      int       `json:"ended"`
-	Graded     int       `json:"graded"`
-	Passed     int       `json:"passed"`
-	Failed     int       `json:"failed"`
-	Pending    int       `json:"pending"`
-	Invalid    int       `json:"invalid"`
-	Excluded   int       `json:"excluded"`
-	Awaiting   int       `json:"awaiting"`
-	Harness    int       `json:"harness_errors"`
-	Outcomes   []Count   `json:"outcomes"`
-	Runs       int       `json:"runs"`
-	Running    int       `json:"running"`
-	LastAt     time.Time `json:"last_at"`
+	Suite      string   `json:"suite"`
+	Submitted  bool     `json:"submitted"`
+	Split      string   `json:"split,omitempty"`
+	Cases      int      `json:"cases,omitempty"`
+	Treatments []string `json:"treatments,omitempty"`
+	Trials     uint32   `json:"trials,omitempty"`
+	Complete   bool     `json:"complete"`
+	Reported   bool     `json:"reported"`
+	// StoppedEarly: the suite's stopping rule settled its comparison
+	// before every planned attempt ran (suite.stopped).
+	StoppedEarly bool      `json:"stopped_early"`
+	Planned      int       `json:"planned"`
+	Started      int       `json:"started"`
+	Ended        int       `json:"ended"`
+	Graded       int       `json:"graded"`
+	Passed       int       `json:"passed"`
+	Failed       int       `json:"failed"`
+	Pending      int       `json:"pending"`
+	Invalid      int       `json:"invalid"`
+	Excluded     int       `json:"excluded"`
+	Awaiting     int       `json:"awaiting"`
+	Harness      int       `json:"harness_errors"`
+	Outcomes     []Count   `json:"outcomes"`
+	Runs         int       `json:"runs"`
+	Running      int       `json:"running"`
+	LastAt       time.Time `json:"last_at"`
 }
 
 // Count is how many attempts landed on one outcome.
@@ -81,7 +84,7 @@ func (m *Model) suiteRow(suite string) SuiteRow {
 	}
 	l := m.suites[suite]
 	row.Submitted, row.Split, row.Cases, row.Trials, row.Complete = true, r.Split, len(r.Cases), r.Trials, r.Complete
-	row.Reported = len(l.Reported) > 0
+	row.Reported, row.StoppedEarly = len(l.Reported) > 0, r.StoppedEarly != nil
 	for _, t := range r.Treatments {
 		row.Treatments = append(row.Treatments, t.Treatment)
 		row.Planned += t.Planned
@@ -103,7 +106,7 @@ func (m *Model) suiteRow(suite string) SuiteRow {
 // outcomeOrder is the order outcomes are listed in; an outcome the meter
 // adds later is listed after them, by name.
 var outcomeOrder = []measure.Outcome{measure.OutcomePassed, measure.OutcomeFailed, measure.OutcomePending,
-	measure.OutcomeInvalid, measure.OutcomeAbstained, measure.OutcomeExcluded, measure.OutcomeAwaiting}
+	measure.OutcomeInvalid, measure.OutcomeAbstained, measure.OutcomeExcluded, measure.OutcomeDisputed, measure.OutcomeAwaiting}
 
 // outcomeCounts counts the report's attempt rows by the outcome the meter
 // gave them, listing only outcomes that occur.
