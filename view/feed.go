@@ -49,11 +49,20 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// Load reads an export file whole, once; for a live viewer it does
-// nothing. A command calls it before it serves, so that a file that is no
-// export fails the command instead of serving empty pages.
+// Load folds the log as it is now: an export file whole, or the live
+// log up to its newest fact (Run then follows from there). A command calls
+// it before it serves, so that its first pages are complete (an empty
+// store's page says so only when the store is empty) and a file that is
+// no export fails the command instead of serving empty pages.
 func (s *Server) Load(ctx context.Context) error {
-	if s.cfg.File == "" || s.Loaded() {
+	if s.Loaded() {
+		return nil
+	}
+	if s.cfg.File == "" {
+		from := s.Through() + 1
+		if _, err := s.cfg.Bus.Read(ctx, bus.ReadOptions{FromSeq: from}, func(raw bus.Raw) error { s.apply(raw); return nil }); err != nil {
+			return fmt.Errorf("read the log from sequence %d: %w", from, err)
+		}
 		return nil
 	}
 	_, err := replay.File(s.cfg.File).Each(ctx, func(raw bus.Raw) error { s.apply(raw); return nil })
