@@ -34,6 +34,10 @@ type RunRequested struct {
 	Budget          Budget      `msgpack:"budget"`
 	Identity        Digest      `msgpack:"identity,omitempty"`
 	Components      []Component `msgpack:"components,omitempty"`
+	// RetryOf, when set, is the earlier run of the same planned attempt
+	// that this run retries (it ended as a harness error). The report
+	// counts the newest attempt and lists every earlier one.
+	RetryOf string `msgpack:"retry_of,omitempty"`
 }
 
 // Component is one named part of an agent identity and its value (a short
@@ -74,6 +78,11 @@ func (b RunRequested) validate(p string) error {
 		}
 		if i > 0 && b.Components[i-1].Name >= c.Name {
 			return invalid(join(f, "name"), "components must be sorted by name without repeats (%q after %q)", c.Name, b.Components[i-1].Name)
+		}
+	}
+	if b.RetryOf != "" {
+		if err := ValidateToken("retry_of", b.RetryOf); err != nil {
+			return invalid(join(p, "retry_of"), "%v", err)
 		}
 	}
 	return nil

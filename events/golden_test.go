@@ -389,6 +389,11 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Judge: &events.JudgeCall{Model: "openai/reviewer", Millis: 800},
 		}},
+		// run.requested of a retry: a new run of the same planned attempt.
+		{1501, "run_requested_retry", events.RunRequested{
+			Case: "fix-sum", CaseDigest: digest("case"), Treatment: "baseline", TreatmentDigest: digest("treatment"), Trial: 1,
+			RetryOf: "fix-sum-baseline-t1",
+		}},
 		// suite.stopped: a suite stopped early on its comparison.
 		{1401, "suite_stopped", events.SuiteStopped{
 			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 24, Confidence: 950, Low: 112, High: 688,

@@ -58,6 +58,8 @@ type Settings struct {
 	Temperature     *float64 `json:"temperature,omitempty"`
 	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
 	Seed            *int64   `json:"seed,omitempty"`
+	TopP            *float64 `json:"top_p,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 }
 
 // Request is one model call: the context, the tools and the settings.

@@ -279,7 +279,7 @@ func TestRenderIsTheSentBody(t *testing.T) {
 
 func TestRenderMapping(t *testing.T) {
 	s := newServer(t, reply{body: textReply})
-	temp := 0.0
+	temp, topP := 0.0, 0.9
 	seed := int64(7)
 	req := models.Request{
 		Messages: []models.Message{
@@ -288,11 +288,11 @@ func TestRenderMapping(t *testing.T) {
 			{Role: models.RoleTool, ToolCallID: "c1", Content: "out"},
 		},
 		Tools:    []models.ToolSpec{{Name: "f", Description: "does f", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","minimum":-3,"multipleOf":0.5}}}`)}},
-		Settings: models.Settings{Temperature: &temp, Seed: &seed, MaxOutputTokens: 10},
+		Settings: models.Settings{Temperature: &temp, Seed: &seed, MaxOutputTokens: 10, TopP: &topP, ReasoningEffort: "low"},
 	}
 	want := `{"messages":[{"content":"go","role":"user"},` +
 		`{"tool_calls":[{"id":"c1","function":{"arguments":"{\"a\":1","name":"f"},"type":"function"}],"role":"assistant"},` +
-		`{"content":"out","tool_call_id":"c1","role":"tool"}],"model":"gpt-test",%s"seed":7,"temperature":0,` +
+		`{"content":"out","tool_call_id":"c1","role":"tool"}],"model":"gpt-test",%s"seed":7,"temperature":0,"top_p":0.9,"reasoning_effort":"low",` +
 		`"tools":[{"function":{"name":"f","description":"does f","parameters":{"properties":{"a":{"minimum":-3,"multipleOf":0.5,"type":"integer"}},"type":"object"}},"type":"function"}]}`
 	for field, cfg := range map[string]Config{
 		`"max_completion_tokens":10,`: {},

@@ -71,7 +71,7 @@ func (e *instrumentEnv) judge(ctx context.Context, in cases.Instrument) (events.
 	req := models.Request{
 		Messages: []models.Message{{Role: models.RoleSystem, Content: judgeSystem}, {Role: models.RoleUser, Content: prompt}},
 		Settings: models.Settings{Model: in.Model.Name, Temperature: in.Model.Temperature,
-			MaxOutputTokens: in.Model.MaxOutputTokens, Seed: in.Model.Seed},
+			MaxOutputTokens: in.Model.MaxOutputTokens, Seed: in.Model.Seed, TopP: in.Model.TopP, ReasoningEffort: in.Model.ReasoningEffort},
 		Turn: 1,
 	}
 	cctx, cancel := context.WithTimeout(ctx, in.Timeout.Std())

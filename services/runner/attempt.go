@@ -408,7 +408,8 @@ func (a *attempt) settings() models.Settings {
 	s := models.Settings{}
 	if a.eff.Treatment != nil {
 		m := a.eff.Treatment.Model
-		s = models.Settings{Model: m.Name, Temperature: m.Temperature, MaxOutputTokens: m.MaxOutputTokens, Seed: m.Seed}
+		s = models.Settings{Model: m.Name, Temperature: m.Temperature, MaxOutputTokens: m.MaxOutputTokens, Seed: m.Seed,
+			TopP: m.TopP, ReasoningEffort: m.ReasoningEffort}
 	}
 	return s
 }

@@ -18,6 +18,8 @@ type Log struct {
 	Reported []events.SuiteReported
 	// Stopped is the suite's suite.stopped, if it stopped early.
 	Stopped *events.SuiteStopped
+	// RetriedBy maps a run to the run that retries it (factline retry).
+	RetriedBy map[string]string
 	// applied counts the facts folded, to order attempts by when their
 	// grade arrived.
 	applied int
@@ -82,6 +84,14 @@ func (l *Log) Apply(f events.Fact) {
 	case events.RunRequested:
 		if a.Requested == nil {
 			a.Requested = &b
+			if b.RetryOf != "" {
+				if l.RetriedBy == nil {
+					l.RetriedBy = map[string]string{}
+				}
+				if _, taken := l.RetriedBy[b.RetryOf]; !taken {
+					l.RetriedBy[b.RetryOf] = f.Run
+				}
+			}
 		}
 	case events.RunClaimed:
 		a.Claimed = true

@@ -94,7 +94,7 @@ func WriteTable(w io.Writer, r Report) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending", "invalid",
-		"abstained", "excluded", "harness errors", "awaiting", "disputed", "pass rate", "95% Wilson", "clustered SE"}
+		"abstained", "excluded", "harness errors", "retried", "awaiting", "disputed", "pass rate", "95% Wilson", "clustered SE"}
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
@@ -106,7 +106,7 @@ func WriteTable(w io.Writer, r Report) error {
 			ci = fmt.Sprintf("[%.1f%%, %.1f%%]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
 		}
 		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
-			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors),
+			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors), itoa(t.Retried),
 			itoa(t.Awaiting), itoa(t.Disputed), pct(t.PassRate), ci, num(t.ClusteredSE, "%.3f")}
 		for k := 1; k <= int(r.Trials); k++ {
 			cells = append(cells, passAt(t, k, "%.3f"))
@@ -198,7 +198,7 @@ func passAt(t TreatmentReport, k int, format string) string {
 func WriteCSV(w io.Writer, r Report) error {
 	cw := csv.NewWriter(w)
 	head := []string{"suite", "split", "treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending",
-		"invalid", "abstained", "excluded", "harness_errors", "awaiting", "disputed", "conflicted", "pass_rate", "wilson_lo", "wilson_hi",
+		"invalid", "abstained", "excluded", "harness_errors", "retried", "awaiting", "disputed", "conflicted", "pass_rate", "wilson_lo", "wilson_hi",
 		"clustered_se"}
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass_at_%d", k))
@@ -221,7 +221,7 @@ func WriteCSV(w io.Writer, r Report) error {
 		}
 		rec := []string{r.Suite, r.Split, t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded),
 			itoa(t.Passed), itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded),
-			itoa(t.HarnessErrors), itoa(t.Awaiting), itoa(t.Disputed), itoa(t.Conflicted), f(t.PassRate), f(lo), f(hi), f(t.ClusteredSE)}
+			itoa(t.HarnessErrors), itoa(t.Retried), itoa(t.Awaiting), itoa(t.Disputed), itoa(t.Conflicted), f(t.PassRate), f(lo), f(hi), f(t.ClusteredSE)}
 		for k := 1; k <= int(r.Trials); k++ {
 			v := ""
 			for _, p := range t.PassAtK {

@@ -49,7 +49,15 @@ func (c *Counter) Apply(f events.Fact) {
 	if len(valid) == 0 {
 		valid = defaultValid
 	}
+	if _, superseded := c.log.RetriedBy[f.Run]; superseded {
+		return // a retry replaced this run; its newest run counts
+	}
 	rq := a.Requested
+	if old, ok := c.rows[rq.RetryOf]; ok && rq.RetryOf != "" {
+		// The retry takes the place of the run it retries.
+		c.tally.add(old, -1)
+		delete(c.rows, rq.RetryOf)
+	}
 	now := row(Member{Case: rq.Case, Treatment: rq.Treatment, Trial: rq.Trial, Run: f.Run}, a, valid, sub.Required)
 	if old, ok := c.rows[f.Run]; ok {
 		c.tally.add(old, -1)

@@ -82,6 +82,9 @@ type TreatmentReport struct {
 	Excluded      int    `json:"excluded"`
 	HarnessErrors int    `json:"harness_errors"`
 	Awaiting      int    `json:"awaiting"`
+	// Retried counts planned attempts that were run again after a
+	// harness error (their earlier runs are listed in the attempt rows).
+	Retried int `json:"retried"`
 	// Disputed counts attempts whose counted grade has an unresolved
 	// grade.conflict; Conflicted those with any conflict, resolved or not.
 	Disputed   int `json:"disputed"`
@@ -163,6 +166,36 @@ type AttemptRow struct {
 	// Judged is the evaluators' model calls on the attempt, summed into
 	// the treatment's evaluator usage.
 	Judged []events.JudgeCall `json:"-"`
+	// Retried lists the earlier runs of this planned attempt, oldest
+	// first, when it was retried (factline retry): the row is the newest
+	// run's, and the earlier ones are never hidden.
+	Retried []EarlierRun `json:"retried,omitempty"`
+}
+
+// EarlierRun is a run of a planned attempt that a retry replaced.
+type EarlierRun struct {
+	Run    string           `json:"run"`
+	Status events.RunStatus `json:"status,omitempty"`
+	Reason string           `json:"reason,omitempty"`
+}
+
+// newestRow classifies a planned attempt by its newest run, following its
+// retries, and lists the runs they replaced.
+func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.InstrumentID) AttemptRow {
+	var earlier []EarlierRun
+	seen := map[string]bool{m.Run: true}
+	for next, ok := l.RetriedBy[m.Run]; ok && !seen[next]; next, ok = l.RetriedBy[m.Run] {
+		e := EarlierRun{Run: m.Run}
+		if a := l.Runs[m.Run]; a != nil && a.Ended != nil {
+			e.Status, e.Reason = a.Ended.Status, a.Ended.Reason
+		}
+		earlier = append(earlier, e)
+		seen[next] = true
+		m.Run = next
+	}
+	r := row(m, l.Runs[m.Run], valid, required)
+	r.Retried = earlier
+	return r
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -186,7 +219,7 @@ func Build(l *Log) Report {
 		r.Cases = append(r.Cases, c.ID)
 	}
 	for m := range Members(s) {
-		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
+		r.Attempts = append(r.Attempts, l.newestRow(m, valid, s.Required))
 	}
 	r.Complete, r.Smoke, r.StoppedEarly = true, s.Trials == 1, l.Stopped
 	for _, a := range r.Attempts {
@@ -336,6 +369,9 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			continue
 		}
 		t.Planned++
+		if len(a.Retried) > 0 {
+			t.Retried++
+		}
 		if a.Started {
 			t.Started++
 		}
