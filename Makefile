@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run test vet fmt fmt-check bench bench-full bench-quick fuzz faults soak clean
+.PHONY: all build run test vet fmt fmt-check bench bench-full bench-quick fuzz faults soak view-shots clean
 
 all: build
 
@@ -65,6 +65,12 @@ soak:
 # A short fuzz run of the fact decoder, on top of the checked-in corpus.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./events/
+
+# Screenshots of the viewer's three main pages (docs/viewer-*.png, shown in
+# the README and docs/viewer.md): the demo suite run on an embedded server,
+# shown in headless chromium (Debian's chromium package).
+view-shots:
+	FACTLINE_VIEW_SHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestBrowserScreenshotsOfTheThreeMainPages' -v ./view/
 
 clean:
 	rm -rf bin

@@ -205,6 +205,13 @@ accounts {
 	if code != 0 {
 		t.Fatalf("tail with an nkey: %d %q %q", code, out, errOut)
 	}
+	// The viewer reads as the analyst and needs nothing more: its pages
+	// and its event streams (ordered consumers) work under that role.
+	viewer := startView(t, append([]string{"--nkey", seedFile}, mtls...)...)
+	if status, page := fetch(t, viewer+"suites"); status != 200 || !strings.Contains(page, "The log is empty") {
+		t.Fatalf("the analyst's viewer: %d %.300s", status, page)
+	}
+	assertStreams(t, viewer+"events?since=0")
 
 	wrong := filepath.Join(dir, "wrong.pw")
 	if err := os.WriteFile(wrong, []byte("guessed-pw\n"), 0o600); err != nil {

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factline/factline/view"
+)
+
+// defaultViewListen is where the viewer listens unless told otherwise:
+// loopback, so that the log is shown to this machine only.
+const defaultViewListen = "127.0.0.1:7070"
+
+// newViewCmd serves the web viewer of a store, a server or an export file.
+func newViewCmd() *cobra.Command {
+	var o viewFlags
+	c := &cobra.Command{
+		Use:   "view",
+		Short: "serve a live web viewer of suites, reports and run transcripts, rebuilt from the log",
+		Long: "view serves web pages of the log: every suite's progress, each suite's report with plots,\n" +
+			"and each run's transcript, updated as facts are committed (docs/viewer.md). It only reads:\n" +
+			"on a server, the analyst role is all it needs.",
+		Example: "  factline view --store /tmp/fl\n" +
+			"  factline view --nats nats://127.0.0.1:4222 --user analyst --password-file analyst.pw\n" +
+			"  factline view --file demo.flx --listen 127.0.0.1:8080",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return o.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.file, "file", "", "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
+	fs.StringVar(&o.listen, "listen", defaultViewListen, "host:port to serve the pages on (port 0 picks a free one)")
+	return c
+}
+
+// viewFlags are view's flags.
+type viewFlags struct {
+	t            target
+	file, listen string
+}
+
+func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return usageError{fmt.Sprintf("--listen %q: %v (want host:port, e.g. %s)", o.listen, err, defaultViewListen)}
+	}
+	cfg := view.Config{File: o.file}
+	source := o.file
+	if o.file != "" {
+		if o.t.store != "" || o.t.url != "" {
+			return usageError{"give --file, --store or --nats, only one"}
+		}
+		if _, err := os.Stat(o.file); err != nil {
+			return err
+		}
+	} else {
+		b, closeBus, err := o.t.readsExisting().open(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeBus()
+		cfg.Bus = b
+		source = "--store " + o.t.store
+		if o.t.url != "" {
+			source = "--nats " + o.t.url
+		}
+	}
+	s, err := view.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.Load(ctx); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		fmt.Fprintf(errOut, "warning: serving the log on %s, beyond this machine: whoever reaches it reads every fact\n", l.Addr())
+	}
+	fmt.Fprintf(out, "factline view: http://%s/ (%s)\n", l.Addr(), source)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed := make(chan error, 1)
+	go func() { feed <- s.Run(ctx) }()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err = <-served:
+		cancel()
+		<-feed
+	case err = <-feed:
+		_ = srv.Close()
+		<-served
+	case <-ctx.Done():
+		// Open event streams end with the context they were served under.
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+		<-served
+		err = <-feed
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve the pages: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// reportView is the part of the meter's report JSON the suite page shows,
+// decoded from the very bytes 'factline report --json' prints. Reading the
+// JSON rather than the Go type keeps the page on what the report says:
+// a total the meter leaves null stays unknown here, and a field it adds
+// or drops changes the page without a second definition of the numbers.
+type reportView struct {
+	Suite         string   `json:"suite"`
+	Name          string   `json:"name"`
+	Split         string   `json:"split"`
+	SpecDigest    string   `json:"spec_digest"`
+	Trials        uint32   `json:"trials"`
+	Cases         []string `json:"cases"`
+	Required      []string `json:"required"`
+	ValidOutcomes []string `json:"valid_outcomes"`
+	Complete      bool     `json:"complete"`
+	Smoke         *bool    `json:"smoke"`
+	// StoppedEarly is the suite.stopped the report names, when the
+	// suite's stopping rule settled its comparison before the roster ran.
+	StoppedEarly *struct {
+		Comparison string
+		Reason     string
+		Pairs      uint32
+	} `json:"stopped_early"`
+	Method struct {
+		Z                  float64 `json:"z"`
+		Interval           string  `json:"interval"`
+		BootstrapResamples int     `json:"bootstrap_resamples"`
+		BootstrapSeed      uint64  `json:"bootstrap_seed"`
+	} `json:"method"`
+	Treatments  []treatmentView  `json:"treatments"`
+	Comparisons []comparisonView `json:"comparisons"`
+}
+
+type interval struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+// treatmentView is one treatment's row. Raw holds each field's JSON text,
+// which the page puts beside the number it shows (data-value) so that a
+// test can hold the page to the report.
+type treatmentView struct {
+	Treatment   string    `json:"treatment"`
+	Planned     int       `json:"planned"`
+	Graded      int       `json:"graded"`
+	Passed      int       `json:"passed"`
+	PassRate    *float64  `json:"pass_rate"`
+	Wilson      *interval `json:"wilson"`
+	ClusteredSE *float64  `json:"clustered_se"`
+	PassAtK     []struct {
+		K     int     `json:"k"`
+		Value float64 `json:"value"`
+		Cases int     `json:"cases"`
+	} `json:"pass_at_k"`
+	Usage struct {
+		Tokens        *uint64 `json:"tokens"`
+		TokensKnown   int     `json:"tokens_known"`
+		TokensUnknown int     `json:"tokens_unknown"`
+		Cost          *uint64 `json:"cost"`
+		CostKnown     int     `json:"cost_known"`
+		CostUnknown   int     `json:"cost_unknown"`
+		WallMillis    uint64  `json:"wall_millis"`
+		WallKnown     int     `json:"wall_known"`
+	} `json:"usage"`
+	Raw map[string]json.RawMessage `json:"-"`
+}
+
+type comparisonView struct {
+	A           string   `json:"a"`
+	B           string   `json:"b"`
+	Label       string   `json:"label"`
+	Differences []string `json:"differences"`
+	Note        string   `json:"note"`
+	Pairs       int      `json:"pairs"`
+	RateA       *float64 `json:"rate_a"`
+	RateB       *float64 `json:"rate_b"`
+	Difference  *struct {
+		Estimate  float64  `json:"estimate"`
+		Interval  interval `json:"interval"`
+		Clusters  int      `json:"clusters"`
+		Resamples int      `json:"resamples"`
+	} `json:"difference"`
+	McNemar *struct {
+		OnlyA int     `json:"only_a"`
+		OnlyB int     `json:"only_b"`
+		P     float64 `json:"p"`
+	} `json:"mcnemar"`
+}
+
+// countColumns are the treatment table's count columns, in the order of
+// 'factline report': each shown when the report has the field.
+var countColumns = []struct{ Field, Head string }{
+	{"planned", "planned"}, {"started", "started"}, {"ended", "ended"}, {"graded", "graded"},
+	{"passed", "passed"}, {"failed", "failed"}, {"pending", "pending"}, {"invalid", "invalid"},
+	{"abstained", "abstained"}, {"excluded", "excluded"}, {"disputed", "disputed"},
+	{"harness_errors", "harness errors"}, {"awaiting", "awaiting"}, {"conflicted", "conflicted"},
+}
+
+// decodeReport reads the report JSON a suite page carries.
+func decodeReport(js []byte) (*reportView, error) {
+	var r reportView
+	if err := json.Unmarshal(js, &r); err != nil {
+		return nil, fmt.Errorf("view: decode the report: %w", err)
+	}
+	var raw struct {
+		Treatments []map[string]json.RawMessage `json:"treatments"`
+	}
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, fmt.Errorf("view: decode the report: %w", err)
+	}
+	for i := range r.Treatments {
+		if i < len(raw.Treatments) {
+			r.Treatments[i].Raw = raw.Treatments[i]
+		}
+	}
+	return &r, nil
+}
