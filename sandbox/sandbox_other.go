@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // sysProcAttr starts a command in its own session. User and network
 // namespaces are Linux features; the probe reports them unsupported here.
@@ -27,3 +30,6 @@ func owner(path string) (uint32, uint64) {
 	}
 	return st.Uid, uint64(st.Nlink)
 }
+
+// loopbackDown needs Linux network namespaces.
+func loopbackDown(int) error { return errors.New("network namespaces are a Linux feature") }
