@@ -75,6 +75,7 @@ type container struct {
 	workdir string // ... and where it is in the container
 	network string
 	record  events.Containment
+	closed  bool // removed: Close again does nothing
 }
 
 // ContainerName is the name of a run's container for one lease: a
@@ -210,15 +211,20 @@ func (ctr *container) start(ctx context.Context) error {
 }
 
 // Close removes the attempt's container, with everything still running
-// in it. A process sandbox has nothing to close.
+// in it; once it did, Close again does nothing. A process sandbox has
+// nothing to close. Not safe to call while a command runs.
 func (s *Sandbox) Close(ctx context.Context) error {
-	if s == nil || s.ctr == nil {
+	if s == nil || s.ctr == nil || s.ctr.closed {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	s.killAll()
-	return s.ctr.engine.remove(ctx, s.ctr.name)
+	if err := s.ctr.engine.remove(ctx, s.ctr.name); err != nil {
+		return err
+	}
+	s.ctr.closed = true
+	return nil
 }
 
 // Record is the containment of this sandbox's commands as facts record
@@ -444,4 +450,14 @@ func containerEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// RemoveContainers removes the containers carrying all of the labels with
+// the engine this containment was configured with (Engine.RemoveContainers).
+func (c *Containment) RemoveContainers(ctx context.Context, labels map[string]string) ([]string, error) {
+	var e Engine
+	if c != nil {
+		e = c.engine
+	}
+	return e.RemoveContainers(ctx, labels)
 }

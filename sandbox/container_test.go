@@ -173,7 +173,11 @@ func TestContainerHasNoNetwork(t *testing.T) {
 	if !failed(res) || strings.Contains(res.Output, "connected") {
 		t.Fatalf("a command with its own loopback reached the host's 127.0.0.1:%s: %+v", port, res)
 	}
-	own := lo.run(`(nc -l -p 9999 > got.txt &) ; sleep 0.3; echo inside | nc -w 2 127.0.0.1 9999; sleep 0.3; cat got.txt`, time.Minute)
+	// The client retries until the listener is up (at most 200 tries),
+	// and the listener's exit is waited for, so nothing depends on timing.
+	own := lo.run(`nc -l -p 9999 > got.txt & l=$!
+for i in $(seq 200); do echo inside | nc -w 1 127.0.0.1 9999 && break; sleep 0.05; done
+wait $l; cat got.txt`, time.Minute)
 	if !strings.Contains(own.Output, "inside") {
 		t.Errorf("the container's own loopback should work: %+v", own)
 	}
