@@ -104,12 +104,23 @@ func (s *Sandbox) runInContainer(ctx context.Context, cmd Command) (Result, erro
 // of the attempt's uid, from the host, or, without such a uid, by
 // restarting the container.
 func (s *Sandbox) sweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	if s.uid != 0 {
+		if s.killAll() {
+			return
+		}
+		// Something outran the kills (a fork bomb on a loaded host):
+		// freeze the container, so nothing in it can fork, send every
+		// process of the uid its SIGKILL, and thaw it; they die before
+		// running another instruction.
+		if _, err := s.ctr.engine.output(ctx, "pause", s.ctr.name); err == nil {
+			s.signalAll()
+			_, _ = s.ctr.engine.output(ctx, "unpause", s.ctr.name)
+		}
 		s.killAll()
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	if _, err := s.ctr.engine.output(ctx, "restart", "--time", "0", s.ctr.name); err == nil && s.ctr.network == NetworkNone {
 		_ = s.ctr.start(ctx)
 	}

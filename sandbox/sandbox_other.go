@@ -19,7 +19,10 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 
 // killAll is a no-op where processes cannot be listed by user; the
 // session is still killed as a whole.
-func (s *Sandbox) killAll() {}
+func (s *Sandbox) killAll() bool { return true }
+
+// signalAll is a no-op here, like killAll.
+func (s *Sandbox) signalAll() {}
 
 // owner returns the uid owning path and its number of hard links (not
 // following a symlink).
