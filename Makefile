@@ -9,8 +9,10 @@ PKGS     := ./...
 
 all: build
 
+# -buildvcs=auto stamps the VCS revision (factline version, the agent
+# identity) even where GOFLAGS turns stamping off.
 build:
-	$(GO) build -o $(BIN) ./cmd/factline
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/factline
 
 run: build
 	./$(BIN) run examples/demo/suite.yaml
@@ -43,7 +45,7 @@ bench-full: build
 
 bench-quick: build
 	$(GO) build -o bin/factline-bench ./cmd/factline-bench
-	./bin/factline-bench --factline $(BIN) --reps 1 --facts 20000 --b2-runs 20 --b3-turns 10 --b6-runs 200 --b1-rounds-always 1 --b1-rounds-interval 3 --b5-loads 50
+	./bin/factline-bench --factline $(BIN) --reps 1 --facts 20000 --b2-runs 20 --b3-turns 10 --b6-runs 200 --b1-rounds-always 1 --b1-rounds-interval 3 --b5-loads 50 --b7-runs 1,4,16 --b7-turns 3 --b8-turns 49
 
 # The fault-injection tests (also part of make test), three times over with
 # the race detector, to shake out the rare interleavings one pass misses:

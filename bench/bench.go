@@ -1,7 +1,8 @@
 // Package bench measures factline side by side with raw JetStream on one
 // embedded server: append throughput (B1), end-to-end turns (B2), per-turn
-// latency (B3), replay (B4), loading one run (B5) and the services' memory
-// (B6), in both fsync modes. cmd/factline-bench runs it; docs/benchmarks.md
+// latency (B3), replay (B4), loading one run (B5), the services' memory
+// (B6), turns per second by concurrency and instances (B7) and the cost of
+// a turn late in a long run (B8), in both fsync modes. cmd/factline-bench runs it; docs/benchmarks.md
 // explains the figures.
 package bench
 
@@ -33,6 +34,15 @@ type Config struct {
 	TurnRuns, TurnTurns int
 	// LatencyTurns is the length of B3's one run.
 	LatencyTurns int
+	// SweepRuns are B7's concurrencies (runs at once, ascending), each
+	// run SweepTurns turns long, with one instance of every service;
+	// SweepInstances are the instance counts B7 also runs at the largest
+	// concurrency. Empty SweepRuns skips B7.
+	SweepRuns, SweepInstances []int
+	SweepTurns                int
+	// LongTurns is the length of B8's one run (at least 49: it compares
+	// turns 40–49 with turns 1–10).
+	LongTurns int
 	// FillFacts is the size of the stream B4 replays and B5 loads from.
 	FillFacts int
 	// Loads is how many loads (and direct gets) one B5 repetition takes.
@@ -52,8 +62,14 @@ type Config struct {
 	Profile string
 	// Logger, when set, receives the in-process services' logs.
 	Logger *slog.Logger
-	// Parts limits the run to these figures ("B1".."B6"); empty runs all.
+	// Parts limits the run to these figures ("B1".."B8"); empty runs all.
 	Parts []string
+}
+
+// SweepSample is one configuration of B7 and its turns/s.
+type SweepSample struct {
+	Point sweepPoint
+	Rate  Sample
 }
 
 // Report is what one benchmark run measured.
@@ -70,9 +86,21 @@ type ModeReport struct {
 	Mode bus.Durability
 	// B1: facts/s.
 	AppendFL, AppendRaw, AppendRatio Sample
-	// B2: facts/s, and the facts one suite committed.
-	Turns      Sample
-	TurnsFacts uint64
+	// B2: facts/s, and the facts one suite committed; turns/s; the raw
+	// chain of B3 for as many runs at once (turns/s) and the ratio of
+	// the two; the bytes per turn the suite added to the facts and to the
+	// blobs.
+	Turns                           Sample
+	TurnsFacts                      uint64
+	TurnRate, ChainRate, ChainRatio Sample
+	FactBytes, BlobBytes            Sample
+	// B2: bytes per turn of the Factline-Prev header and of all headers.
+	PrevBytes, HeaderBytes Sample
+	// B7: turns/s at each configuration, in sweepPoints order.
+	Sweep []SweepSample
+	// B8: milliseconds, the median turn of turns 1–10 and of 40–49, and
+	// their ratio.
+	LongEarly, LongLate, LongRatio Sample
 	// B3: milliseconds.
 	LatP50, LatP99, RawP50, RawP99, LatRatio Sample
 	// B4: facts/s.
@@ -192,8 +220,12 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 	err = withServer(ctx, filepath.Join(dir, "store"), mode, true, cfg.Logger, func(s *server) error {
 		work := filepath.Join(dir, "work")
 		stop := func() error { return nil }
-		if cfg.wants("B2") || cfg.wants("B3") {
-			if stop, err = startServices(ctx, s.b, cfg.TurnRuns, work, cfg.Logger); err != nil {
+		if cfg.wants("B2") || cfg.wants("B3") || cfg.wants("B7") || cfg.wants("B8") {
+			slots := cfg.TurnRuns
+			if len(cfg.SweepRuns) > 0 {
+				slots = max(slots, slices.Max(cfg.SweepRuns))
+			}
+			if stop, err = startServices(ctx, s.b, slots, 1, work, cfg.Logger, nil); err != nil {
 				return err
 			}
 		}
@@ -210,6 +242,19 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 			return nil
 		})
 		if err == nil {
+			err = part("B8", func() error {
+				for r := range cfg.Reps {
+					res, err := benchLong(ctx, s.b, filepath.Join(dir, "suites"), fmt.Sprintf("b8-%d", r), cfg.LongTurns)
+					if err != nil {
+						return err
+					}
+					m.LongEarly, m.LongLate = append(m.LongEarly, ms(res.early)), append(m.LongLate, ms(res.late))
+					m.LongRatio = append(m.LongRatio, float64(res.late)/float64(res.early))
+				}
+				return nil
+			})
+		}
+		if err == nil {
 			err = part("B2", func() error {
 				for r := range cfg.Reps {
 					res, err := benchTurns(ctx, s.b, filepath.Join(dir, "suites"), fmt.Sprintf("b2-%d", r), cfg.TurnRuns, cfg.TurnTurns)
@@ -217,6 +262,36 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 						return err
 					}
 					m.Turns, m.TurnsFacts = append(m.Turns, res.factsPerSec), res.facts
+					m.TurnRate = append(m.TurnRate, res.turnsPerSec)
+					turns := float64(cfg.TurnRuns * cfg.TurnTurns)
+					m.FactBytes, m.BlobBytes = append(m.FactBytes, float64(res.factBytes)/turns), append(m.BlobBytes, float64(res.blobBytes)/turns)
+					perTurn := float64(res.facts) / turns
+					m.PrevBytes, m.HeaderBytes = append(m.PrevBytes, res.prevBytes*perTurn), append(m.HeaderBytes, res.headerBytes*perTurn)
+					// The baseline right after, on the same server: the raw
+					// chain of B3 for as many runs at once.
+					raw, err := rawChain(ctx, s.b, fmt.Sprintf("b2raw-%d", r), cfg.TurnRuns, cfg.TurnTurns)
+					if err != nil {
+						return fmt.Errorf("raw chain: %w", err)
+					}
+					m.ChainRate = append(m.ChainRate, raw.turnsPerSec())
+					m.ChainRatio = append(m.ChainRatio, res.turnsPerSec/raw.turnsPerSec())
+				}
+				return nil
+			})
+		}
+		if err == nil && len(cfg.SweepRuns) > 0 {
+			points := sweepPoints(cfg.SweepRuns, cfg.SweepInstances)
+			m.Sweep = make([]SweepSample, len(points))
+			err = part("B7", func() error {
+				for r := range cfg.Reps {
+					for i, p := range points {
+						rate, err := benchSweep(ctx, s, dir, fmt.Sprintf("b7-%d-%d-%d", p.Runs, p.Instances, r), p, cfg.SweepTurns, cfg)
+						if err != nil {
+							return err
+						}
+						m.Sweep[i].Point = p
+						m.Sweep[i].Rate = append(m.Sweep[i].Rate, rate)
+					}
 				}
 				return nil
 			})

@@ -159,13 +159,14 @@ func TestSmallTableFillsEveryRow(t *testing.T) {
 	cfg := Config{Modes: []bus.Durability{bus.SyncInterval}, Reps: 1,
 		AppendRounds: map[bus.Durability]int{bus.SyncInterval: 1},
 		TurnRuns:     4, TurnTurns: 2, LatencyTurns: 3, FillFacts: 1000, Loads: 5,
+		SweepRuns: []int{1, 3}, SweepInstances: []int{1, 2}, SweepTurns: 2, LongTurns: 49,
 		Dir: t.TempDir(), Progress: testWriter{t}}
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	md := rep.Markdown(ThisMachine(), "go test")
-	for _, row := range []string{"| B1 ", "| B2 ", "| B3 ", "| B4 ", "| B5 "} {
+	for _, row := range []string{"| B1 ", "| B2 end", "| B2 turns/s", "| B2 disk", "| B3 ", "| B4 ", "| B5 ", "| B7 ", "| B8 "} {
 		if !strings.Contains(md, row) {
 			t.Errorf("no %s row in\n%s", row, md)
 		}
@@ -174,6 +175,42 @@ func TestSmallTableFillsEveryRow(t *testing.T) {
 	if m.AppendFL.Median() <= 0 || m.AppendRaw.Median() <= 0 || m.Turns.Median() <= 0 || m.LatP50.Median() <= 0 ||
 		m.RawP50.Median() <= 0 || m.ReplayFL.Median() <= 0 || m.ReplayRaw.Median() <= 0 || m.LoadP50.Median() <= 0 || m.GetP50.Median() <= 0 {
 		t.Errorf("a figure is not positive: %+v", m)
+	}
+	if m.TurnRate.Median() <= 0 || m.ChainRate.Median() <= 0 || m.FactBytes.Median() <= 0 || m.PrevBytes.Median() <= 0 || m.HeaderBytes.Median() < m.PrevBytes.Median() || m.LongEarly.Median() <= 0 || m.LongLate.Median() <= 0 {
+		t.Errorf("a figure of issue 24's rows is not positive: %+v", m)
+	}
+	if len(m.Sweep) != 3 || m.Sweep[2].Point != (sweepPoint{Runs: 3, Instances: 2}) {
+		t.Errorf("B7 measured %+v, want 1 and 3 runs with one instance, then 3 runs with two", m.Sweep)
+	}
+	for _, sw := range m.Sweep {
+		if sw.Rate.Median() <= 0 {
+			t.Errorf("B7 %s: %v turns/s", sw.Point, sw.Rate)
+		}
+	}
+}
+
+// The raw chain plays every run to its end at once: each run's turns, and
+// the latencies of the first run.
+func TestRawChainPlaysManyRunsAtOnce(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := startServer(ctx, t.TempDir(), bus.SyncInterval, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	res, err := rawChain(ctx, s.b, "t", 5, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.turns != 15 || len(res.latencies) != 3 || res.turnsPerSec() <= 0 {
+		t.Fatalf("turns %d, latencies %v, rate %v; want 15 turns and 3 latencies", res.turns, res.latencies, res.turnsPerSec())
+	}
+	last, err := lastSeq(ctx, s.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(5 * (3*turnFacts + 1)); last != want {
+		t.Fatalf("the chain appended %d facts, want %d", last, want)
 	}
 }
 

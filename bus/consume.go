@@ -28,12 +28,20 @@ type ConsumerConfig struct {
 	// heartbeat before the server redelivers it (default 30s). Handlers that
 	// run longer are kept alive by heartbeats every AckWait/3.
 	AckWait time.Duration
-	// Prefetch bounds how many messages this instance buffers (default 8).
+	// Prefetch bounds how many messages this instance buffers (default 8,
+	// or Workers when that is more).
 	// Small on purpose: a large prefetch processed slowly causes
 	// redelivery storms.
 	Prefetch int
 	// Workers is how many messages this instance handles at once (default 1).
 	Workers int
+	// OrderByRun handles the deliveries of one run (one fact subject's
+	// <suite>.<run>) one at a time, in the order they were delivered, and
+	// those of different runs in parallel, up to Workers: a service that
+	// folds a run's facts never sees two of one run at once, and a run
+	// whose handler is slow holds up no other run. Without it any worker
+	// takes the next delivery, whatever its run.
+	OrderByRun bool
 	// MaxAckPending bounds unacknowledged messages across all instances
 	// (default 256).
 	MaxAckPending int
@@ -68,11 +76,13 @@ func (c *ConsumerConfig) defaults() error {
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
 	}
-	if c.Prefetch <= 0 {
-		c.Prefetch = 8
-	}
 	if c.Workers <= 0 {
 		c.Workers = 1
+	}
+	if c.Prefetch <= 0 {
+		// At least a delivery for each worker, so that a pull keeps them
+		// all busy.
+		c.Prefetch = max(8, c.Workers)
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 256
@@ -145,15 +155,19 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	}
 	work := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
-	for range cfg.Workers {
-		wg.Go(func() {
-			for m := range work {
-				b.handle(ctx, cfg, h, m)
-				if cfg.OnDemand {
-					free <- struct{}{}
+	if cfg.OrderByRun {
+		wg.Go(func() { b.handleByRun(ctx, cfg, h, work, free) })
+	} else {
+		for range cfg.Workers {
+			wg.Go(func() {
+				for m := range work {
+					b.handle(ctx, cfg, h, m)
+					if cfg.OnDemand {
+						free <- struct{}{}
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 	defer func() {
 		close(work)

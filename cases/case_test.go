@@ -108,3 +108,20 @@ func TestCaseExtensions(t *testing.T) {
 		t.Fatalf("a case without extensions encodes them: %s", b)
 	}
 }
+
+func TestModelSettingsAreChecked(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"id: t\nmodel: {provider: openai, name: m, top_p: 0}\n", "model.top_p: want a probability mass above 0 and at most 1"},
+		{"id: t\nmodel: {provider: openai, name: m, top_p: 1.5}\n", "model.top_p"},
+		{"id: t\nmodel: {provider: openai, name: m, reasoning_effort: extreme}\n", `model.reasoning_effort: unknown effort "extreme"`},
+	} {
+		_, err := ParseTreatment("t.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	tr, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, top_p: 0.9, reasoning_effort: low}\n"))
+	if err != nil || *tr.Model.TopP != 0.9 || tr.Model.ReasoningEffort != "low" {
+		t.Fatalf("treatment %+v, %v", tr, err)
+	}
+}

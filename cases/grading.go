@@ -326,6 +326,9 @@ func (in *Instrument) checkJudge(f string) error {
 	if m.Name == "" {
 		return fieldErr(f+".model.name", "required: a judge is named so that it is never taken for the actor")
 	}
+	if err := m.checkSettings(f + ".model"); err != nil {
+		return err
+	}
 	if in.Rubric == "" {
 		return fieldErr(f+".rubric", "required: what the judge checks")
 	}

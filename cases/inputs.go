@@ -40,7 +40,14 @@ func LoadCaseWithin(path string, confine Confine) (*Case, error) {
 	if err != nil {
 		return nil, fmt.Errorf("case: %w", err)
 	}
-	c, err := ParseCase(path, data)
+	return ParseCaseAt(path, filepath.Dir(path), data, confine)
+}
+
+// ParseCaseAt parses case YAML that was not read from a file of its own (a
+// case rendered from a dataset record): name is used in errors, and a
+// relative fixture resolves against dir, read only where confine allows.
+func ParseCaseAt(name, dir string, data []byte, confine Confine) (*Case, error) {
+	c, err := ParseCase(name, data)
 	if err != nil {
 		return nil, err
 	}
@@ -49,14 +56,14 @@ func LoadCaseWithin(path string, confine Confine) (*Case, error) {
 	}
 	fixture := c.Fixture
 	if !filepath.IsAbs(fixture) {
-		fixture = filepath.Join(filepath.Dir(path), fixture)
+		fixture = filepath.Join(dir, fixture)
 	}
 	st, err := os.Stat(fixture)
 	if err != nil || !st.IsDir() {
-		return nil, &Error{File: path, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", fixture)}
+		return nil, &Error{File: name, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", fixture)}
 	}
 	if c.Fixture, err = confine.resolve(fixture); err != nil {
-		return nil, &Error{File: path, Field: "fixture", Msg: err.Error()}
+		return nil, &Error{File: name, Field: "fixture", Msg: err.Error()}
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/factline/factline/events"
 )
@@ -42,11 +43,20 @@ type ModelSpec struct {
 	Temperature     *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
 	MaxOutputTokens int      `yaml:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 	Seed            *int64   `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// TopP is nucleus sampling's probability mass, in (0, 1].
+	TopP *float64 `yaml:"top_p,omitempty" json:"top_p,omitempty"`
+	// ReasoningEffort asks a reasoning model to think less or more
+	// (ReasoningEfforts). Empty: the provider's default, and not sent.
+	ReasoningEffort string `yaml:"reasoning_effort,omitempty" json:"reasoning_effort,omitempty"`
 	// InputPrice and OutputPrice are cost units per million tokens (openai);
 	// 0 means unknown, and costs then stay unknown.
 	InputPrice  uint64 `yaml:"input_price,omitempty" json:"input_price,omitempty"`
 	OutputPrice uint64 `yaml:"output_price,omitempty" json:"output_price,omitempty"`
 }
+
+// ReasoningEfforts are the reasoning_effort values OpenAI-compatible
+// providers document.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
 
 // Model providers.
 const (
@@ -88,6 +98,9 @@ func (t *Treatment) normalise() error {
 	default:
 		return fieldErr("model.provider", "unknown provider %q (want %q or %q)", t.Model.Provider, ProviderScripted, ProviderOpenAI)
 	}
+	if err := t.Model.checkSettings("model"); err != nil {
+		return err
+	}
 	if t.Context != nil {
 		if err := t.Context.normalise("context"); err != nil {
 			return err
@@ -97,6 +110,17 @@ func (t *Treatment) normalise() error {
 		return err
 	}
 	return t.Stall.check("stall")
+}
+
+// checkSettings refuses request settings no provider accepts.
+func (m ModelSpec) checkSettings(field string) error {
+	if p := m.TopP; p != nil && !(*p > 0 && *p <= 1) {
+		return fieldErr(field+".top_p", "want a probability mass above 0 and at most 1, got %v", *p)
+	}
+	if e := m.ReasoningEffort; e != "" && !slices.Contains(ReasoningEfforts, e) {
+		return fieldErr(field+".reasoning_effort", "unknown effort %q (want one of %v)", e, ReasoningEfforts)
+	}
+	return nil
 }
 
 // Encode returns the canonical JSON stored as the treatment blob.

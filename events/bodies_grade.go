@@ -9,6 +9,9 @@ type GradeInstrument struct {
 	// its host allowed: set for a command that ran, absent for instruments
 	// that run no code of the candidate and in facts of older graders.
 	Containment *Containment `msgpack:"containment,omitempty"`
+	// Judge is the judging model's call of a judge instrument that asked
+	// one (absent for other instruments, and in older facts).
+	Judge *JudgeCall `msgpack:"judge,omitempty"`
 }
 
 // Kind implements Body.
@@ -20,6 +23,11 @@ func (b GradeInstrument) validate(p string) error {
 	}
 	if err := b.Result.validate(join(p, "result")); err != nil {
 		return err
+	}
+	if b.Judge != nil {
+		if err := b.Judge.validate(join(p, "judge")); err != nil {
+			return err
+		}
 	}
 	if b.Containment != nil {
 		return b.Containment.validate(join(p, "containment"))

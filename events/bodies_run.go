@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // Budget holds a run's hard limits. A zero field means no limit of that kind.
 type Budget struct {
 	Steps   uint32 `msgpack:"steps"`
@@ -32,6 +34,10 @@ type RunRequested struct {
 	Budget          Budget      `msgpack:"budget"`
 	Identity        Digest      `msgpack:"identity,omitempty"`
 	Components      []Component `msgpack:"components,omitempty"`
+	// RetryOf, when set, is the earlier run of the same planned attempt
+	// that this run retries (it ended as a harness error). The report
+	// counts the newest attempt and lists every earlier one.
+	RetryOf string `msgpack:"retry_of,omitempty"`
 }
 
 // Component is one named part of an agent identity and its value (a short
@@ -74,6 +80,11 @@ func (b RunRequested) validate(p string) error {
 			return invalid(join(f, "name"), "components must be sorted by name without repeats (%q after %q)", c.Name, b.Components[i-1].Name)
 		}
 	}
+	if b.RetryOf != "" {
+		if err := ValidateToken("retry_of", b.RetryOf); err != nil {
+			return invalid(join(p, "retry_of"), "%v", err)
+		}
+	}
 	return nil
 }
 
@@ -88,10 +99,11 @@ type RunClaimed struct {
 	// host let it (absent: not recorded, as in facts of older runners).
 	Containment *Containment `msgpack:"containment,omitempty"`
 	// Extensions are the extensions the runner admitted for this claim
-	// (their source, server version and capabilities), and Identity the
-	// agent identity they make: the requested components with the
-	// extensions component replaced by what was admitted. Both are absent
-	// for a run that uses no extension.
+	// (their source, server version and capabilities; absent for a run
+	// that uses none), and Identity the agent identity of what ran: the
+	// requested components with the extensions component replaced by what
+	// was admitted and the harness component by the runner's build and
+	// behaviour digest. Older runners set Identity only with extensions.
 	Extensions []Extension `msgpack:"extensions,omitempty"`
 	Identity   Digest      `msgpack:"identity,omitempty"`
 }
@@ -191,6 +203,10 @@ const (
 )
 
 var runStatuses = []RunStatus{RunDone, RunBlocked, RunIncomplete, RunExhausted, RunCancelled, RunNeedsHuman, RunErrored}
+
+// RunStatuses lists every run status, in the order docs/facts.md's endings
+// table maps them to the terminal contract.
+func RunStatuses() []RunStatus { return slices.Clone(runStatuses) }
 
 // RunEnded (run.ended) is a run's terminal fact and its handoff packet.
 type RunEnded struct {

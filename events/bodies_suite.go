@@ -94,3 +94,54 @@ func (b SuiteReported) validate(p string) error {
 	}
 	return nil
 }
+
+// ReasonSuiteStopped is the run.ended reason of a run its runner did not
+// run because its suite had stopped early (suite.stopped).
+const ReasonSuiteStopped = "suite_stopped"
+
+// The reasons a suite stops early.
+const (
+	// StopDifference: the confidence sequence for the comparison excludes
+	// no difference.
+	StopDifference = "difference"
+	// StopEquivalence: it lies within the declared margin of no
+	// difference.
+	StopEquivalence = "equivalence"
+)
+
+// SuiteStopped (suite.stopped, suite-scoped) records that a suite stops
+// early: its stopping comparison is settled (suites.Stopping). Runs not yet
+// started are not run (their runner ends them cancelled, reason
+// "suite_stopped"); runs in flight finish and are reported. The interval
+// is the anytime-valid confidence sequence's, in pass-rate difference
+// B − A, in thousandths (−1000 … 1000).
+type SuiteStopped struct {
+	Comparison string `msgpack:"comparison"` // "A vs B"
+	Reason     string `msgpack:"reason"`     // difference | equivalence
+	Pairs      uint32 `msgpack:"pairs"`
+	Confidence uint32 `msgpack:"confidence"` // in thousandths, e.g. 950
+	Low        int32  `msgpack:"low"`
+	High       int32  `msgpack:"high"`
+}
+
+// Kind implements Body.
+func (SuiteStopped) Kind() Kind { return KindSuiteStopped }
+
+func (b SuiteStopped) validate(p string) error {
+	if err := needString(p, "comparison", b.Comparison); err != nil {
+		return err
+	}
+	if err := needOneOf(p, "reason", b.Reason, []string{StopDifference, StopEquivalence}); err != nil {
+		return err
+	}
+	if err := needPositive(p, "pairs", b.Pairs); err != nil {
+		return err
+	}
+	if b.Confidence == 0 || b.Confidence >= 1000 {
+		return invalid(join(p, "confidence"), "%d is not a level in thousandths between 1 and 999", b.Confidence)
+	}
+	if b.Low < -1000 || b.High > 1000 || b.Low > b.High {
+		return invalid(join(p, "low"), "[%d, %d] is not an interval within [-1000, 1000]", b.Low, b.High)
+	}
+	return nil
+}

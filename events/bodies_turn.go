@@ -26,11 +26,16 @@ func (b TurnStarted) validate(p string) error {
 }
 
 // Usage is what one model call consumed, as the provider reported it.
-// Cost is nil when the provider gave tokens but no price.
+// Cost is nil when the provider gave tokens but no price. CachedInputTokens
+// (the part of InputTokens read from the provider's prompt cache) and
+// ReasoningTokens (the part of OutputTokens spent on hidden reasoning) are
+// nil when the provider did not report them: unknown, never zero.
 type Usage struct {
-	InputTokens  uint64  `msgpack:"input_tokens"`
-	OutputTokens uint64  `msgpack:"output_tokens"`
-	Cost         *uint64 `msgpack:"cost,omitempty"`
+	InputTokens       uint64  `msgpack:"input_tokens"`
+	OutputTokens      uint64  `msgpack:"output_tokens"`
+	Cost              *uint64 `msgpack:"cost,omitempty"`
+	CachedInputTokens *uint64 `msgpack:"cached_input_tokens,omitempty"`
+	ReasoningTokens   *uint64 `msgpack:"reasoning_tokens,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Args is the JSON text of the
@@ -208,9 +213,19 @@ func (b StallObserved) validate(p string) error {
 // StopDecided (stop.decided) is the one decision for one completed turn.
 type StopDecided struct {
 	Decision StopDecision `msgpack:"decision"`
+	// Judge is the reviewer's model call when the decider asked one about
+	// a done decision (absent when it asked none, and in older facts).
+	Judge *JudgeCall `msgpack:"judge,omitempty"`
 }
 
 // Kind implements Body.
 func (StopDecided) Kind() Kind { return KindStopDecided }
 
-func (b StopDecided) validate(p string) error { return b.Decision.validate(join(p, "decision")) }
+func (b StopDecided) validate(p string) error {
+	if b.Judge != nil {
+		if err := b.Judge.validate(join(p, "judge")); err != nil {
+			return err
+		}
+	}
+	return b.Decision.validate(join(p, "decision"))
+}

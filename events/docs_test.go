@@ -114,3 +114,41 @@ func TestSubjectsDocNamesEverySignal(t *testing.T) {
 		}
 	}
 }
+
+// docs/facts.md maps every run status to the terminal contract (seed
+// 001/002: succeeded, failed, exhausted, cancelled, needs_human), saying
+// who decides it and with which reasons.
+func TestFactsDocMapsEveryEnding(t *testing.T) {
+	data, err := os.ReadFile("../docs/facts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i := strings.Index(doc, "\n#### endings\n")
+	if i < 0 {
+		t.Fatal("docs/facts.md has no endings section under run.ended")
+	}
+	section := doc[i+1:]
+	if j := strings.Index(section[1:], "\n#"); j >= 0 {
+		section = section[:j+1]
+	}
+	rows := map[string][]string{}
+	for _, l := range strings.Split(section, "\n") {
+		if m := regexp.MustCompile("^\\| `([a-z_]+)` +\\|(.*)$").FindStringSubmatch(l); m != nil {
+			rows[m[1]] = strings.Split(strings.Trim(m[2], " |"), " | ")
+		}
+	}
+	for _, s := range events.RunStatuses() {
+		r, ok := rows[string(s)]
+		if !ok {
+			t.Errorf("the endings table has no row for %s", s)
+			continue
+		}
+		if len(r) != 3 || r[0] == "" || r[1] == "" || r[2] == "" {
+			t.Errorf("%s: the row does not say contract state, decider and reasons: %q", s, r)
+		}
+	}
+	if len(rows) != len(events.RunStatuses()) {
+		t.Errorf("the endings table has %d rows for %d statuses", len(rows), len(events.RunStatuses()))
+	}
+}

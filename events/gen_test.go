@@ -485,6 +485,17 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 			Reason:         genText.Draw(t, "reason"),
 		}
 	}),
+	events.KindSuiteStopped: body(func(t *rapid.T) events.SuiteStopped {
+		lo := rapid.Int32Range(-1000, 1000).Draw(t, "low")
+		return events.SuiteStopped{
+			Comparison: genText.Draw(t, "comparison"),
+			Reason:     rapid.SampledFrom([]string{events.StopDifference, events.StopEquivalence}).Draw(t, "reason"),
+			Pairs:      rapid.Uint32Range(1, 1<<20).Draw(t, "pairs"),
+			Confidence: rapid.Uint32Range(1, 999).Draw(t, "confidence"),
+			Low:        lo,
+			High:       rapid.Int32Range(lo, 1000).Draw(t, "high"),
+		}
+	}),
 	events.KindSuiteReported: body(func(t *rapid.T) events.SuiteReported {
 		n := rapid.Uint32Range(0, 1<<28) // six of these cannot overflow uint32
 		b := events.SuiteReported{

@@ -365,6 +365,39 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Error: &events.ToolError{Code: "NOT_RUN", Message: "the run was cancelled before this call"},
 		}},
+		// run.ended with the exhausted status a spent budget now ends
+		// with (its wire shape unchanged from run_ended).
+		{1201, "run_ended_exhausted", events.RunEnded{
+			Status: events.RunExhausted, Reason: "budget_preflight",
+			Spent:        events.Spent{Steps: 5, Tokens: ptr(uint64(5500)), Cost: ptr(uint64(10)), Millis: 61_000},
+			Steps:        5,
+			LastEvidence: []events.EvidenceRef{"t5/call-1"},
+			NextAction:   "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work",
+		}},
+		// The optional judge call of grade.instrument and stop.decided,
+		// and the optional cached and reasoning tokens of usage.
+		{1301, "grade_instrument_judge", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{Instrument: "review", Version: "1", Outcome: events.InstrumentPassed, Detail: "openai/judge-1: VERDICT: PASS"},
+			Judge: &events.JudgeCall{Model: "openai/judge-1", Millis: 2_300, Usage: &events.Usage{
+				InputTokens: 3000, OutputTokens: 400, Cost: ptr(uint64(9)), CachedInputTokens: ptr(uint64(1024)), ReasoningTokens: ptr(uint64(320)),
+			}},
+		}},
+		{1302, "stop_decided_judge", events.StopDecided{
+			Decision: events.StopDecision{
+				DecisionID: "dec-3", Turn: 3, TaskGeneration: 1,
+				Result: events.Finish(events.StopFinish{Status: events.FinishDone, Reason: "tests pass at the current epoch"}),
+			},
+			Judge: &events.JudgeCall{Model: "openai/reviewer", Millis: 800},
+		}},
+		// run.requested of a retry: a new run of the same planned attempt.
+		{1501, "run_requested_retry", events.RunRequested{
+			Case: "fix-sum", CaseDigest: digest("case"), Treatment: "baseline", TreatmentDigest: digest("treatment"), Trial: 1,
+			RetryOf: "fix-sum-baseline-t1",
+		}},
+		// suite.stopped: a suite stopped early on its comparison.
+		{1401, "suite_stopped", events.SuiteStopped{
+			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 24, Confidence: 950, Low: 112, High: 688,
+		}},
 		// run.claimed and grade.instrument of commands run in a container
 		// environment: the optional image of the containment, by digest.
 		{1801, "run_claimed_container", events.RunClaimed{Runner: "runner-c", Lease: 2, Containment: goldenContainer()}},

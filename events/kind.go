@@ -26,6 +26,7 @@ const (
 	KindGradeVerdict     Kind = "grade.verdict"
 	KindGradeConflict    Kind = "grade.conflict"
 	KindSuiteReported    Kind = "suite.reported"
+	KindSuiteStopped     Kind = "suite.stopped"
 )
 
 // Owner is the service role allowed to emit a kind.
@@ -76,6 +77,7 @@ var kinds = map[Kind]kindSpec{
 	KindGradeVerdict:    {1, OwnerGrader, runScope, func() any { return new(GradeVerdict) }},
 	KindGradeConflict:   {1, OwnerGrader, runScope, func() any { return new(GradeConflict) }},
 	KindSuiteReported:   {1, OwnerMeter, suiteScope, func() any { return new(SuiteReported) }},
+	KindSuiteStopped:    {1, OwnerMeter, suiteScope, func() any { return new(SuiteStopped) }},
 }
 
 // Kinds returns every known kind, sorted.

@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,14 +173,14 @@ func TestSuiteScopedKindsNeedSuiteScope(t *testing.T) {
 			t.Errorf("%s in %s refused: %v", k, events.SuiteScope, err)
 		}
 	}
-	want := []events.Kind{events.KindSuiteReported, events.KindSuiteSubmitted}
+	want := []events.Kind{events.KindSuiteReported, events.KindSuiteStopped, events.KindSuiteSubmitted}
 	var got []events.Kind
 	for _, k := range events.Kinds() {
 		if k.SuiteScoped() {
 			got = append(got, k)
 		}
 	}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	if !slices.Equal(got, want) {
 		t.Errorf("suite-scoped kinds %v, want %v", got, want)
 	}
 }

@@ -275,6 +275,7 @@ func TestEveryErrorNamesKindAndField(t *testing.T) {
 		events.KindGradeConflict: {events.GradeConflict{SnapshotDigest: digest("s"), Revision: 2, ConflictsWith: 1, Instrument: "judge"},
 			events.ErrMissingField, "body.reason"},
 		events.KindSuiteReported: {events.SuiteReported{}, events.ErrMissingField, "body.report_digest"},
+		events.KindSuiteStopped:  {events.SuiteStopped{Comparison: "a vs b", Reason: "luck", Pairs: 3, Confidence: 950}, events.ErrInvalidField, "body.reason"},
 	}
 	for _, k := range events.Kinds() {
 		tc, ok := broken[k]

@@ -91,6 +91,13 @@ type Options struct {
 	// name (the runner's work directory and workers, a grader's hook),
 	// applied after Shared.
 	Per map[string][]kit.Option
+	// Workers, by service name, is how many deliveries each instance of
+	// that service handles at once (kit.WithWorkers), applied after Per:
+	// for the stall handler and the stop decider, how many runs' turns
+	// they work on at once (each run's in order); for the runner, how
+	// many runs it drives. A service not named keeps its default; a
+	// count below one, or an unknown service, is refused.
+	Workers map[string]int
 	// Instance, when set, returns options for instance i of service on its
 	// bus b (its name, a directory of its own), applied last.
 	Instance func(service string, i int, b *bus.Bus) []kit.Option
@@ -159,6 +166,14 @@ func configure(b *bus.Bus, o Options) ([]member, error) {
 			return nil, unknown(n)
 		}
 	}
+	for n, w := range o.Workers {
+		if services[n] == nil {
+			return nil, unknown(n)
+		}
+		if w < 1 {
+			return nil, fmt.Errorf("fleet: %d workers for %s; an instance needs at least one", w, n)
+		}
+	}
 	if o.Instances < 0 {
 		return nil, fmt.Errorf("fleet: %d instances; a service runs at least once", o.Instances)
 	}
@@ -178,6 +193,9 @@ func configure(b *bus.Bus, o Options) ([]member, error) {
 				}
 			}
 			opts := slices.Concat(o.Shared, o.Per[n])
+			if w, ok := o.Workers[n]; ok {
+				opts = append(opts, kit.WithWorkers(w))
+			}
 			if o.Instance != nil {
 				opts = append(opts, o.Instance(n, i, on)...)
 			}

@@ -91,6 +91,7 @@ func TestStartRefusesAnUnknownService(t *testing.T) {
 	for _, o := range []fleet.Options{
 		{Services: []string{fleet.Staller, "stallr"}},
 		{Per: map[string][]kit.Option{"stallr": {kit.WithWorkers(2)}}},
+		{Workers: map[string]int{"stallr": 2}},
 	} {
 		_, err := fleet.Start(testCtx(t), b, o)
 		if !errors.Is(err, fleet.ErrUnknownService) || !strings.Contains(err.Error(), `"stallr"`) {
@@ -104,6 +105,16 @@ func TestStartRefusesAServiceNamedTwice(t *testing.T) {
 	_, err := fleet.Start(testCtx(t), b, fleet.Options{Services: []string{fleet.Meter, fleet.Staller, fleet.Meter}})
 	if err == nil || !strings.Contains(err.Error(), "meter is named twice") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartRefusesFewerThanOneWorker(t *testing.T) {
+	b, _ := bustest.Start(t)
+	for _, w := range []int{0, -3} {
+		_, err := fleet.Start(testCtx(t), b, fleet.Options{Workers: map[string]int{fleet.Decider: w}})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d workers for decider", w)) {
+			t.Errorf("err = %v, want %d workers for the decider refused", err, w)
+		}
 	}
 }
 

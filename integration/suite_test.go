@@ -431,7 +431,7 @@ func TestSuiteEndToEndWithGraderCrash(t *testing.T) {
 	if c.Pairs != 6 || c.McNemar == nil || c.McNemar.OnlyA != 3 || c.McNemar.OnlyB != 0 || c.McNemar.P != 0.25 {
 		t.Errorf("comparison %+v %+v", c, c.McNemar)
 	}
-	if base.Usage.Tokens != 9*110 || base.Usage.TokensUnknown != 0 || base.Usage.Cost != 9*2 {
+	if base.Usage.Tokens == nil || *base.Usage.Tokens != 9*110 || base.Usage.TokensUnknown != 0 || base.Usage.Cost == nil || *base.Usage.Cost != 9*2 {
 		t.Errorf("usage %+v", base.Usage)
 	}
 }

@@ -58,6 +58,8 @@ type Settings struct {
 	Temperature     *float64 `json:"temperature,omitempty"`
 	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
 	Seed            *int64   `json:"seed,omitempty"`
+	TopP            *float64 `json:"top_p,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 }
 
 // Request is one model call: the context, the tools and the settings.
@@ -72,10 +74,15 @@ type Request struct {
 
 // Usage is what one call consumed. Cost is in the integer cost units the
 // budget uses, nil when the provider reports tokens but no price is known.
+// CachedInputTokens (read from the provider's prompt cache, part of
+// InputTokens) and ReasoningTokens (hidden reasoning, part of OutputTokens)
+// are nil when the provider does not report them.
 type Usage struct {
-	InputTokens  uint64  `json:"input_tokens"`
-	OutputTokens uint64  `json:"output_tokens"`
-	Cost         *uint64 `json:"cost,omitempty"`
+	InputTokens       uint64  `json:"input_tokens"`
+	OutputTokens      uint64  `json:"output_tokens"`
+	Cost              *uint64 `json:"cost,omitempty"`
+	CachedInputTokens *uint64 `json:"cached_input_tokens,omitempty"`
+	ReasoningTokens   *uint64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Finish reasons a reply can carry.

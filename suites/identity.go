@@ -19,7 +19,10 @@ const (
 	// request settings and prices, and for a scripted model the digest of
 	// the script it plays on this case.
 	ComponentModel = "model"
-	// ComponentHarness is the harness version (package version).
+	// ComponentHarness is the harness: the build (version.HarnessOf: module
+	// version, VCS revision, dirty flag). The runner's run.claimed replaces
+	// it with its own build and the digest of what shapes its behaviour
+	// (tool contracts, policies, containment applied).
 	ComponentHarness = "harness"
 	// ComponentCapabilities is the capability manifest: the tools offered.
 	ComponentCapabilities = "capabilities"
@@ -57,13 +60,17 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 	}
 	tools := slices.Clone(c.Tools)
 	slices.Sort(tools)
+	harness, err := version.HarnessOf(version.Current(), nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("identity of %s under %s: %w", c.ID, t.ID, err)
+	}
 	parts := []struct {
 		name string
 		v    any
 	}{
 		{ComponentCapabilities, tools},
 		{ComponentContext, eff.Context},
-		{ComponentHarness, version.Harness},
+		{ComponentHarness, harness},
 		{ComponentModel, mc},
 		{ComponentStall, eff.Stall},
 	}

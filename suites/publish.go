@@ -27,6 +27,8 @@ type Spec struct {
 	Required      []string           `json:"required,omitempty"`
 	ValidOutcomes []events.RunStatus `json:"valid_outcomes"`
 	Skipped       []string           `json:"skipped,omitempty"`
+	// Dataset pins the data file cases were made from, if any.
+	Dataset *DatasetRef `json:"dataset,omitempty"`
 	// Stopping is the file's early-stopping block, if any.
 	Stopping *Stopping `json:"stopping,omitempty"`
 }
@@ -45,7 +47,7 @@ type Published struct {
 func Publish(ctx context.Context, blobs workspace.Blobs, s *Suite) (*Published, error) {
 	spec := Spec{Name: s.File.Name, Description: s.File.Description, Split: s.File.Split, Trials: s.File.Trials,
 		Required: s.File.Required, ValidOutcomes: s.File.ValidOutcomes, Skipped: s.Skipped,
-		Stopping: s.File.Stopping}
+		Stopping: s.File.Stopping, Dataset: s.Dataset}
 	for _, c := range s.Cases {
 		ref, err := PublishCase(ctx, blobs, c)
 		if err != nil {

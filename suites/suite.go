@@ -41,6 +41,9 @@ type File struct {
 	// Inputs widens where input files may come from (by default only the
 	// suite file's directory).
 	Inputs Inputs `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+	// Dataset, when set, makes cases from the records of a data file,
+	// after the case files listed under cases (see Dataset).
+	Dataset *Dataset `yaml:"dataset,omitempty" json:"dataset,omitempty"`
 	// Stopping, when set, stops the suite early once one comparison is
 	// settled (see Stopping).
 	Stopping *Stopping `yaml:"stopping,omitempty" json:"stopping,omitempty"`
@@ -141,8 +144,13 @@ func (f *File) normalise() error {
 	if err := events.ValidateToken("split", f.Split); err != nil {
 		return tokenErr("split", err)
 	}
-	if len(f.Cases) == 0 {
-		return fieldErr("cases", "required: at least one case file")
+	if len(f.Cases) == 0 && f.Dataset == nil {
+		return fieldErr("cases", "required: at least one case file, or a dataset")
+	}
+	if f.Dataset != nil {
+		if err := f.Dataset.normalise("dataset"); err != nil {
+			return err
+		}
 	}
 	for i, c := range f.Cases {
 		if c.Path == "" {
@@ -199,6 +207,8 @@ type Suite struct {
 	// Skipped names the cases left out because they belong to another
 	// split.
 	Skipped []string
+	// Dataset pins the data file cases were made from, if any.
+	Dataset *DatasetRef
 }
 
 // Load reads a suite file, then the case and treatment files it names
@@ -252,6 +262,31 @@ func Load(path string) (*Suite, error) {
 			}
 		}
 		s.Cases = append(s.Cases, c)
+	}
+	if d := f.Dataset; d != nil {
+		made, ref, err := datasetCases(d, filepath.Dir(path), f.Split, roots.confine)
+		if err != nil {
+			var de *DataError
+			var ce *cases.Error
+			if errors.As(err, &de) || errors.As(err, &ce) {
+				return nil, errAt("dataset", "%v", err)
+			}
+			// The error names its field of the dataset block already.
+			return nil, &Error{File: path, Msg: err.Error()}
+		}
+		for _, c := range made {
+			if j, dup := caseAt[c.ID]; dup {
+				return nil, errAt("dataset", "case id %q of %s is also cases[%d]", c.ID, d.Path, j)
+			}
+			for _, id := range f.Required {
+				in, ok := c.Grading.Instrument(id)
+				if !ok || !in.IsRequired() {
+					return nil, errAt("dataset", "case %s (from %s) must declare the suite's required instrument %q as required (grading.instruments)", c.ID, d.Path, id)
+				}
+			}
+		}
+		s.Cases = append(s.Cases, made...)
+		s.Dataset = &ref
 	}
 	if len(s.Cases) == 0 {
 		return nil, errAt("cases", "no case is in split %q", f.Split)

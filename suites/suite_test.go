@@ -182,7 +182,7 @@ func TestAgentIdentity(t *testing.T) {
 	if strings.Join(names, ",") != "capabilities,context,harness,model,stall" {
 		t.Fatalf("components %v", names)
 	}
-	if comps[2].Value != version.Harness || !strings.Contains(comps[3].Value, `"script":"sha256:`) {
+	if harness, _ := version.HarnessOf(version.Current(), nil); comps[2].Value != harness || !strings.Contains(comps[3].Value, `"script":"sha256:`) {
 		t.Fatalf("values %+v", comps)
 	}
 	again, _, _ := AgentIdentity(add, base)

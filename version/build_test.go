@@ -1,6 +1,7 @@
 package version
 
 import (
+	"encoding/json"
 	"runtime/debug"
 	"testing"
 )
@@ -30,5 +31,35 @@ func TestABuildWithoutVCSStampsSaysOnlyItsVersion(t *testing.T) {
 func TestCurrentReadsTheRunningBinary(t *testing.T) {
 	if b := Current(); b.Go == "" || b.Version == "" {
 		t.Fatalf("Current() = %+v, want the toolchain and a version", b)
+	}
+}
+
+// The harness component names the build and the behaviour: a change of
+// either, even of one behaviour part, makes another component.
+func TestHarnessComponentFollowsTheBuildAndTheBehaviour(t *testing.T) {
+	b := Build{Module: "m", Version: "(devel)", Revision: "abc", Go: "go1.26.0"}
+	parts := map[string]json.RawMessage{"tools": json.RawMessage(`[{"name":"a"}]`), "context": json.RawMessage(`{"mode":"full"}`)}
+	base, err := HarnessOf(b, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirty := b
+	dirty.Modified = true
+	other := map[string]json.RawMessage{"tools": json.RawMessage(`[{"name":"b"}]`), "context": parts["context"]}
+	for name, got := range map[string]func() (string, error){
+		"dirty tree": func() (string, error) { return HarnessOf(dirty, parts) },
+		"other revision": func() (string, error) {
+			return HarnessOf(Build{Module: "m", Version: "(devel)", Revision: "abd", Go: "go1.26.0"}, parts)
+		},
+		"other tools":  func() (string, error) { return HarnessOf(b, other) },
+		"no behaviour": func() (string, error) { return HarnessOf(b, nil) },
+	} {
+		c, err := got()
+		if err != nil || c == base {
+			t.Errorf("%s: %q (%v), the same as %q", name, c, err, base)
+		}
+	}
+	if again, _ := HarnessOf(b, map[string]json.RawMessage{"context": parts["context"], "tools": parts["tools"]}); again != base {
+		t.Errorf("one behaviour, two components: %q and %q", again, base)
 	}
 }

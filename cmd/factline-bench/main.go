@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -35,6 +36,10 @@ func run() error {
 	turnRuns := fs.Int("b2-runs", 200, "B2 concurrent runs")
 	turnTurns := fs.Int("b2-turns", 10, "B2 turns per run")
 	latTurns := fs.Int("b3-turns", 50, "B3 turns of the one run")
+	sweepRuns := fs.String("b7-runs", "1,4,16,50,200", "B7 concurrencies (runs at once, ascending; empty skips B7)")
+	sweepInstances := fs.String("b7-instances", "1,2", "B7 instance counts of every service, run at the largest concurrency")
+	sweepTurns := fs.Int("b7-turns", 10, "B7 turns per run")
+	longTurns := fs.Int("b8-turns", 60, "B8 turns of the one long run (at least 49)")
 	fillFacts := fs.Int("facts", 1_000_000, "facts in the stream B4 replays and B5 loads from (a multiple of 50)")
 	loads := fs.Int("b5-loads", 200, "B5 loads per repetition")
 	memRuns := fs.Int("b6-runs", 10_000, "B6 completed runs (0 skips B6)")
@@ -52,7 +57,19 @@ func run() error {
 	if *reps < 1 || *fillFacts < 50 || *fillFacts%50 != 0 {
 		return errors.New("need --reps ≥ 1 and --facts a positive multiple of 50")
 	}
+	if *longTurns < 49 || *sweepTurns < 1 {
+		return errors.New("need --b8-turns ≥ 49 (B8 compares turns 40–49 with 1–10) and --b7-turns ≥ 1")
+	}
+	runsList, err := counts("--b7-runs", *sweepRuns)
+	if err != nil {
+		return err
+	}
+	instList, err := counts("--b7-instances", *sweepInstances)
+	if err != nil {
+		return err
+	}
 	cfg := bench.Config{Reps: *reps, TurnRuns: *turnRuns, TurnTurns: *turnTurns, LatencyTurns: *latTurns,
+		SweepRuns: runsList, SweepInstances: instList, SweepTurns: *sweepTurns, LongTurns: *longTurns,
 		FillFacts: *fillFacts, Loads: *loads, MemoryRuns: *memRuns, MemoryPerSuite: *perSuite,
 		AppendRounds: map[bus.Durability]int{bus.SyncAlways: *roundsAlways, bus.SyncInterval: *roundsInterval},
 		Factline:     *factline, Progress: os.Stderr, Profile: *profile}
@@ -116,4 +133,20 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "wrote the table into %s\n", *out)
 	}
 	return nil
+}
+
+// counts parses a comma-separated list of positive counts (empty: none).
+func counts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive count", flagName, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

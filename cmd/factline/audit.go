@@ -10,38 +10,56 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/audit"
 )
 
-// runAudit checks the log's invariants and exits non-zero naming every
-// violation.
-func runAudit(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("audit", "audit [--suite S | --run R] [--sink-records FILE] [--finished] (--store DIR | --nats URL)", out)
-	var t target
-	t.flags(fs)
-	suite := fs.String("suite", "", "audit one suite")
-	runID := fs.String("run", "", "audit one run")
-	sinkFile := fs.String("sink-records", "", "an external sink's record of effects: one operation ID per line per effect")
-	finished := fs.Bool("finished", false, "every run should be over: a started run that never ended is a violation")
-	asJSON := fs.Bool("json", false, "one JSON object: the facts read, each violation, the undecodable messages")
-	if err := parse(fs, args); err != nil {
-		return err
+// newAuditCmd checks the log's invariants and exits non-zero naming
+// every violation.
+func newAuditCmd() *cobra.Command {
+	var o auditFlags
+	c := &cobra.Command{
+		Use:     "audit",
+		Short:   "check the log's invariants; exit 1 naming each violation",
+		Example: "  factline audit --suite demo --finished --store /tmp/fl --json",
+		Args:    noArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout()) },
 	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.suite, "suite", "", "audit one suite")
+	fs.StringVar(&o.runID, "run", "", "audit one run")
+	fs.StringVar(&o.sinkFile, "sink-records", "", "an external sink's record of effects: one operation ID per line per effect")
+	fs.BoolVar(&o.finished, "finished", false, "every run should be over: a started run that never ended is a violation")
+	fs.BoolVar(&o.asJSON, "json", false, "one JSON object: the facts read, each violation, the undecodable messages")
+	return c
+}
+
+// auditFlags are audit's flags.
+type auditFlags struct {
+	t                      target
+	suite, runID, sinkFile string
+	finished, asJSON       bool
+}
+
+func (o *auditFlags) run(ctx context.Context, out io.Writer) error {
+	t := &o.t
 	filter := "fact.>"
 	switch {
-	case *suite != "" && *runID != "":
-		filter = events.RunFilter(*suite, *runID)
-	case *suite != "":
-		filter = events.SuiteFilter(*suite)
-	case *runID != "":
-		filter = fmt.Sprintf("fact.*.%s.>", *runID)
+	case o.suite != "" && o.runID != "":
+		filter = events.RunFilter(o.suite, o.runID)
+	case o.suite != "":
+		filter = events.SuiteFilter(o.suite)
+	case o.runID != "":
+		filter = fmt.Sprintf("fact.*.%s.>", o.runID)
 	}
 	var opts audit.Options
-	opts.Finished = *finished
-	if *sinkFile != "" {
-		sink, err := readSinkRecords(*sinkFile)
+	opts.Finished = o.finished
+	if o.sinkFile != "" {
+		sink, err := readSinkRecords(o.sinkFile)
 		if err != nil {
 			return err
 		}
@@ -67,7 +85,7 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		case err != nil:
 			bad++
 			undecodable = append(undecodable, auditMessage{Seq: r.Seq, Subject: r.Subject, Error: err.Error()})
-			if !*asJSON {
+			if !o.asJSON {
 				fmt.Fprintf(out, "message %d on %s is not a fact: %v\n", r.Seq, r.Subject, err)
 			}
 			return nil
@@ -78,7 +96,7 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	violations = append(violations, audit.Check(facts, opts)...)
-	if *asJSON {
+	if o.asJSON {
 		if err := writeAuditJSON(out, len(facts), violations, undecodable); err != nil {
 			return err
 		}
@@ -90,7 +108,7 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 	if len(violations) > 0 || bad > 0 {
 		return fmt.Errorf("audit of %d facts: %d violations, %d undecodable messages", len(facts), len(violations), bad)
 	}
-	if !*asJSON {
+	if !o.asJSON {
 		fmt.Fprintf(out, "audit of %d facts: every invariant holds\n", len(facts))
 	}
 	return nil

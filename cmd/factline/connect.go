@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
 )
@@ -38,7 +38,7 @@ type credentials struct {
 	tlsKey       string
 }
 
-func (c *credentials) flags(fs *flag.FlagSet) {
+func (c *credentials) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.creds, "creds", "", "with --nats: a NATS credentials file (JWT and nkey seed)")
 	fs.StringVar(&c.user, "user", "", "with --nats: the NATS user name of this process's role")
 	fs.StringVar(&c.password, "password", "", "with --user: the password (visible to ps; prefer --password-file or $"+PasswordEnv+")")
@@ -47,6 +47,7 @@ func (c *credentials) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "with --nats: CA certificate (PEM) to verify the server with; turns TLS on")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "with --nats: client certificate (PEM) for mutual TLS; needs --tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "with --nats: client private key (PEM) for mutual TLS")
+	markConnection(fs, "creds", "user", "password", "password-file", "nkey", "tls-ca", "tls-cert", "tls-key")
 }
 
 // given reports whether any credential or TLS flag was set.

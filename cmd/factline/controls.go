@@ -4,72 +4,120 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
 
-// runControl sends one control signal to a run. The run's runner accepts it
-// (or not) and records that as control.accepted; sending is only a request.
-func runControl(sig events.Signal, synopsis string, positional int) func(context.Context, []string, io.Writer) error {
-	return func(ctx context.Context, args []string, out io.Writer) error {
-		fs := newFlags(string(sig), synopsis, out)
-		var t target
-		t.flags(fs)
-		reason := fs.String("reason", "", "why (shown in the run's handoff)")
-		digest := fs.String("args-digest", "", "approve: the digest of the exact arguments approved (from dispatch.intended)")
-		from := fs.String("from", "", "who sends the signal")
-		applied := fs.Bool("applied", false, "resolve: the operation took effect")
-		notApplied := fs.Bool("not-applied", false, "resolve: the operation did not take effect (it may run again)")
-		wait := fs.Duration("wait", 30*time.Second, "how long to wait for the runner to accept the signal (0: send and return, unconfirmed)")
-		pos, rest := splitPositional(args, positional)
-		if err := parse(fs, rest); err != nil {
-			return err
-		}
-		pos = append(pos, fs.Args()...)
-		if len(pos) != positional {
-			return usageError{fmt.Sprintf("want %d arguments: %s", positional, synopsis)}
-		}
-		b, closeBus, err := t.readsExisting().open(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeBus()
-		run := pos[0]
-		suite, err := b.FindSuite(ctx, run)
-		if err != nil {
-			return err
-		}
-		c := events.Control{ID: events.NewID().String(), Signal: sig, Reason: *reason, From: *from}
-		switch sig {
-		case events.SignalSteer:
-			c.Instruction = pos[1]
-		case events.SignalApprove, events.SignalReject:
-			c.Operation = pos[1]
-			c.ArgsDigest = events.Digest(*digest)
-		case events.SignalResolve:
-			if *applied == *notApplied {
-				return usageError{"say what you found: --applied or --not-applied"}
-			}
-			c.Operation, c.Outcome = pos[1], events.OutcomeNotApplied
-			if *applied {
-				c.Outcome = events.OutcomeApplied
-			}
-		}
-		if *wait < 0 {
-			return usageError{"--wait must not be negative"}
-		}
-		if err := b.SendControl(ctx, suite, run, c); err != nil {
-			return err
-		}
-		if *wait == 0 {
-			fmt.Fprintf(out, "sent %s %s to %s/%s; not waiting for its acceptance (control.accepted)\n", sig, c.ID, suite, run)
-			return nil
-		}
-		return awaitAcceptance(ctx, b, suite, run, c, *wait, out)
+// controlSpec is one control command: its signal, its arguments and
+// what it says about itself.
+type controlSpec struct {
+	sig     events.Signal
+	args    string // the positional arguments, as usage shows them
+	n       int    // how many
+	short   string
+	example string
+}
+
+// newControlCmds are the five control commands. Each sends one signal to
+// a run; the run's runner accepts it (or not) and records that as
+// control.accepted, so sending is only a request. Each takes only its own
+// flags.
+func newControlCmds() []*cobra.Command {
+	specs := []controlSpec{
+		{events.SignalCancel, "RUN", 1, "ask a run's runner to cancel it",
+			"  factline cancel fix-sum-stall-on-t1 --reason 'wrong model' --nats nats://10.0.0.5:4222"},
+		{events.SignalSteer, "RUN TEXT", 2, "add an instruction to a running task (a new task generation)",
+			"  factline steer fix-sum-stall-on-t1 'also update the README' --store /tmp/fl"},
+		{events.SignalApprove, "RUN OPERATION", 2, "approve an operation waiting for approval, bound to its exact arguments",
+			"  factline approve RUN RUN/3/call-1 --args-digest sha256:… --store /tmp/fl"},
+		{events.SignalReject, "RUN OPERATION", 2, "reject an operation waiting for approval",
+			"  factline reject RUN RUN/3/call-1 --reason 'not on prod' --store /tmp/fl"},
+		{events.SignalResolve, "RUN OPERATION", 2, "settle an operation of unknown outcome with what a person found",
+			"  factline resolve RUN RUN/3/call-1 --applied --store /tmp/fl"},
 	}
+	var out []*cobra.Command
+	for _, s := range specs {
+		out = append(out, newControlCmd(s))
+	}
+	return out
+}
+
+func newControlCmd(s controlSpec) *cobra.Command {
+	var t target
+	var reason, digest, from string
+	var applied, notApplied bool
+	var wait time.Duration
+	want := fmt.Sprintf("want %d argument", s.n)
+	if s.n > 1 {
+		want += "s"
+	}
+	c := &cobra.Command{
+		Use:     fmt.Sprintf("%s %s", s.sig, s.args),
+		Short:   s.short,
+		Example: s.example,
+		Args:    exactArgs(s.n, fmt.Sprintf("%s: factline %s %s", want, s.sig, s.args)),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
+			switch s.sig {
+			case events.SignalSteer:
+				ctl.Instruction = args[1]
+			case events.SignalApprove, events.SignalReject:
+				ctl.Operation = args[1]
+				ctl.ArgsDigest = events.Digest(digest)
+			case events.SignalResolve:
+				if applied == notApplied {
+					return usageError{"say what you found: --applied or --not-applied"}
+				}
+				ctl.Operation, ctl.Outcome = args[1], events.OutcomeNotApplied
+				if applied {
+					ctl.Outcome = events.OutcomeApplied
+				}
+			}
+			if wait < 0 {
+				return usageError{"--wait must not be negative"}
+			}
+			return sendControl(c.Context(), &t, args[0], ctl, wait, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
+	t.flags(fs)
+	fs.StringVar(&reason, "reason", "", "why (shown in the run's handoff)")
+	fs.StringVar(&from, "from", "", "who sends the signal")
+	fs.DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the runner to accept the signal (0: send and return, unconfirmed)")
+	switch s.sig {
+	case events.SignalApprove:
+		fs.StringVar(&digest, "args-digest", "", "the digest of the exact arguments approved (from dispatch.intended)")
+	case events.SignalResolve:
+		fs.BoolVar(&applied, "applied", false, "the operation took effect")
+		fs.BoolVar(&notApplied, "not-applied", false, "the operation did not take effect (it may run again)")
+	}
+	return c
+}
+
+// sendControl sends a control signal to a run, found by its ID alone, and
+// waits (up to wait) for the log to say what became of it.
+func sendControl(ctx context.Context, t *target, run string, c events.Control, wait time.Duration, out io.Writer) error {
+	b, closeBus, err := t.readsExisting().open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	suite, err := b.FindSuite(ctx, run)
+	if err != nil {
+		return err
+	}
+	if err := b.SendControl(ctx, suite, run, c); err != nil {
+		return err
+	}
+	if wait == 0 {
+		fmt.Fprintf(out, "sent %s %s to %s/%s; not waiting for its acceptance (control.accepted)\n", c.Signal, c.ID, suite, run)
+		return nil
+	}
+	return awaitAcceptance(ctx, b, suite, run, c, wait, out)
 }
 
 // awaitAcceptance waits until the run's log says what became of a signal:
@@ -123,13 +171,4 @@ func acceptedGeneration(facts []events.Fact, pos uint64) uint32 {
 		}
 	}
 	return 0
-}
-
-// splitPositional takes up to n leading arguments that are not flags, so
-// that flags may follow them.
-func splitPositional(args []string, n int) (pos, rest []string) {
-	for len(args) > 0 && len(pos) < n && !strings.HasPrefix(args[0], "-") {
-		pos, args = append(pos, args[0]), args[1:]
-	}
-	return pos, args
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/events"
@@ -17,8 +17,8 @@ import (
 // go to blobs), and JetStream's default message limit is 1 MiB.
 const maxRawMessage = 8 << 20
 
-// runDecode prints one raw stored message (msgpack, from a file or standard
-// input) as JSON, so that NATS's own tools show readable facts:
+// newDecodeCmd prints one raw stored message (msgpack, from a file or
+// standard input) as JSON, so that NATS's own tools show readable facts:
 //
 //	nats sub 'fact.>' --translate 'factline decode'
 //	nats stream get FACTS 42 --raw | factline decode
@@ -26,18 +26,24 @@ const maxRawMessage = 8 << 20
 // The output is the fact's wire map. A message that is no valid fact is
 // an error naming why (exit 1); with --subject, a fact that does not match
 // its subject is refused too.
-func runDecode(_ context.Context, args []string, out io.Writer) error {
-	fs := newFlags("decode", "decode [FILE|-] [--subject SUBJECT]", out)
-	subject := fs.String("subject", "", "the subject the message was stored on: a fact that does not match it is refused")
-	pos, rest := splitPositional(args, 1)
-	if err := parse(fs, rest); err != nil {
-		return err
+func newDecodeCmd() *cobra.Command {
+	var subject string
+	c := &cobra.Command{
+		Use:   "decode [FILE|-]",
+		Short: "print one raw stored message as JSON (for nats sub --translate, nats stream get)",
+		Example: "  nats sub 'fact.>' --translate 'factline decode'\n" +
+			"  nats stream get FACTS 42 --raw | factline decode",
+		Args: maxArgs(1, "decode reads one message: a FILE, or - (the default) for standard input"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDecode(args, subject, c.InOrStdin(), c.OutOrStdout())
+		},
 	}
-	pos = append(pos, fs.Args()...)
-	if len(pos) > 1 {
-		return usageError{"decode reads one message: a FILE, or - (the default) for standard input"}
-	}
-	var in io.Reader = os.Stdin
+	c.Flags().StringVar(&subject, "subject", "", "the subject the message was stored on: a fact that does not match it is refused")
+	return c
+}
+
+func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) error {
+	in := stdin
 	if len(pos) == 1 && pos[0] != "-" {
 		name := pos[0]
 		f, err := os.Open(name)
@@ -54,8 +60,8 @@ func runDecode(_ context.Context, args []string, out io.Writer) error {
 	if len(data) > maxRawMessage {
 		return fmt.Errorf("decode: the message is over %d bytes; no fact is", maxRawMessage)
 	}
-	if *subject != "" {
-		_, err = events.DecodeStored(*subject, data)
+	if subject != "" {
+		_, err = events.DecodeStored(subject, data)
 	} else {
 		_, err = events.Decode(data)
 	}

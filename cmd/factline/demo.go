@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops"
@@ -15,23 +17,30 @@ import (
 	"github.com/factline/factline/projections/replay"
 )
 
-// runDemo is the smoke run of the foundation: a real embedded JetStream
-// server, one small run's facts committed by the owners that emit them, a
-// race between two writers on one run, and the log replayed into
-// projections. It is what 'make run' shows until the full eval loop exists.
-func runDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("demo", "demo [--store DIR] [--fsync always|interval]", out)
-	store := fs.String("store", "", "store directory (default: a fresh temporary one, removed afterwards)")
-	fsync := fs.String("fsync", string(bus.SyncAlways), "durability: always (fsync before ack) or interval")
-	if err := parse(fs, args); err != nil {
-		return err
+// newDemoCmd is the smoke run of the foundation: a real embedded
+// JetStream server, one small run's facts committed by the owners that
+// emit them, a race between two writers on one run, and the log replayed
+// into projections.
+func newDemoCmd() *cobra.Command {
+	var store string
+	var fsync durabilityFlag
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "start an embedded server, append a small run's facts, replay and print them",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runDemo(c.Context(), store, fsync.get(), c.OutOrStdout())
+		},
 	}
-	mode, err := bus.ParseDurability(*fsync)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	dir := *store
+	c.Flags().StringVar(&store, "store", "", "store directory (default: a fresh temporary one, removed afterwards)")
+	fsyncFlag(c, &fsync)
+	return c
+}
+
+func runDemo(ctx context.Context, store string, mode bus.Durability, out io.Writer) error {
+	dir := store
 	if dir == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "factline-demo-"); err != nil {
 			return err
 		}

@@ -8,51 +8,65 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/projections"
 	"github.com/factline/factline/projections/replay"
 )
 
-func runExport(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("export", "export [FILTER] (--store DIR | --nats URL) [--out FILE] [--from-seq N]", out)
+// newExportCmd writes the log, undecoded, to an export file.
+func newExportCmd() *cobra.Command {
 	var t target
+	var path, filter string
+	var from uint64
+	c := &cobra.Command{
+		Use:     "export [FILTER]",
+		Short:   "write the facts of a store or a server to an export file",
+		Example: "  factline export 'fact.demo.>' --store /tmp/fl > demo.flx",
+		Args:    maxArgs(1, "export takes at most one FILTER subject (or --filter)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				filter = args[0]
+			}
+			return runExport(c.Context(), &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
 	t.flags(fs)
-	path := fs.String("out", "", "file to write (default: standard output)")
-	filter := fs.String("filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
-	from := fs.Uint64("from-seq", 0, "first stream sequence to export")
-	pos, rest := splitPositional(args, 1)
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	if len(pos) == 1 {
-		*filter = pos[0]
-	}
+	fs.StringVar(&path, "out", "", "file to write (default: standard output)")
+	fs.StringVar(&filter, "filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
+	fs.Uint64Var(&from, "from-seq", 0, "first stream sequence to export")
+	return c
+}
+
+func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions, out, errOut io.Writer) error {
 	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	if *path == "" {
-		res, err := b.Export(ctx, out, bus.ReadOptions{Filter: *filter, FromSeq: *from})
+	if path == "" {
+		res, err := b.Export(ctx, out, opts)
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "exported %d messages\n", res.Messages)
-			printFlagged(os.Stderr, res.Flagged)
+			fmt.Fprintf(errOut, "exported %d messages\n", res.Messages)
+			printFlagged(errOut, res.Flagged)
 		}
 		return err
 	}
-	f, err := os.Create(*path)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	res, err := b.Export(ctx, f, bus.ReadOptions{Filter: *filter, FromSeq: *from})
+	res, err := b.Export(ctx, f, opts)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "exported %d messages to %s\n", res.Messages, *path)
+	fmt.Fprintf(out, "exported %d messages to %s\n", res.Messages, path)
 	printFlagged(out, res.Flagged)
 	return nil
 }
@@ -67,19 +81,26 @@ func printFlagged(w io.Writer, flagged []bus.BadRecord) {
 	}
 }
 
-func runImport(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("import", "import (--store DIR | --nats URL) FILE (- for standard input)", out)
+// newImportCmd loads an export file into an empty store or server.
+func newImportCmd() *cobra.Command {
 	var t target
-	t.flags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+	c := &cobra.Command{
+		Use:   "import FILE",
+		Short: "load an export file (- for standard input) into an empty store or server",
+		Args:  exactArgs(1, "give exactly one export FILE to import (- for standard input)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runImport(c.Context(), &t, args[0], c.InOrStdin(), c.OutOrStdout())
+		},
 	}
-	if fs.NArg() != 1 {
-		return usageError{"give exactly one export FILE to import"}
-	}
-	var f io.ReadCloser = os.Stdin
-	if fs.Arg(0) != "-" {
-		file, err := os.Open(fs.Arg(0))
+	t.flags(c.Flags())
+	fsyncFlag(c, &t.fsync)
+	return c
+}
+
+func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out io.Writer) error {
+	f := io.NopCloser(stdin)
+	if name != "-" {
+		file, err := os.Open(name)
 		if err != nil {
 			return err
 		}
@@ -95,54 +116,75 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "imported %d messages from %s\n", res.Messages, fs.Arg(0))
+	fmt.Fprintf(out, "imported %d messages from %s\n", res.Messages, name)
 	printFlagged(out, res.Flagged)
 	return nil
 }
 
-func runReplay(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("replay", "replay PROJECTION (--file EXPORT | --store DIR | --nats URL) [--run ID] [--from-seq N] [--json]", out)
-	var t target
-	t.flags(fs)
-	file := fs.String("file", "", "export file to replay instead of a live stream")
-	runID := fs.String("run", "", "only the facts of this run")
-	from := fs.Uint64("from-seq", 0, "first stream sequence to replay")
-	asJSON := fs.Bool("json", false, "print the projection as JSON")
-	// Flags may follow the projection name.
-	name := ""
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		name, args = args[0], args[1:]
+// newReplayCmd rebuilds a projection from a store, a server or an export
+// file.
+func newReplayCmd() *cobra.Command {
+	var o replayFlags
+	c := &cobra.Command{
+		Use:   "replay PROJECTION",
+		Short: "rebuild a projection from a store, a server or an export file",
+		Example: "  factline replay history --store /tmp/fl --run fix-sum-stall-on-t1 --json\n" +
+			"  factline replay runs --file demo.flx",
+		Args: exactArgs(1, "name the projection to replay (see 'factline projections')"),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, p := range projections.All() {
+				names = append(names, cobra.CompletionWithDesc(p.Name(), p.Doc()))
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
+		},
 	}
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	if name == "" {
-		return usageError{"name the projection to replay (see 'factline projections')"}
-	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.file, "file", "", "export file to replay instead of a live stream")
+	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
+	fs.Uint64Var(&o.from, "from-seq", 0, "first stream sequence to replay")
+	fs.BoolVar(&o.asJSON, "json", false, "print the projection as JSON")
+	return c
+}
+
+// replayFlags are replay's flags.
+type replayFlags struct {
+	t           target
+	file, runID string
+	from        uint64
+	asJSON      bool
+}
+
+func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Writer) error {
+	t := &o.t
 	p, err := projections.Lookup(name)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	var src replay.Source
-	if *file != "" {
+	if o.file != "" {
 		if t.store != "" || t.url != "" {
 			return usageError{"give --file, --store or --nats, only one"}
 		}
-		src = replay.File(*file)
+		src = replay.File(o.file)
 	} else {
 		b, closeBus, err := t.readsExisting().open(ctx)
 		if err != nil {
 			return err
 		}
 		defer closeBus()
-		src = replay.Stream(b, bus.ReadOptions{FromSeq: *from})
+		src = replay.Stream(b, bus.ReadOptions{FromSeq: o.from})
 	}
 	var keep replay.Filter
-	if *runID != "" {
-		keep = func(f events.Fact) bool { return f.Run == *runID }
+	if o.runID != "" {
+		keep = func(f events.Fact) bool { return f.Run == o.runID }
 	}
 	in := p.Start()
 	res, err := replay.Run(ctx, src, in, keep)
@@ -150,19 +192,25 @@ func runReplay(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	for _, bad := range res.Bad {
-		fmt.Fprintf(os.Stderr, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
+		fmt.Fprintf(errOut, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
 	}
-	if !*asJSON {
+	if !o.asJSON {
 		fmt.Fprintf(out, "%s: %d facts applied, %d bad, last sequence %d\n", name, res.Applied, len(res.Bad), res.LastSeq)
 	}
 	return printJSON(out, in.View())
 }
 
-func runProjections(_ context.Context, args []string, out io.Writer) error {
-	fs := newFlags("projections", "projections", out)
-	if err := parse(fs, args); err != nil {
-		return err
+// newProjectionsCmd lists the projections replay knows.
+func newProjectionsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "projections",
+		Short: "list the projections replay knows",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return listProjections(c.OutOrStdout()) },
 	}
+}
+
+func listProjections(out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, p := range projections.All() {
 		fmt.Fprintf(tw, "%s\t%s\n", p.Name(), p.Doc())

@@ -4,50 +4,60 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 )
 
-// runReport prints the meter's report of a suite, finished or running,
-// rebuilt from the log.
-func runReport(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("report", "report SUITE (--store DIR | --nats URL) [--json | --csv | --svg]", out)
+// newReportCmd prints the meter's report of a suite, finished or
+// running, rebuilt from the log.
+func newReportCmd() *cobra.Command {
 	var t target
+	var asJSON, asCSV, asSVG bool
+	c := &cobra.Command{
+		Use:     "report SUITE",
+		Short:   "print the meter's report of a suite, rebuilt from the log",
+		Example: "  factline report demo --store /tmp/fl --svg > demo.svg",
+		Args:    exactArgs(1, "name one suite: factline report SUITE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
+				return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
+			}
+			return runReport(c.Context(), &t, args[0], reportFormat{asJSON, asCSV, asSVG}, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
 	t.flags(fs)
-	asJSON := fs.Bool("json", false, "the report as JSON")
-	asCSV := fs.Bool("csv", false, "the per-treatment table as CSV")
-	asSVG := fs.Bool("svg", false, "an SVG chart of pass rates with interval bars")
-	pos, rest := splitPositional(args, 1)
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	pos = append(pos, fs.Args()...)
-	if len(pos) != 1 {
-		return usageError{"name one suite: factline report SUITE"}
-	}
-	if n := countTrue(*asJSON, *asCSV, *asSVG); n > 1 {
-		return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
-	}
+	fs.BoolVar(&asJSON, "json", false, "the report as JSON")
+	fs.BoolVar(&asCSV, "csv", false, "the per-treatment table as CSV")
+	fs.BoolVar(&asSVG, "svg", false, "an SVG chart of pass rates with interval bars")
+	return c
+}
+
+// reportFormat is the one format report writes (none set: the table).
+type reportFormat struct{ json, csv, svg bool }
+
+func runReport(ctx context.Context, t *target, suite string, format reportFormat, out, errOut io.Writer) error {
 	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	r, skipped, err := meter.ReportWithSkipped(ctx, b, pos[0])
+	r, skipped, err := meter.ReportWithSkipped(ctx, b, suite)
 	if err != nil {
 		return err
 	}
 	// Machine formats stay parseable on standard output; the warnings go
 	// to standard error. The table is for people: they follow it.
-	warnTo := io.Writer(os.Stderr)
+	warnTo := errOut
 	switch {
-	case *asJSON:
+	case format.json:
 		err = measure.WriteJSON(out, r)
-	case *asCSV:
+	case format.csv:
 		err = measure.WriteCSV(out, r)
-	case *asSVG:
+	case format.svg:
 		err = measure.WriteSVG(out, r)
 	default:
 		warnTo = out

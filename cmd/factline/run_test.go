@@ -104,7 +104,7 @@ func TestRunDemoSuite(t *testing.T) {
 	want := map[string]string{ // case/treatment → status and a word of the reason
 		"fix-sum/stall-on": "done", "fix-sum/stall-off": "done",
 		"stuck-loop/stall-on": "incomplete repeated_failure", "stuck-loop/stall-off": "incomplete",
-		"over-budget/stall-on": "incomplete budget_preflight", "over-budget/stall-off": "incomplete budget_preflight",
+		"over-budget/stall-on": "exhausted budget_preflight", "over-budget/stall-off": "exhausted budget_preflight",
 		"needs-key/stall-on": "blocked deploy.key", "needs-key/stall-off": "blocked deploy.key",
 		"cheat/stall-on": "done", "poll-job/stall-on": "done", "read-only/stall-on": "done",
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
@@ -33,6 +35,9 @@ type serveOptions struct {
 	// maxDeliver is how many times a message is delivered before it is
 	// dead-lettered (zero: each service's default).
 	maxDeliver int
+	// workers, by service, is how many deliveries each of its instances
+	// handles at once (absent: the service's default).
+	workers map[string]int
 }
 
 // fleetOptions are the fleet of the named services (all five when names is
@@ -50,12 +55,13 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 		Services: names,
 		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
 		Per:      map[string][]kit.Option{fleet.Runner: run},
+		Workers:  o.workers,
 	}
 }
 
 // extensionsFlag adds --extensions, the runner's allowlist of extensions
 // (docs/extensions.md); load reads it (nil when the flag is not given).
-func extensionsFlag(fs *flag.FlagSet) (load func() (*extensions.Allowlist, error)) {
+func extensionsFlag(fs *pflag.FlagSet) (load func() (*extensions.Allowlist, error)) {
 	path := fs.String("extensions", "", "the runner's allowlist of extensions (MCP servers) runs may use (docs/extensions.md)")
 	return func() (*extensions.Allowlist, error) {
 		if *path == "" {
@@ -69,66 +75,111 @@ func extensionsFlag(fs *flag.FlagSet) (load func() (*extensions.Allowlist, error
 	}
 }
 
-func runServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("serve", "serve --services LIST (--store DIR [--listen [HOST:]PORT [--allow-remote] [--no-auth]] | --nats URL) [--instances N]", out)
-	var t target
-	t.flags(fs)
-	list := fs.String("services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
-	listen := fs.String("listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
-	allowRemote := fs.Bool("allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
-	noAuth := fs.Bool("no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
-	instances := fs.Int("instances", 1, "runs a runner drives at once")
-	workDir := fs.String("work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
-	ackWait := fs.Duration("ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
-	maxDeliver := fs.Int("max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
-	metricsAddr := fs.String("metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
-	loadExtensions := extensionsFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+// newServeCmd runs any subset of the services against a store or a NATS
+// server until it is stopped.
+func newServeCmd() *cobra.Command {
+	var o serveFlags
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "run services (runner, staller, decider, grader, meter) against a store or a NATS server",
+		Long: "Run any subset of the five services against --store DIR or --nats URL until SIGTERM or\n" +
+			"Ctrl-C; work in flight is then handed back, never acknowledged unfinished. With --store\n" +
+			"DIR --listen PORT other processes may connect to the store's server too.",
+		Example: "  factline serve --services runner --instances 4 --nats nats://10.0.0.5:4222 --metrics :9464\n" +
+			"  factline serve --store /srv/fl --listen 4222 --fsync always",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout()) },
 	}
-	allow, err := loadExtensions()
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
+	_ = c.RegisterFlagCompletionFunc("services", fixedCompletions(fleet.Names()...))
+	fs.StringVar(&o.listen, "listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
+	fs.BoolVar(&o.noAuth, "no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
+	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
+	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
+	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
+	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
+	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
+	fsyncFlag(c, &o.t.fsync)
+	o.loadExtensions = extensionsFlag(fs)
+	return c
+}
+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	t                     target
+	list, listen, workDir string
+	allowRemote, noAuth   bool
+	instances, maxDeliver int
+	ackWait               time.Duration
+	metricsAddr           string
+	workers               map[string]int
+	loadExtensions        func() (*extensions.Allowlist, error)
+}
+
+func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
+	t := &o.t
+	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
 	}
 	var names []string
-	for _, n := range strings.Split(*list, ",") {
+	for _, n := range strings.Split(o.list, ",") {
 		n = strings.TrimSpace(n)
 		if !slices.Contains(fleet.Names(), n) {
 			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
 		}
 		names = append(names, n)
 	}
-	if *instances < 1 {
+	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
 	}
-	if *ackWait < 0 || (*ackWait > 0 && *ackWait < time.Second) {
+	if o.ackWait < 0 || (o.ackWait > 0 && o.ackWait < time.Second) {
 		return usageError{"--ack-wait must be at least 1s"}
 	}
-	if *maxDeliver < 0 {
-		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", *maxDeliver)}
+	if o.maxDeliver < 0 {
+		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}
+	}
+	for n, w := range o.workers {
+		switch {
+		case n == fleet.Runner:
+			return usageError{"--workers runner=…: a runner's concurrent runs are --instances"}
+		case !slices.Contains(fleet.Names(), n):
+			return usageError{fmt.Sprintf("--workers: unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
+		case !slices.Contains(names, n):
+			return usageError{fmt.Sprintf("--workers %s=%d: %s is not among --services", n, w, n)}
+		case w < 1:
+			return usageError{fmt.Sprintf("--workers %s=%d: at least 1", n, w)}
+		}
 	}
 	var b *bus.Bus
 	var closeBus func()
-	if *listen != "" {
+	if o.listen != "" {
 		if t.store == "" {
 			return usageError{"--listen needs --store: it serves the embedded server"}
 		}
 		if t.cred.given() {
 			return usageError{"credentials and TLS flags apply to --nats only; --listen makes the store's own credential"}
 		}
-		plan, err := planListen(*listen, *allowRemote, *noAuth)
+		plan, err := planListen(o.listen, o.allowRemote, o.noAuth)
 		if err != nil {
 			return err
 		}
-		b, closeBus, err = openEmbedded(ctx, t.store, plan, out)
+		b, closeBus, err = openEmbedded(ctx, t.store, t.fsync.get(), plan, out)
 		if err != nil {
 			return err
 		}
 	} else {
-		if *allowRemote || *noAuth {
+		if o.allowRemote || o.noAuth {
 			return usageError{"--allow-remote and --no-auth go with --listen"}
 		}
 		b, closeBus, err = t.open(ctx)
+		if err == nil && t.embedded {
+			printEmbedded(out, t.store, t.fsync.get())
+		}
 	}
 	if err != nil {
 		return err
@@ -141,17 +192,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := t.probe(ctx, b, needs); err != nil {
 		return err
 	}
-	if *metricsAddr != "" {
+	if o.metricsAddr != "" {
 		// Unhealthy while the bus itself fails under the services: no
 		// connection, a full store, a stream missing that this role may
 		// not make (the services hold their work meanwhile).
-		stopMetrics, err := serveMetrics(*metricsAddr, b.Health)
+		stopMetrics, err := serveMetrics(o.metricsAddr, b.Health)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
 	}
-	f, err := fleet.Start(ctx, b, serveOptions{instances: *instances, workDir: *workDir, ackWait: *ackWait, maxDeliver: *maxDeliver, extensions: allow}.fleetOptions(names))
+	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers}.fleetOptions(names))
 	if err != nil {
 		return err
 	}
@@ -163,7 +214,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 // other processes, as plan says, and prints how they connect. Unless
 // plan opts out, every client must hold the store's credential, which
 // the first such start writes into the store.
-func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
+func openEmbedded(ctx context.Context, store string, mode bus.Durability, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
 	if at, err := servedAt(store); err != nil {
 		return nil, nil, err
 	} else if at != "" {
@@ -178,7 +229,7 @@ func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Wri
 			return nil, nil, err
 		}
 	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed})
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed, Durability: mode})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,8 +251,18 @@ func openEmbedded(ctx context.Context, store string, plan listenPlan, out io.Wri
 		srv.Shutdown()
 		return nil, nil, err
 	}
+	printEmbedded(out, store, mode)
 	printHowToConnect(out, store, srv.Server().Addr(), local, plan, credPath, made)
 	return b, func() { unrecord(); nc.Close(); srv.Shutdown() }, nil
+}
+
+// printEmbedded says where the embedded server keeps the log and how
+// durably.
+func printEmbedded(out io.Writer, store string, mode bus.Durability) {
+	if abs, err := filepath.Abs(store); err == nil {
+		store = abs
+	}
+	fmt.Fprintf(out, "embedded JetStream in %s (fsync: %s)\n", store, mode)
 }
 
 // printHowToConnect tells the operator, on the command's own output, how

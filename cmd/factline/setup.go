@@ -6,23 +6,36 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/factline/factline/bus"
 )
 
-// runSetup creates factline's streams and buckets on a server, as an
+// newSetupCmd creates factline's streams and buckets on a server, as an
 // identity allowed to manage streams (the admin role). Services connected
 // with their own roles only look the streams up; on an account nobody has
 // set up they refuse to start. An existing FACTS stream made before the
 // log was append-only is reported, and changed only with --append-only.
-func runSetup(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("setup", "setup (--nats URL [--replicas N] [credentials] | --store DIR --append-only) [--append-only]", out)
+func newSetupCmd() *cobra.Command {
 	var t target
-	t.flags(fs)
-	appendOnly := fs.Bool("append-only", false, "add deny_delete and deny_purge to an existing FACTS stream that lacks them (the server never lets them be removed)")
-	if err := parse(fs, args); err != nil {
-		return err
+	var appendOnly bool
+	c := &cobra.Command{
+		Use:   "setup",
+		Short: "create the streams and buckets on a NATS server (as an identity allowed to)",
+		Example: "  factline setup --nats nats://n1:4222 --replicas 3 --user admin --password-file /run/secrets/admin\n" +
+			"  factline setup --store /srv/fl --append-only",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runSetup(c.Context(), &t, appendOnly, c.OutOrStdout())
+		},
 	}
-	if t.url == "" && !(t.store != "" && *appendOnly) {
+	t.flags(c.Flags())
+	c.Flags().BoolVar(&appendOnly, "append-only", false, "add deny_delete and deny_purge to an existing FACTS stream that lacks them (the server never lets them be removed)")
+	return c
+}
+
+func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) error {
+	if t.url == "" && !(t.store != "" && appendOnly) {
 		return usageError{"setup works on a NATS server: --nats URL (an embedded --store sets itself up; --store DIR --append-only makes an old store's log append-only)"}
 	}
 	b, closeBus, err := t.open(ctx)
@@ -39,7 +52,7 @@ func runSetup(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case !errors.As(err, &na):
 		return err
-	case !*appendOnly:
+	case !appendOnly:
 		fmt.Fprintf(out, "warning: %v\n", na)
 		return nil
 	}

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
 )
@@ -29,7 +31,16 @@ type target struct {
 	// a mistyped --store path is refused instead of opened as a new,
 	// empty store.
 	existing bool
+	// fsync is the durability of the embedded server a --store opens,
+	// for the commands that take --fsync.
+	fsync durabilityFlag
+	// embedded is set once open has started an embedded server on the
+	// store (rather than reaching one another process serves).
+	embedded bool
 }
+
+// errFsyncNotEmbedded is --fsync given where no embedded server starts.
+var errFsyncNotEmbedded = usageError{"--fsync applies to an embedded server (--store); a NATS server's own configuration decides its durability (jetstream sync_interval)"}
 
 // readsExisting marks the target as one the command only reads.
 func (t *target) readsExisting() *target { t.existing = true; return t }
@@ -44,10 +55,13 @@ func storeExists(dir string) bool {
 	return err == nil
 }
 
-func (t *target) flags(fs *flag.FlagSet) {
+// flags adds the connection flags to a command that opens the log: every
+// such command takes them, each in its own flag set.
+func (t *target) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open (one a 'serve --listen' process serves is reached through it, with the store's credential)")
 	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
 	fs.IntVar(&t.replicas, "replicas", 1, "with --nats: replicas the streams have (or, for setup, get): 1 on one server, 3 on a three-node cluster")
+	markConnection(fs, "store", "nats", "replicas")
 	t.cred.flags(fs)
 }
 
@@ -66,6 +80,9 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 	case t.store != "" && t.url != "":
 		return nil, nil, usageError{"give --store or --nats, not both"}
 	case t.url != "":
+		if t.fsync.set {
+			return nil, nil, errFsyncNotEmbedded
+		}
 		if t.replicas < 1 {
 			return nil, nil, usageError{"--replicas must be at least 1"}
 		}
@@ -89,9 +106,12 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 			return nil, nil, err
 		}
 		if at != "" {
+			if t.fsync.set {
+				return nil, nil, usageError{fmt.Sprintf("--fsync: store %s is served by another process at %s, whose own --fsync decides", t.store, at)}
+			}
 			return t.dialServed(ctx, at)
 		}
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store})
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store, Durability: t.fsync.get()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -106,6 +126,7 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 			srv.Shutdown()
 			return nil, nil, fmt.Errorf("open store %s: %w", t.store, err)
 		}
+		t.embedded = true
 		return b, func() { nc.Close(); srv.Shutdown() }, nil
 	}
 	return nil, nil, usageError{"say where the log is: --store DIR or --nats URL"}
@@ -129,4 +150,45 @@ func (t *target) dialServed(ctx context.Context, at string) (*bus.Bus, func(), e
 	}
 	t.guard = g
 	return b, b.Conn().Close, nil
+}
+
+// durabilityFlag is --fsync: the durability of an embedded server the
+// command starts, checked as it is parsed, and whether it was given at
+// all (where no embedded server starts, giving it is a mistake).
+type durabilityFlag struct {
+	mode bus.Durability
+	set  bool
+}
+
+func (d *durabilityFlag) String() string {
+	if d.mode == "" {
+		return string(bus.SyncAlways)
+	}
+	return string(d.mode)
+}
+
+func (d *durabilityFlag) Set(s string) error {
+	m, err := bus.ParseDurability(s)
+	if err != nil {
+		return err
+	}
+	d.mode, d.set = m, true
+	return nil
+}
+
+func (d *durabilityFlag) Type() string { return "always|interval" }
+
+// get is the durability to start a server with (always unless given).
+func (d *durabilityFlag) get() bus.Durability {
+	if d.mode == "" {
+		return bus.SyncAlways
+	}
+	return d.mode
+}
+
+// fsyncFlag adds --fsync to a command that starts an embedded server: the
+// durability of what it acknowledges (docs/operations.md#durability).
+func fsyncFlag(c *cobra.Command, d *durabilityFlag) {
+	c.Flags().Var(d, "fsync", "embedded server durability: always (fsync before every acknowledgement) or interval (fsync on a timer, faster; an OS crash may lose the last second)")
+	_ = c.RegisterFlagCompletionFunc("fsync", fixedCompletions(string(bus.SyncAlways), string(bus.SyncInterval)))
 }

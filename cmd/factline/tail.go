@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/bus"
@@ -17,35 +18,71 @@ import (
 	"github.com/factline/factline/ops"
 )
 
-func runTail(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("tail", "tail [FILTER] [--run ID] [--kind KIND] [--since SEQ|TIME|start|new] [--json] [--control] (--store DIR | --nats URL)", out)
-	var t target
-	t.flags(fs)
-	runID := fs.String("run", "", "only this run's facts")
-	kind := fs.String("kind", "", "only facts of this kind, e.g. stop.decided")
-	since := fs.String("since", "new", "where to start: a stream sequence, an RFC 3339 time, start, or new")
-	asJSON := fs.Bool("json", false, "one JSON object per line (the fact's wire fields)")
-	control := fs.Bool("control", false, "follow control signals and live status instead of facts")
-	noFollow := fs.Bool("no-follow", false, "stop at the end of the stream instead of waiting for more")
-	pos, rest := splitPositional(args, 1)
-	if err := parse(fs, rest); err != nil {
-		return err
+// newTailCmd follows facts, or control signals and live status, as they
+// are committed.
+func newTailCmd() *cobra.Command {
+	var o tailFlags
+	c := &cobra.Command{
+		Use:   "tail [FILTER]",
+		Short: "follow facts (or control signals and status) as they are committed",
+		Example: "  factline tail --store /tmp/fl --since start --kind stop.decided\n" +
+			"  factline tail 'fact.demo.>' --nats nats://10.0.0.5:4222 --json",
+		Args: maxArgs(1, "tail takes at most one FILTER subject, e.g. 'fact.demo.>'"),
+		RunE: func(c *cobra.Command, args []string) error { return o.run(c.Context(), args, c.OutOrStdout()) },
 	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.runID, "run", "", "only this run's facts")
+	fs.StringVar(&o.kind, "kind", "", "only facts of this kind, e.g. stop.decided (with --control: a signal or status)")
+	fs.StringVar(&o.since, "since", "new", "where to start: a stream sequence, an RFC 3339 time, start, or new")
+	fs.BoolVar(&o.asJSON, "json", false, "one JSON object per line (the fact's wire fields)")
+	fs.BoolVar(&o.control, "control", false, "follow control signals and live status instead of facts")
+	fs.BoolVar(&o.noFollow, "no-follow", false, "stop at the end of the stream instead of waiting for more")
+	_ = c.RegisterFlagCompletionFunc("since", fixedCompletions("start", "new"))
+	_ = c.RegisterFlagCompletionFunc("kind", kindCompletions)
+	return c
+}
+
+// tailFlags are tail's flags.
+type tailFlags struct {
+	t                         target
+	runID, kind, since        string
+	asJSON, control, noFollow bool
+}
+
+// kindCompletions offers the fact kinds (and, with --control, the
+// signals and status).
+func kindCompletions(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	if control, _ := c.Flags().GetBool("control"); control {
+		for _, s := range events.Signals() {
+			out = append(out, string(s))
+		}
+		return append(out, "status"), cobra.ShellCompDirectiveNoFileComp
+	}
+	for _, k := range events.Kinds() {
+		out = append(out, string(k))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *tailFlags) run(ctx context.Context, pos []string, out io.Writer) error {
+	t := &o.t
 	filter := "fact.>"
 	if len(pos) == 1 {
 		filter = pos[0]
 	}
 	switch {
-	case *runID != "" && *kind != "":
-		filter = fmt.Sprintf("fact.*.%s.%s", *runID, *kind)
-	case *runID != "":
-		filter = fmt.Sprintf("fact.*.%s.>", *runID)
-	case *kind != "":
-		filter = string(events.KindFilter(events.Kind(*kind)))
+	case o.runID != "" && o.kind != "":
+		filter = fmt.Sprintf("fact.*.%s.%s", o.runID, o.kind)
+	case o.runID != "":
+		filter = fmt.Sprintf("fact.*.%s.>", o.runID)
+	case o.kind != "":
+		filter = string(events.KindFilter(events.Kind(o.kind)))
 	}
 	// Flags are checked before anything is opened.
-	opts := bus.ReadOptions{Filter: filter, Follow: !*noFollow}
-	switch s := *since; s {
+	opts := bus.ReadOptions{Filter: filter, Follow: !o.noFollow}
+	switch s := o.since; s {
 	case "start", "new":
 	default:
 		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
@@ -62,21 +99,21 @@ func runTail(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer closeBus()
 	stream := bus.FactsStream
-	if *control {
+	if o.control {
 		stream = bus.ControlStream
 	}
-	if *since == "new" {
+	if o.since == "new" {
 		info, err := b.JetStream().Stream(ctx, stream)
 		if err != nil {
 			return err
 		}
 		opts.FromSeq = info.CachedInfo().State.LastSeq + 1
 	}
-	if *control {
-		return tailControl(ctx, b, out, *runID, *kind, opts, *asJSON)
+	if o.control {
+		return tailControl(ctx, b, out, o.runID, o.kind, opts, o.asJSON)
 	}
 	_, err = b.Read(ctx, opts, func(r bus.Raw) error {
-		if *asJSON {
+		if o.asJSON {
 			return printFactJSON(out, r)
 		}
 		f, err := r.Fact()

@@ -10,8 +10,9 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// Candidate is a stall policy to try: thresholds that override each run's
-// own, field by field. The empty candidate is the recorded policy.
+// Candidate is a stall policy to try: a treatment's stall block, standing
+// in for the one each run was recorded under (see Replay). The candidate
+// named Recorded keeps each run's own thresholds.
 type Candidate struct {
 	Name  string            `yaml:"name,omitempty" json:"name"`
 	Stall cases.StallPolicy `yaml:"stall" json:"stall"`

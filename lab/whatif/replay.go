@@ -91,12 +91,20 @@ type Outcome struct {
 // shows recovering to a verified pass.
 func (o Outcome) FalseStop() bool { return o.Change == Earlier && o.Grade == Passed }
 
-// Replay re-decides a recorded run under the stall thresholds of its case
-// and treatment overridden by over (field by field, as a treatment
-// overrides a case).
-func Replay(r Run, over cases.StallPolicy) Outcome {
+// Replay re-decides a recorded run with over in place of its treatment's
+// stall block: the case's own thresholds, overridden field by field by
+// over, on top of the defaults, as if the run had been run under a
+// treatment with that block. A nil over keeps the thresholds the run was
+// recorded under.
+func Replay(r Run, over *cases.StallPolicy) Outcome {
 	eff := r.Effective
-	eff.Stall = over.Resolve(eff.Stall)
+	if over != nil {
+		var own cases.StallPolicy
+		if eff.Case != nil {
+			own = eff.Case.Stall
+		}
+		eff.Stall = own.Over(*over).Resolve(cases.DefaultStall)
+	}
 	p := stallpolicy.From(eff)
 	o := Outcome{Suite: r.Suite, Run: r.ID, Grade: gradeOf(r.Facts)}
 	if c := eff.Case; c != nil {

@@ -21,7 +21,7 @@ func TestStoppingARunThatRecoveredIsAFalseStop(t *testing.T) {
 	r := record(t, "recovers", off)
 	r.polls("waiting", "waiting", "waiting", "done")
 	run := r.end(events.RunDone, events.VerdictOK())
-	o := whatif.Replay(run, strict.Stall)
+	o := whatif.Replay(run, &strict.Stall)
 	if o.Change != whatif.Earlier || o.Stop != 2 || !o.FalseStop() || o.Cause != "repeated_observation" {
 		t.Fatalf("outcome %+v, want an earlier stop at turn 2 that is a false stop", o)
 	}
@@ -35,7 +35,7 @@ func TestStoppingARunThatNeverRecoveredIsATrueStall(t *testing.T) {
 	r := record(t, "stuck", off)
 	r.polls("waiting", "waiting", "waiting", "waiting", "waiting")
 	run := r.end(events.RunExhausted, events.VerdictFail())
-	o := whatif.Replay(run, strict.Stall)
+	o := whatif.Replay(run, &strict.Stall)
 	if o.Change != whatif.Earlier || o.Stop != 2 || o.FalseStop() || o.Grade != whatif.Failed || o.Saved.Turns != 3 {
 		t.Fatalf("outcome %+v, want an earlier stop at turn 2 on a run that failed, saving 3 turns", o)
 	}
@@ -50,7 +50,7 @@ func TestGoingOnPastTheRecordedStopIsUnknown(t *testing.T) {
 	}
 	run := r.end(events.RunIncomplete, events.VerdictFail())
 	patient := cases.StallPolicy{RepeatedObservation: intp(0), IdleTurns: intp(0)}
-	o := whatif.Replay(run, patient)
+	o := whatif.Replay(run, &patient)
 	if o.Change != whatif.Later || o.RecordedStop != 5 || o.Stop != 0 || o.Saved != (whatif.Saved{}) {
 		t.Fatalf("outcome %+v, want later than the recorded stop at 5, nothing saved", o)
 	}

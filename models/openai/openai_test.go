@@ -206,8 +206,9 @@ func TestCompleteText(t *testing.T) {
 	}
 	cost := uint64(19*2 + 3*10)
 	want := models.Reply{
-		Text:   "Hi.",
-		Usage:  &models.Usage{InputTokens: 19, OutputTokens: 3, Cost: &cost},
+		Text: "Hi.",
+		// The provider reported its cached and reasoning parts (zero): known.
+		Usage:  &models.Usage{InputTokens: 19, OutputTokens: 3, Cost: &cost, CachedInputTokens: u64(0), ReasoningTokens: u64(0)},
 		Finish: models.FinishStop,
 		Model:  "gpt-test-2025-01-01",
 	}
@@ -278,7 +279,7 @@ func TestRenderIsTheSentBody(t *testing.T) {
 
 func TestRenderMapping(t *testing.T) {
 	s := newServer(t, reply{body: textReply})
-	temp := 0.0
+	temp, topP := 0.0, 0.9
 	seed := int64(7)
 	req := models.Request{
 		Messages: []models.Message{
@@ -287,11 +288,11 @@ func TestRenderMapping(t *testing.T) {
 			{Role: models.RoleTool, ToolCallID: "c1", Content: "out"},
 		},
 		Tools:    []models.ToolSpec{{Name: "f", Description: "does f", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","minimum":-3,"multipleOf":0.5}}}`)}},
-		Settings: models.Settings{Temperature: &temp, Seed: &seed, MaxOutputTokens: 10},
+		Settings: models.Settings{Temperature: &temp, Seed: &seed, MaxOutputTokens: 10, TopP: &topP, ReasoningEffort: "low"},
 	}
 	want := `{"messages":[{"content":"go","role":"user"},` +
 		`{"tool_calls":[{"id":"c1","function":{"arguments":"{\"a\":1","name":"f"},"type":"function"}],"role":"assistant"},` +
-		`{"content":"out","tool_call_id":"c1","role":"tool"}],"model":"gpt-test",%s"seed":7,"temperature":0,` +
+		`{"content":"out","tool_call_id":"c1","role":"tool"}],"model":"gpt-test",%s"seed":7,"temperature":0,"top_p":0.9,"reasoning_effort":"low",` +
 		`"tools":[{"function":{"name":"f","description":"does f","parameters":{"properties":{"a":{"minimum":-3,"multipleOf":0.5,"type":"integer"}},"type":"object"}},"type":"function"}]}`
 	for field, cfg := range map[string]Config{
 		`"max_completion_tokens":10,`: {},
@@ -382,6 +383,10 @@ func TestCompleteReplyShapes(t *testing.T) {
 			models.Reply{Text: "a", Finish: "stop", Model: "m"}},
 		{"zero usage is known", head + `"message":{"role":"assistant","content":""},"finish_reason":"length"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
 			models.Reply{Finish: "length", Model: "m", Usage: &models.Usage{}}},
+		{"cached and reasoning tokens apart", head + `"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":300,"total_tokens":1200,"prompt_tokens_details":{"cached_tokens":512},"completion_tokens_details":{"reasoning_tokens":256}}}`,
+			models.Reply{Text: "a", Finish: "stop", Model: "m", Usage: &models.Usage{InputTokens: 900, OutputTokens: 300, CachedInputTokens: u64(512), ReasoningTokens: u64(256)}}},
+		{"zero cached tokens are known, absent reasoning is not", head + `"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{}}}`,
+			models.Reply{Text: "a", Finish: "stop", Model: "m", Usage: &models.Usage{InputTokens: 9, OutputTokens: 3, CachedInputTokens: u64(0)}}},
 		{"no finish reason with calls", head + `"message":{"role":"assistant","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
 			models.Reply{Calls: []models.ToolCall{{ID: "x", Name: "f", Args: "{}"}}, Finish: "tool_calls", Model: "m"}},
 		{"arguments sent as an object", head + `"message":{"role":"assistant","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":{"b":1}}}]},"finish_reason":"tool_calls"}]}`,
@@ -924,3 +929,5 @@ func TestRetryAfterHeader(t *testing.T) {
 		}
 	}
 }
+
+func u64(v uint64) *uint64 { return &v }

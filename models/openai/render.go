@@ -68,6 +68,12 @@ func (m *Model) build(req models.Request) (sdk.ChatCompletionNewParams, []byte, 
 	if s.Seed != nil {
 		p.Seed = param.NewOpt(*s.Seed)
 	}
+	if s.TopP != nil {
+		p.TopP = param.NewOpt(*s.TopP)
+	}
+	if s.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(s.ReasoningEffort)
+	}
 	if s.MaxOutputTokens > 0 {
 		if m.cfg.MaxTokensField == MaxTokens {
 			p.MaxTokens = param.NewOpt(int64(s.MaxOutputTokens))

@@ -231,6 +231,16 @@ func parseReply(raw []byte, redact func(string) string) (models.Reply, error) {
 			return models.Reply{}, fmt.Errorf("negative token counts in usage: %d, %d", c.Usage.PromptTokens, c.Usage.CompletionTokens)
 		}
 		reply.Usage = &models.Usage{InputTokens: uint64(c.Usage.PromptTokens), OutputTokens: uint64(c.Usage.CompletionTokens)}
+		// The details are kept only where the provider sent them: many
+		// compatible servers send none, and a missing count is unknown.
+		if d := c.Usage.PromptTokensDetails; c.Usage.JSON.PromptTokensDetails.Valid() && d.JSON.CachedTokens.Valid() && d.CachedTokens >= 0 {
+			n := uint64(d.CachedTokens)
+			reply.Usage.CachedInputTokens = &n
+		}
+		if d := c.Usage.CompletionTokensDetails; c.Usage.JSON.CompletionTokensDetails.Valid() && d.JSON.ReasoningTokens.Valid() && d.ReasoningTokens >= 0 {
+			n := uint64(d.ReasoningTokens)
+			reply.Usage.ReasoningTokens = &n
+		}
 	}
 	switch fr := choice.FinishReason; {
 	case msg.Refusal != "" || fr == "content_filter":

@@ -47,15 +47,25 @@ type config struct {
 	judgeTimeout time.Duration
 }
 
+// DefaultWorkers is how many runs' turns one decider instance decides at
+// once unless kit.WithWorkers says otherwise. Each run's turns are decided
+// one at a time and in order (Spec.OrderByRun), so the workers only ever
+// work on different runs; their time goes mostly to waiting for loads,
+// appends and judges, which is why there are more than the machine's
+// cores.
+const DefaultWorkers = 16
+
 // spec is the decider to the kit. Its instances are named <host>-<pid> by
 // default (no role in front, unlike the grader's and the meter's); a
-// delivery is tried the bus's default number of times.
+// delivery is tried the bus's default number of times, and it decides up
+// to DefaultWorkers runs at once, each run's turns in order.
 var spec = kit.Spec{
 	Owner:       events.OwnerDecider,
 	Consumer:    ConsumerName,
 	Filters:     []string{events.KindFilter(events.KindStallObserved)},
 	RunCache:    1024,
-	PolicyCache: 256,
+	PolicyCache: 256, Workers: DefaultWorkers,
+	OrderByRun: true,
 }
 
 // WithJudge adds a judge that reviews done decisions, each within timeout
@@ -148,11 +158,13 @@ func decidedIn(log bus.RunLog, turn uint32) bool {
 	return false
 }
 
-// judgeMemo keeps one judge opinion per handled delivery, so that Commit
-// deciding again after a conflict does not ask the judge again.
+// judgeMemo keeps one judge opinion per handled delivery, and the call that
+// gave it, so that Commit deciding again after a conflict does not ask the
+// judge again.
 type judgeMemo struct {
 	once    sync.Once
 	opinion stop.Opinion
+	call    *events.JudgeCall
 }
 
 // decide folds the whole run and returns the turn's stop.decided, or nothing
@@ -172,13 +184,13 @@ func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so
 	}
 	dec := stop.Decide(st, so.Turn, so.Observation, pol)
 	if fin, ok := dec.Result.Variant().(events.StopFinish); ok && fin.Status == events.FinishDone && s.cfg.judge != nil {
-		judged.once.Do(func() { judged.opinion = s.ask(ctx, log, dec) })
+		judged.once.Do(func() { judged.opinion, judged.call = s.ask(ctx, log, dec) })
 		dec = stop.Review(dec, judged.opinion, pol)
 	}
 	f, err := s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: dec.TaskGeneration,
 		Position: log.NextPosition(), Causation: sf.ID.String(),
-	}, events.StopDecided{Decision: dec})
+	}, events.StopDecided{Decision: dec, Judge: judged.call})
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("stop.decided for turn %d: %w", so.Turn, err))
 	}
@@ -186,20 +198,27 @@ func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so
 }
 
 // ask calls the judge within its timeout; failures become a timeout or a
-// refusal, which change nothing.
-func (s *Service) ask(ctx context.Context, log bus.RunLog, dec events.StopDecision) stop.Opinion {
+// refusal, which change nothing. It returns the judge's call as the
+// evaluator's spend (its reviewer, usage and latency), answered or not;
+// nil when the judge named no reviewer, as there is no model to name.
+func (s *Service) ask(ctx context.Context, log bus.RunLog, dec events.StopDecision) (stop.Opinion, *events.JudgeCall) {
 	jctx, cancel := context.WithTimeout(ctx, s.cfg.judgeTimeout)
 	defer cancel()
+	t0 := time.Now()
 	o, err := s.cfg.judge(jctx, JudgeRequest{Suite: log.Suite, Run: log.Run, Turn: dec.Turn, Decision: dec})
+	var call *events.JudgeCall
+	if o.Reviewer != "" {
+		call = &events.JudgeCall{Model: o.Reviewer, Usage: o.Usage, Millis: uint64(time.Since(t0).Milliseconds())}
+	}
 	switch {
 	case err == nil:
-		return o
+		return o, call
 	case errors.Is(err, context.DeadlineExceeded):
 		s.sh.Log.Warn("judge timed out; the checks decide", "run", log.Run, "turn", dec.Turn)
-		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictTimeout}
+		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictTimeout}, call
 	default:
 		s.sh.Log.Warn("judge failed; the checks decide", "run", log.Run, "turn", dec.Turn, "err", err)
-		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictRefused, Reason: err.Error()}
+		return stop.Opinion{Reviewer: o.Reviewer, Verdict: stop.VerdictRefused, Reason: err.Error()}, call
 	}
 }
 

@@ -274,12 +274,14 @@ func TestJudgeThroughShellCannotEraseChecks(t *testing.T) {
 			fakeStaller(t, b)
 			cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
 			var asked atomic.Int32
+			judgeCost := uint64(7)
 			judge := func(ctx context.Context, req decider.JudgeRequest) (stop.Opinion, error) {
 				asked.Add(1)
 				if failing {
 					return stop.Opinion{}, errors.New("judge unavailable")
 				}
-				return stop.Opinion{Reviewer: "openai/judge", Verdict: stop.VerdictObject, Reason: "not convinced"}, nil
+				return stop.Opinion{Reviewer: "openai/judge", Verdict: stop.VerdictObject, Reason: "not convinced",
+					Usage: &events.Usage{InputTokens: 1500, OutputTokens: 60, Cost: &judgeCost}}, nil
 			}
 			in := startInstance(b, "A", decider.WithJudge(judge, 10*time.Second))
 			defer in.stop(t)
@@ -297,6 +299,26 @@ func TestJudgeThroughShellCannotEraseChecks(t *testing.T) {
 			}
 			if !failing && !strings.Contains(f.Reason, "openai/judge objected") {
 				t.Errorf("reason %q does not record the overruled objection", f.Reason)
+			}
+			// The judge's call is recorded with the decision as the
+			// evaluator's spend; a judge that named no model has none.
+			log, err := b.LoadRun(ctx, "suite", "run-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var call *events.JudgeCall
+			for _, recs := range decided(log) {
+				for _, r := range recs {
+					if c := r.Fact.Body.(events.StopDecided).Judge; c != nil {
+						call = c
+					}
+				}
+			}
+			switch {
+			case failing && call != nil:
+				t.Errorf("a judge call recorded for a judge that named no model: %+v", call)
+			case !failing && (call == nil || call.Model != "openai/judge" || call.Usage == nil || call.Usage.InputTokens != 1500 || *call.Usage.Cost != 7):
+				t.Errorf("the judge's call: %+v", call)
 			}
 		})
 	}

@@ -17,12 +17,13 @@ func agree(context.Context, JudgeRequest) (stop.Opinion, error) { return stop.Op
 
 // The decider's defaults are what they were before the kit: instances
 // named <host>-<pid> (no role in front), the bus's delivery limit, no
-// judge.
+// judge; and since issue 24, several runs decided at once, each run's
+// turns in order.
 func TestDeciderDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
 	s := kittest.Must(New(b))
 	kittest.Defaults(t, s.sh, "", bus.ConsumerConfig{Name: ConsumerName,
-		Filters: []string{events.KindFilter(events.KindStallObserved)}})
+		Filters: []string{events.KindFilter(events.KindStallObserved)}, Workers: DefaultWorkers, OrderByRun: true})
 	if s.cfg.judge != nil {
 		t.Error("a judge without WithJudge")
 	}

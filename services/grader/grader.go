@@ -283,7 +283,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 		if s.cfg.hook != nil {
 			s.cfg.hook(ctx, Execution{Suite: j.suite, Run: j.run, Snapshot: j.snapshot, Instrument: gi.ID, Version: gi.Version})
 		}
-		res, contained := env.run(ctx, j.specs[gi.Key()])
+		res, contained, judged := env.run(ctx, j.specs[gi.Key()])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -294,7 +294,7 @@ func (s *Service) execute(ctx context.Context, j job, pending []grade.Instrument
 			if _, done := st.Results[j.snapshot][k]; done {
 				return nil, nil
 			}
-			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained}, 0)
+			f, err := s.fact(log, st, events.GradeInstrument{SnapshotDigest: j.snapshot, Result: res, Containment: contained, Judge: judged}, 0)
 			return []bus.Pending{{Fact: f, MsgID: grade.InstrumentMsgID(j.run, j.snapshot, k)}}, err
 		})
 		if err != nil {
@@ -314,19 +314,24 @@ func (s *Service) commit(ctx context.Context, suite, run string, decide func(gra
 			return nil, nil
 		}
 		v := *d.Verdict
-		f, err := s.fact(log, st, events.GradeVerdict{Verdict: v}, 0)
-		if err != nil {
-			return nil, err
-		}
-		out := []bus.Pending{{Fact: f, MsgID: grade.VerdictMsgID(run, v.SnapshotID, v.Revision)}}
+		// The conflicts go before the revision they come with: a reader
+		// that folds the log up to the new verdict (the meter, settling on
+		// its delivery) has then seen every conflict that disputes it, and
+		// a crash between the appends leaves the dispute standing rather
+		// than an undisputed grade.
+		var out []bus.Pending
 		for i, c := range d.Conflicts {
-			f, err := s.fact(log, st, c, i+1)
+			f, err := s.fact(log, st, c, i)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, bus.Pending{Fact: f, MsgID: grade.ConflictMsgID(run, c.SnapshotDigest, c.Revision, c.Instrument)})
 		}
-		return out, nil
+		f, err := s.fact(log, st, events.GradeVerdict{Verdict: v}, len(out))
+		if err != nil {
+			return nil, err
+		}
+		return append(out, bus.Pending{Fact: f, MsgID: grade.VerdictMsgID(run, v.SnapshotID, v.Revision)}), nil
 	})
 	if err != nil {
 		return fmt.Errorf("grader: commit the grade of %s/%s: %w", suite, run, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -337,7 +338,7 @@ func TestJudge(t *testing.T) {
 			id, model, required, script)
 	}
 	req := e.publish("grading:\n  instruments:\n" +
-		judge("approve", "judge-a", "turns:\n  - text: \"Looks right.\\nVERDICT: PASS\"\n", false) +
+		judge("approve", "judge-a", "turns:\n  - text: \"Looks right.\\nVERDICT: PASS\"\n    usage: {input_tokens: 700, output_tokens: 30, cost: 5}\n", false) +
 		judge("reject", "judge-b", "turns:\n  - text: \"VERDICT: FAIL\"\n", false) +
 		judge("down", "judge-c", "turns:\n  - error: unavailable\n", false) +
 		judge("mute", "judge-d", "turns:\n  - text: I am not sure.\n", false) +
@@ -356,6 +357,22 @@ func TestJudge(t *testing.T) {
 	if v.Result.Type() != "failed" || len(v.Vetoes) != 1 || v.Vetoes[0].Instrument != "reject" {
 		t.Fatalf("verdict %s, vetoes %+v", v.Result.Type(), v.Vetoes)
 	}
+	// Every judge model call is recorded as the evaluator's spend, answered
+	// or not; usage the judge's provider did not report stays unknown.
+	calls := map[events.InstrumentID]*events.JudgeCall{}
+	for _, f := range e.load("judged").Facts() {
+		if gi, ok := f.Body.(events.GradeInstrument); ok {
+			calls[gi.Result.Instrument] = gi.Judge
+		}
+	}
+	if c := calls["approve"]; c == nil || c.Model != "scripted/judge-a" || c.Usage == nil || c.Usage.InputTokens != 700 || c.Usage.Cost == nil || *c.Usage.Cost != 5 {
+		t.Fatalf("the approving judge's call: %+v", c)
+	}
+	for _, id := range []events.InstrumentID{"reject", "down", "mute"} {
+		if c := calls[id]; c == nil || c.Usage != nil {
+			t.Fatalf("%s: judge call %+v, want one with unknown usage", id, c)
+		}
+	}
 
 	// Never the actor's own model: the judge abstains.
 	self := e.publish("grading:\n  instruments:\n    - {id: tests, kind: command, command: ./check.sh}\n" +
@@ -368,6 +385,11 @@ func TestJudge(t *testing.T) {
 	}
 	if v.Result.Type() != "abstained" {
 		t.Fatalf("a required judge that abstains leaves the grade abstained, got %s", v.Result.Type())
+	}
+	for _, f := range e.load("selfjudged").Facts() {
+		if gi, ok := f.Body.(events.GradeInstrument); ok && gi.Judge != nil {
+			t.Fatalf("%s recorded a judge call it never made: %+v", gi.Result.Instrument, gi.Judge)
+		}
 	}
 }
 
@@ -422,6 +444,17 @@ grading:
 	}
 	if len(conflicts) != 1 || conflicts[0].Instrument != "tests" || conflicts[0].ConflictsWith != 1 {
 		t.Fatalf("conflicts %+v", conflicts)
+	}
+	// The conflict precedes the revision it disputes, so whoever folds the
+	// log up to that verdict (the meter, on its delivery) sees the dispute.
+	var kinds []events.Kind
+	for _, f := range log.Facts()[len(first.Records):] {
+		if f.Kind() != events.KindGradeInstrument {
+			kinds = append(kinds, f.Kind())
+		}
+	}
+	if !slices.Equal(kinds, []events.Kind{events.KindGradeConflict, events.KindGradeVerdict}) {
+		t.Fatalf("the re-grade appended %v, want the conflict before its verdict", kinds)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -115,9 +115,10 @@ func (e *instrumentEnv) manifests(ctx context.Context) (workspace.Manifest, work
 // ran, the containment it ran under. Problems of the grader (the candidate
 // cannot be restored, a command cannot start) are errored results, never
 // failures of the candidate.
-func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) (events.InstrumentResult, *events.Containment) {
+func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) (events.InstrumentResult, *events.Containment, *events.JudgeCall) {
 	var res events.InstrumentResult
 	var contained *events.Containment
+	var judged *events.JudgeCall
 	var err error
 	switch in.Kind {
 	case cases.InstrumentCommand:
@@ -127,14 +128,14 @@ func (e *instrumentEnv) run(ctx context.Context, in cases.Instrument) (events.In
 	case cases.InstrumentScope:
 		res, err = e.scope(ctx, in)
 	case cases.InstrumentJudge:
-		res = e.judge(ctx, in)
+		res, judged = e.judge(ctx, in)
 	default:
 		err = fmt.Errorf("unknown instrument kind %q", in.Kind)
 	}
 	if err != nil {
 		res = events.InstrumentResult{Outcome: events.InstrumentErrored, Detail: clip(err.Error())}
 	}
-	return res, contained
+	return res, contained, judged
 }
 
 func passed(detail string) (events.InstrumentResult, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -44,48 +45,63 @@ var verdictLine = regexp.MustCompile(`(?im)^\s*VERDICT:\s*(PASS|FAIL)\b`)
 // judge asks a reviewing model. Whatever keeps it from judging (the
 // actor's own model named as judge, a provider error, a timeout, an answer
 // without a verdict) makes it abstain: never a failure of the candidate.
-func (e *instrumentEnv) judge(ctx context.Context, in cases.Instrument) events.InstrumentResult {
+// The model call, once made, is returned as the evaluator's spend,
+// answered or not.
+func (e *instrumentEnv) judge(ctx context.Context, in cases.Instrument) (events.InstrumentResult, *events.JudgeCall) {
 	abstain := func(format string, args ...any) events.InstrumentResult {
 		return events.InstrumentResult{Outcome: events.InstrumentAbstained, Detail: clip(fmt.Sprintf(format, args...))}
 	}
 	if in.Model == nil {
-		return abstain("no judge model")
+		return abstain("no judge model"), nil
 	}
 	if t := e.job.in.treat; t != nil && cases.SameModel(*in.Model, t.Model) {
-		return abstain("the judge %s/%s is the actor's own model under treatment %s", in.Model.Provider, in.Model.Name, t.ID)
+		return abstain("the judge %s/%s is the actor's own model under treatment %s", in.Model.Provider, in.Model.Name, t.ID), nil
 	}
 	prompt, err := e.judgePrompt(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
-			return events.InstrumentResult{}
+			return events.InstrumentResult{}, nil
 		}
-		return abstain("cannot show the judge the candidate: %v", err)
+		return abstain("cannot show the judge the candidate: %v", err), nil
 	}
 	model, err := e.s.cfg.judges(ctx, in)
 	if err != nil {
-		return abstain("judge unavailable: %v", err)
+		return abstain("judge unavailable: %v", err), nil
 	}
 	req := models.Request{
 		Messages: []models.Message{{Role: models.RoleSystem, Content: judgeSystem}, {Role: models.RoleUser, Content: prompt}},
 		Settings: models.Settings{Model: in.Model.Name, Temperature: in.Model.Temperature,
-			MaxOutputTokens: in.Model.MaxOutputTokens, Seed: in.Model.Seed},
+			MaxOutputTokens: in.Model.MaxOutputTokens, Seed: in.Model.Seed, TopP: in.Model.TopP, ReasoningEffort: in.Model.ReasoningEffort},
 		Turn: 1,
 	}
 	cctx, cancel := context.WithTimeout(ctx, in.Timeout.Std())
 	defer cancel()
+	t0 := time.Now()
 	reply, err := model.Complete(cctx, req)
+	call := &events.JudgeCall{Model: in.Model.Provider + "/" + in.Model.Name, Millis: uint64(time.Since(t0).Milliseconds()),
+		Usage: eventUsage(reply.Usage)}
 	if err != nil {
-		return abstain("judge unavailable: %v", err)
+		return abstain("judge unavailable: %v", err), call
 	}
 	ms := verdictLine.FindAllStringSubmatch(reply.Text, -1)
 	if len(ms) == 0 {
-		return abstain("the judge gave no VERDICT line: %s", tail(reply.Text))
+		return abstain("the judge gave no VERDICT line: %s", tail(reply.Text)), call
 	}
 	outcome := events.InstrumentPassed
 	if strings.EqualFold(ms[len(ms)-1][1], "FAIL") {
 		outcome = events.InstrumentFailed
 	}
-	return events.InstrumentResult{Outcome: outcome, Detail: clip(fmt.Sprintf("%s/%s: %s", in.Model.Provider, in.Model.Name, tail(reply.Text)))}
+	return events.InstrumentResult{Outcome: outcome, Detail: clip(fmt.Sprintf("%s/%s: %s", in.Model.Provider, in.Model.Name, tail(reply.Text)))}, call
+}
+
+// eventUsage is a model call's usage as facts record it: nil (unknown)
+// when the provider reported none.
+func eventUsage(u *models.Usage) *events.Usage {
+	if u == nil {
+		return nil
+	}
+	return &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
+		CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
 }
 
 // judgePrompt is the rubric, the changed paths and the named files.

@@ -56,6 +56,15 @@ type Spec struct {
 	// which a prefetched delivery would be redelivered until it counted
 	// as poison.
 	OnDemand bool
+	// Workers is how many deliveries an instance handles at once when the
+	// options leave it unset (0: the bus's default, one).
+	Workers int
+	// OrderByRun handles the deliveries of one run one at a time, in
+	// order, and different runs in parallel, whatever the options say
+	// (see bus.ConsumerConfig.OrderByRun): for a service that folds a
+	// run's facts and answers each in turn, whose workers may then be
+	// many without two of them ever deciding about one run at once.
+	OrderByRun bool
 }
 
 // Shell is one configured instance of a consumer service: the bus, who it
@@ -120,6 +129,12 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	}
 	if spec.OnDemand {
 		s.consumer.OnDemand = true
+	}
+	if spec.OrderByRun {
+		s.consumer.OrderByRun = true
+	}
+	if s.consumer.Workers == 0 {
+		s.consumer.Workers = spec.Workers
 	}
 	if s.runs == 0 && spec.RunCachePerWorker > 0 {
 		// No WithRunCache (it refuses 0): the default follows the workers.

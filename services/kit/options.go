@@ -102,7 +102,10 @@ func WithConsumer(cc bus.ConsumerConfig) Option {
 }
 
 // WithWorkers sets how many deliveries this instance handles at once
-// (default 1).
+// (default the service's, see Spec; one when it has none). A service
+// that orders by run (Spec.OrderByRun) still handles one run's
+// deliveries one at a time, so more workers than runs in flight buy
+// nothing.
 func WithWorkers(n int) Option {
 	return func(s *settings) error {
 		if n < 1 {

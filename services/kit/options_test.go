@@ -227,6 +227,31 @@ func TestTheConsumerIsTheServices(t *testing.T) {
 	}
 }
 
+// A service's default workers apply when the options name none, the
+// options' win otherwise, and a service that orders by run does so
+// whatever the options say.
+func TestTheServicesWorkersAndOrderByRun(t *testing.T) {
+	spec := runSpec
+	spec.Workers, spec.OrderByRun = 16, true
+	for _, tc := range []struct {
+		opts []kit.Option
+		want int
+	}{
+		{nil, 16},
+		{[]kit.Option{kit.WithWorkers(3)}, 3},
+		{[]kit.Option{kit.WithConsumer(bus.ConsumerConfig{AckWait: time.Second})}, 16},
+		{[]kit.Option{kit.WithConsumer(bus.ConsumerConfig{Workers: 2})}, 2},
+	} {
+		sh, err := newShell(t, spec, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := sh.Consumer(); c.Workers != tc.want || !c.OrderByRun {
+			t.Errorf("workers %d order by run %v, want %d and true", c.Workers, c.OrderByRun, tc.want)
+		}
+	}
+}
+
 // An instance is named after its host and process, with the service's
 // role in front when it has one; operators read the process back from
 // the last field.

@@ -58,6 +58,10 @@ type suiteState struct {
 	mu   sync.Mutex
 	log  *measure.Log
 	last uint64
+	// stopping is the suite's early-stopping rule (nil: none), read from
+	// its spec once stoppingRead.
+	stopping     *measure.Stopping
+	stoppingRead bool
 }
 
 // New returns a meter instance on b, configured by the kit's shared
@@ -198,6 +202,9 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	}
 	if st.log.Submitted == nil {
 		return nil // runs of a suite the meter did not plan
+	}
+	if err := s.stopEarly(ctx, suite, st); err != nil {
+		return err
 	}
 	r := measure.Build(st.log)
 	if !r.Complete {

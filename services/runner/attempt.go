@@ -63,6 +63,17 @@ type attempt struct {
 	// claimID is the message ID of this attempt's claim once it is
 	// committed: the attempt holds the run while that claim is the newest.
 	claimID string
+	// rendered is the request of the turn this attempt started last, as
+	// its turn.started committed it: the model is then sent it without
+	// the history being rebuilt and rendered a second time.
+	rendered *renderedTurn
+}
+
+// renderedTurn is a turn's request and the digest of its rendered body.
+type renderedTurn struct {
+	turn   uint32
+	digest events.Digest
+	req    models.Request
 }
 
 // key is the parts of a runner fact's message ID after its kind: what the
@@ -229,7 +240,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true, nil
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
-		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
+		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	req, tokens, end, err := a.request(facts, turn)
 	if err != nil || end != nil {
@@ -237,7 +248,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	}
 	reserve := a.model.Reserve(req)
 	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
-		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
+		return step.Exhausted(reason), true, nil
 	}
 	body, err := a.model.Render(req)
 	if err != nil {
@@ -251,6 +262,9 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 		Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)), Policy: a.eff.Context.Mode,
 		Reserve: reserve, Tokens: uint64(tokens),
 	})
+	if err == nil {
+		a.rendered = &renderedTurn{turn: turn, digest: digest, req: req}
+	}
 	return ending{}, false, err
 }
 
@@ -265,20 +279,30 @@ func deref(e *ending) ending {
 // takeover the request is rebuilt from the facts before turn.started and
 // must be byte-identical to the one whose digest was committed.
 func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
-	req, _, end, err := a.request(facts[:p.StartedAt], p.Turn)
-	if err != nil || end != nil {
-		return deref(end), end != nil, err
+	var req models.Request
+	if r := a.rendered; r != nil && r.turn == p.Turn && r.digest == p.Started.ContextDigest {
+		// This attempt rendered the request and committed its digest:
+		// rebuilding and rendering it again, O(history) each, would
+		// only prove what the commit already holds.
+		req = r.req
+	} else {
+		rebuilt, _, end, err := a.request(facts[:p.StartedAt], p.Turn)
+		if err != nil || end != nil {
+			return deref(end), end != nil, err
+		}
+		body, err := a.model.Render(rebuilt)
+		if err != nil {
+			return ending{}, false, fmt.Errorf("render request: %w", err)
+		}
+		if got := events.DigestOf(body); got != p.Started.ContextDigest {
+			return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
+		}
+		req = rebuilt
 	}
-	body, err := a.model.Render(req)
-	if err != nil {
-		return ending{}, false, fmt.Errorf("render request: %w", err)
-	}
-	if got := events.DigestOf(body); got != p.Started.ContextDigest {
-		return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
-	}
+	a.rendered = nil
 	reply, err := a.callModel(ctx, req)
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
-		return ending{Status: events.RunIncomplete, Reason: ReasonWallLimit}, true, nil
+		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	if err != nil {
 		if sig := a.ctl.pendingCancel(); sig != nil {
@@ -298,7 +322,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 // is not settled yet and commits turn.completed.
 func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
 	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.Replied.Usage, p.Started.Reserve); reason != "" {
-		return ending{Status: events.RunIncomplete, Reason: reason}, true, nil
+		return step.Exhausted(reason), true, nil
 	}
 	if p.Replied.Finish == models.FinishRefusal {
 		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true, nil
@@ -384,7 +408,8 @@ func (a *attempt) settings() models.Settings {
 	s := models.Settings{}
 	if a.eff.Treatment != nil {
 		m := a.eff.Treatment.Model
-		s = models.Settings{Model: m.Name, Temperature: m.Temperature, MaxOutputTokens: m.MaxOutputTokens, Seed: m.Seed}
+		s = models.Settings{Model: m.Name, Temperature: m.Temperature, MaxOutputTokens: m.MaxOutputTokens, Seed: m.Seed,
+			TopP: m.TopP, ReasoningEffort: m.ReasoningEffort}
 	}
 	return s
 }
@@ -398,7 +423,8 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	}
 	out := events.ModelReplied{Turn: turn, Provider: provider, Model: r.Model, Text: r.Text, Calls: calls, Finish: r.Finish}
 	if u := r.Usage; u != nil {
-		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost}
+		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
+			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
 	}
 	step.NameCalls(out.Calls)
 	return out

@@ -2,19 +2,17 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/runner/extensions"
-	"github.com/factline/factline/suites"
 )
 
 // startExtensions starts the run's admitted extensions (one server process
 // each, for this run alone, in the workspace), offers their allowlisted
-// tools to the model and fills in what the claim records: the extensions
-// and the agent identity they make. A server that does not come up ends
+// tools to the model and records the extensions in the claim (the agent
+// identity they make is claimIdentity's). A server that does not come up ends
 // the run as bad input; a shutdown meanwhile hands the run back.
 func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Entry, environ []string, claim *events.RunClaimed) error {
 	if len(admitted) == 0 {
@@ -39,13 +37,6 @@ func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Ent
 		}
 	}
 	claim.Extensions = set.Records()
-	value, err := json.Marshal(claim.Extensions)
-	if err != nil {
-		return fail(err)
-	}
-	if claim.Identity, _, err = suites.WithComponent(a.requested.Components, suites.ComponentExtensions, string(value)); err != nil {
-		return fail(err)
-	}
 	return nil
 }
 

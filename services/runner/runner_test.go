@@ -127,8 +127,9 @@ func kinds(log bus.RunLog, k events.Kind) []events.Fact {
 	return out
 }
 
-// The replay cases of the stop-and-handoff seed that the runner owns: each
-// ends incomplete with the limit as its reason and the spend it states.
+// The replay cases of the stop-and-handoff seed that the runner owns: a
+// spent budget ends exhausted with the limit as its reason and the spend it
+// states; a script with no more replies ends incomplete (no budget ran out).
 func TestSeedReplayCases(t *testing.T) {
 	e := start(t)
 	fail := func(a string) string { return attemptTurn(a, 3, 2) }
@@ -146,9 +147,9 @@ func TestSeedReplayCases(t *testing.T) {
 		steps                uint32
 		cost                 uint64
 	}{
-		{"step limit", "{steps: 2, cost: 12}", script(fail("5"), fail("6"), fail("7")), events.RunIncomplete, runner.ReasonStepLimit, 2, 4},
-		{"budget preflight", "{steps: 6, cost: 12}", script(fail("5"), fail("6"), fail("7"), fail("8"), fail("9"), fail("10")), events.RunIncomplete, runner.ReasonBudgetPreflight, 5, 10},
-		{"reservation exceeded", "{steps: 6, cost: 12}", script(attemptTurn("5", 3, 4), fail("6")), events.RunIncomplete, runner.ReasonReservationExceeded, 1, 4},
+		{"step limit", "{steps: 2, cost: 12}", script(fail("5"), fail("6"), fail("7")), events.RunExhausted, runner.ReasonStepLimit, 2, 4},
+		{"budget preflight", "{steps: 6, cost: 12}", script(fail("5"), fail("6"), fail("7"), fail("8"), fail("9"), fail("10")), events.RunExhausted, runner.ReasonBudgetPreflight, 5, 10},
+		{"reservation exceeded", "{steps: 6, cost: 12}", script(attemptTurn("5", 3, 4), fail("6")), events.RunExhausted, runner.ReasonReservationExceeded, 1, 4},
 		{"observations exhausted", "{steps: 6, cost: 12}", script(fail("5")), events.RunIncomplete, runner.ReasonExhausted, 1, 2},
 		{"one step, one row", "{steps: 1, cost: 12}", script(fail("5")), events.RunIncomplete, runner.ReasonExhausted, 1, 2},
 		{"empty script", "{steps: 6, cost: 12}", "turns: []\n", events.RunIncomplete, runner.ReasonExhausted, 0, 0},
@@ -165,6 +166,12 @@ func TestSeedReplayCases(t *testing.T) {
 			}
 			if end.NextAction == "" {
 				t.Fatal("no next action in the handoff")
+			}
+			// What ran is named: the claim records the runner's identity.
+			for _, f := range kinds(log, events.KindRunClaimed) {
+				if f.Body.(events.RunClaimed).Identity == "" {
+					t.Fatal("a claim without the identity of what ran")
+				}
 			}
 			if len(kinds(log, events.KindCandidateSealed)) != 1 {
 				t.Fatal("no sealed candidate")
@@ -282,7 +289,7 @@ func TestMutationIsContentIdentity(t *testing.T) {
 }
 
 // The wall-time budget stops a command that runs past it and ends the run
-// incomplete, as a limit and not an error.
+// exhausted, as a limit and not an error.
 func TestWallTimeLimit(t *testing.T) {
 	e := start(t)
 	s := `turns:
@@ -292,7 +299,7 @@ func TestWallTimeLimit(t *testing.T) {
       - {id: never, name: write_file, args: {path: x.txt, content: x}}
 `
 	log, end := e.run(fixtureCase(t, "{steps: 6, wall: 1s}"), s, "wall")
-	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonWallLimit {
+	if end.Status != events.RunExhausted || end.Reason != runner.ReasonWallLimit {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)
 	}
 	d := dispatches(log)["t1/slow"]

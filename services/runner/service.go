@@ -77,6 +77,8 @@ type Service struct {
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
 	beforeClaim func(ctx context.Context, suite, run string)
+	// stops remembers which suites stopped early.
+	stops suiteStops
 }
 
 // ConsumerName is the durable consumer every runner shares.
@@ -191,9 +193,26 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	defer s.cache.Forget(suite, run)
+	claimed := false
 	for _, r := range rl.Records {
-		if _, ended := r.Fact.Body.(events.RunEnded); ended {
+		switch r.Fact.Body.(type) {
+		case events.RunEnded:
 			return nil // a redelivery of a finished run
+		case events.RunClaimed:
+			claimed = true
+		}
+	}
+	if !claimed {
+		// A run of a suite that stopped early is not started; one already
+		// started finishes.
+		stopped, err := s.suiteStopped(ctx, suite)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			log.Info("not run: the suite stopped early")
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			return a.finish(ctx, ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
 		}
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl)
@@ -355,6 +374,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: sb.Record()}
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
 		a.closeSandbox()
+		_ = os.RemoveAll(a.dir)
+		return nil, err
+	}
+	if err := a.claimIdentity(&claim); err != nil {
+		a.exts.Stop()
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}

@@ -34,18 +34,27 @@ func MsgID(run string, turn uint32) string {
 	return events.MessageID(run, events.KindStallObserved, strconv.FormatUint(uint64(turn), 10))
 }
 
+// DefaultWorkers is how many runs' turns one staller instance observes at
+// once unless kit.WithWorkers says otherwise. Each run's turns are
+// observed one at a time and in order (Spec.OrderByRun), so the workers
+// only ever work on different runs; their time goes mostly to waiting for
+// loads and appends, which is why there are more than the machine's cores.
+const DefaultWorkers = 16
+
 // spec is the staller to the kit. Its instances are named <host>-<pid>
-// by default (no role in front, unlike the grader's and the meter's), and
-// a delivery is tried ten times rather than the bus's five: a turn whose
+// by default (no role in front, unlike the grader's and the meter's), a
+// delivery is tried ten times rather than the bus's five: a turn whose
 // predecessor is still being observed by another instance is retried until
-// that one lands.
+// that one lands, and it observes up to DefaultWorkers runs at once, each
+// run's turns in order.
 var spec = kit.Spec{
 	Owner:       events.OwnerStaller,
 	Consumer:    ConsumerName,
 	Filters:     []string{events.KindFilter(events.KindTurnCompleted)},
 	RunCache:    1024,
 	PolicyCache: 256,
-	MaxDeliver:  10,
+	MaxDeliver:  10, Workers: DefaultWorkers,
+	OrderByRun: true,
 }
 
 // Service is one staller instance.

@@ -29,6 +29,10 @@ type Opinion struct {
 	// objection is to the answer as a whole.
 	Objections []events.RequirementID
 	Reason     string // the judge's explanation, passed on as feedback
+	// Usage is what the judge's model call consumed, as its provider
+	// reported it; nil when unknown (never zero). It changes no decision:
+	// the decider records it as the evaluator's spend.
+	Usage *events.Usage
 }
 
 // Review applies a judge's opinion to a decision. Only a done finish is

@@ -40,15 +40,18 @@ func Refused(tb testing.TB, err error, option string) *kit.OptionError {
 
 // Defaults fails tb unless sh is what a service's defaults make: an
 // instance named <prefix>-<host>-<pid> (<host>-<pid> without a prefix) and
-// the consumer want, by name, filters, delivery limit and on-demand pulls.
+// the consumer want, by name, filters, delivery limit, on-demand pulls,
+// workers and ordering by run.
 func Defaults(tb testing.TB, sh *kit.Shell, prefix string, want bus.ConsumerConfig) {
 	tb.Helper()
 	if name := kit.LocalInstance(prefix); sh.Instance != name {
 		tb.Errorf("instance %q, want %q", sh.Instance, name)
 	}
 	c := sh.Consumer()
-	if c.Name != want.Name || !slices.Equal(c.Filters, want.Filters) || c.MaxDeliver != want.MaxDeliver || c.OnDemand != want.OnDemand {
-		tb.Errorf("consumer %s %v MaxDeliver %d OnDemand %v, want %s %v %d %v", c.Name, c.Filters, c.MaxDeliver, c.OnDemand,
-			want.Name, want.Filters, want.MaxDeliver, want.OnDemand)
+	if c.Name != want.Name || !slices.Equal(c.Filters, want.Filters) || c.MaxDeliver != want.MaxDeliver || c.OnDemand != want.OnDemand ||
+		c.Workers != want.Workers || c.OrderByRun != want.OrderByRun {
+		tb.Errorf("consumer %s %v MaxDeliver %d OnDemand %v Workers %d OrderByRun %v, want %s %v %d %v %d %v",
+			c.Name, c.Filters, c.MaxDeliver, c.OnDemand, c.Workers, c.OrderByRun,
+			want.Name, want.Filters, want.MaxDeliver, want.OnDemand, want.Workers, want.OrderByRun)
 	}
 }

@@ -18,8 +18,10 @@ const (
 	LabelBundled = "bundled comparison"
 	// LabelSameAgent: no component differs; the comparison measures noise.
 	LabelSameAgent = "same agent"
-	// LabelUnknown: an attempt has no recorded identity (or its trials
-	// disagree), so what differs cannot be said.
+	// LabelUnknown: an attempt has no recorded identity, or the trials of
+	// one treatment on a case recorded (or ran as) different identities,
+	// so what differs cannot be said and the paired statistics are
+	// refused.
 	LabelUnknown = "identity unknown"
 )
 
@@ -38,9 +40,14 @@ type Comparison struct {
 	RateA *float64 `json:"rate_a"`
 	RateB *float64 `json:"rate_b"`
 	// Difference is rate A − rate B over the pairs, with its paired cluster
-	// bootstrap interval.
+	// bootstrap interval; nil when Withheld says why not.
 	Difference *stats.Difference `json:"difference"`
 	McNemar    *McNemar          `json:"mcnemar"`
+	// Withheld names the statistics the comparison refuses and why: all
+	// the paired ones when the identities do not match (or are unknown),
+	// the bootstrap interval when the pairs come from fewer than two cases
+	// (as the clustered SE is).
+	Withheld string `json:"withheld,omitempty"`
 }
 
 // McNemar is McNemar's exact test on the discordant pairs.
@@ -101,16 +108,27 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 	if c.Pairs == 0 {
 		return c
 	}
+	if c.Label == LabelUnknown {
+		// Pairs of agents nobody can name measure nothing one could act on.
+		c.Withheld = "the paired rates, their difference and interval, and McNemar: " + c.Note
+		return c
+	}
 	c.RateA, c.RateB = ptr(sa/float64(c.Pairs)), ptr(sb/float64(c.Pairs))
+	if p, err := stats.McNemarExact(onlyA, onlyB); err == nil {
+		c.McNemar = &McNemar{OnlyA: onlyA, OnlyB: onlyB, P: p}
+	}
+	if len(order) < 2 {
+		// Resampling one case gives that case back every time: a zero-width
+		// interval that claims a certainty the data does not have.
+		c.Withheld = fmt.Sprintf("the interval of the difference: the pairs come from %d case; a cluster bootstrap needs at least 2", len(order))
+		return c
+	}
 	clusters := make([][]stats.Pair, len(order))
 	for i, cs := range order {
 		clusters[i] = perCase[cs]
 	}
 	if d, err := stats.PairedBootstrap(clusters, stats.DefaultResamples, stats.DefaultSeed); err == nil {
 		c.Difference = &d
-	}
-	if p, err := stats.McNemarExact(onlyA, onlyB); err == nil {
-		c.McNemar = &McNemar{OnlyA: onlyA, OnlyB: onlyB, P: p}
 	}
 	return c
 }
@@ -121,6 +139,8 @@ func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []
 	// components[treatment][case] is the one component set of that
 	// treatment's attempts on the case.
 	components := map[string]map[string][]events.Component{a: {}, b: {}}
+	// claimed[treatment][case] is the identity a runner claimed to run.
+	claimed := map[string]map[string]events.Digest{a: {}, b: {}}
 	for _, r := range rows {
 		m, ok := components[r.Treatment]
 		if !ok {
@@ -132,12 +152,20 @@ func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []
 		}
 		comps := at.Requested.Components
 		if len(comps) == 0 {
-			return LabelUnknown, nil, fmt.Sprintf("run %s recorded no identity components", r.Run)
+			return LabelUnknown, nil, fmt.Sprintf("identity unknown: run %s recorded no identity components", r.Run)
 		}
 		if old, seen := m[r.Case]; seen && !slices.Equal(old, comps) {
-			return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s recorded different identities", r.Treatment, r.Case)
+			return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s recorded different identities (%s differ)",
+				r.Treatment, r.Case, strings.Join(DiffComponents(old, comps), ", "))
 		}
 		m[r.Case] = comps
+		if id := at.ClaimedIdentity; id != "" {
+			if old, seen := claimed[r.Treatment][r.Case]; seen && old != id {
+				return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s ran as different agents (run.claimed identities %s and %s)",
+					r.Treatment, r.Case, old, id)
+			}
+			claimed[r.Treatment][r.Case] = id
+		}
 	}
 	diff := map[string]bool{}
 	compared := 0

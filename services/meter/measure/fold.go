@@ -16,6 +16,13 @@ type Log struct {
 	Runs map[string]*Attempt
 	// Reported lists the suite.reported facts, in log order.
 	Reported []events.SuiteReported
+	// Stopped is the suite's suite.stopped, if it stopped early.
+	Stopped *events.SuiteStopped
+	// RetriedBy maps a run to the run that retries it (factline retry).
+	RetriedBy map[string]string
+	// applied counts the facts folded, to order attempts by when their
+	// grade arrived.
+	applied int
 }
 
 // Attempt is one run as the report sees it.
@@ -27,9 +34,18 @@ type Attempt struct {
 	Snapshot events.Digest
 	// Verdicts holds the newest revision of the grade of each snapshot.
 	Verdicts map[events.Digest]events.GraderVerdict
-	// Conflicts counts grade.conflict facts: later checks that disagreed
-	// with an earlier revision.
-	Conflicts int
+	// ClaimedIdentity is the agent identity the newest run.claimed that
+	// recorded one says ran (empty when none did).
+	ClaimedIdentity events.Digest
+	// Conflicts holds the grade.conflict facts, in log order: later checks
+	// that disagreed with an earlier revision.
+	Conflicts []events.GradeConflict
+	// Judged holds the evaluators' model calls on the attempt: the
+	// grader's judge instruments and the stop decider's reviewer.
+	Judged []events.JudgeCall
+	// GradedAt is when (in facts folded) its newest verdict arrived: the
+	// order in which a suite's early stopping sees its pairs.
+	GradedAt int
 }
 
 // NewLog returns the empty state of one suite.
@@ -40,6 +56,7 @@ func (l *Log) Apply(f events.Fact) {
 	if f.Suite != l.Suite {
 		return
 	}
+	l.applied++
 	switch b := f.Body.(type) {
 	case events.SuiteSubmitted:
 		if l.Submitted == nil { // the first submission fixes the roster
@@ -48,6 +65,11 @@ func (l *Log) Apply(f events.Fact) {
 		return
 	case events.SuiteReported:
 		l.Reported = append(l.Reported, b)
+		return
+	case events.SuiteStopped:
+		if l.Stopped == nil {
+			l.Stopped = &b
+		}
 		return
 	}
 	if f.Run == events.SuiteScope {
@@ -62,9 +84,20 @@ func (l *Log) Apply(f events.Fact) {
 	case events.RunRequested:
 		if a.Requested == nil {
 			a.Requested = &b
+			if b.RetryOf != "" {
+				if l.RetriedBy == nil {
+					l.RetriedBy = map[string]string{}
+				}
+				if _, taken := l.RetriedBy[b.RetryOf]; !taken {
+					l.RetriedBy[b.RetryOf] = f.Run
+				}
+			}
 		}
 	case events.RunClaimed:
 		a.Claimed = true
+		if b.Identity != "" {
+			a.ClaimedIdentity = b.Identity
+		}
 	case events.RunEnded:
 		if a.Ended == nil { // a run ends once; a second end never rewrites the first
 			a.Ended = &b
@@ -75,9 +108,18 @@ func (l *Log) Apply(f events.Fact) {
 		v := b.Verdict
 		if old, ok := a.Verdicts[v.SnapshotID]; !ok || v.Revision > old.Revision {
 			a.Verdicts[v.SnapshotID] = v
+			a.GradedAt = l.applied
 		}
 	case events.GradeConflict:
-		a.Conflicts++
+		a.Conflicts = append(a.Conflicts, b)
+	case events.GradeInstrument:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
+	case events.StopDecided:
+		if b.Judge != nil {
+			a.Judged = append(a.Judged, *b.Judge)
+		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/factline/factline/events"
 )
 
 // WriteJSON writes the report as indented JSON: the form stored as the
@@ -32,6 +34,39 @@ func EncodeJSON(r Report) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// State says how far the report is: complete, in progress (attempts
+// awaiting), or held back by disputed grades; and, for a one-trial suite,
+// that it is a smoke read.
+func (r Report) State() string {
+	state := "complete"
+	disputed, awaiting := 0, 0
+	for _, t := range r.Treatments {
+		disputed += t.Disputed
+		awaiting += t.Awaiting
+	}
+	switch {
+	case awaiting > 0:
+		state = "in progress"
+	case !r.Complete && disputed > 0:
+		state = "not complete"
+	}
+	if disputed > 0 {
+		state += fmt.Sprintf(": %d disputed by an unresolved grade.conflict", disputed)
+	}
+	if r.Smoke {
+		state += "; smoke read (one trial: the path is live, no quality claim)"
+	}
+	if st := r.StoppedEarly; st != nil {
+		what := "the difference excludes zero"
+		if st.Reason == events.StopEquivalence {
+			what = "the difference lies within the equivalence margin"
+		}
+		state += fmt.Sprintf("; stopped early after %d pairs: %s, %s [%+.1f, %+.1f] pts at %.1f%% (anytime-valid)",
+			st.Pairs, st.Comparison, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
+	}
+	return state
+}
+
 func pct(p *float64) string {
 	if p == nil {
 		return "-"
@@ -49,12 +84,8 @@ func num(p *float64, format string) string {
 // WriteTable writes the report as a terminal table: a heading, one row per
 // treatment with every column of docs/report.md, then the comparisons.
 func WriteTable(w io.Writer, r Report) error {
-	state := "complete"
-	if !r.Complete {
-		state = "in progress"
-	}
 	fmt.Fprintf(w, "suite %s (split %s): %d cases × %d treatments × %d trials, %s\n", r.Suite, r.Split, len(r.Cases),
-		len(r.Treatments), r.Trials, state)
+		len(r.Treatments), r.Trials, r.State())
 	fmt.Fprintf(w, "spec %s; valid outcomes %v", r.SpecDigest, r.ValidOutcomes)
 	if len(r.Required) > 0 {
 		fmt.Fprintf(w, "; required instruments %v", r.Required)
@@ -63,11 +94,11 @@ func WriteTable(w io.Writer, r Report) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending", "invalid",
-		"abstained", "excluded", "harness errors", "awaiting", "pass rate", "95% Wilson", "clustered SE"}
+		"abstained", "excluded", "harness errors", "retried", "awaiting", "disputed", "pass rate", "95% Wilson", "clustered SE"}
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
-	head = append(head, "tokens", "cost", "wall")
+	head = append(head, "tokens", "cost", "wall", "evaluator cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, t := range r.Treatments {
 		ci := "-"
@@ -75,14 +106,14 @@ func WriteTable(w io.Writer, r Report) error {
 			ci = fmt.Sprintf("[%.1f%%, %.1f%%]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
 		}
 		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
-			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors),
-			itoa(t.Awaiting), pct(t.PassRate), ci, num(t.ClusteredSE, "%.3f")}
+			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors), itoa(t.Retried),
+			itoa(t.Awaiting), itoa(t.Disputed), pct(t.PassRate), ci, num(t.ClusteredSE, "%.3f")}
 		for k := 1; k <= int(r.Trials); k++ {
 			cells = append(cells, passAt(t, k, "%.3f"))
 		}
 		u := t.Usage
-		cells = append(cells, known(u.Tokens, u.TokensKnown, u.TokensUnknown), known(u.Cost, u.CostKnown, u.CostUnknown),
-			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000))
+		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown),
+			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000), evaluator(t.Evaluator))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -105,9 +136,14 @@ func WriteTable(w io.Writer, r Report) error {
 		if c.Difference != nil {
 			d := c.Difference
 			fmt.Fprintf(w, "; %s − %s = %+.1f pts [%+.1f, %+.1f]", c.A, c.B, 100*d.Estimate, 100*d.Interval.Lo, 100*d.Interval.Hi)
+		} else if c.RateA != nil && c.RateB != nil {
+			fmt.Fprintf(w, "; %s − %s = %+.1f pts", c.A, c.B, 100*(*c.RateA-*c.RateB))
 		}
 		if c.McNemar != nil {
 			fmt.Fprintf(w, "; McNemar %d/%d p=%.4g", c.McNemar.OnlyA, c.McNemar.OnlyB, c.McNemar.P)
+		}
+		if c.Withheld != "" {
+			fmt.Fprintf(w, "; withheld: %s", c.Withheld)
 		}
 		fmt.Fprintln(w)
 	}
@@ -117,15 +153,35 @@ func WriteTable(w io.Writer, r Report) error {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // known renders a total with its unknown count apart: "1200", "1200 + 2
-// unknown", or "unknown (3)" when no attempt's figure is known.
-func known(total uint64, knownN, unknown int) string {
+// unknown", "unknown (3)" when no attempt's figure is known, or "-" when
+// no attempt ended.
+func known(total *uint64, unknown int) string {
 	switch {
-	case unknown == 0:
-		return strconv.FormatUint(total, 10)
-	case knownN == 0:
+	case total == nil && unknown == 0:
+		return "-"
+	case total == nil:
 		return fmt.Sprintf("unknown (%d)", unknown)
+	case unknown == 0:
+		return strconv.FormatUint(*total, 10)
 	}
-	return fmt.Sprintf("%d + %d unknown", total, unknown)
+	return fmt.Sprintf("%d + %d unknown", *total, unknown)
+}
+
+// evaluator renders the evaluators' cost with its calls: "-" when none
+// was made.
+func evaluator(e EvaluatorUsage) string {
+	if e.Calls == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d calls)", known(e.Cost, e.CostUnknown), e.Calls)
+}
+
+// cell renders a total for CSV: empty when unknown, never 0.
+func cell(total *uint64) string {
+	if total == nil {
+		return ""
+	}
+	return strconv.FormatUint(*total, 10)
 }
 
 func passAt(t TreatmentReport, k int, format string) string {
@@ -142,12 +198,13 @@ func passAt(t TreatmentReport, k int, format string) string {
 func WriteCSV(w io.Writer, r Report) error {
 	cw := csv.NewWriter(w)
 	head := []string{"suite", "split", "treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending",
-		"invalid", "abstained", "excluded", "harness_errors", "awaiting", "conflicted", "pass_rate", "wilson_lo", "wilson_hi",
+		"invalid", "abstained", "excluded", "harness_errors", "retried", "awaiting", "disputed", "conflicted", "pass_rate", "wilson_lo", "wilson_hi",
 		"clustered_se"}
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass_at_%d", k))
 	}
-	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known")
+	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known",
+		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost", "evaluator_cost_unknown", "evaluator_millis")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -164,7 +221,7 @@ func WriteCSV(w io.Writer, r Report) error {
 		}
 		rec := []string{r.Suite, r.Split, t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded),
 			itoa(t.Passed), itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded),
-			itoa(t.HarnessErrors), itoa(t.Awaiting), itoa(t.Conflicted), f(t.PassRate), f(lo), f(hi), f(t.ClusteredSE)}
+			itoa(t.HarnessErrors), itoa(t.Retried), itoa(t.Awaiting), itoa(t.Disputed), itoa(t.Conflicted), f(t.PassRate), f(lo), f(hi), f(t.ClusteredSE)}
 		for k := 1; k <= int(r.Trials); k++ {
 			v := ""
 			for _, p := range t.PassAtK {
@@ -175,8 +232,10 @@ func WriteCSV(w io.Writer, r Report) error {
 			rec = append(rec, v)
 		}
 		u := t.Usage
-		rec = append(rec, strconv.FormatUint(u.Tokens, 10), itoa(u.TokensKnown), itoa(u.TokensUnknown),
-			strconv.FormatUint(u.Cost, 10), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
+		rec = append(rec, cell(u.Tokens), itoa(u.TokensKnown), itoa(u.TokensUnknown),
+			cell(u.Cost), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
+		e := t.Evaluator
+		rec = append(rec, itoa(e.Calls), cell(e.Tokens), itoa(e.TokensUnknown), cell(e.Cost), itoa(e.CostUnknown), strconv.FormatUint(e.Millis, 10))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -205,12 +264,8 @@ func WriteSVG(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="12" y="22" font-size="14" font-weight="bold">%s (split %s): pass rate with 95%% Wilson interval</text>`+"\n",
 		esc(r.Suite), esc(r.Split))
-	state := "complete"
-	if !r.Complete {
-		state = "in progress"
-	}
 	fmt.Fprintf(&b, `<text x="12" y="40" fill="#555">%d cases × %d trials, %s; pass rate = passed / graded</text>`+"\n",
-		len(r.Cases), r.Trials, state)
+		len(r.Cases), r.Trials, esc(r.State()))
 	for _, g := range []float64{0, 0.25, 0.5, 0.75, 1} {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(g), width-right, y(g))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%d%%</text>`+"\n", left-6, y(g)+4, int(g*100))
@@ -238,7 +293,7 @@ func WriteSVG(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="middle" fill="#222">%s</text>`+"\n", cx, labelY, label)
 	}
-	fmt.Fprintf(&b, `<text x="12" y="%d" fill="#555">Not in the rate: pending, invalid, abstained and excluded attempts (see the table).</text>`+"\n",
+	fmt.Fprintf(&b, `<text x="12" y="%d" fill="#555">Not in the rate: pending, invalid, abstained, disputed and excluded attempts (see the table).</text>`+"\n",
 		height-10)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

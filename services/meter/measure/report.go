@@ -21,6 +21,11 @@ const (
 	OutcomeInvalid   Outcome = "invalid"
 	OutcomeAbstained Outcome = "abstained"
 	OutcomeExcluded  Outcome = "excluded"
+	// OutcomeDisputed: the grade counted has an unresolved grade.conflict
+	// (a later check disagreed with it and no later revision settled the
+	// disagreement). It is neither passed nor failed, and a suite with one
+	// is not complete.
+	OutcomeDisputed Outcome = "disputed"
 	// OutcomeAwaiting: not settled yet (not ended, or ended and not yet
 	// graded). A complete report has none.
 	OutcomeAwaiting Outcome = "awaiting"
@@ -45,12 +50,21 @@ type Report struct {
 	Required      []events.InstrumentID `json:"required,omitempty"`
 	ValidOutcomes []events.RunStatus    `json:"valid_outcomes"`
 	// Complete is true when every planned attempt is settled: ended and
-	// graded (or terminally pending), or excluded.
-	Complete    bool              `json:"complete"`
-	Method      Method            `json:"method"`
-	Treatments  []TreatmentReport `json:"treatments"`
-	Comparisons []Comparison      `json:"comparisons"`
-	Attempts    []AttemptRow      `json:"attempts"`
+	// graded (or terminally pending), or excluded, and no grade it counts
+	// is disputed by an unresolved grade.conflict.
+	Complete bool `json:"complete"`
+	// Smoke is true for a suite of one trial: a smoke read that shows the
+	// measurement path is live, not a quality claim (seed 000), which
+	// needs repeated trials.
+	Smoke bool `json:"smoke"`
+	// StoppedEarly is the suite's suite.stopped, when its stopping rule
+	// settled the comparison before every run was run: runs not yet
+	// started then end cancelled (reason suite_stopped) and are excluded.
+	StoppedEarly *events.SuiteStopped `json:"stopped_early,omitempty"`
+	Method       Method               `json:"method"`
+	Treatments   []TreatmentReport    `json:"treatments"`
+	Comparisons  []Comparison         `json:"comparisons"`
+	Attempts     []AttemptRow         `json:"attempts"`
 }
 
 // TreatmentReport is one treatment's row of the report.
@@ -68,7 +82,13 @@ type TreatmentReport struct {
 	Excluded      int    `json:"excluded"`
 	HarnessErrors int    `json:"harness_errors"`
 	Awaiting      int    `json:"awaiting"`
-	Conflicted    int    `json:"conflicted"`
+	// Retried counts planned attempts that were run again after a
+	// harness error (their earlier runs are listed in the attempt rows).
+	Retried int `json:"retried"`
+	// Disputed counts attempts whose counted grade has an unresolved
+	// grade.conflict; Conflicted those with any conflict, resolved or not.
+	Disputed   int `json:"disputed"`
+	Conflicted int `json:"conflicted"`
 	// PassRate is passed / graded; nil when nothing was graded.
 	PassRate *float64 `json:"pass_rate"`
 	// Wilson is the 95% Wilson score interval of PassRate.
@@ -77,7 +97,23 @@ type TreatmentReport struct {
 	// repeated trials and at least two cases graded.
 	ClusteredSE *float64  `json:"clustered_se"`
 	PassAtK     []PassAtK `json:"pass_at_k,omitempty"`
-	Usage       Usage     `json:"usage"`
+	// Usage is what the agents under test consumed; Evaluator what
+	// grading and reviewing them did (judge model calls), kept apart so
+	// that evaluation never inflates an agent's cost (seed 004).
+	Usage     Usage          `json:"usage"`
+	Evaluator EvaluatorUsage `json:"evaluator"`
+}
+
+// EvaluatorUsage sums the evaluators' model calls on a treatment's
+// attempts: the grader's judge instruments and the stop decider's
+// reviewer. A call whose usage is unknown is counted apart, never as zero.
+type EvaluatorUsage struct {
+	Calls         int     `json:"calls"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostUnknown   int     `json:"cost_unknown"`
+	Millis        uint64  `json:"millis"`
 }
 
 // PassAtK is the mean unbiased pass@k over the cases with at least k graded
@@ -90,16 +126,25 @@ type PassAtK struct {
 
 // Usage is what a treatment's ended attempts consumed. An attempt whose
 // tokens or cost are unknown is counted in the Unknown field and adds
-// nothing to the total: unknown never becomes zero.
+// nothing to the total; a total is nil (null in JSON, an empty CSV cell)
+// when no attempt's figure is known: unknown never becomes zero.
 type Usage struct {
-	Tokens        uint64 `json:"tokens"`
-	TokensKnown   int    `json:"tokens_known"`
-	TokensUnknown int    `json:"tokens_unknown"`
-	Cost          uint64 `json:"cost"`
-	CostKnown     int    `json:"cost_known"`
-	CostUnknown   int    `json:"cost_unknown"`
-	WallMillis    uint64 `json:"wall_millis"`
-	WallKnown     int    `json:"wall_known"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensKnown   int     `json:"tokens_known"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostKnown     int     `json:"cost_known"`
+	CostUnknown   int     `json:"cost_unknown"`
+	WallMillis    uint64  `json:"wall_millis"`
+	WallKnown     int     `json:"wall_known"`
+}
+
+// add sums a known figure into a total that is nil until one is known.
+func add(total **uint64, v uint64) {
+	if *total == nil {
+		*total = new(uint64)
+	}
+	**total += v
 }
 
 // AttemptRow is one planned attempt and where it landed.
@@ -118,6 +163,39 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// Judged is the evaluators' model calls on the attempt, summed into
+	// the treatment's evaluator usage.
+	Judged []events.JudgeCall `json:"-"`
+	// Retried lists the earlier runs of this planned attempt, oldest
+	// first, when it was retried (factline retry): the row is the newest
+	// run's, and the earlier ones are never hidden.
+	Retried []EarlierRun `json:"retried,omitempty"`
+}
+
+// EarlierRun is a run of a planned attempt that a retry replaced.
+type EarlierRun struct {
+	Run    string           `json:"run"`
+	Status events.RunStatus `json:"status,omitempty"`
+	Reason string           `json:"reason,omitempty"`
+}
+
+// newestRow classifies a planned attempt by its newest run, following its
+// retries, and lists the runs they replaced.
+func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.InstrumentID) AttemptRow {
+	var earlier []EarlierRun
+	seen := map[string]bool{m.Run: true}
+	for next, ok := l.RetriedBy[m.Run]; ok && !seen[next]; next, ok = l.RetriedBy[m.Run] {
+		e := EarlierRun{Run: m.Run}
+		if a := l.Runs[m.Run]; a != nil && a.Ended != nil {
+			e.Status, e.Reason = a.Ended.Status, a.Ended.Reason
+		}
+		earlier = append(earlier, e)
+		seen[next] = true
+		m.Run = next
+	}
+	r := row(m, l.Runs[m.Run], valid, required)
+	r.Retried = earlier
+	return r
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -141,11 +219,11 @@ func Build(l *Log) Report {
 		r.Cases = append(r.Cases, c.ID)
 	}
 	for m := range Members(s) {
-		r.Attempts = append(r.Attempts, row(m, l.Runs[m.Run], valid, s.Required))
+		r.Attempts = append(r.Attempts, l.newestRow(m, valid, s.Required))
 	}
-	r.Complete = true
+	r.Complete, r.Smoke, r.StoppedEarly = true, s.Trials == 1, l.Stopped
 	for _, a := range r.Attempts {
-		if a.Outcome == OutcomeAwaiting {
+		if a.Outcome == OutcomeAwaiting || a.Outcome == OutcomeDisputed {
 			r.Complete = false
 		}
 	}
@@ -174,7 +252,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	if a.Requested != nil {
 		out.Identity = a.Requested.Identity
 	}
-	out.Started, out.Conflicts = a.Claimed, a.Conflicts
+	out.Started, out.Conflicts, out.Judged = a.Claimed, len(a.Conflicts), a.Judged
 	if a.Ended == nil {
 		out.Reason = "running"
 		if !a.Claimed {
@@ -184,6 +262,11 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	}
 	e := a.Ended
 	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
+		// Never run: whatever the suite counts, it says nothing of the agent.
+		out.Outcome, out.Reason = OutcomeExcluded, "not run: the suite stopped early"
+		return out
+	}
 	if !slices.Contains(valid, e.Status) {
 		out.Outcome, out.Reason = OutcomeExcluded, fmt.Sprintf("ended %s (%s), not a valid outcome of this suite", e.Status, e.Reason)
 		return out
@@ -194,6 +277,12 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	out.Revision = v.Revision
+	if c, ok := unresolved(v, a.Conflicts); ok {
+		out.Outcome = OutcomeDisputed
+		out.Reason = fmt.Sprintf("grade.conflict: revision %d disagrees with revision %d on %s (%s); a later revision that agrees settles it",
+			c.Revision, c.ConflictsWith, c.Instrument, c.Reason)
+		return out
+	}
 	switch res := v.Result.Variant().(type) {
 	case events.VerdictPassed, events.VerdictFailed:
 		out.Outcome = OutcomePassed
@@ -237,6 +326,22 @@ func verdictOf(a *Attempt) (events.GraderVerdict, bool) {
 	return best, found
 }
 
+// unresolved returns the newest conflict that disputes the counted grade:
+// one on its snapshot at its revision or later (a conflict the grader
+// appended with a revision whose verdict is not folded yet disputes it
+// too). A later revision that appended no conflict of its own settled the
+// ones before it.
+func unresolved(v events.GraderVerdict, conflicts []events.GradeConflict) (events.GradeConflict, bool) {
+	var out events.GradeConflict
+	found := false
+	for _, c := range conflicts {
+		if c.SnapshotDigest == v.SnapshotID && c.Revision >= v.Revision && (!found || c.Revision >= out.Revision) {
+			out, found = c, true
+		}
+	}
+	return out, found
+}
+
 // missingRequired lists the suite's required instruments that a definitive
 // grade does not rest on as required, passed-or-failed results.
 func missingRequired(v events.GraderVerdict, required []events.InstrumentID) []string {
@@ -264,6 +369,9 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			continue
 		}
 		t.Planned++
+		if len(a.Retried) > 0 {
+			t.Retried++
+		}
 		if a.Started {
 			t.Started++
 		}
@@ -271,13 +379,13 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Ended++
 			u := &t.Usage
 			if a.Tokens != nil {
-				u.Tokens += *a.Tokens
+				add(&u.Tokens, *a.Tokens)
 				u.TokensKnown++
 			} else {
 				u.TokensUnknown++
 			}
 			if a.Cost != nil {
-				u.Cost += *a.Cost
+				add(&u.Cost, *a.Cost)
 				u.CostKnown++
 			} else {
 				u.CostUnknown++
@@ -285,6 +393,22 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			if a.Millis != nil {
 				u.WallMillis += *a.Millis
 				u.WallKnown++
+			}
+		}
+		for _, j := range a.Judged {
+			e := &t.Evaluator
+			e.Calls++
+			e.Millis += j.Millis
+			if j.Usage == nil {
+				e.TokensUnknown++
+				e.CostUnknown++
+				continue
+			}
+			add(&e.Tokens, j.Usage.InputTokens+j.Usage.OutputTokens)
+			if j.Usage.Cost == nil {
+				e.CostUnknown++
+			} else {
+				add(&e.Cost, *j.Usage.Cost)
 			}
 		}
 		if a.Status == events.RunErrored {
@@ -317,6 +441,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Excluded++
 		case OutcomeAwaiting:
 			t.Awaiting++
+		case OutcomeDisputed:
+			t.Disputed++
 		}
 	}
 	if t.Graded > 0 {

@@ -115,7 +115,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 		cmd.Stderr, srv.stderr = f, f
 	}
 	srv.cmd = cmd
-	client := mcp.NewClient(&mcp.Implementation{Name: "factline", Version: version.Harness}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "factline", Version: version.Current().Version}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.StartTimeout.Std())
 	defer cancel()
 	session, err := client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)

@@ -3,14 +3,27 @@ package step
 import "github.com/factline/factline/events"
 
 // Stop reasons for the budget limits this package decides. They end a run
-// incomplete, never as an error: running out is an honest ending.
+// exhausted (see Exhausted), never as an error: running out is an honest
+// ending.
 const (
 	ReasonStepLimit           = "step_limit"
 	ReasonBudgetPreflight     = "budget_preflight"
 	ReasonReservationExceeded = "reservation_exceeded"
 	ReasonInputTokenLimit     = "input_token_limit"
 	ReasonOutputTokenLimit    = "output_token_limit"
+	// ReasonWallLimit is the wall-time limit, which the runner checks with
+	// its clock.
+	ReasonWallLimit = "wall_time_limit"
 )
+
+// Exhausted is the ending of a run that spent a budget before it was done:
+// steps, tokens, cost, wall time, or a call that cost more than it
+// reserved. The limit is its reason. It is not incomplete: incomplete is
+// the stop decider's finish (a stall stop among them), exhausted is the
+// runner's hard limit, and an analyst must be able to tell the two apart.
+func Exhausted(limit string) Ending {
+	return Ending{Status: events.RunExhausted, Reason: limit}
+}
 
 // Budget is the part of a case's budget that facts can tell: steps, tokens
 // and cost. A zero limit is no limit. The wall-time limit is not here: it

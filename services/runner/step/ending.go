@@ -118,6 +118,8 @@ func NextAction(s events.RunStatus) string {
 		return "fix the harness or the run request named in the reason, then request a new run"
 	case events.RunNeedsHuman:
 		return "a person must decide: read the reason and the last observation"
+	case events.RunExhausted:
+		return "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work"
 	}
 	return "inspect the last observation; authorize a new bounded run if it is still the right work"
 }

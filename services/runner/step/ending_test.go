@@ -53,3 +53,20 @@ func TestSurfaceUnknownNamesEveryOperation(t *testing.T) {
 		t.Error("evidence without a completed turn")
 	}
 }
+
+// A spent budget ends a run exhausted with the limit as its reason, apart
+// from the stop decider's incomplete (a stall stop), and its handoff says
+// which budget to raise.
+func TestSpentBudgetEndsExhausted(t *testing.T) {
+	for _, limit := range []string{ReasonStepLimit, ReasonInputTokenLimit, ReasonOutputTokenLimit, ReasonBudgetPreflight, ReasonReservationExceeded, ReasonWallLimit} {
+		if end := Exhausted(limit); end.Status != events.RunExhausted || end.Reason != limit {
+			t.Errorf("%s: %+v", limit, end)
+		}
+	}
+	if end := Finished(events.StopFinish{Status: events.FinishIncomplete, Reason: "stall: repeated_failure"}); end.Status != events.RunIncomplete {
+		t.Errorf("a stall stop ended %s, want incomplete", end.Status)
+	}
+	if a := NextAction(events.RunExhausted); a == NextAction(events.RunIncomplete) || !strings.Contains(a, "budget") {
+		t.Errorf("the handoff of an exhausted run: %q", a)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 )
 
@@ -171,4 +172,37 @@ func BuiltinByName(name string) (Tool, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Contracts is the canonical JSON of every tool the registry offers, in
+// the order offered: name, description, argument schema, effect class,
+// approval rule, timeout, output cap and idempotence. It is what the
+// model is told and what the harness enforces, so it is part of the agent
+// identity: a change of any contract makes another agent.
+func (r *Registry) Contracts() (json.RawMessage, error) {
+	type contract struct {
+		Name        string             `json:"name"`
+		Description string             `json:"description"`
+		Schema      json.RawMessage    `json:"schema"`
+		Effect      events.EffectClass `json:"effect"`
+		Approval    Approval           `json:"approval"`
+		TimeoutMS   int64              `json:"timeout_ms"`
+		OutputCap   int                `json:"output_cap"`
+		Idempotent  bool               `json:"idempotent"`
+	}
+	out := make([]contract, 0, len(r.order))
+	for _, n := range r.order {
+		c := r.tools[n].Contract()
+		var schema bytes.Buffer
+		if err := json.Compact(&schema, c.Schema); err != nil {
+			return nil, fmt.Errorf("tool %s: schema: %w", n, err)
+		}
+		out = append(out, contract{Name: c.Name, Description: c.Description, Schema: schema.Bytes(), Effect: c.Effect,
+			Approval: c.Approval, TimeoutMS: c.Timeout.Milliseconds(), OutputCap: c.OutputCap, Idempotent: c.Idempotent})
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("tool contracts: %w", err)
+	}
+	return data, nil
 }

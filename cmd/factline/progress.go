@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter/measure"
+)
+
+// progress shows a suite's progress. On a terminal it is one line,
+// rewritten once a second with a live elapsed time, so that a suite no
+// service works on still shows the clock running; otherwise a plain line
+// at most once a second as facts arrive. Warnings (no service has taken
+// the suite up) go to errOut.
+type progress struct {
+	out    io.Writer
+	errOut io.Writer
+	tty    bool
+	start  time.Time
+
+	mu        sync.Mutex
+	suite     string
+	planned   int
+	requested map[string]bool
+	counter   *measure.Counter // counts as the report counts
+	lastLine  string
+	lastPrint time.Time
+	warned    map[string]bool // the idle warnings already given
+}
+
+func newProgress(out, errOut io.Writer) *progress {
+	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), requested: map[string]bool{},
+		warned: map[string]bool{}}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// idleWatch says when follow tells that no service has taken the suite
+// up: after grace with no run started, it names the missing service and
+// the command that starts it against url.
+type idleWatch struct {
+	grace time.Duration // 0: never
+	url   string        // the NATS server the fleet should serve (redacted)
+}
+
+// note prints a line of its own, ending a progress line in the way.
+func (p *progress) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endLine()
+	fmt.Fprintf(p.out, format+"\n", args...)
+}
+
+// endLine ends the progress line on a terminal, so that what follows
+// starts on a line of its own. Called with mu held.
+func (p *progress) endLine() {
+	if p.tty && p.lastLine != "" {
+		fmt.Fprintln(p.out)
+		p.lastLine = ""
+	}
+}
+
+// finish shows the last state and ends the line.
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		p.render()
+	}
+	p.endLine()
+}
+
+func (p *progress) summary() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.tally()
+	return fmt.Sprintf("%d started, %d ended, %d graded, %d passed, %s", t.Started, t.Ended, t.Graded, t.Passed,
+		time.Since(p.start).Round(100*time.Millisecond))
+}
+
+// tally is the suite's counts as the report counts them. Called with mu
+// held.
+func (p *progress) tally() measure.Tally {
+	if p.counter == nil {
+		return measure.Tally{}
+	}
+	return p.counter.Tally()
+}
+
+// line is the progress line. Called with mu held.
+func (p *progress) line(elapsed time.Duration) string {
+	t := p.tally()
+	return fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
+		t.Ended, t.Graded, t.Passed, elapsed)
+}
+
+// render rewrites the terminal's progress line in place. Called with mu
+// held.
+func (p *progress) render() {
+	line := p.line(time.Since(p.start).Truncate(time.Second))
+	fmt.Fprintf(p.out, "\r%s%s", line, strings.Repeat(" ", max(0, len(p.lastLine)-len(line))))
+	p.lastLine = line
+}
+
+// tick renders the terminal's line once a second and, after the idle
+// watch's grace, says which service has not taken the suite up, until
+// ctx ends.
+func (p *progress) tick(ctx context.Context, idle idleWatch) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		if p.tty {
+			p.render()
+		}
+		if idle.grace > 0 && time.Since(p.start) >= idle.grace {
+			p.warnIdle(idle.url)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// warnIdle says, once per missing service, that nothing has started and
+// how to start what is missing: no run requested means no meter serves
+// the server; runs requested but none claimed means no runner does.
+// Called with mu held.
+func (p *progress) warnIdle(url string) {
+	if p.tally().Started > 0 {
+		return
+	}
+	after := time.Since(p.start).Truncate(time.Second)
+	var key, msg string
+	if len(p.requested) == 0 {
+		key = "meter"
+		msg = fmt.Sprintf("no run of suite %q has been requested after %s: no meter serves %s. "+
+			"Start the services (all five) with: factline serve --nats %s", p.suite, after, url, url)
+	} else {
+		key = "runner"
+		msg = fmt.Sprintf("no runner has taken a run of suite %q after %s (%d of %d runs requested, none started). "+
+			"Start one with: factline serve --services runner --nats %s", p.suite, after, len(p.requested), p.planned, url)
+	}
+	if p.warned[key] {
+		return
+	}
+	p.warned[key] = true
+	p.endLine() // stderr is often the same terminal
+	fmt.Fprintf(p.errOut, "factline run: %s (add the role's --user, --nkey or --creds where the server asks for one: docs/security.md)\n", msg)
+}
+
+// follow reads the suite's facts as they are committed until the meter
+// reports the suite. It rides out the bus failing under it (a server
+// restart, a leader election) by reading on from the last fact it saw, and
+// gives up only on a full store (watchStore), which it reports, or when
+// ctx ends.
+func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned int, idle idleWatch) error {
+	p.mu.Lock()
+	p.suite, p.planned = suite, planned
+	p.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	ticking := make(chan struct{})
+	go func() { defer close(ticking); p.tick(ctx, idle) }()
+	defer func() { cancel(nil); <-ticking }()
+	var lastFact atomic.Int64
+	lastFact.Store(time.Now().UnixNano())
+	go watchStore(ctx, b, &lastFact, cancel)
+	reported := false
+	var from uint64
+	for try := 0; ; try++ {
+		last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true, FromSeq: from}, func(r bus.Raw) error {
+			lastFact.Store(time.Now().UnixNano())
+			from = r.Seq + 1
+			return p.fact(r, func() { reported = true; cancel(nil) })
+		})
+		if reported {
+			return nil
+		}
+		if cause := context.Cause(ctx); errors.Is(cause, bus.ErrStoreFull) {
+			p.finish()
+			return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
+				"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if last >= from {
+			from = last + 1
+		}
+		slog.Warn("following the suite was interrupted; reading on", "after", from, "err", err)
+		if err := sleepCtx(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)); err != nil {
+			return err
+		}
+	}
+}
+
+// fact updates the progress with one committed fact of the suite; done is
+// called when the suite is reported.
+func (p *progress) fact(r bus.Raw, done func()) error {
+	f, err := r.Fact()
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.counter == nil {
+		p.counter = measure.NewCounter(f.Suite)
+	}
+	p.counter.Apply(f)
+	switch f.Body.(type) {
+	case events.RunRequested:
+		p.requested[f.Run] = true
+		return nil
+	case events.RunClaimed, events.RunEnded, events.GradeVerdict:
+	case events.SuiteReported:
+		done()
+		return nil
+	default:
+		return nil
+	}
+	// A terminal's line is drawn by tick, once a second. Elsewhere, a
+	// plain line at most once a second, and the last one.
+	if !p.tty && (time.Since(p.lastPrint) >= time.Second || p.tally().Settled == p.planned) {
+		fmt.Fprintln(p.out, p.line(time.Since(p.start).Round(100*time.Millisecond)))
+		p.lastPrint = time.Now()
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/services/meter/measure"
+)
+
+// newRetryCmd runs again the attempts of a suite that ended as harness
+// errors (docs/report.md#retries).
+func newRetryCmd() *cobra.Command {
+	var o retryFlags
+	c := &cobra.Command{
+		Use:   "retry SUITE",
+		Short: "run again the attempts of a suite that ended as harness errors, each recorded as a retry of the first",
+		Example: "  factline retry demo --store /tmp/fl\n" +
+			"  factline retry nightly --run fix-sum-baseline-t2 --nats nats://10.0.0.5:4222",
+		Args: exactArgs(1, "name one suite: factline retry SUITE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringArrayVar(&o.runs, "run", nil, "only the attempt this run belongs to (repeat for several; default: every attempt that ended errored)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --store: how long to wait for the retries to be graded")
+	return c
+}
+
+// retryFlags are retry's flags.
+type retryFlags struct {
+	t       target
+	runs    []string
+	timeout time.Duration
+}
+
+func (o *retryFlags) run(ctx context.Context, suite string, out, errOut io.Writer) error {
+	b, closeBus, err := o.t.readsExisting().open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	m, err := meter.New(b, kit.WithInstance(kit.LocalInstance("retry")))
+	if err != nil {
+		return err
+	}
+	retries, err := m.Retry(ctx, suite, o.runs)
+	if err != nil {
+		return err
+	}
+	if len(retries) == 0 {
+		fmt.Fprintf(out, "no attempt of %s ended as a harness error%s: nothing to retry\n", suite, only(o.runs))
+		return nil
+	}
+	for _, r := range retries {
+		fmt.Fprintf(out, "retrying %s (%s/%s trial %d) as %s\n", r.Of, r.Member.Case, r.Member.Treatment, r.Member.Trial, r.Run)
+	}
+	if o.t.url != "" {
+		fmt.Fprintf(out, "the fleet serving %s runs them; 'factline report %s' shows them once graded\n", redactURL(o.t.url), suite)
+		return nil
+	}
+	// An embedded store: run the retries here, as factline run would.
+	f, err := fleet.Start(ctx, b, serveOptions{instances: 2}.fleetOptions(nil))
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	wait, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := awaitGraded(wait, b, suite, retries); err != nil {
+		return fmt.Errorf("the retries were not all graded: %w (the store keeps them: run 'factline retry %s --store DIR' again to go on)", err, suite)
+	}
+	r, err := meter.Report(ctx, b, suite)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return measure.WriteTable(out, r)
+}
+
+func only(runs []string) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" among %v", runs)
+}
+
+// awaitGraded waits until every retry's run has ended and, unless it
+// ended errored or cancelled, has a verdict.
+func awaitGraded(ctx context.Context, b *bus.Bus, suite string, retries []measure.Retry) error {
+	left := make([]string, 0, len(retries))
+	for _, r := range retries {
+		left = append(left, r.Run)
+	}
+	for len(left) > 0 {
+		log, err := b.LoadRun(ctx, suite, left[0])
+		if err != nil && !bus.Transient(err) {
+			return err
+		}
+		if err == nil && settled(log.Facts()) {
+			left = left[1:]
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d still running: %w", len(left), context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func settled(facts []events.Fact) bool {
+	var end *events.RunEnded
+	graded := false
+	for _, f := range facts {
+		switch b := f.Body.(type) {
+		case events.RunEnded:
+			end = &b
+		case events.GradeVerdict:
+			graded = true
+		}
+	}
+	if end == nil {
+		return false
+	}
+	return graded || slices.Contains([]events.RunStatus{events.RunErrored, events.RunCancelled}, end.Status)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// serve --store takes --fsync like run and demo: it starts the store's
+// server with that durability and says which. A bad value, or --fsync
+// where no embedded server starts (--nats), is a usage error rather than
+// a setting silently ignored.
+func TestServeFsync(t *testing.T) {
+	store := t.TempDir()
+	srv := startServe(t, "--services", "meter", "--store", store, "--fsync", "interval")
+	if out := srv.out.String(); !strings.Contains(out, "(fsync: interval)") || !strings.Contains(out, "serving meter") {
+		t.Fatalf("serve --fsync interval: %q %q", out, srv.errOut.String())
+	}
+	if code := srv.stop(); code != 0 {
+		t.Fatalf("serve exited %d: %q", code, srv.errOut.String())
+	}
+	srv = startServe(t, "--services", "meter", "--store", store, "--listen", "0")
+	if out := srv.out.String(); !strings.Contains(out, "(fsync: always)") || !strings.Contains(out, "serving meter") {
+		t.Fatalf("serve --listen, default fsync: %q %q", out, srv.errOut.String())
+	}
+	// A store another process serves keeps that process's durability.
+	code, _, errOut := runCLI(t, "serve", "--services", "meter", "--store", store, "--fsync", "interval")
+	if code != 2 || !strings.Contains(errOut, "--fsync") || !strings.Contains(errOut, "served by another process") {
+		t.Errorf("serve --fsync on a served store: %d %q", code, errOut)
+	}
+	srv.stop()
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--store", t.TempDir(), "--fsync", "sometimes"}, `durability "sometimes"`},
+		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--fsync", "interval"}, "--fsync applies to an embedded server"},
+		{[]string{"run", "../../examples/demo/suite.yaml", "--nats", "nats://127.0.0.1:1", "--fsync", "interval"}, "--fsync applies to an embedded server"},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("factline %v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	if code, out, _ := runCLI(t, "serve", "--help"); code != 0 || !strings.Contains(out, "--fsync") {
+		t.Errorf("serve --help does not list --fsync: %q", out)
+	}
+}
+
+// --workers sets how many deliveries a service's instances handle at once;
+// what cannot apply is a usage error naming the flag.
+func TestServeWorkers(t *testing.T) {
+	store := t.TempDir()
+	srv := startServe(t, "--services", "staller,decider", "--store", store, "--workers", "staller=4,decider=2")
+	if out := srv.out.String(); !strings.Contains(out, "serving staller") {
+		t.Fatalf("serve --workers: %q %q", out, srv.errOut.String())
+	}
+	if code := srv.stop(); code != 0 {
+		t.Fatalf("serve exited %d: %q", code, srv.errOut.String())
+	}
+	for _, c := range []struct {
+		workers, want string
+	}{
+		{"runner=2", "--instances"},
+		{"stalller=2", `unknown service "stalller"`},
+		{"grader=2", "grader is not among --services"},
+		{"staller=0", "--workers staller=0: at least 1"},
+		{"staller=many", "--workers"},
+	} {
+		code, out, errOut := runCLI(t, "serve", "--services", "staller", "--store", t.TempDir(), "--workers", c.workers)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("--workers %s: exit %d, stdout %q, stderr %q; want 2 and %q", c.workers, code, out, errOut, c.want)
+		}
+	}
+}

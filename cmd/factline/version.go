@@ -1,0 +1,34 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factline/factline/version"
+)
+
+// newVersionCmd prints which build of factline this is: the module
+// version and, for a build from a checkout, its VCS revision (the same
+// line as --version); --json gives the whole record.
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "print the build's module version and VCS revision (--json: the whole record)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			b := version.Current()
+			if !asJSON {
+				_, err := fmt.Fprintln(c.OutOrStdout(), b.String())
+				return err
+			}
+			enc := json.NewEncoder(c.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(b)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON: module, version, revision, time, modified, go")
+	return c
+}

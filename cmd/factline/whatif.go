@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/lab/recorded"
+	"github.com/factline/factline/lab/whatif"
+	"github.com/factline/factline/projections/replay"
+)
+
+// newWhatifCmd replays recorded runs through the stall core under
+// candidate policies (docs/stopping.md#measuring-a-threshold-factline-whatif).
+func newWhatifCmd() *cobra.Command {
+	var o whatifFlags
+	c := &cobra.Command{
+		Use:   "whatif [SUITE...]",
+		Short: "re-decide recorded runs under other stall policies: false stops, true stalls, what each would save",
+		Example: "  factline whatif --store /tmp/calibration --policy strict.yaml --policy patient.yaml\n" +
+			"  factline whatif calibration --file calibration.flx --suite examples/calibration/suite.yaml --svg curve.svg",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return o.run(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
+	o.t.flags(fs)
+	fs.StringVar(&o.file, "file", "", "export file to read instead of a store or a server (needs --suite)")
+	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under")
+	fs.StringArrayVar(&o.policies, "policy", nil, "a candidate policy file (a stall block; repeat for several)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	fs.StringVar(&o.svg, "svg", "", "also write the trade-off curve (false stops against tokens saved) to this SVG file")
+	return c
+}
+
+// whatifFlags are whatif's flags.
+type whatifFlags struct {
+	t           target
+	file, suite string
+	policies    []string
+	asJSON      bool
+	svg         string
+}
+
+func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.Writer) error {
+	var cands []whatif.Candidate
+	names := map[string]string{}
+	for _, p := range o.policies {
+		data, err := cases.ReadInput(p, cases.MaxFileBytes, "a policy file")
+		if err != nil {
+			return fmt.Errorf("--policy: %w", err)
+		}
+		c, err := whatif.ParseCandidate(p, data)
+		if err != nil {
+			return err
+		}
+		if other, dup := names[c.Name]; dup {
+			return usageError{fmt.Sprintf("--policy %s and %s are both named %q: give one a name: line", other, p, c.Name)}
+		}
+		names[c.Name] = p
+		cands = append(cands, c)
+	}
+	var src replay.Source
+	var resolve recorded.Resolver
+	switch {
+	case o.file != "":
+		if o.t.store != "" || o.t.url != "" {
+			return usageError{"give --file, --store or --nats, only one"}
+		}
+		if o.suite == "" {
+			return usageError{"--file needs --suite: an export holds facts, not the cases and treatments the runs ran under"}
+		}
+		r, err := recorded.FromSuite(ctx, o.suite)
+		if err != nil {
+			return err
+		}
+		src, resolve = replay.File(o.file), r
+	case o.suite != "":
+		return usageError{"--suite goes with --file; a store or a server holds the cases itself"}
+	default:
+		b, closeBus, err := o.t.readsExisting().open(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeBus()
+		src, resolve = replay.Stream(b, bus.ReadOptions{}), recorded.FromBus(b)
+	}
+	res, err := recorded.Load(ctx, src, suites, resolve)
+	if err != nil {
+		return err
+	}
+	for _, bad := range res.Bad {
+		fmt.Fprintf(errOut, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(errOut, "skipped run %s/%s: %s\n", s.Suite, s.Run, s.Reason)
+	}
+	if len(res.Runs) == 0 {
+		return fmt.Errorf("no recorded run to replay (record one with factline run SUITE --store DIR)")
+	}
+	rep := whatif.Evaluate(res.Runs, cands)
+	if o.svg != "" {
+		f, err := os.Create(o.svg)
+		if err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+		err = rep.WriteSVG(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+	}
+	if o.asJSON {
+		return printJSON(out, rep)
+	}
+	return rep.WriteText(out)
+}

@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/suites"
+	"github.com/factline/factline/version"
+)
+
+// claimIdentity records in the claim the agent identity of what this
+// runner actually runs: the requested components, with the extensions
+// component replaced by the extensions it admitted and the harness
+// component by its own build and the digest of what shapes its behaviour
+// (the tool contracts it offers, extensions' included; the effective
+// context and stall policy; the case's stop policy, its checks and
+// requirements; its permission policy, the tools' approval rules in their
+// contracts and the endpoints http_call may reach; and the containment it
+// applied). Two runners that would behave differently never record the
+// same identity, whatever the request said.
+func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
+	contracts, err := a.registry.Contracts()
+	if err != nil {
+		return err
+	}
+	stop := struct {
+		Checks        any   `json:"checks"`
+		Requirements  any   `json:"requirements"`
+		RequiresWrite *bool `json:"requires_write,omitempty"`
+	}{a.kase.Checks, a.kase.Requirements, a.kase.RequiresWrite}
+	behaviour := map[string]json.RawMessage{"tools": contracts}
+	for name, v := range map[string]any{"context": a.eff.Context, "stall": a.eff.Stall, "stop": stop,
+		"http": a.kase.HTTP, "containment": applied(claim.Containment)} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("identity: %s: %w", name, err)
+		}
+		behaviour[name] = data
+	}
+	harness, err := version.HarnessOf(version.Current(), behaviour)
+	if err != nil {
+		return err
+	}
+	comps := a.requested.Components
+	if len(claim.Extensions) > 0 {
+		value, err := json.Marshal(claim.Extensions)
+		if err != nil {
+			return fmt.Errorf("identity: extensions: %w", err)
+		}
+		if _, comps, err = suites.WithComponent(comps, suites.ComponentExtensions, string(value)); err != nil {
+			return err
+		}
+	}
+	claim.Identity, _, err = suites.WithComponent(comps, suites.ComponentHarness, harness)
+	return err
+}
+
+// applied is what of a containment record shapes behaviour: the provider
+// and each feature's state and limit. A feature's detail is left out: it
+// explains the state in words that may name this host's paths (a work
+// directory), which would make every runner its own agent.
+func applied(c *events.Containment) any {
+	if c == nil {
+		return nil
+	}
+	type feature struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+		Limit uint64 `json:"limit,omitempty"`
+	}
+	out := struct {
+		Provider string    `json:"provider"`
+		Features []feature `json:"features"`
+	}{Provider: c.Provider}
+	for _, f := range c.Features {
+		out.Features = append(out.Features, feature{Name: f.Name, State: string(f.State), Limit: f.Limit})
+	}
+	return out
+}
