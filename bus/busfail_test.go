@@ -410,20 +410,12 @@ func TestControlOutlivesARestart(t *testing.T) {
 func TestALostControlIsMadeAgainAfterAReconnect(t *testing.T) {
 	ctx := testCtx(t)
 	r := startRestartable(t)
-	nc, err := nats.Connect("nats://" + r.cfg.Listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: bus.ControlStream, Subjects: []string{"ctl.>", "status.>"},
-		Storage: jetstream.MemoryStorage, MaxAge: 10 * time.Minute, Duplicates: 2 * time.Minute, AllowDirect: true, MaxMsgsPerSubject: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
+	makeMemoryControl(t, ctx, r)
 	b := r.dial(t, ctx)
 	r.restart()
 	var s jetstream.Stream
 	waitFor(t, "CONTROL made again", func() bool {
+		var err error
 		s, err = b.JetStream().Stream(ctx, bus.ControlStream)
 		return err == nil
 	})
@@ -509,21 +501,27 @@ func counterValue(t *testing.T, name, match string) float64 {
 
 func gaugeValue(t *testing.T, name string) float64 { return counterValue(t, name, "") }
 
-// The keeper may start late on a busy machine: a reconnect that happened
-// before it ran still has CONTROL made again.
-func TestAReconnectBeforeTheKeeperRunsStillMakesControlAgain(t *testing.T) {
-	ctx := testCtx(t)
-	r := startRestartable(t)
+// makeMemoryControl makes CONTROL in memory, as factline made it before.
+func makeMemoryControl(t *testing.T, ctx context.Context, r *restartable) {
+	t.Helper()
 	nc, err := nats.Connect("nats://" + r.cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: bus.ControlStream, Subjects: []string{"ctl.>", "status.>"},
 		Storage: jetstream.MemoryStorage, MaxAge: 10 * time.Minute, Duplicates: 2 * time.Minute, AllowDirect: true, MaxMsgsPerSubject: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	nc.Close()
+}
+
+// The keeper may start late on a busy machine: a reconnect that happened
+// before it ran still has CONTROL made again.
+func TestAReconnectBeforeTheKeeperRunsStillMakesControlAgain(t *testing.T) {
+	ctx := testCtx(t)
+	r := startRestartable(t)
+	makeMemoryControl(t, ctx, r)
 	release := make(chan struct{})
 	restore := bus.HoldKeeping(release)
 	b := r.dial(t, ctx)

@@ -73,6 +73,8 @@ func Summary(f events.Fact) string {
 		return fmt.Sprintf("revision=%d conflicts with %d: %s", b.Revision, b.ConflictsWith, b.Reason)
 	case events.SuiteReported:
 		return fmt.Sprintf("attempts=%d passed=%d failed=%d pending=%d invalid=%d", b.Attempts, b.Passed, b.Failed, b.Pending, b.Invalid)
+	case events.SuiteStopped:
+		return fmt.Sprintf("%s: %s after %d pairs [%+.1f, %+.1f] pts", b.Comparison, b.Reason, b.Pairs, float64(b.Low)/10, float64(b.High)/10)
 	}
 	return ""
 }

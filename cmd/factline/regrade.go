@@ -11,6 +11,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
@@ -90,7 +91,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	if o.workDir != "" {
 		opts = append(opts, grader.WithWorkDir(o.workDir))
 	}
-	g, err := grader.New(b, opts...)
+	g, err := fleet.OneGrader(b, opts...)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 func newReportCmd() *cobra.Command {
 	var t target
 	var asJSON, asCSV, asSVG bool
+	var by string
+	var wide bool
 	c := &cobra.Command{
 		Use:     "report SUITE",
 		Short:   "print the meter's report of a suite, rebuilt from the log",
@@ -25,7 +27,19 @@ func newReportCmd() *cobra.Command {
 			if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
 				return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
 			}
-			return runReport(c.Context(), &t, args[0], reportFormat{asJSON, asCSV, asSVG}, c.OutOrStdout(), c.ErrOrStderr())
+			switch by {
+			case "", "treatment":
+			case "case":
+				if asSVG {
+					return usageError{"--by case has no chart: give --json, --csv or neither"}
+				}
+			default:
+				return usageError{fmt.Sprintf("--by %q: want treatment or case", by)}
+			}
+			if wide && (asJSON || asCSV || asSVG || by == "case") {
+				return usageError{"--wide is the treatment table's: JSON, CSV and --by case have every column already"}
+			}
+			return runReport(c.Context(), &t, args[0], reportFormat{asJSON, asCSV, asSVG, by == "case", wide}, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	fs := c.Flags()
@@ -33,11 +47,13 @@ func newReportCmd() *cobra.Command {
 	fs.BoolVar(&asJSON, "json", false, "the report as JSON")
 	fs.BoolVar(&asCSV, "csv", false, "the per-treatment table as CSV")
 	fs.BoolVar(&asSVG, "svg", false, "an SVG chart of pass rates with interval bars")
+	fs.BoolVar(&wide, "wide", false, "the table with every column (pending, invalid, harness errors, clustered SE, pass@k for 1, 2, 5, 10 … n, wall, evaluator cost)")
+	fs.StringVar(&by, "by", "treatment", "treatment (the report) or case: one row per case and treatment with its trials, pass rate, pass@1, pass@n and usage")
 	return c
 }
 
 // reportFormat is the one format report writes (none set: the table).
-type reportFormat struct{ json, csv, svg bool }
+type reportFormat struct{ json, csv, svg, byCase, wide bool }
 
 func runReport(ctx context.Context, t *target, suite string, format reportFormat, out, errOut io.Writer) error {
 	b, closeBus, err := t.readsExisting().open(ctx)
@@ -53,6 +69,16 @@ func runReport(ctx context.Context, t *target, suite string, format reportFormat
 	// to standard error. The table is for people: they follow it.
 	warnTo := errOut
 	switch {
+	case format.byCase && format.json:
+		err = measure.WriteCaseJSON(out, measure.ByCase(r))
+	case format.byCase && format.csv:
+		err = measure.WriteCaseCSV(out, measure.ByCase(r))
+	case format.byCase:
+		warnTo = out
+		err = measure.WriteCaseTable(out, measure.ByCase(r))
+	case format.wide:
+		warnTo = out
+		err = measure.WriteWideTable(out, r)
 	case format.json:
 		err = measure.WriteJSON(out, r)
 	case format.csv:

@@ -51,7 +51,7 @@ func (o *retryFlags) run(ctx context.Context, suite string, out, errOut io.Write
 		return err
 	}
 	defer closeBus()
-	m, err := meter.New(b, kit.WithInstance(kit.LocalInstance("retry")))
+	m, err := fleet.OneMeter(b, kit.WithInstance(kit.LocalInstance("retry")))
 	if err != nil {
 		return err
 	}

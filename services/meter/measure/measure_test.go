@@ -384,7 +384,7 @@ func TestOutputs(t *testing.T) {
 	r := l.report()
 
 	var table bytes.Buffer
-	if err := WriteTable(&table, r); err != nil {
+	if err := WriteWideTable(&table, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, col := range []string{"planned", "started", "ended", "graded", "passed", "failed", "pending", "invalid", "abstained",

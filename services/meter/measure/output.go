@@ -81,9 +81,95 @@ func num(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// WriteTable writes the report as a terminal table: a heading, one row per
-// treatment with every column of docs/report.md, then the comparisons.
+// WriteTable writes the report as a terminal table that fits 100
+// columns: a heading, one row per treatment with the attempts ended of
+// planned, the counts that decide it (what is neither passed nor failed is
+// "other", broken down below the table), pass rate with its interval,
+// pass@1 and pass@n, and usage; then the comparisons. WriteWideTable has
+// every column.
 func WriteTable(w io.Writer, r Report) error {
+	writeHeading(w, r)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	head := []string{"treatment", "ended", "passed", "failed", "other", "pass rate", "95% Wilson", "pass@1"}
+	if r.Trials > 1 {
+		head = append(head, fmt.Sprintf("pass@%d", r.Trials))
+	}
+	head = append(head, "tokens", "cost")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	var notes []string
+	for _, t := range r.Treatments {
+		other := t.Pending + t.Invalid + t.Abstained + t.Excluded + t.Awaiting + t.Disputed
+		ci := "-"
+		if t.Wilson != nil {
+			ci = fmt.Sprintf("[%.1f, %.1f]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
+		}
+		cells := []string{t.Treatment, fmt.Sprintf("%d/%d", t.Ended, t.Planned), itoa(t.Passed), itoa(t.Failed), itoa(other),
+			pct(t.PassRate), ci, passAt(t, 1, "%.3f")}
+		if r.Trials > 1 {
+			cells = append(cells, passAt(t, int(r.Trials), "%.3f"))
+		}
+		cells = append(cells, total(t.Usage.Tokens, t.Usage.TokensUnknown), total(t.Usage.Cost, t.Usage.CostUnknown))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		if n := breakdown(t); n != "" {
+			notes = append(notes, fmt.Sprintf("  %s: %s", t.Treatment, n))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "other, and what the columns leave out (report --wide, --json or --csv has every column):")
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return writeComparisons(w, r)
+}
+
+// total is a usage cell of the narrow table: the known total, with a "+"
+// when some attempts' usage is unknown (breakdown says how many), "?" when
+// none is known.
+func total(t *uint64, unknown int) string {
+	switch {
+	case t == nil && unknown > 0:
+		return "?"
+	case t == nil:
+		return "-"
+	case unknown > 0:
+		return strconv.FormatUint(*t, 10) + "+"
+	}
+	return strconv.FormatUint(*t, 10)
+}
+
+// breakdown names a treatment's counts the narrow table folds away.
+func breakdown(t TreatmentReport) string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{t.Pending, "pending"}, {t.Invalid, "invalid"}, {t.Abstained, "abstained"}, {t.Excluded, "excluded"},
+		{t.Awaiting, "awaiting"}, {t.Disputed, "disputed"}, {t.HarnessErrors, "harness errors"}, {t.Retried, "retried"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if u := t.Usage; u.TokensUnknown > 0 || u.CostUnknown > 0 {
+		parts = append(parts, fmt.Sprintf("tokens unknown for %d, cost for %d", u.TokensUnknown, u.CostUnknown))
+	}
+	if e := t.Evaluator; e.Calls > 0 {
+		parts = append(parts, "evaluator cost "+evaluator(e))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func wilson(t TreatmentReport) string {
+	if t.Wilson == nil {
+		return "-"
+	}
+	return fmt.Sprintf("[%.1f%%, %.1f%%]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
+}
+
+func writeHeading(w io.Writer, r Report) {
 	fmt.Fprintf(w, "suite %s (split %s): %d cases × %d treatments × %d trials, %s\n", r.Suite, r.Split, len(r.Cases),
 		len(r.Treatments), r.Trials, r.State())
 	fmt.Fprintf(w, "spec %s; valid outcomes %v", r.SpecDigest, r.ValidOutcomes)
@@ -92,23 +178,48 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
+}
+
+// PassKs are the k a table shows pass@k for, of n trials: 1, 2, 5, 10,
+// 20, 50, 100, … below n, and n. Every k is in the JSON.
+func PassKs(n int) []int {
+	var ks []int
+	for k, step := 1, 0; k < n; step++ {
+		ks = append(ks, k)
+		k = []int{2, 5, 10}[step%3] * pow10(step/3)
+	}
+	if n >= 1 {
+		ks = append(ks, n)
+	}
+	return ks
+}
+
+func pow10(e int) int {
+	p := 1
+	for range e {
+		p *= 10
+	}
+	return p
+}
+
+// WriteWideTable writes the report with every column of docs/report.md
+// (pass@k for the k of PassKs), then the comparisons.
+func WriteWideTable(w io.Writer, r Report) error {
+	writeHeading(w, r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"treatment", "planned", "started", "ended", "graded", "passed", "failed", "pending", "invalid",
 		"abstained", "excluded", "harness errors", "retried", "awaiting", "disputed", "pass rate", "95% Wilson", "clustered SE"}
-	for k := 1; k <= int(r.Trials); k++ {
+	ks := PassKs(int(r.Trials))
+	for _, k := range ks {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
 	head = append(head, "tokens", "cost", "wall", "evaluator cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, t := range r.Treatments {
-		ci := "-"
-		if t.Wilson != nil {
-			ci = fmt.Sprintf("[%.1f%%, %.1f%%]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
-		}
 		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
 			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors), itoa(t.Retried),
-			itoa(t.Awaiting), itoa(t.Disputed), pct(t.PassRate), ci, num(t.ClusteredSE, "%.3f")}
-		for k := 1; k <= int(r.Trials); k++ {
+			itoa(t.Awaiting), itoa(t.Disputed), pct(t.PassRate), wilson(t), num(t.ClusteredSE, "%.3f")}
+		for _, k := range ks {
 			cells = append(cells, passAt(t, k, "%.3f"))
 		}
 		u := t.Usage
@@ -119,6 +230,11 @@ func WriteTable(w io.Writer, r Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return writeComparisons(w, r)
+}
+
+// writeComparisons writes the comparisons below a table.
+func writeComparisons(w io.Writer, r Report) error {
 	if len(r.Comparisons) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "comparisons (paired on case and trial; cluster bootstrap, %d resamples, seed %d; McNemar exact):\n",

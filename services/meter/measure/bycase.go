@@ -1,0 +1,138 @@
+package measure
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/factline/factline/stats"
+)
+
+// CaseRow is one case under one treatment: its trials and how they
+// landed, read from the report's attempt rows (never recomputed
+// otherwise).
+type CaseRow struct {
+	Case      string    `json:"case"`
+	Treatment string    `json:"treatment"`
+	Trials    int       `json:"trials"`
+	Graded    int       `json:"graded"`
+	Passed    int       `json:"passed"`
+	Failed    int       `json:"failed"`
+	Other     int       `json:"other"` // pending, invalid, abstained, excluded, disputed or awaiting
+	PassRate  *float64  `json:"pass_rate"`
+	PassAtK   []PassAtK `json:"pass_at_k,omitempty"`
+	Tokens    *uint64   `json:"tokens"`
+	Cost      *uint64   `json:"cost"`
+	// TokensUnknown and CostUnknown count ended trials whose usage is not
+	// known: a total with unknowns beside it is a lower bound.
+	TokensUnknown int `json:"tokens_unknown"`
+	CostUnknown   int `json:"cost_unknown"`
+}
+
+// ByCase regroups a report's attempts by case and treatment, in the
+// roster's order. pass@k is given for k = 1 and k = the trials graded.
+func ByCase(r Report) []CaseRow {
+	var out []CaseRow
+	at := map[[2]string]int{}
+	for _, a := range r.Attempts {
+		key := [2]string{a.Case, a.Treatment}
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, CaseRow{Case: a.Case, Treatment: a.Treatment})
+		}
+		row := &out[i]
+		row.Trials++
+		switch a.Outcome {
+		case OutcomePassed:
+			row.Passed++
+			row.Graded++
+		case OutcomeFailed:
+			row.Failed++
+			row.Graded++
+		default:
+			row.Other++
+		}
+		if a.Status != "" {
+			if a.Tokens != nil {
+				add(&row.Tokens, *a.Tokens)
+			} else {
+				row.TokensUnknown++
+			}
+			if a.Cost != nil {
+				add(&row.Cost, *a.Cost)
+			} else {
+				row.CostUnknown++
+			}
+		}
+	}
+	for i := range out {
+		row := &out[i]
+		if row.Graded == 0 {
+			continue
+		}
+		row.PassRate = ptr(float64(row.Passed) / float64(row.Graded))
+		for _, k := range []int{1, row.Graded} {
+			if len(row.PassAtK) > 0 && row.PassAtK[len(row.PassAtK)-1].K == k {
+				continue
+			}
+			if v, err := stats.PassAtK(row.Graded, row.Passed, k); err == nil {
+				row.PassAtK = append(row.PassAtK, PassAtK{K: k, Value: v, Cases: 1})
+			}
+		}
+	}
+	return out
+}
+
+// WriteCaseTable writes the rows as a table.
+func WriteCaseTable(w io.Writer, rows []CaseRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@1\tpass@n\ttokens\tcost")
+	for _, r := range rows {
+		p1, pn := "-", "-"
+		if len(r.PassAtK) > 0 {
+			p1 = fmt.Sprintf("%.3f", r.PassAtK[0].Value)
+			last := r.PassAtK[len(r.PassAtK)-1]
+			pn = fmt.Sprintf("%.3f (n=%d)", last.Value, last.K)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Case, r.Treatment, r.Trials, r.Passed, r.Failed, r.Other,
+			pct(r.PassRate), p1, pn, known(r.Tokens, r.TokensUnknown), known(r.Cost, r.CostUnknown))
+	}
+	return tw.Flush()
+}
+
+// WriteCaseJSON writes the rows as an indented JSON array.
+func WriteCaseJSON(w io.Writer, rows []CaseRow) error {
+	if rows == nil {
+		rows = []CaseRow{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+// WriteCaseCSV writes the rows as CSV; an unknown total is an empty cell.
+func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"case", "treatment", "trials", "graded", "passed", "failed", "other", "pass_rate", "pass_at_1", "pass_at_n", "n",
+		"tokens", "tokens_unknown", "cost", "cost_unknown"})
+	for _, r := range rows {
+		rate, p1, pn, n := "", "", "", ""
+		if r.PassRate != nil {
+			rate = strconv.FormatFloat(*r.PassRate, 'f', -1, 64)
+		}
+		if len(r.PassAtK) > 0 {
+			p1 = strconv.FormatFloat(r.PassAtK[0].Value, 'f', -1, 64)
+			last := r.PassAtK[len(r.PassAtK)-1]
+			pn, n = strconv.FormatFloat(last.Value, 'f', -1, 64), strconv.Itoa(last.K)
+		}
+		_ = cw.Write([]string{r.Case, r.Treatment, itoa(r.Trials), itoa(r.Graded), itoa(r.Passed), itoa(r.Failed), itoa(r.Other),
+			rate, p1, pn, n, cell(r.Tokens), itoa(r.TokensUnknown), cell(r.Cost), itoa(r.CostUnknown)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
