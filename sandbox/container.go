@@ -68,9 +68,13 @@ type ContainerSpec struct {
 
 // container is the container of one attempt's sandbox.
 type container struct {
-	engine  Engine
-	name    string
-	shell   string // the image's bash, else /bin/sh
+	engine Engine
+	name   string
+	shell  string // the image's bash, else /bin/sh
+	// dir is the host directory holding the attempt's (removed with it):
+	// the engine's client runs there, since conmon writes an "oom" marker
+	// into its working directory when a command is killed for memory.
+	dir     string
 	ws      string // the host workspace ...
 	workdir string // ... and where it is in the container
 	network string
@@ -125,7 +129,7 @@ func (c *Containment) Container(ctx context.Context, spec ContainerSpec) (*Sandb
 		return nil, &ImageError{Image: env.Image, Engine: e.String(), Err: fmt.Errorf("resolved to %s, not %s", digest, env.ImageDigest)}
 	}
 	sb := c.ForAttempt(spec.Workspace, spec.Home, spec.Tmp)
-	ctr := &container{engine: e, name: spec.Name, ws: spec.Workspace, workdir: env.Workdir, network: env.Network}
+	ctr := &container{engine: e, name: spec.Name, dir: filepath.Dir(spec.Workspace), ws: spec.Workspace, workdir: env.Workdir, network: env.Network}
 	sb.ctr = ctr
 	// A container of this very name is left from an earlier try of this
 	// lease (a claim that failed after it was made): it goes.
@@ -171,7 +175,7 @@ func (c *Containment) Container(ctx context.Context, spec ContainerSpec) (*Sandb
 		args = append(args, "--runtime", e.Runtime)
 	}
 	args = append(args, digest.Hex(), "2147483647")
-	if _, err := e.output(ctx, args...); err != nil {
+	if _, err := e.outputIn(ctx, ctr.dir, args...); err != nil {
 		return nil, fmt.Errorf("container: %w", err)
 	}
 	if err := ctr.start(ctx); err != nil {
@@ -190,7 +194,10 @@ func (c *Containment) Container(ctx context.Context, spec ContainerSpec) (*Sandb
 // start starts the container and, for no network at all, takes its
 // loopback down (engines bring it up).
 func (ctr *container) start(ctx context.Context) error {
-	if _, err := ctr.engine.output(ctx, "start", ctr.name); err != nil {
+	// The container's conmon keeps the working directory it is started
+	// in, and writes an "oom" marker there when the cgroup runs out of
+	// memory: the attempt's directory, never the service's.
+	if _, err := ctr.engine.outputIn(ctx, ctr.dir, "start", ctr.name); err != nil {
 		return fmt.Errorf("container: %w", err)
 	}
 	if ctr.network != NetworkNone {
@@ -280,7 +287,7 @@ func (ctr *container) probe(ctx context.Context, c *Containment, uid uint32) (co
 	args := ctr.execArgs(uid, ctr.workdir, nil)
 	args = append(args, "/bin/sh")
 	args = append(args, c.wrapWith("/bin/sh", containerProbe)[1:]...)
-	out, err := ctr.engine.output(ctx, args...)
+	out, err := ctr.engine.outputIn(ctx, ctr.dir, args...)
 	if err != nil {
 		return containerSeen{}, fmt.Errorf("container %s: probe: %w", ctr.name, err)
 	}

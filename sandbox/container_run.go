@@ -27,6 +27,7 @@ func (s *Sandbox) runInContainer(ctx context.Context, cmd Command) (Result, erro
 	args := ctr.execArgs(s.uid, ctr.containerDir(cmd.Dir), containerEnv(cmd.Env))
 	args = append(args, s.c.wrapWith(ctr.shell, cmd.Script)...)
 	proc := ctr.engine.command(context.WithoutCancel(ctx), args...)
+	proc.Dir = ctr.dir
 	// The engine's client leads a session of its own, so that it and any
 	// helper it forked go together.
 	proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -114,14 +115,14 @@ func (s *Sandbox) sweep(ctx context.Context) {
 		// freeze the container, so nothing in it can fork, send every
 		// process of the uid its SIGKILL, and thaw it; they die before
 		// running another instruction.
-		if _, err := s.ctr.engine.output(ctx, "pause", s.ctr.name); err == nil {
+		if _, err := s.ctr.engine.outputIn(ctx, s.ctr.dir, "pause", s.ctr.name); err == nil {
 			s.signalAll()
-			_, _ = s.ctr.engine.output(ctx, "unpause", s.ctr.name)
+			_, _ = s.ctr.engine.outputIn(ctx, s.ctr.dir, "unpause", s.ctr.name)
 		}
 		s.killAll()
 		return
 	}
-	if _, err := s.ctr.engine.output(ctx, "restart", "--time", "0", s.ctr.name); err == nil && s.ctr.network == NetworkNone {
+	if _, err := s.ctr.engine.outputIn(ctx, s.ctr.dir, "restart", "--time", "0", s.ctr.name); err == nil && s.ctr.network == NetworkNone {
 		_ = s.ctr.start(ctx)
 	}
 }

@@ -201,6 +201,12 @@ func TestContainerMemoryLimit(t *testing.T) {
 		t.Fatalf("200 MiB under a 64 MiB limit: %+v", hog)
 	}
 	t.Logf("the hog ended: exit %d: %s", hog.ExitCode, hog.Output)
+	// The engine's OOM marker lands beside the attempt's directories,
+	// never in the service's working directory.
+	if _, err := os.Stat("oom"); err == nil {
+		_ = os.Remove("oom")
+		t.Error("the engine wrote an oom file into the service's working directory")
+	}
 }
 
 // A fork bomb hits the limits, ends (at the latest at the timeout), leaves no process of

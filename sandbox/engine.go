@@ -103,7 +103,13 @@ func engineEnv() []string {
 // output runs the engine CLI and returns its standard output; a failure
 // names the command and says what the engine wrote.
 func (e Engine) output(ctx context.Context, args ...string) (string, error) {
+	return e.outputIn(ctx, "", args...)
+}
+
+// outputIn is output with the CLI working in dir ("" the service's own).
+func (e Engine) outputIn(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := e.command(ctx, args...)
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
