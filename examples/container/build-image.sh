@@ -24,5 +24,10 @@ cat > "$root/usr/local/bin/colsum" <<'TOOL'
 exec awk -v c="${1:-1}" '{ s += $c } END { print s }'
 TOOL
 chmod 755 "$root/usr/local/bin/colsum"
+old=$("$engine" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 tar -C "$root" -c . | "$engine" import - "$image" >/dev/null
+# The image built before (the tag moved off it) goes, unless a container
+# still uses it.
+new=$("$engine" image inspect --format '{{.Id}}' "$image")
+if [ -n "$old" ] && [ "$old" != "$new" ]; then "$engine" rmi "$old" >/dev/null 2>&1 || true; fi
 echo "built $image: $("$engine" image inspect --format '{{.Id}}' "$image")"
