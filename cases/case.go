@@ -55,6 +55,10 @@ type Case struct {
 	// Grading lists the instruments graders run on the sealed candidate
 	// (see Grading and docs/grading.md).
 	Grading *Grading `yaml:"grading,omitempty" json:"grading,omitempty"`
+	// Environment, when set, is the container image the case's commands
+	// run in (it replaces the treatment's default); absent, commands run
+	// as contained host processes.
+	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 }
 
 // Budget is an attempt's hard limits. Zero means no limit of that kind,
@@ -283,6 +287,9 @@ func (c *Case) normalise() error {
 		return err
 	}
 	if err := c.Context.normalise("context"); err != nil {
+		return err
+	}
+	if err := c.Environment.normalise("environment"); err != nil {
 		return err
 	}
 	for k := range c.Env {

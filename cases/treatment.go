@@ -20,6 +20,8 @@ type Treatment struct {
 	Context *ContextPolicy `yaml:"context,omitempty" json:"context,omitempty"`
 	// Stall overrides the case's stall thresholds field by field.
 	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
+	// Environment is the container image for cases that name none.
+	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -104,6 +106,9 @@ func (t *Treatment) normalise() error {
 			return err
 		}
 	}
+	if err := t.Environment.normalise("environment"); err != nil {
+		return err
+	}
 	return t.Stall.check("stall")
 }
 
@@ -139,6 +144,9 @@ type Effective struct {
 	Treatment *Treatment
 	Context   ContextPolicy
 	Stall     StallLimits
+	// Environment is the case's, else the treatment's; nil: commands run
+	// as contained host processes.
+	Environment *Environment
 }
 
 // Apply combines a case and a treatment.
@@ -151,5 +159,9 @@ func Apply(c *Case, t *Treatment) Effective {
 	if t != nil {
 		stall = stall.Over(t.Stall)
 	}
-	return Effective{Case: c, Treatment: t, Context: ctx, Stall: stall.Resolve(DefaultStall)}
+	env := c.Environment
+	if env == nil && t != nil {
+		env = t.Environment
+	}
+	return Effective{Case: c, Treatment: t, Context: ctx, Stall: stall.Resolve(DefaultStall), Environment: env}
 }

@@ -22,6 +22,19 @@ var containmentStates = []string{ContainmentActive, ContainmentUnsupported, Cont
 type Containment struct {
 	Provider string               `msgpack:"provider" json:"provider"`
 	Features []ContainmentFeature `msgpack:"features" json:"features"`
+	// Image is the container image commands ran in (provider
+	// "container"); absent for the process provider and in facts of older
+	// services.
+	Image *ContainerImage `msgpack:"image,omitempty" json:"image,omitempty"`
+}
+
+// ContainerImage is the image of a container environment: the reference
+// the case named and the digest the engine resolved it to (the image ID,
+// the digest of its configuration, which names its layers by content).
+// The digest, not the reference, says what ran.
+type ContainerImage struct {
+	Ref    string `msgpack:"ref" json:"ref"`
+	Digest Digest `msgpack:"digest" json:"digest"`
 }
 
 // ContainmentFeature is one containment feature and its effective setting.
@@ -51,6 +64,15 @@ func (c *Containment) Feature(name string) (ContainmentFeature, bool) {
 func (c Containment) validate(p string) error {
 	if err := needString(p, "provider", c.Provider); err != nil {
 		return err
+	}
+	if c.Image != nil {
+		ip := join(p, "image")
+		if err := needString(ip, "ref", c.Image.Ref); err != nil {
+			return err
+		}
+		if err := needDigest(ip, "digest", c.Image.Digest); err != nil {
+			return err
+		}
 	}
 	// Features are sorted by name without repeats, so that one setting has
 	// one encoding.

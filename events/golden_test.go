@@ -398,6 +398,15 @@ func goldenFacts(t testing.TB) []goldenCase {
 		{1401, "suite_stopped", events.SuiteStopped{
 			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 24, Confidence: 950, Low: 112, High: 688,
 		}},
+		// run.claimed and grade.instrument of commands run in a container
+		// environment: the optional image of the containment, by digest.
+		{1801, "run_claimed_container", events.RunClaimed{Runner: "runner-c", Lease: 2, Containment: goldenContainer()}},
+		{1802, "grade_instrument_container", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{
+				Instrument: "unit-tests", Version: "1.4.0", Required: true, Outcome: events.InstrumentPassed, Detail: "exit 0",
+			},
+			Containment: goldenContainer(),
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1
@@ -549,5 +558,28 @@ func TestGoldenNames(t *testing.T) {
 		if !strings.HasPrefix(c.name, strings.ReplaceAll(string(c.fact.Kind()), ".", "_")) {
 			t.Errorf("golden name %q does not start with its kind %s", c.name, c.fact.Kind())
 		}
+	}
+}
+
+// goldenContainer is the containment of commands run in a container
+// environment, as the sandbox reads it back.
+func goldenContainer() *events.Containment {
+	return &events.Containment{Provider: "container",
+		Image: &events.ContainerImage{Ref: "localhost/tools:1", Digest: digest("image config")},
+		Features: []events.ContainmentFeature{
+			{Name: "address_space_bytes", State: events.ContainmentActive, Limit: 8 << 30},
+			{Name: "container", State: events.ContainmentActive, Detail: "podman (runtime runc) container per attempt; commands run with /bin/sh"},
+			{Name: "cpu_millis", State: events.ContainmentActive, Limit: 1000},
+			{Name: "cpu_seconds", State: events.ContainmentActive, Limit: 600},
+			{Name: "image_filesystem", State: events.ContainmentActive, Detail: "the image's file system; the workspace is mounted at /workspace"},
+			{Name: "memory_bytes", State: events.ContainmentActive, Limit: 2 << 30},
+			{Name: "network_isolation", State: events.ContainmentActive, Detail: "own network namespace, loopback down"},
+			{Name: "open_files", State: events.ContainmentActive, Limit: 1024},
+			{Name: "pids", State: events.ContainmentActive, Limit: 512},
+			{Name: "processes", State: events.ContainmentActive, Limit: 512},
+			{Name: "scrubbed_environment", State: events.ContainmentActive},
+			{Name: "session", State: events.ContainmentActive},
+			{Name: "unprivileged_user", State: events.ContainmentActive},
+		},
 	}
 }

@@ -10,5 +10,11 @@
 // directories handed over before each command, every process of the uid
 // killed after), no network, and only the environment the caller passes.
 // Sandbox.Run starts one command that way and always leaves nothing of it
-// running. See docs/containment.md.
+// running.
+//
+// A case that names an environment image runs its commands in a container
+// instead (Containment.Container): one per attempt, made through the
+// engine's CLI (Engine: podman or docker), with the same rlimits, uid,
+// output caps and kills, cgroup limits, the image's file system and no
+// network, its record read back from inside it. See docs/containment.md.
 package sandbox

@@ -41,7 +41,7 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	c := &Containment{bash: bash}
+	c := &Containment{bash: bash, engine: cfg.Engine}
 	base, err := c.probe(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("containment probe: a plain command in its own session fails: %w", err)

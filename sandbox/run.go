@@ -59,6 +59,9 @@ type Result struct {
 // with it every process of the sandbox's user, also those that left the
 // session; a process holding the output open cannot keep Run waiting.
 //
+// A sandbox of a container (Containment.Container) runs the command in
+// it, with the same guarantees.
+//
 // A nil Sandbox runs the command in its own session with nothing more.
 // Run fails only when the command cannot be started or waited for; a
 // command that ran and failed is a Result.
@@ -67,6 +70,9 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
 		defer cancel()
+	}
+	if s != nil && s.ctr != nil {
+		return s.runInContainer(ctx, cmd)
 	}
 	var c *Containment
 	if s != nil {

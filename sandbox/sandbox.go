@@ -47,6 +47,9 @@ type Config struct {
 	Unprivileged bool
 	// WorkDir is where attempt directories live; the probe runs there.
 	WorkDir string
+	// Engine is the container engine for attempts whose case names an
+	// environment (zero: EngineFromEnv).
+	Engine Engine
 }
 
 // DefaultConfig asks for every feature at DefaultLimits.
@@ -69,6 +72,7 @@ const (
 
 // Containment is what is in force on this host, as a probe found it.
 type Containment struct {
+	engine  Engine
 	bash    string
 	limits  Limits // only the limits that are in force
 	dropUID bool   // root: run as a fresh uid per attempt
@@ -95,6 +99,7 @@ type Sandbox struct {
 	c     *Containment
 	uid   uint32
 	owned []string
+	ctr   *container // nil: commands run as host processes
 }
 
 // UID is the user the attempt's commands run as (0: the service's own).
@@ -137,6 +142,11 @@ func (c *Containment) wrap(command string) []string {
 	if c != nil && c.bash != "" {
 		bash = c.bash
 	}
+	return c.wrapWith(bash, command)
+}
+
+// wrapWith is wrap with the given shell (a container's).
+func (c *Containment) wrapWith(bash, command string) []string {
 	if c == nil {
 		return []string{bash, "-c", command}
 	}

@@ -38,20 +38,31 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 // the command's session. It repeats until none is left alive, since a
 // process may fork while the others are being killed; the process limit
 // bounds how many there can be. Zombies are skipped: they are dead and
-// their parent (or init) reaps them.
-func (s *Sandbox) killAll() {
+// their parent (or init) reaps them. It reports whether none is left.
+func (s *Sandbox) killAll() bool {
 	if s == nil || s.uid == 0 {
-		return
+		return true
 	}
 	for range 200 {
 		pids := processesOf(s.uid)
 		if len(pids) == 0 {
-			return
+			return true
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	return len(processesOf(s.uid)) == 0
+}
+
+// signalAll sends SIGKILL once to every process of the sandbox's user.
+func (s *Sandbox) signalAll() {
+	if s == nil || s.uid == 0 {
+		return
+	}
+	for _, pid := range processesOf(s.uid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

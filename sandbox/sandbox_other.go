@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // sysProcAttr starts a command in its own session. User and network
 // namespaces are Linux features; the probe reports them unsupported here.
@@ -16,7 +19,10 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 
 // killAll is a no-op where processes cannot be listed by user; the
 // session is still killed as a whole.
-func (s *Sandbox) killAll() {}
+func (s *Sandbox) killAll() bool { return true }
+
+// signalAll is a no-op here, like killAll.
+func (s *Sandbox) signalAll() {}
 
 // owner returns the uid owning path and its number of hard links (not
 // following a symlink).
@@ -27,3 +33,6 @@ func owner(path string) (uint32, uint64) {
 	}
 	return st.Uid, uint64(st.Nlink)
 }
+
+// loopbackDown needs Linux network namespaces.
+func loopbackDown(int) error { return errors.New("network namespaces are a Linux feature") }

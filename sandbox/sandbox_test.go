@@ -48,7 +48,7 @@ func sandboxEnv(t *testing.T, cfg Config) (attempt, *Containment, string) {
 		}
 	}
 	sb := c.ForAttempt(ws, home)
-	t.Cleanup(sb.killAll)
+	t.Cleanup(func() { sb.killAll() })
 	return attempt{t: t, sb: sb, ws: ws, home: home}, c, ws
 }
 

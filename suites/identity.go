@@ -35,6 +35,10 @@ const (
 	// ComponentStall is the effective stall policy (thresholds, repair
 	// budget, escalation target).
 	ComponentStall = "stall"
+	// ComponentEnvironment is the container environment commands run in
+	// (only when the case or its treatment names one): the image by
+	// digest, never its tag, and the limits.
+	ComponentEnvironment = "environment"
 )
 
 // AgentIdentity returns the agent identity of a case run under a treatment
@@ -79,6 +83,19 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentExtensions, names})
+	}
+	if env := eff.Environment; env != nil {
+		// Only then, like extensions. The digest names the image; a tag
+		// moved to another image must change the identity, and the same
+		// image under another tag must not.
+		pinned := *env
+		if pinned.ImageDigest != "" {
+			pinned.Image = ""
+		}
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentEnvironment, pinned})
 	}
 	comps := make([]events.Component, 0, len(parts))
 	for _, p := range parts {

@@ -10,6 +10,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/workspace"
 )
 
@@ -80,8 +81,12 @@ func Publish(ctx context.Context, blobs workspace.Blobs, s *Suite) (*Published, 
 	return &Published{Submitted: sub, Spec: spec}, nil
 }
 
-// PublishCase stores a case's fixture (setting FixtureDigest) and the case.
+// PublishCase stores a case's fixture (setting FixtureDigest) and the case,
+// with its environment's image resolved to a digest (see ResolveImage).
 func PublishCase(ctx context.Context, blobs workspace.Blobs, c *cases.Case) (events.Ref, error) {
+	if err := ResolveImage(ctx, c.Environment); err != nil {
+		return events.Ref{}, fmt.Errorf("case %s: %w", c.ID, err)
+	}
 	if c.Fixture != "" {
 		if _, err := os.Stat(c.Fixture); err != nil {
 			return events.Ref{}, fmt.Errorf("case %s: fixture: %w", c.ID, err)
@@ -103,8 +108,12 @@ func PublishCase(ctx context.Context, blobs workspace.Blobs, c *cases.Case) (eve
 	return events.Ref{ID: c.ID, Digest: d}, nil
 }
 
-// PublishTreatment stores a treatment.
+// PublishTreatment stores a treatment, with its default environment's
+// image resolved to a digest (see ResolveImage).
 func PublishTreatment(ctx context.Context, blobs workspace.Blobs, t *cases.Treatment) (events.Ref, error) {
+	if err := ResolveImage(ctx, t.Environment); err != nil {
+		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
+	}
 	data, err := t.Encode()
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
@@ -114,6 +123,25 @@ func PublishTreatment(ctx context.Context, blobs workspace.Blobs, t *cases.Treat
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
 	}
 	return events.Ref{ID: t.ID, Digest: d}, nil
+}
+
+// ResolveImage pins an environment's image by digest, asking the
+// container engine the environment names (sandbox.EngineFromEnv), once,
+// when the suite is published: the digest is what every runner and
+// grader runs, and part of the case (or treatment) digest and of the
+// agent identity. An image the engine does not hold is a
+// *sandbox.ImageError here, before any run is requested. An environment
+// already pinned (a stored case published again) keeps its digest.
+func ResolveImage(ctx context.Context, env *cases.Environment) error {
+	if env == nil || env.ImageDigest != "" {
+		return nil
+	}
+	d, err := sandbox.EngineFromEnv().ResolveImage(ctx, env.Image)
+	if err != nil {
+		return fmt.Errorf("environment: %w", err)
+	}
+	env.ImageDigest = d
+	return nil
 }
 
 // ErrSuiteExists is returned when a suite of the same name was submitted

@@ -184,7 +184,21 @@ func (e *instrumentEnv) command(ctx context.Context, in cases.Instrument) (event
 	// to which the copy, HOME and TMPDIR are handed just before the
 	// command runs, after the protected files were written back, so the
 	// command can read and run them.
-	sb := e.s.containment.ForAttempt(ws, filepath.Join(dir, "home"), filepath.Join(dir, "tmp"))
+	// With an environment, the copy is mounted in a fresh container of
+	// the case's image (environment.go).
+	sb, err := e.sandbox(ctx, ws, filepath.Join(dir, "home"), filepath.Join(dir, "tmp"))
+	if err != nil {
+		if ctx.Err() != nil {
+			return events.InstrumentResult{}, nil, ctx.Err()
+		}
+		res, err := errored(fmt.Sprintf("cannot run the command: %v", err))
+		return res, nil, err
+	}
+	defer func() {
+		if err := sb.Close(context.WithoutCancel(ctx)); err != nil {
+			e.s.sh.Log.Warn("removing a command's container failed", "suite", e.job.suite, "run", e.job.run, "err", err)
+		}
+	}()
 	if sb.UID() != 0 {
 		// The command's user may pass through its directory but not change
 		// it: it cannot swap the copy for a link elsewhere.
@@ -202,7 +216,7 @@ func (e *instrumentEnv) command(ctx context.Context, in cases.Instrument) (event
 		return res, nil, err
 	}
 	res, err := commandOutcome(in, run, note)
-	return res, e.s.containment.Record(), err
+	return res, sb.Record(), err
 }
 
 // commandOutcome turns how a command ended into the instrument's outcome.

@@ -230,6 +230,8 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	defer os.RemoveAll(a.dir)
+	// The container goes before the directories it mounts.
+	defer a.closeSandbox()
 	defer a.exts.Stop()
 	metrics.RunsInFlight.WithLabelValues().Inc()
 	defer metrics.RunsInFlight.WithLabelValues().Dec()
@@ -248,8 +250,10 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	go a.ctl.watch(sigs)
 	end, err := a.loop(ctx)
 	// The run's extension servers end with its last dispatch, before the
-	// candidate is sealed.
+	// candidate is sealed, and so does its container: none outlives the
+	// run's ending.
 	a.exts.Stop()
+	a.closeSandbox()
 	if errors.Is(err, ErrLeaseLost) {
 		log.Warn("stopping: another runner holds the run", "err", err)
 		return lostLease(err)
@@ -349,19 +353,27 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.ws, err = s.workspaces.Open(ctx, from, filepath.Join(a.dir, "ws")); err != nil {
 		return nil, inputErr("workspace", err)
 	}
-	sb := s.containment.ForAttempt(a.ws.Root(), home, tmp)
+	sb, err := a.sandbox(ctx, home, tmp)
+	if err != nil {
+		_ = os.RemoveAll(a.dir)
+		return nil, err
+	}
 	if sb.UID() != 0 {
 		// The attempt's user may pass through its directory but not change
 		// it: it cannot swap the workspace for a link elsewhere.
 		if err := os.Chmod(a.dir, 0o711); err != nil {
+			_ = sb.Close(ctx)
 			return nil, err
 		}
 	}
 	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sb}
 	// The claim comes after the extensions started, so that it records
 	// what this runner admitted: their source, version and capabilities.
-	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: s.containment.Record()}
+	// Its containment is the attempt's: a container's is read back from
+	// inside it and names its image by digest.
+	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: sb.Record()}
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
+		a.closeSandbox()
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
@@ -381,6 +393,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	if err != nil {
 		a.exts.Stop()
+		a.closeSandbox()
 		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
