@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/factline/factline/events"
 )
@@ -160,7 +161,7 @@ func writeFrom(r *os.Root, e Entry, fill func(io.Writer) error) (statKey, error)
 	}
 	perm := fs.FileMode(0o644)
 	if e.Kind == KindExec {
-		perm = 0o755
+		return writeExec(r, e, fill)
 	}
 	f, err := r.OpenFile(filepath.FromSlash(e.Path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
@@ -169,6 +170,49 @@ func writeFrom(r *os.Root, e Entry, fill func(io.Writer) error) (statKey, error)
 	err = fill(f)
 	if err == nil {
 		err = f.Chmod(perm) // exact, whatever the umask
+	}
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return statKey{}, fmt.Errorf("write %q: %w", e.Path, err)
+	}
+	return keyOf(fi), nil
+}
+
+// writeExec writes an executable so that no process this one starts can
+// inherit a descriptor open for writing on it: a command that runs the
+// file at once would otherwise fail with "text file busy" whenever another
+// goroutine forked while it was being written. The content goes to a
+// private temporary file first (its filling may wait on the network); the
+// executable itself is created, copied into and closed while
+// syscall.ForkLock keeps every fork out, which the local copy keeps short.
+func writeExec(r *os.Root, e Entry, fill func(io.Writer) error) (statKey, error) {
+	tmp, err := os.CreateTemp("", "factline-exec-")
+	if err != nil {
+		return statKey{}, fmt.Errorf("write %q: %w", e.Path, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := fill(tmp); err != nil {
+		return statKey{}, fmt.Errorf("write %q: %w", e.Path, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return statKey{}, fmt.Errorf("write %q: %w", e.Path, err)
+	}
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	f, err := r.OpenFile(filepath.FromSlash(e.Path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return statKey{}, fmt.Errorf("create %q: %w", e.Path, err)
+	}
+	_, err = io.Copy(f, tmp)
+	if err == nil {
+		err = f.Chmod(0o755) // exact, whatever the umask
 	}
 	var fi fs.FileInfo
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -304,10 +305,16 @@ func (e *instrumentEnv) restoreFromFixture(ctx context.Context, ws string, chang
 			}
 			mode := os.FileMode(0o644)
 			if en.Kind == workspace.KindExec {
+				// No fork may inherit the write descriptor of a file a
+				// check runs at once: it would be "text file busy".
 				mode = 0o755
+				syscall.ForkLock.Lock()
 			}
 			if err = root.WriteFile(en.Path, data, mode); err == nil {
 				err = root.Chmod(en.Path, mode)
+			}
+			if en.Kind == workspace.KindExec {
+				syscall.ForkLock.Unlock()
 			}
 		}
 		if err != nil {
