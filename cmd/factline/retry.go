@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,8 +95,8 @@ func only(runs []string) string {
 	return fmt.Sprintf(" among %v", runs)
 }
 
-// awaitGraded waits until every retry's run has ended and, unless it
-// ended errored or cancelled, has a verdict.
+// awaitGraded waits until every retry's run has ended and its sealed
+// candidate, if it sealed one (an errored run may), has a verdict.
 func awaitGraded(ctx context.Context, b *bus.Bus, suite string, retries []measure.Retry) error {
 	left := make([]string, 0, len(retries))
 	for _, r := range retries {
@@ -122,18 +121,16 @@ func awaitGraded(ctx context.Context, b *bus.Bus, suite string, retries []measur
 }
 
 func settled(facts []events.Fact) bool {
-	var end *events.RunEnded
-	graded := false
+	ended, sealed, graded := false, false, false
 	for _, f := range facts {
-		switch b := f.Body.(type) {
+		switch f.Body.(type) {
 		case events.RunEnded:
-			end = &b
+			ended = true
+		case events.CandidateSealed:
+			sealed = true
 		case events.GradeVerdict:
 			graded = true
 		}
 	}
-	if end == nil {
-		return false
-	}
-	return graded || slices.Contains([]events.RunStatus{events.RunErrored, events.RunCancelled}, end.Status)
+	return ended && (graded || !sealed)
 }
