@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -31,53 +29,17 @@ func (s *Sandbox) runInContainer(ctx context.Context, cmd Command) (Result, erro
 	// The engine's client leads a session of its own, so that it and any
 	// helper it forked go together.
 	proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out := &capBuffer{max: max(cmd.OutputCap, 0)}
-	pr, pw, err := os.Pipe()
+	sv, err := supervise(ctx, proc, cmd.OutputCap, func() {
+		// Kill first what runs in the container, then the engine's
+		// client, which then sees its exec end.
+		s.sweep(context.WithoutCancel(ctx))
+		_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("start command: %w", err)
-	}
-	proc.Stdout, proc.Stderr = pw, pw
-	err = proc.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
 		return Result{}, fmt.Errorf("start command in container %s: %w", ctr.name, err)
 	}
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(out, pr); close(copied) }()
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-
-	var waitErr error
-	timedOut := false
-	done := false
-	for !done {
-		select {
-		case waitErr = <-exited:
-			exited = nil
-		case <-copied:
-			copied = nil
-		case <-ctx.Done():
-			timedOut = true
-		}
-		done = timedOut || (exited == nil && copied == nil)
-	}
-	// Kill first what runs in the container, then the engine's client,
-	// which then sees its exec end.
-	s.sweep(context.WithoutCancel(ctx))
-	_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
-	if exited != nil {
-		waitErr = <-exited
-	}
-	if copied != nil {
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-	}
-	pr.Close()
-	res := Result{}
-	res.Output, res.Truncated = out.result()
+	timedOut, waitErr := sv.timedOut, sv.waitErr
+	res := Result{Output: sv.output, Truncated: sv.truncated}
 	if timedOut {
 		res.TimedOut = true
 		res.Cancelled = errors.Is(ctx.Err(), context.Canceled)

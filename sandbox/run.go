@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -87,58 +85,18 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	// Never nil: a nil Env would hand the caller's whole environment over.
 	proc.Env = append([]string{}, cmd.Env...)
 	proc.SysProcAttr = s.sysProcAttr()
-	out := &capBuffer{max: max(cmd.OutputCap, 0)}
-	// Our own pipe, not exec's: Wait must not hang on a process that left
-	// the session and still holds the output open.
-	pr, pw, err := os.Pipe()
+	sv, err := supervise(ctx, proc, cmd.OutputCap, func() {
+		// Whatever the command left running goes too. The session
+		// leader's pid is its process group: kill the group, not just
+		// bash, and then whatever else the sandbox's user runs.
+		_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
+		s.killAll()
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("start command: %w", err)
 	}
-	proc.Stdout, proc.Stderr = pw, pw
-	err = proc.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return Result{}, fmt.Errorf("start command: %w", err)
-	}
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(out, pr); close(copied) }()
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-
-	var waitErr error
-	timedOut := false
-	done := false
-	for !done {
-		select {
-		case waitErr = <-exited:
-			exited = nil
-		case <-copied:
-			copied = nil
-		case <-ctx.Done():
-			timedOut = true
-		}
-		done = timedOut || (exited == nil && copied == nil)
-	}
-	// Whatever the command left running goes too. The session leader's
-	// pid is its process group: kill the group, not just bash, and then
-	// whatever else the sandbox's user runs.
-	_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
-	s.killAll()
-	if exited != nil {
-		waitErr = <-exited
-	}
-	if copied != nil {
-		// Everything that held the output is dead; a process that escaped
-		// even the kill cannot keep the call open.
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-	}
-	pr.Close()
-	res := Result{}
-	res.Output, res.Truncated = out.result()
+	timedOut, waitErr := sv.timedOut, sv.waitErr
+	res := Result{Output: sv.output, Truncated: sv.truncated}
 	if timedOut {
 		res.TimedOut = true
 		res.Cancelled = errors.Is(ctx.Err(), context.Canceled)

@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// supervised is what supervise saw of a command.
+type supervised struct {
+	output    string
+	truncated bool
+	waitErr   error // proc.Wait's
+	timedOut  bool  // ctx ended first
+}
+
+// supervise starts proc with its output on a pipe of our own (not exec's:
+// Wait must not hang on a process that left the session and still holds
+// the output open), collects up to outCap bytes of it, and waits until the
+// process has exited and the output closed, or ctx ends. Then kill removes
+// whatever the command left running (both backends kill the process group
+// and the sandbox user's other processes, in their own order), and the
+// output is drained for at most two seconds: a process that escaped even
+// the kill cannot keep the call open. An error is returned only when proc
+// cannot be started.
+func supervise(ctx context.Context, proc *exec.Cmd, outCap int, kill func()) (supervised, error) {
+	out := &capBuffer{max: max(outCap, 0)}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return supervised{}, err
+	}
+	proc.Stdout, proc.Stderr = pw, pw
+	err = proc.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return supervised{}, err
+	}
+	defer pr.Close()
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(out, pr); close(copied) }()
+	exited := make(chan error, 1)
+	go func() { exited <- proc.Wait() }()
+
+	var s supervised
+	for done := false; !done; done = s.timedOut || (exited == nil && copied == nil) {
+		select {
+		case s.waitErr = <-exited:
+			exited = nil
+		case <-copied:
+			copied = nil
+		case <-ctx.Done():
+			s.timedOut = true
+		}
+	}
+	kill()
+	if exited != nil {
+		s.waitErr = <-exited
+	}
+	if copied != nil {
+		select {
+		case <-copied:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	s.output, s.truncated = out.result()
+	return s, nil
+}
