@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,63 +306,13 @@ func TestAControlWatchOutlivesLosingControl(t *testing.T) {
 	receive("after")
 }
 
-// restartable is an embedded server on a fixed loopback port that a test
-// stops and starts again on the same store, as an operator restarts
-// nats-server.
-type restartable struct {
-	t   *testing.T
-	cfg bus.EmbeddedConfig
-	srv *bus.Embedded
-}
-
-func startRestartable(t *testing.T) *restartable {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	r := &restartable{t: t, cfg: bus.EmbeddedConfig{StoreDir: t.TempDir(), Durability: bus.SyncInterval, Listen: addr}}
-	r.start()
-	t.Cleanup(func() { r.srv.Shutdown() })
-	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, r.cfg)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.srv = srv
-}
-
-func (r *restartable) restart() {
-	r.t.Helper()
-	r.srv.Shutdown()
-	r.start()
-}
-
-func (r *restartable) dial(t *testing.T, ctx context.Context) *bus.Bus {
-	t.Helper()
-	b, err := bus.Dial(ctx, "nats://"+r.cfg.Listen, bus.Config{}, nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Conn().Close)
-	return b
-}
-
 // CONTROL outlives a server restart: a signal sent before it is still
 // there after it, for a watch started after it; a watch that runs through
 // the restart delivers the next signal, and none twice.
 func TestControlOutlivesARestart(t *testing.T) {
 	ctx := testCtx(t)
-	r := startRestartable(t)
-	b := r.dial(t, ctx)
+	r := bustest.StartRestartable(t)
+	b := r.Dial(ctx)
 	through, err := b.WatchControls(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +332,7 @@ func TestControlOutlivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	receive(through, "c1")
-	r.restart()
+	r.Restart()
 	waitFor(t, "the reconnect", b.Conn().IsConnected)
 	s, err := b.JetStream().Stream(ctx, bus.ControlStream)
 	if err != nil {
@@ -409,10 +358,10 @@ func TestControlOutlivesARestart(t *testing.T) {
 // is connected again, without anyone rerunning setup.
 func TestALostControlIsMadeAgainAfterAReconnect(t *testing.T) {
 	ctx := testCtx(t)
-	r := startRestartable(t)
+	r := bustest.StartRestartable(t)
 	makeMemoryControl(t, ctx, r)
-	b := r.dial(t, ctx)
-	r.restart()
+	b := r.Dial(ctx)
+	r.Restart()
 	var s jetstream.Stream
 	waitFor(t, "CONTROL made again", func() bool {
 		// One look is bounded: a request caught in the reconnect must
@@ -506,9 +455,9 @@ func counterValue(t *testing.T, name, match string) float64 {
 func gaugeValue(t *testing.T, name string) float64 { return counterValue(t, name, "") }
 
 // makeMemoryControl makes CONTROL in memory, as factline made it before.
-func makeMemoryControl(t *testing.T, ctx context.Context, r *restartable) {
+func makeMemoryControl(t *testing.T, ctx context.Context, r *bustest.Restartable) {
 	t.Helper()
-	nc, err := nats.Connect("nats://" + r.cfg.Listen)
+	nc, err := nats.Connect("nats://" + r.Config.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,13 +473,13 @@ func makeMemoryControl(t *testing.T, ctx context.Context, r *restartable) {
 // before it ran still has CONTROL made again.
 func TestAReconnectBeforeTheKeeperRunsStillMakesControlAgain(t *testing.T) {
 	ctx := testCtx(t)
-	r := startRestartable(t)
+	r := bustest.StartRestartable(t)
 	makeMemoryControl(t, ctx, r)
 	release := make(chan struct{})
 	restore := bus.HoldKeeping(release)
-	b := r.dial(t, ctx)
+	b := r.Dial(ctx)
 	restore()
-	r.restart()
+	r.Restart()
 	waitFor(t, "reconnected", func() bool { return b.Conn().IsConnected() })
 	close(release)
 	waitFor(t, "CONTROL made again", func() bool {

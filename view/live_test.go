@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
@@ -89,50 +86,6 @@ func appendClaim(t *testing.T, ctx context.Context, b *bus.Bus, suite, run strin
 	}
 }
 
-// restartable is an embedded server on a fixed loopback port, stopped and
-// started again on the same store, as an operator restarts nats-server
-// (bus/busfail_test.go does the same).
-type restartable struct {
-	t   *testing.T
-	cfg bus.EmbeddedConfig
-	srv *bus.Embedded
-}
-
-func startRestartable(t *testing.T) *restartable {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	r := &restartable{t: t, cfg: bus.EmbeddedConfig{StoreDir: t.TempDir(), Durability: bus.SyncInterval, Listen: addr}}
-	r.start()
-	t.Cleanup(func() { r.srv.Shutdown() })
-	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, r.cfg)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.srv = srv
-}
-
-func (r *restartable) dial(ctx context.Context) *bus.Bus {
-	r.t.Helper()
-	b, err := bus.Dial(ctx, "nats://"+r.cfg.Listen, bus.Config{}, nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(b.Conn().Close)
-	return b
-}
-
 // The viewer survives the NATS server restarting: its feed reads again
 // from where it was, so a fact committed after the restart reaches the
 // pages, once; an event stream open through the restart delivers it; and
@@ -140,8 +93,8 @@ func (r *restartable) dial(ctx context.Context) *bus.Bus {
 // event and nothing before.
 func TestTheViewerSurvivesANATSServerRestart(t *testing.T) {
 	ctx := testCtx(t)
-	r := startRestartable(t)
-	b := r.dial(ctx)
+	r := bustest.StartRestartable(t)
+	b := r.Dial(ctx)
 	s, h := serve(t, view.Config{Bus: b, Retry: 50 * time.Millisecond})
 	seq1 := appendClaim(t, ctx, b, "s", "r1", 1, 0)
 	if err := s.WaitThrough(ctx, seq1); err != nil {
@@ -152,11 +105,11 @@ func TestTheViewerSurvivesANATSServerRestart(t *testing.T) {
 		t.Fatalf("first event %d, want %d", id, seq1)
 	}
 
-	r.srv.Shutdown()
+	r.Server.Shutdown()
 	// A page that opens its stream while the server is away gets it too.
 	during := openEvents(t, ctx, h.URL+"/events?suite=s&run=r1&since="+strconv.FormatUint(seq1, 10), "")
 	waitFor(t, ctx, "the viewer's bus to notice", func() bool { return !b.Conn().IsConnected() })
-	r.start()
+	r.Start()
 	seq2 := appendClaim(t, ctx, b, "s", "r1", 2, seq1)
 	if err := s.WaitThrough(ctx, seq2); err != nil {
 		t.Fatalf("after the restart: %v", err)
