@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
@@ -87,12 +89,18 @@ func lastSeq(ctx context.Context, b *bus.Bus) (uint64, error) {
 	return s.CachedInfo().State.LastSeq, nil
 }
 
+// readOnly are the headers a direct get adds to a stored message.
+var readOnly = map[string]bool{jetstream.StreamHeader: true, jetstream.SubjectHeader: true,
+	jetstream.SequenceHeader: true, jetstream.TimeStampHeaer: true}
+
 // headerSample bounds how many of a suite's facts headerBytes reads back.
 const headerSample = 1000
 
 // headerBytes reads back up to headerSample of a suite's facts (spread over
 // the whole suite) and returns the mean bytes per fact of their Factline-Prev
-// header and of all their headers (names and values, as stored).
+// header and of all their headers (names and values, as stored). A read
+// by direct get hands back four headers the stream never stored (which
+// stream, subject, sequence and time): they are not counted.
 func headerBytes(ctx context.Context, b *bus.Bus, suite string) (prev, all float64, err error) {
 	var seqs []uint64
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite)}, func(r bus.Raw) error {
@@ -116,6 +124,9 @@ func headerBytes(ctx context.Context, b *bus.Bus, suite string) (prev, all float
 			return 0, 0, fmt.Errorf("get %d: %w", seqs[i], err)
 		}
 		for k, vs := range m.Header {
+			if readOnly[k] {
+				continue
+			}
 			for _, v := range vs {
 				size := float64(len(k) + len(v) + len(": \r\n"))
 				all += size
