@@ -36,3 +36,11 @@ func HoldKeeping(release <-chan struct{}) (restore func()) {
 	goKeep = func(f func()) { go func() { <-release; f() }() }
 	return func() { goKeep = old }
 }
+
+// SetPrevDepth makes appended facts carry depth run links, until the
+// returned function restores the default.
+func SetPrevDepth(depth int) (restore func()) {
+	old := prevDepth
+	prevDepth = depth
+	return func() { prevDepth = old }
+}

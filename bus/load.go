@@ -186,8 +186,8 @@ func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64) (msg
 	// add records a message and asks at once for the linked messages not
 	// asked for yet, oldest first: the oldest answer reveals the links
 	// furthest back, so the next requests leave while the rest of this
-	// batch is still arriving, and a run of up to 2×32 facts takes two
-	// round trips after the first rather than three.
+	// batch is still arriving: the run is loaded in about len/prevDepth
+	// overlapping round trips, not one after another.
 	add := func(seq uint64, m *nats.Msg) (bool, error) {
 		prev, okp := parsePrev(m.Header.Get(HeaderPrev))
 		if !okp {

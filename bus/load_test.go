@@ -317,6 +317,52 @@ func benchLoadRun(b *testing.B, spread bool) {
 	b.ReportMetric(float64(lp50)/float64(gp50), "p50-ratio")
 }
 
+// BenchmarkLoadRunLinks weighs how many run links a fact carries: for 8,
+// 16 and 32 links it loads, cold, one run of 420 facts (a 60-turn run)
+// written among 199 other runs in flight, and reports the load's p50 and
+// p99 and the mean bytes of the Factline-Prev header per fact (name, value
+// and separators, as stored).
+func BenchmarkLoadRunLinks(b *testing.B) {
+	for _, depth := range []int{8, 16, 32} {
+		b.Run(fmt.Sprintf("links=%d", depth), func(b *testing.B) {
+			defer bus.SetPrevDepth(depth)()
+			bb, _ := bustest.Start(b)
+			const mine, active = 420, 200
+			loadBenchStream(b, bb, mine*active, active, mine, false)
+			ctx := testCtxTB(b)
+			var loads []time.Duration
+			var log bus.RunLog
+			for b.Loop() {
+				t0 := time.Now()
+				var err error
+				log, err = bb.LoadRun(ctx, "bench", "mine")
+				loads = append(loads, time.Since(t0))
+				if err != nil || len(log.Records) != mine {
+					b.Fatalf("%d facts, %v", len(log.Records), err)
+				}
+			}
+			s, err := bb.JetStream().Stream(ctx, bus.FactsStream)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var header int
+			for _, r := range log.Records {
+				m, err := s.GetMsg(ctx, r.Seq)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v := m.Header.Get(bus.HeaderPrev); v != "" {
+					header += len(bus.HeaderPrev) + len(": \r\n") + len(v)
+				}
+			}
+			p50, p99 := percentiles(loads)
+			b.ReportMetric(float64(p50.Microseconds()), "load-p50-µs")
+			b.ReportMetric(float64(p99.Microseconds()), "load-p99-µs")
+			b.ReportMetric(float64(header)/mine, "prev-B/fact")
+		})
+	}
+}
+
 func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 	s := slices.Clone(ds)
 	slices.Sort(s)

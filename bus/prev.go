@@ -16,10 +16,14 @@ import (
 // sequence, then each older one as the difference to the one before it
 // (deltas are small because a run's facts are close together). A run's
 // first fact has no header.
-const (
-	HeaderPrev = "Factline-Prev"
-	prevDepth  = 32
-)
+const HeaderPrev = "Factline-Prev"
+
+// prevDepth is how many links a fact carries. Eight, not more: a cold load
+// of a 420-fact run took as long with 8 as with 32 (the messages' transfer,
+// not the round trips, is its cost; BenchmarkLoadRunLinks), and each link
+// costs about three bytes of every fact. A variable only so that the
+// benchmark can weigh the two.
+var prevDepth = 8
 
 // Expect is what a writer believes about a run's tail: its last stream
 // sequence and the sequences before it (newest first). Build it from a
