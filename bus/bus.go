@@ -59,6 +59,7 @@ type Bus struct {
 	log   *slog.Logger
 	blobs jetstream.ObjectStore
 	pos   jetstream.KeyValue
+	cache cacheBucket // the response cache, opened on first use
 	// faults records the delivery faults injected so far.
 	faults faultState
 	// replies carries the answers to the bus's direct gets (see replyMux).

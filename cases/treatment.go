@@ -22,6 +22,8 @@ type Treatment struct {
 	Stall StallPolicy `yaml:"stall,omitempty" json:"stall"`
 	// Environment is the container image for cases that name none.
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
+	// Cache is the response cache (absent: off).
+	Cache *Cache `yaml:"cache,omitempty" json:"cache,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -107,6 +109,9 @@ func (t *Treatment) normalise() error {
 		}
 	}
 	if err := t.Environment.normalise("environment"); err != nil {
+		return err
+	}
+	if err := t.Cache.check("cache"); err != nil {
 		return err
 	}
 	return t.Stall.check("stall")

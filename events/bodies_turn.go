@@ -69,6 +69,25 @@ type ModelReplied struct {
 	Usage       *Usage     `msgpack:"usage,omitempty"`
 	Finish      string     `msgpack:"finish,omitempty"` // provider's finish reason
 	ReplyDigest Digest     `msgpack:"reply_digest,omitempty"`
+	// Cached is set when the reply came from the response cache and the
+	// model was not called: Usage is then the original call's tokens with
+	// a billed cost of zero.
+	Cached *CachedReply `msgpack:"cached,omitempty"`
+}
+
+// CachedReply says where a cached reply came from: the cache entry it was
+// read from (a blob holding the model identity, the request digest and the
+// reply) and the call that first answered it.
+type CachedReply struct {
+	// Entry is the digest of the cache entry blob.
+	Entry Digest `msgpack:"entry"`
+	// Suite, Run and Turn name the call that first got the reply.
+	Suite string `msgpack:"suite,omitempty"`
+	Run   string `msgpack:"run,omitempty"`
+	Turn  uint32 `msgpack:"turn,omitempty"`
+	// Cost is what the original call was billed (absent: unknown); this
+	// reply was billed nothing.
+	Cost *uint64 `msgpack:"cost,omitempty"`
 }
 
 // Kind implements Body.
@@ -94,7 +113,13 @@ func (b ModelReplied) validate(p string) error {
 		}
 		seen[c.ID] = true
 	}
-	return optDigest(p, "reply_digest", b.ReplyDigest)
+	if err := optDigest(p, "reply_digest", b.ReplyDigest); err != nil {
+		return err
+	}
+	if b.Cached != nil {
+		return needDigest(p, "cached.entry", b.Cached.Entry)
+	}
+	return nil
 }
 
 // EffectClass says what a tool may touch.

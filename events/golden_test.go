@@ -407,6 +407,14 @@ func goldenFacts(t testing.TB) []goldenCase {
 			},
 			Containment: goldenContainer(),
 		}},
+		// model.replied served from the response cache (issue 21): the
+		// original's tokens, a billed cost of zero, where it came from.
+		{2131, "model_replied_cached", events.ModelReplied{
+			Turn: 1, Provider: "openai", Model: "gpt-x", Text: "The tests pass.",
+			Usage:  &events.Usage{InputTokens: 900, OutputTokens: 40, Cost: ptr(uint64(0))},
+			Finish: "stop",
+			Cached: &events.CachedReply{Entry: digest("cache-entry:1"), Suite: "nightly-2025-05", Run: "r-1c2d", Turn: 1, Cost: ptr(uint64(23))},
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

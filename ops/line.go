@@ -36,7 +36,15 @@ func Summary(f events.Fact) string {
 		for i, c := range b.Calls {
 			names[i] = c.Name
 		}
-		return fmt.Sprintf("turn=%d calls=[%s] %s", b.Turn, strings.Join(names, ","), usage)
+		line := fmt.Sprintf("turn=%d calls=[%s] %s", b.Turn, strings.Join(names, ","), usage)
+		if c := b.Cached; c != nil {
+			// Served by the response cache: the model was not called.
+			line += " cached"
+			if c.Run != "" {
+				line += fmt.Sprintf(" from=%s/%s/t%d", c.Suite, c.Run, c.Turn)
+			}
+		}
+		return line
 	case events.DispatchIntended:
 		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
 	case events.DispatchCompleted:

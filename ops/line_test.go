@@ -38,3 +38,22 @@ func TestEveryKindHasASummary(t *testing.T) {
 		}
 	}
 }
+
+// A reply the response cache served says so, and where it came from; a
+// reply of the model does not.
+func TestACachedReplySaysSo(t *testing.T) {
+	body := events.ModelReplied{Turn: 2, Provider: "openai", Usage: &events.Usage{InputTokens: 9, OutputTokens: 1, Cost: new(uint64)}}
+	f, err := events.NewFact(events.Meta{Suite: "s", Run: "r", TaskGeneration: 1, Position: 3,
+		Producer: events.Producer{Service: events.OwnerRunner, Instance: "r1"}}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Summary(f); strings.Contains(s, "cached") {
+		t.Fatalf("a model's reply reads as cached: %q", s)
+	}
+	body.Cached = &events.CachedReply{Entry: events.DigestOf([]byte("e")), Suite: "s0", Run: "r0", Turn: 2}
+	f.Body = body
+	if s := Summary(f); !strings.Contains(s, " cached from=s0/r0/t2") {
+		t.Fatalf("a cached reply renders %q", s)
+	}
+}

@@ -43,8 +43,13 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 		return err
 	}
 	defer closeBus()
-	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s are set up (replicas %d)\n",
-		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, t.replicas)
+	// The response cache's bucket is otherwise made on first use, which a
+	// runner's identity may not do.
+	if err := b.EnsureCache(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s are set up (replicas %d)\n",
+		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.CacheBucket, t.replicas)
 	err = b.CheckAppendOnly(ctx)
 	var na *bus.NotAppendOnlyError
 	switch {

@@ -165,3 +165,17 @@ func (c Config) LogValue() slog.Value {
 		slog.Uint64("output_price", c.OutputPrice),
 	)
 }
+
+// Endpoint is the API root a model configured with baseURL talks to, as
+// New resolves it: baseURL, else the environment's (FromEnv), else
+// DefaultBaseURL. Replies of two endpoints are never taken for each
+// other's (the runner's response cache keys on it).
+func Endpoint(baseURL string) string {
+	if baseURL == "" {
+		baseURL = firstEnv(EnvBaseURL, EnvOpenAIBase)
+	}
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	return baseURL
+}

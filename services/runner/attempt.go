@@ -67,6 +67,9 @@ type attempt struct {
 	// its turn.started committed it: the model is then sent it without
 	// the history being rebuilt and rendered a second time.
 	rendered *renderedTurn
+	// respCache is the treatment's response cache, once a call looked
+	// (nil: off, or not looked yet).
+	respCache *responseCache
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body.
@@ -300,7 +303,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		req = rebuilt
 	}
 	a.rendered = nil
-	reply, err := a.callModel(ctx, req)
+	reply, cached, err := a.answer(ctx, req, p.Turn, p.Started.ContextDigest)
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
 		return step.Exhausted(ReasonWallLimit), true, nil
 	}
@@ -314,7 +317,9 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		}
 		return ending{}, false, err
 	}
-	_, err = a.commit(ctx, key(p.Turn), repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply)))
+	replied := repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
+	replied.Cached = cached
+	_, err = a.commit(ctx, key(p.Turn), replied)
 	return ending{}, false, err
 }
 

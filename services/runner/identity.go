@@ -3,7 +3,9 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
+	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/suites"
 	"github.com/factline/factline/version"
@@ -16,8 +18,8 @@ import (
 // (the tool contracts it offers, extensions' included; the effective
 // context and stall policy; the case's stop policy, its checks and
 // requirements; its permission policy, the tools' approval rules in their
-// contracts and the endpoints http_call may reach; and the containment it
-// applied). Two runners that would behave differently never record the
+// contracts and the endpoints http_call may reach; the containment it
+// applied; and its response cache, unless off). Two runners that would behave differently never record the
 // same identity, whatever the request said.
 func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 	contracts, err := a.registry.Contracts()
@@ -37,6 +39,13 @@ func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 			return fmt.Errorf("identity: %s: %w", name, err)
 		}
 		behaviour[name] = data
+	}
+	if mode := a.eff.Treatment.CacheMode(); mode != cases.CacheOff {
+		// A reply served from the cache is not a fresh sample of the
+		// model: an attempt that may be served one is another agent than
+		// one that may not. Off adds nothing, so that identities recorded
+		// before caches existed stay what they were.
+		behaviour["cache"] = json.RawMessage(strconv.Quote(mode))
 	}
 	harness, err := version.HarnessOf(version.Current(), behaviour)
 	if err != nil {

@@ -161,3 +161,32 @@ func TestTheSuitesPageCountsWhatTheReportCounts(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A reply the response cache served is marked on the run's page with
+// where it came from; a reply of the model is not.
+func TestARunPageMarksACachedReply(t *testing.T) {
+	s := newScenario(t)
+	const suite, run = "s", "r"
+	s.add(suite, run, 1, events.OwnerMeter, events.RunRequested{Case: "c", CaseDigest: digest, Treatment: "t", TreatmentDigest: digest, Trial: 1})
+	s.add(suite, run, 1, events.OwnerRunner, events.RunClaimed{Runner: "r1", Lease: 1})
+	for turn := uint32(1); turn <= 2; turn++ {
+		s.add(suite, run, 1, events.OwnerRunner, events.TurnStarted{Turn: turn, ContextDigest: digest, Messages: 2})
+		reply := events.ModelReplied{Turn: turn, Provider: "openai", Text: "ok", Usage: &events.Usage{InputTokens: 10, OutputTokens: 2, Cost: ptr(uint64(0))}}
+		if turn == 2 {
+			reply.Cached = &events.CachedReply{Entry: digest, Suite: "s0", Run: "r0", Turn: 2, Cost: ptr(uint64(5))}
+		}
+		s.add(suite, run, 1, events.OwnerRunner, reply)
+		s.add(suite, run, 1, events.OwnerRunner, events.TurnCompleted{Evidence: events.RunEvidence{RunID: run, TaskGeneration: 1, Turn: turn,
+			EvidencePosition: 1, ActorIntent: events.Continue()}})
+	}
+	p, ok := s.m.Run(suite, run)
+	if !ok || len(p.Turns) != 2 {
+		t.Fatalf("page %v: %+v", ok, p.Turns)
+	}
+	if p.Turns[0].Cached != nil {
+		t.Fatalf("the model's reply is marked cached: %+v", p.Turns[0].Cached)
+	}
+	if c := p.Turns[1].Cached; c == nil || c.Run != "r0" || c.Turn != 2 || *c.Cost != 5 {
+		t.Fatalf("the cached reply: %+v", c)
+	}
+}

@@ -86,6 +86,9 @@ type Turn struct {
 	Reply    string        `json:"reply,omitempty"`
 	// ReplyBlob names the reply text moved to a blob (too large for a fact).
 	ReplyBlob events.Digest `json:"reply_blob,omitempty"`
+	// Cached is set when the response cache answered and the model was
+	// not called: where the reply first came from.
+	Cached *events.CachedReply `json:"cached,omitempty"`
 	// Usage is nil when the provider reported none: unknown, not zero.
 	Usage    *Usage    `json:"usage"`
 	Calls    []Call    `json:"calls,omitempty"`
@@ -354,6 +357,7 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 	}
 	if r := t.replied; r != nil {
 		out.Replied, out.Provider, out.Model, out.Finish, out.ReplyBlob = true, r.Provider, r.Model, r.Finish, r.TextDigest
+		out.Cached = r.Cached
 		if u := r.Usage; u != nil {
 			out.Usage = &Usage{Input: u.InputTokens, Output: u.OutputTokens, Cost: u.Cost}
 		}

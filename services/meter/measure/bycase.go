@@ -30,6 +30,10 @@ type CaseRow struct {
 	// known: a total with unknowns beside it is a lower bound.
 	TokensUnknown int `json:"tokens_unknown"`
 	CostUnknown   int `json:"cost_unknown"`
+	// CachedCalls and CachedTokens are the ended trials' model calls the
+	// response cache answered, and their tokens (part of Tokens).
+	CachedCalls  int    `json:"cached_calls"`
+	CachedTokens uint64 `json:"cached_tokens"`
 }
 
 // ByCase regroups a report's attempts by case and treatment, in the
@@ -68,6 +72,8 @@ func ByCase(r Report) []CaseRow {
 			} else {
 				row.CostUnknown++
 			}
+			row.CachedCalls += a.CachedCalls
+			row.CachedTokens += a.CachedTokens
 		}
 	}
 	for i := range out {
@@ -88,10 +94,20 @@ func ByCase(r Report) []CaseRow {
 	return out
 }
 
-// WriteCaseTable writes the rows as a table.
+// WriteCaseTable writes the rows as a table; a "cached" column (calls the
+// response cache answered) only when some row has one, so that a suite
+// without a cache keeps its width.
 func WriteCaseTable(w io.Writer, rows []CaseRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@1\tpass@n\ttokens\tcost")
+	anyCached := false
+	for _, r := range rows {
+		anyCached = anyCached || r.CachedCalls > 0
+	}
+	head := "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@1\tpass@n\ttokens\tcost"
+	if anyCached {
+		head += "\tcached"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rows {
 		p1, pn := "-", "-"
 		if len(r.PassAtK) > 0 {
@@ -99,8 +115,12 @@ func WriteCaseTable(w io.Writer, rows []CaseRow) error {
 			last := r.PassAtK[len(r.PassAtK)-1]
 			pn = fmt.Sprintf("%.3f (n=%d)", last.Value, last.K)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Case, r.Treatment, r.Trials, r.Passed, r.Failed, r.Other,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", r.Case, r.Treatment, r.Trials, r.Passed, r.Failed, r.Other,
 			pct(r.PassRate), p1, pn, known(r.Tokens, r.TokensUnknown), known(r.Cost, r.CostUnknown))
+		if anyCached {
+			fmt.Fprintf(tw, "\t%d", r.CachedCalls)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -119,7 +139,7 @@ func WriteCaseJSON(w io.Writer, rows []CaseRow) error {
 func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"case", "treatment", "trials", "graded", "passed", "failed", "other", "pass_rate", "pass_at_1", "pass_at_n", "n",
-		"tokens", "tokens_unknown", "cost", "cost_unknown"})
+		"tokens", "tokens_unknown", "cost", "cost_unknown", "cached_calls", "cached_tokens"})
 	for _, r := range rows {
 		rate, p1, pn, n := "", "", "", ""
 		if r.PassRate != nil {
@@ -131,7 +151,8 @@ func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 			pn, n = strconv.FormatFloat(last.Value, 'f', -1, 64), strconv.Itoa(last.K)
 		}
 		_ = cw.Write([]string{r.Case, r.Treatment, itoa(r.Trials), itoa(r.Graded), itoa(r.Passed), itoa(r.Failed), itoa(r.Other),
-			rate, p1, pn, n, cell(r.Tokens), itoa(r.TokensUnknown), cell(r.Cost), itoa(r.CostUnknown)})
+			rate, p1, pn, n, cell(r.Tokens), itoa(r.TokensUnknown), cell(r.Cost), itoa(r.CostUnknown),
+			itoa(r.CachedCalls), strconv.FormatUint(r.CachedTokens, 10)})
 	}
 	cw.Flush()
 	return cw.Error()

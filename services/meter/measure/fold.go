@@ -46,6 +46,10 @@ type Attempt struct {
 	// GradedAt is when (in facts folded) its newest verdict arrived: the
 	// order in which a suite's early stopping sees its pairs.
 	GradedAt int
+	// CachedCalls counts the model calls the response cache answered, and
+	// CachedTokens their tokens (input and output, as first reported).
+	CachedCalls  int
+	CachedTokens uint64
 }
 
 // NewLog returns the empty state of one suite.
@@ -119,6 +123,13 @@ func (l *Log) Apply(f events.Fact) {
 	case events.StopDecided:
 		if b.Judge != nil {
 			a.Judged = append(a.Judged, *b.Judge)
+		}
+	case events.ModelReplied:
+		if b.Cached != nil {
+			a.CachedCalls++
+			if b.Usage != nil {
+				a.CachedTokens += b.Usage.InputTokens + b.Usage.OutputTokens
+			}
 		}
 	}
 }

@@ -156,6 +156,9 @@ func breakdown(t TreatmentReport) string {
 	if u := t.Usage; u.TokensUnknown > 0 || u.CostUnknown > 0 {
 		parts = append(parts, fmt.Sprintf("tokens unknown for %d, cost for %d", u.TokensUnknown, u.CostUnknown))
 	}
+	if u := t.Usage; u.CachedCalls > 0 {
+		parts = append(parts, "served from the response cache "+cached(u.CachedCalls, u.CachedTokens))
+	}
 	if e := t.Evaluator; e.Calls > 0 {
 		parts = append(parts, "evaluator cost "+evaluator(e))
 	}
@@ -213,7 +216,7 @@ func WriteWideTable(w io.Writer, r Report) error {
 	for _, k := range ks {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
-	head = append(head, "tokens", "cost", "wall", "evaluator cost")
+	head = append(head, "tokens", "cost", "cached", "wall", "evaluator cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, t := range r.Treatments {
 		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
@@ -223,7 +226,7 @@ func WriteWideTable(w io.Writer, r Report) error {
 			cells = append(cells, passAt(t, k, "%.3f"))
 		}
 		u := t.Usage
-		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown),
+		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown), cached(u.CachedCalls, u.CachedTokens),
 			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000), evaluator(t.Evaluator))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
@@ -283,6 +286,15 @@ func known(total *uint64, unknown int) string {
 	return fmt.Sprintf("%d + %d unknown", *total, unknown)
 }
 
+// cached renders the calls the response cache answered: "-" when none,
+// else "3 calls, 1200 tokens".
+func cached(calls int, tokens uint64) string {
+	if calls == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d calls, %d tokens", calls, tokens)
+}
+
 // evaluator renders the evaluators' cost with its calls: "-" when none
 // was made.
 func evaluator(e EvaluatorUsage) string {
@@ -320,7 +332,8 @@ func WriteCSV(w io.Writer, r Report) error {
 		head = append(head, fmt.Sprintf("pass_at_%d", k))
 	}
 	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known",
-		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost", "evaluator_cost_unknown", "evaluator_millis")
+		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost", "evaluator_cost_unknown", "evaluator_millis",
+		"cached_calls", "cached_tokens")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -351,7 +364,8 @@ func WriteCSV(w io.Writer, r Report) error {
 		rec = append(rec, cell(u.Tokens), itoa(u.TokensKnown), itoa(u.TokensUnknown),
 			cell(u.Cost), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
 		e := t.Evaluator
-		rec = append(rec, itoa(e.Calls), cell(e.Tokens), itoa(e.TokensUnknown), cell(e.Cost), itoa(e.CostUnknown), strconv.FormatUint(e.Millis, 10))
+		rec = append(rec, itoa(e.Calls), cell(e.Tokens), itoa(e.TokensUnknown), cell(e.Cost), itoa(e.CostUnknown), strconv.FormatUint(e.Millis, 10),
+			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

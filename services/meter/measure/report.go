@@ -137,6 +137,11 @@ type Usage struct {
 	CostUnknown   int     `json:"cost_unknown"`
 	WallMillis    uint64  `json:"wall_millis"`
 	WallKnown     int     `json:"wall_known"`
+	// CachedCalls counts the ended attempts' model calls the response
+	// cache answered (billed nothing), and CachedTokens their tokens: part
+	// of Tokens, served without calling the model.
+	CachedCalls  int    `json:"cached_calls"`
+	CachedTokens uint64 `json:"cached_tokens"`
 }
 
 // add sums a known figure into a total that is nil until one is known.
@@ -163,6 +168,10 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// CachedCalls and CachedTokens are the attempt's model calls the
+	// response cache answered, and their tokens.
+	CachedCalls  int    `json:"cached_calls,omitempty"`
+	CachedTokens uint64 `json:"cached_tokens,omitempty"`
 	// Judged is the evaluators' model calls on the attempt, summed into
 	// the treatment's evaluator usage.
 	Judged []events.JudgeCall `json:"-"`
@@ -253,6 +262,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		out.Identity = a.Requested.Identity
 	}
 	out.Started, out.Conflicts, out.Judged = a.Claimed, len(a.Conflicts), a.Judged
+	out.CachedCalls, out.CachedTokens = a.CachedCalls, a.CachedTokens
 	if a.Ended == nil {
 		out.Reason = "running"
 		if !a.Claimed {
@@ -394,6 +404,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 				u.WallMillis += *a.Millis
 				u.WallKnown++
 			}
+			u.CachedCalls += a.CachedCalls
+			u.CachedTokens += a.CachedTokens
 		}
 		for _, j := range a.Judged {
 			e := &t.Evaluator

@@ -1,0 +1,101 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/events"
+)
+
+// CacheBucket is the key-value bucket of the response cache: under a
+// digest of a model identity and a rendered request, the digest of the
+// blob that holds a reply of that model to that request. The bucket holds
+// only pointers; whoever reads an entry verifies the blob it names.
+const CacheBucket = "CACHE"
+
+// cacheBucket opens the response cache's bucket on first use: only
+// treatments with a cache need it, so a bus that never caches (or a
+// service identity that may not reach it) never looks it up.
+type cacheBucket struct {
+	mu sync.Mutex
+	kv jetstream.KeyValue
+}
+
+func (b *Bus) cacheKV(ctx context.Context) (jetstream.KeyValue, error) {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	if b.cache.kv != nil {
+		return b.cache.kv, nil
+	}
+	kv, err := openBucket(ctx, "kv "+CacheBucket,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, CacheBucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) {
+			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      CacheBucket,
+				Description: "factline response cache: model identity and request digest to a reply blob",
+				Storage:     jetstream.FileStorage,
+				Replicas:    b.cfg.Replicas,
+				History:     1,
+			})
+		})
+	if err != nil {
+		return nil, err
+	}
+	b.cache.kv = kv
+	return kv, nil
+}
+
+// EnsureCache looks the response cache's bucket up and creates it when it
+// does not exist (factline setup, as an identity allowed to).
+func (b *Bus) EnsureCache(ctx context.Context) error {
+	_, err := b.cacheKV(ctx)
+	return err
+}
+
+// CachedEntry returns what the response cache holds under key, and false
+// when it holds nothing. The value is whatever was stored: the caller
+// checks it before trusting it.
+func (b *Bus) CachedEntry(ctx context.Context, key events.Digest) (string, bool, error) {
+	if err := key.Validate("cache key"); err != nil {
+		return "", false, fmt.Errorf("cache get: %w", err)
+	}
+	kv, err := b.cacheKV(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("cache get: %w", err)
+	}
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	e, err := kv.Get(actx, key.Hex())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("cache get %s: %w", key, err)
+	}
+	return string(e.Value()), true, nil
+}
+
+// PutCacheEntry stores entry under key in the response cache, replacing
+// what was there: the newest reply of a model to a request wins.
+func (b *Bus) PutCacheEntry(ctx context.Context, key, entry events.Digest) error {
+	if err := key.Validate("cache key"); err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	if err := entry.Validate("cache entry"); err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	kv, err := b.cacheKV(ctx)
+	if err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	if _, err := kv.Put(actx, key.Hex(), []byte(entry)); err != nil {
+		return fmt.Errorf("cache put %s: %w", key, err)
+	}
+	return nil
+}

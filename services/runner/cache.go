@@ -1,0 +1,200 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/openai"
+)
+
+// The response cache: a model call whose rendered request (the digest
+// turn.started committed) an earlier call of the same model identity sent
+// takes that call's reply instead of calling the model. The bus holds,
+// under a digest of (identity, request), the digest of an entry blob that
+// names both again beside the reply; a reader trusts an entry only when
+// the blob is whole and names the identity and the request it looked up,
+// so a corrupt or foreign entry is a miss, never someone else's reply.
+
+// cacheFormat names the entry format and seeds the key: an entry of
+// another format is never read as this one.
+const cacheFormat = "factline-cache/1"
+
+// cacheIdentity is what makes two replies comparable: the provider, the
+// endpoint it was reached at, the model and every request setting (the
+// rendered request holds the settings too; naming them here keeps the
+// identity readable on its own), and for a scripted model the script,
+// which answers by turn whatever the request says. Prices are left out:
+// they change what a call costs, never what the model says.
+type cacheIdentity struct {
+	Provider string          `json:"provider"`
+	Endpoint string          `json:"endpoint,omitempty"`
+	Settings models.Settings `json:"settings"`
+	Script   events.Digest   `json:"script,omitempty"`
+}
+
+// cacheEntry is the blob a cache key points at.
+type cacheEntry struct {
+	Format   string        `json:"format"`
+	Identity events.Digest `json:"identity"`
+	Request  events.Digest `json:"request"`
+	Reply    models.Reply  `json:"reply"`
+	// Where the reply was first given.
+	Suite string `json:"suite"`
+	Run   string `json:"run"`
+	Turn  uint32 `json:"turn"`
+}
+
+// responseCache is one attempt's view of the cache: its mode and the
+// identity of its model.
+type responseCache struct {
+	reads, writes bool
+	identity      events.Digest
+}
+
+// newResponseCache returns the cache an attempt of kase under t uses, nil
+// when its treatment's cache is off.
+func newResponseCache(kase *cases.Case, t *cases.Treatment, settings models.Settings) (*responseCache, error) {
+	if !t.CacheReads() && !t.CacheWrites() {
+		return nil, nil
+	}
+	id := cacheIdentity{Provider: t.Model.Provider, Settings: settings}
+	switch t.Model.Provider {
+	case cases.ProviderOpenAI:
+		id.Endpoint = openai.Endpoint(t.Model.BaseURL)
+	case cases.ProviderScripted:
+		id.Script = events.DigestOf([]byte(t.Model.ScriptFiles[kase.ID]))
+	}
+	data, err := json.Marshal(id)
+	if err != nil {
+		return nil, fmt.Errorf("response cache identity: %w", err)
+	}
+	return &responseCache{reads: t.CacheReads(), writes: t.CacheWrites(), identity: events.DigestOf(data)}, nil
+}
+
+// key is where the cache keeps the entry for a request of this identity.
+func (c *responseCache) key(request events.Digest) events.Digest {
+	return events.DigestOf([]byte(cacheFormat + "\n" + string(c.identity) + "\n" + string(request)))
+}
+
+// errForeignEntry marks an entry that does not hold a reply of this
+// identity to this request.
+var errForeignEntry = errors.New("the cache entry is not a reply of this model to this request")
+
+// verify decodes an entry blob and checks that it answers request under
+// this identity with a reply whose usage is known.
+func (c *responseCache) verify(data []byte, request events.Digest) (cacheEntry, error) {
+	var e cacheEntry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return cacheEntry{}, fmt.Errorf("%w: %v", errForeignEntry, err)
+	}
+	switch {
+	case e.Format != cacheFormat:
+		return cacheEntry{}, fmt.Errorf("%w: format %q", errForeignEntry, e.Format)
+	case e.Identity != c.identity:
+		return cacheEntry{}, fmt.Errorf("%w: model identity %s", errForeignEntry, e.Identity)
+	case e.Request != request:
+		return cacheEntry{}, fmt.Errorf("%w: request %s", errForeignEntry, e.Request)
+	case e.Reply.Usage == nil:
+		return cacheEntry{}, fmt.Errorf("%w: its usage is unknown", errForeignEntry)
+	}
+	return e, nil
+}
+
+// cacheLookup returns the cached reply to request, billed nothing, and where it
+// came from; false on a miss. Only a bus that failed under it is an error
+// (the run resumes from the log): whatever else is wrong with an entry
+// makes it a miss.
+func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request events.Digest) (models.Reply, *events.CachedReply, bool, error) {
+	value, ok, err := a.svc.bus.CachedEntry(ctx, c.key(request))
+	if err != nil {
+		if bus.Transient(err) {
+			return models.Reply{}, nil, false, err
+		}
+		a.svc.log.Warn("response cache: lookup failed; calling the model", "suite", a.suite, "run", a.run, "err", err)
+		return models.Reply{}, nil, false, nil
+	}
+	if !ok {
+		return models.Reply{}, nil, false, nil
+	}
+	miss := func(err error) (models.Reply, *events.CachedReply, bool, error) {
+		a.svc.log.Warn("response cache: entry refused; calling the model", "suite", a.suite, "run", a.run, "entry", value, "err", err)
+		return models.Reply{}, nil, false, nil
+	}
+	entry := events.Digest(value)
+	if err := entry.Validate("entry"); err != nil {
+		return miss(err)
+	}
+	data, err := a.svc.bus.GetBlob(ctx, entry)
+	if err != nil {
+		if bus.Transient(err) {
+			return models.Reply{}, nil, false, err
+		}
+		return miss(err)
+	}
+	e, err := c.verify(data, request)
+	if err != nil {
+		return miss(err)
+	}
+	reply := e.Reply
+	u := *reply.Usage
+	from := &events.CachedReply{Entry: entry, Suite: e.Suite, Run: e.Run, Turn: e.Turn, Cost: u.Cost}
+	u.Cost = new(uint64) // served from the log of an earlier call: nothing is billed
+	reply.Usage = &u
+	return reply, from, true, nil
+}
+
+// cacheStore writes a reply the model gave into the cache. A reply whose usage
+// is unknown is not stored (its hit could be billed neither as zero nor as
+// known tokens). Storing is best effort: the reply is the run's whatever
+// becomes of its entry.
+func (a *attempt) cacheStore(ctx context.Context, c *responseCache, request events.Digest, turn uint32, reply models.Reply) {
+	if reply.Usage == nil {
+		return
+	}
+	data, err := json.Marshal(cacheEntry{Format: cacheFormat, Identity: c.identity, Request: request,
+		Reply: redactReply(a.svc.secrets, reply), Suite: a.suite, Run: a.run, Turn: turn})
+	if err == nil {
+		var entry events.Digest
+		if entry, err = a.svc.bus.PutBlob(ctx, data); err == nil {
+			err = a.svc.bus.PutCacheEntry(ctx, c.key(request), entry)
+		}
+	}
+	if err != nil {
+		a.svc.log.Warn("response cache: storing the reply failed", "suite", a.suite, "run", a.run, "turn", turn, "err", err)
+	}
+}
+
+// answer is the reply to a started turn's request: the cache's when the
+// treatment reads it and holds one, else the model's (stored when the
+// treatment writes the cache). cached says where a cached reply came
+// from; nil when the model answered.
+func (a *attempt) answer(ctx context.Context, req models.Request, turn uint32, request events.Digest) (models.Reply, *events.CachedReply, error) {
+	if a.respCache == nil && a.eff.Treatment != nil && a.eff.Treatment.CacheMode() != cases.CacheOff {
+		c, err := newResponseCache(a.kase, a.eff.Treatment, a.settings())
+		if err != nil {
+			return models.Reply{}, nil, err
+		}
+		a.respCache = c
+	}
+	c := a.respCache
+	if c != nil && c.reads {
+		reply, from, ok, err := a.cacheLookup(ctx, c, request)
+		if err != nil || ok {
+			return reply, from, err
+		}
+	}
+	reply, err := a.callModel(ctx, req)
+	if err == nil && c != nil && c.writes {
+		a.cacheStore(ctx, c, request, turn, reply)
+	}
+	return reply, nil, err
+}
