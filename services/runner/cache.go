@@ -31,8 +31,11 @@ const cacheFormat = "factline-cache/1"
 // rendered request holds the settings too; naming them here keeps the
 // identity readable on its own), and for a scripted model the script,
 // which answers by turn whatever the request says. Prices are left out:
-// they change what a call costs, never what the model says.
+// they change what a call costs, never what the model says. The trial is
+// in: trials sample the model again, so a re-run's trial 2 takes trial 2's
+// replies and a cached suite's pass@k still counts k samples.
 type cacheIdentity struct {
+	Trial    uint32          `json:"trial"`
 	Provider string          `json:"provider"`
 	Endpoint string          `json:"endpoint,omitempty"`
 	Settings models.Settings `json:"settings"`
@@ -60,11 +63,11 @@ type responseCache struct {
 
 // newResponseCache returns the cache an attempt of kase under t uses, nil
 // when its treatment's cache is off.
-func newResponseCache(kase *cases.Case, t *cases.Treatment, settings models.Settings) (*responseCache, error) {
+func newResponseCache(kase *cases.Case, t *cases.Treatment, settings models.Settings, trial uint32) (*responseCache, error) {
 	if !t.CacheReads() && !t.CacheWrites() {
 		return nil, nil
 	}
-	id := cacheIdentity{Provider: t.Model.Provider, Settings: settings}
+	id := cacheIdentity{Trial: trial, Provider: t.Model.Provider, Settings: settings}
 	switch t.Model.Provider {
 	case cases.ProviderOpenAI:
 		id.Endpoint = openai.Endpoint(t.Model.BaseURL)
@@ -179,7 +182,7 @@ func (a *attempt) cacheStore(ctx context.Context, c *responseCache, request even
 // from; nil when the model answered.
 func (a *attempt) answer(ctx context.Context, req models.Request, turn uint32, request events.Digest) (models.Reply, *events.CachedReply, error) {
 	if a.respCache == nil && a.eff.Treatment != nil && a.eff.Treatment.CacheMode() != cases.CacheOff {
-		c, err := newResponseCache(a.kase, a.eff.Treatment, a.settings())
+		c, err := newResponseCache(a.kase, a.eff.Treatment, a.settings(), a.requested.Trial)
 		if err != nil {
 			return models.Reply{}, nil, err
 		}

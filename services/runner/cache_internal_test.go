@@ -49,7 +49,7 @@ func TestTheCacheIdentity(t *testing.T) {
 		t.Helper()
 		tr := &cases.Treatment{ID: "t", Model: m, Cache: &cases.Cache{Mode: cases.CacheReadWrite}}
 		a := &attempt{eff: cases.Apply(kase, tr)}
-		c, err := newResponseCache(kase, tr, a.settings())
+		c, err := newResponseCache(kase, tr, a.settings(), 1)
 		if err != nil || c == nil {
 			t.Fatalf("%v %v", c, err)
 		}
@@ -74,8 +74,28 @@ func TestTheCacheIdentity(t *testing.T) {
 			t.Errorf("another %s kept the cache identity", name)
 		}
 	}
-	if c, err := newResponseCache(kase, &cases.Treatment{Model: base}, models.Settings{}); c != nil || err != nil {
+	if c, err := newResponseCache(kase, &cases.Treatment{Model: base}, models.Settings{}, 1); c != nil || err != nil {
 		t.Fatalf("a treatment without a cache has one: %v %v", c, err)
+	}
+}
+
+// Trials sample the model again: trial 2 of a re-run is served trial 2's
+// replies, never trial 1's, so a cached suite's pass@k still counts k
+// samples.
+func TestEachTrialHasItsOwnCacheEntries(t *testing.T) {
+	kase := &cases.Case{ID: "c"}
+	tr := &cases.Treatment{ID: "t", Model: cases.ModelSpec{Provider: cases.ProviderOpenAI, Name: "m"},
+		Cache: &cases.Cache{Mode: cases.CacheReadWrite}}
+	ids := map[events.Digest]uint32{}
+	for trial := uint32(1); trial <= 3; trial++ {
+		c, err := newResponseCache(kase, tr, models.Settings{Model: "m"}, trial)
+		if err != nil || c == nil {
+			t.Fatalf("%v %v", c, err)
+		}
+		if other, ok := ids[c.identity]; ok {
+			t.Fatalf("trials %d and %d share cache entries", other, trial)
+		}
+		ids[c.identity] = trial
 	}
 }
 
