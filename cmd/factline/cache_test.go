@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/meter/measure"
 )
@@ -170,9 +171,13 @@ func TestAResponseCacheServesARerun(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("read_write after read: %d model calls, want 2 (read wrote the cache?)", n)
 	}
+	hits := cacheMetric(t, "hit")
 	second, n := runCached(t, store, cacheSuite(t, dir, "rw2", m1, rw, fake), fake)
 	if n != 0 {
 		t.Fatalf("the re-run made %d model calls, want 0", n)
+	}
+	if got := cacheMetric(t, "hit") - hits; got != 2 {
+		t.Fatalf("factline_model_cache_total{result=hit} grew by %v, want 2", got)
 	}
 	if a, b := first.Attempts[0], second.Attempts[0]; a.Outcome != b.Outcome || a.Status != b.Status || *a.Tokens != *b.Tokens {
 		t.Fatalf("the re-run differs: %+v vs %+v", a, b)
@@ -218,14 +223,41 @@ func TestAResponseCacheServesARerun(t *testing.T) {
 	// Every entry now points at a foreign blob: an entry of another
 	// request. A run must call the model, not take the foreign reply.
 	corruptCache(t, store)
+	refused := cacheMetric(t, "refused")
 	if _, n := runCached(t, store, cacheSuite(t, dir, "rw3", m1, rw, fake), fake); n != 2 {
 		t.Fatalf("with foreign entries: %d model calls, want 2", n)
+	}
+	if got := cacheMetric(t, "refused") - refused; got != 2 {
+		t.Fatalf("factline_model_cache_total{result=refused} grew by %v, want 2", got)
 	}
 	for _, r := range replies(t, store, "rw3") {
 		if r.Cached != nil {
 			t.Fatalf("a foreign entry was served: %+v", r.Cached)
 		}
 	}
+}
+
+// cacheMetric is factline_model_cache_total of one result, over providers.
+func cacheMetric(t *testing.T, result string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "factline_model_cache_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // corruptCache makes every response cache entry point at the blob of

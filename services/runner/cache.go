@@ -12,6 +12,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/ops/metrics"
 )
 
 // The response cache: a model call whose rendered request (the digest
@@ -125,10 +126,15 @@ func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request eve
 		a.svc.log.Warn("response cache: lookup failed; calling the model", "suite", a.suite, "run", a.run, "err", err)
 		return models.Reply{}, nil, false, nil
 	}
+	count := func(result string) {
+		metrics.ModelCache.WithLabelValues(a.model.Provider(), result).Inc()
+	}
 	if !ok {
+		count("miss")
 		return models.Reply{}, nil, false, nil
 	}
 	miss := func(err error) (models.Reply, *events.CachedReply, bool, error) {
+		count("refused")
 		a.svc.log.Warn("response cache: entry refused; calling the model", "suite", a.suite, "run", a.run, "entry", value, "err", err)
 		return models.Reply{}, nil, false, nil
 	}
@@ -152,6 +158,7 @@ func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request eve
 	from := &events.CachedReply{Entry: entry, Suite: e.Suite, Run: e.Run, Turn: e.Turn, Cost: u.Cost}
 	u.Cost = new(uint64) // served from the log of an earlier call: nothing is billed
 	reply.Usage = &u
+	count("hit")
 	return reply, from, true, nil
 }
 
