@@ -75,9 +75,16 @@ func (s *Shell) Decide(ctx context.Context, d bus.Delivery, step Step) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s/%s: %w", s.owner, suite, run, err)
 	}
-	recs, err := s.Bus.Commit(ctx, s.Runs, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
-		return step.Decide(log, eff)
-	})
+	decide := func(log bus.RunLog) ([]bus.Pending, error) { return step.Decide(log, eff) }
+	commit := s.Bus.Commit
+	if log.LastSeq == d.Seq {
+		// The delivered fact was the run's newest a moment ago: decide on
+		// the log just loaded instead of asking the server again. If the
+		// run moved on meanwhile, the append's run-wide expected sequence
+		// refuses it and the decision is made again on a fresh load.
+		commit = s.Bus.CommitAsLastWriter
+	}
+	recs, err := commit(ctx, s.Runs, suite, run, decide)
 	if err != nil {
 		return fmt.Errorf("%s: %s of %s/%s: %w", s.owner, step.What, suite, run, err)
 	}
