@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -97,6 +98,10 @@ type Delivery struct {
 	Deliveries uint64
 	// Pending is how many messages the consumer had left after this one.
 	Pending uint64
+	// raw is the delivered message as a direct get would return it (its
+	// run links included), for RunCache.LoadDelivered; nil when the
+	// delivery was made up rather than delivered.
+	raw *nats.Msg
 }
 
 // Handler processes one delivered fact. Returning nil acknowledges it; an
@@ -410,6 +415,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: unscopeMsgID(f.Suite, m.Headers().Get(jetstream.MsgIDHeader))},
 		Deliveries: md.NumDelivered,
 		Pending:    md.NumPending,
+		raw:        asStored(m, md.Sequence.Stream),
 	}
 	if md.NumDelivered > uint64(cfg.MaxDeliver) {
 		deadFact(fmt.Sprintf("delivered %d times without an answer (max %d)", md.NumDelivered, cfg.MaxDeliver), d)
@@ -553,4 +559,16 @@ func zeroConsumerCounters(consumer string) {
 	for _, cause := range infraCauses {
 		metrics.InfraRetries.WithLabelValues(consumer, cause).Add(0)
 	}
+}
+
+// asStored is a delivered message in the form a direct get of it returns:
+// its stored headers, with its sequence and subject as headers.
+func asStored(m jetstream.Msg, seq uint64) *nats.Msg {
+	h := nats.Header{}
+	for k, vs := range m.Headers() {
+		h[k] = vs
+	}
+	h.Set(jetstream.SequenceHeader, strconv.FormatUint(seq, 10))
+	h.Set(jetstream.SubjectHeader, m.Subject())
+	return &nats.Msg{Subject: m.Subject(), Header: h, Data: m.Data()}
 }

@@ -113,26 +113,36 @@ func (b *Bus) LoadRun(ctx context.Context, suite, run string) (RunLog, error) {
 
 // extendRun appends to log the run's messages after log.LastSeq.
 func (b *Bus) extendRun(ctx context.Context, log *RunLog) error {
-	filter := events.RunFilter(log.Suite, log.Run)
-	msgs, ok, err := b.fetchByLinks(ctx, filter, log.LastSeq)
-	if err != nil {
+	ok, err := b.extendByLinks(ctx, log, nil)
+	if err != nil || ok {
 		return err
 	}
-	if ok {
-		next := *log
-		for _, m := range msgs {
-			addMessage(&next, m)
-		}
-		// The links only say which messages their writers knew of. Positions
-		// prove nothing was skipped: every fact takes the next one, so the
-		// new facts must continue the known ones without a gap.
-		if contiguous(log, next) {
-			*log = next
-			return nil
-		}
-		b.log.Debug("run links incomplete; scanning", "filter", filter)
-	}
+	filter := events.RunFilter(log.Suite, log.Run)
+	b.log.Debug("run links incomplete; scanning", "filter", filter)
 	return b.directBatch(ctx, FactsStream, filter, log.LastSeq+1, func(m *nats.Msg, _ uint64) { addMessage(log, m) })
+}
+
+// extendByLinks extends log by following run links back from the run's
+// newest message, or from newest when it is given (a message of the run in
+// hand, in the form a direct get returns). It reports false, leaving log
+// as it was, when the links cannot prove that nothing was missed.
+func (b *Bus) extendByLinks(ctx context.Context, log *RunLog, newest *nats.Msg) (bool, error) {
+	msgs, ok, err := b.fetchByLinks(ctx, events.RunFilter(log.Suite, log.Run), log.LastSeq, newest)
+	if err != nil || !ok {
+		return false, err
+	}
+	next := *log
+	for _, m := range msgs {
+		addMessage(&next, m)
+	}
+	// The links only say which messages their writers knew of. Positions
+	// prove nothing was skipped: every fact takes the next one, so the
+	// new facts must continue the known ones without a gap.
+	if !contiguous(log, next) {
+		return false, nil
+	}
+	*log = next
+	return true, nil
 }
 
 // contiguous reports whether next extends log by facts whose positions
@@ -166,18 +176,22 @@ func addMessage(log *RunLog, m *nats.Msg) {
 }
 
 // fetchByLinks fetches the run's messages after stop by following HeaderPrev
-// links from the run's newest message. ok is false when the links do not
+// links from the run's newest message (from last, when given, without
+// asking the server for the newest). ok is false when the links do not
 // prove that nothing was missed; the caller then scans.
-func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64) (msgs []*nats.Msg, ok bool, err error) {
+func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64, last *nats.Msg) (msgs []*nats.Msg, ok bool, err error) {
 	g, err := b.newGetter()
 	if err != nil {
 		return nil, false, err
 	}
 	defer g.close()
-	last, found, err := g.get(ctx, directGetRequest{LastFor: filter})
-	if err != nil || !found {
-		// Nothing at all: an empty run, unless we knew of messages before.
-		return nil, err == nil && stop == 0, err
+	if last == nil {
+		var found bool
+		last, found, err = g.get(ctx, directGetRequest{LastFor: filter})
+		if err != nil || !found {
+			// Nothing at all: an empty run, unless we knew of messages before.
+			return nil, err == nil && stop == 0, err
+		}
 	}
 	got := map[uint64]*nats.Msg{}
 	links := map[uint64][]uint64{}
@@ -514,6 +528,43 @@ func (c *RunCache) LoadThrough(ctx context.Context, suite, run string, seq uint6
 			return RunLog{}, ctx.Err()
 		}
 	}
+}
+
+// LoadDelivered is LoadThrough for a fact a consumer delivered: the
+// delivered message already names the messages of the run before it (its
+// run links), so the log is extended through it without asking the server
+// where the run ends, one round trip fewer. The log may then end at the
+// delivered fact even when the run has moved on; a writer appending on it
+// is refused by the run-wide expected sequence and decides again on a
+// fresh load. A delivery without its message in hand, or whose links
+// cannot prove the run whole, is loaded by LoadThrough.
+func (c *RunCache) LoadDelivered(ctx context.Context, d Delivery) (RunLog, error) {
+	suite, run := d.Fact.Suite, d.Fact.Run
+	if d.raw != nil {
+		e := c.entry(suite, run)
+		if err := e.lock.lock(ctx); err != nil {
+			return RunLog{}, err
+		}
+		next := e.log
+		ok := next.LastSeq >= d.Seq
+		var err error
+		if !ok {
+			ok, err = c.bus.extendByLinks(ctx, &next, d.raw)
+		}
+		if ok && err == nil {
+			e.log = next
+		}
+		e.lock.unlock()
+		if err != nil {
+			return RunLog{}, err
+		}
+		if ok {
+			next.Records = slices.Clip(next.Records)
+			next.Bad = slices.Clip(next.Bad)
+			return next, nil
+		}
+	}
+	return c.LoadThrough(ctx, suite, run, d.Seq)
 }
 
 // peek returns the cached log of a run without asking the server for

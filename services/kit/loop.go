@@ -64,7 +64,7 @@ func (s *Shell) Decide(ctx context.Context, d bus.Delivery, step Step) error {
 		return errors.New(string(s.owner) + ": Decide needs a run cache and a policy cache")
 	}
 	suite, run := d.Fact.Suite, d.Fact.Run
-	log, err := s.Runs.LoadThrough(ctx, suite, run, d.Seq)
+	log, err := s.Runs.LoadDelivered(ctx, d)
 	if err != nil {
 		return fmt.Errorf("%s: load %s/%s: %w", s.owner, suite, run, err)
 	}
