@@ -59,6 +59,8 @@ type Bus struct {
 	log   *slog.Logger
 	blobs jetstream.ObjectStore
 	pos   jetstream.KeyValue
+	// limits is the LIMITS bucket (slots.go).
+	limits jetstream.KeyValue
 	// faults records the delivery faults injected so far.
 	faults faultState
 	// replies carries the answers to the bus's direct gets (see replyMux).

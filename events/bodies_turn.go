@@ -69,6 +69,10 @@ type ModelReplied struct {
 	Usage       *Usage     `msgpack:"usage,omitempty"`
 	Finish      string     `msgpack:"finish,omitempty"` // provider's finish reason
 	ReplyDigest Digest     `msgpack:"reply_digest,omitempty"`
+	// QueueWaitMs is how long the call waited for a slot of a model limit
+	// the fleet shares before it was sent; that wait is not counted
+	// against the run's wall-time budget. 0 (left out): no wait.
+	QueueWaitMs uint64 `msgpack:"queue_wait_ms,omitempty"`
 }
 
 // Kind implements Body.

@@ -43,8 +43,8 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 		return err
 	}
 	defer closeBus()
-	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s are set up (replicas %d)\n",
-		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, t.replicas)
+	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s are set up (replicas %d)\n",
+		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.LimitsBucket, t.replicas)
 	err = b.CheckAppendOnly(ctx)
 	var na *bus.NotAppendOnlyError
 	switch {
