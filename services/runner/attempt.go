@@ -413,7 +413,7 @@ func (a *attempt) withinWall(ctx context.Context) (context.Context, context.Canc
 		ctx = a.work
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
-		return context.WithDeadline(ctx, a.started.Add(wall+a.queued))
+		return context.WithTimeout(ctx, wall-a.wallUsed())
 	}
 	return context.WithCancel(ctx)
 }
