@@ -36,7 +36,11 @@ func Summary(f events.Fact) string {
 		for i, c := range b.Calls {
 			names[i] = c.Name
 		}
-		return fmt.Sprintf("turn=%d calls=[%s] %s", b.Turn, strings.Join(names, ","), usage)
+		line := fmt.Sprintf("turn=%d calls=[%s] %s", b.Turn, strings.Join(names, ","), usage)
+		if b.QueueWaitMs > 0 {
+			line += fmt.Sprintf(" waited=%s", time.Duration(b.QueueWaitMs)*time.Millisecond)
+		}
+		return line
 	case events.DispatchIntended:
 		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
 	case events.DispatchCompleted:
