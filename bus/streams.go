@@ -100,7 +100,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	b.limits, err = openBucket(ctx, "kv "+LimitsBucket,
 		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, LimitsBucket) },
-		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.CreateKeyValue(ctx, b.limitsConfig()) })
+		func(ctx context.Context) (jetstream.KeyValue, error) {
+			return b.js.CreateKeyValue(ctx, b.limitsConfig())
+		})
 	return err
 }
 
