@@ -182,7 +182,7 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 		}
 		facts := log.Facts()
 		p := step.ReadProgress(facts)
-		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, step.QueueWait(facts)
+		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, queueWait(facts)
 		if a.ctl != nil {
 			a.ctl.seen(facts)
 			if sig := a.ctl.pendingCancel(); sig != nil {

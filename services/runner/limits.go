@@ -8,10 +8,12 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/limit"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/runner/step"
 )
 
 // WithModelSlotLease sets how long a slot of a fleet-wide model limit
@@ -82,6 +84,11 @@ func (limitMetrics) Adapted(label string, n int) {
 
 func (limitMetrics) Throttled(label string, status int) {
 	metrics.LimitThrottled.WithLabelValues(label, strconv.Itoa(status)).Inc()
+}
+
+// queueWait is the waits the run's replies recorded (step.QueueWaitMs).
+func queueWait(facts []events.Fact) time.Duration {
+	return time.Duration(step.QueueWaitMs(facts)) * time.Millisecond
 }
 
 // wallUsed is the wall time the run has spent against its budget: since

@@ -327,7 +327,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		return nil, fmt.Errorf("%w: model limits of %s: %v", errBadInput, treat.ID, err)
 	}
 	// A takeover is not charged the waits the run's replies recorded.
-	a.queued = step.QueueWait(rl.Facts())
+	a.queued = queueWait(rl.Facts())
 	var toolOpts []tools.RegistryOption
 	if kase.HTTP != nil && kase.HTTP.Timeout > 0 {
 		toolOpts = append(toolOpts, tools.WithHTTPTimeout(kase.HTTP.Timeout.Std()))
@@ -492,7 +492,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	metrics.RunsEnded.WithLabelValues(string(end.Status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
 		Status: end.Status, Reason: end.Reason, Steps: spend.Steps,
-		Spent:        spend.Spent(uint64((time.Since(a.started) - step.QueueWait(facts)).Milliseconds())),
+		Spent:        spend.Spent(uint64((time.Since(a.started) - queueWait(facts)).Milliseconds())),
 		LastEvidence: step.LastEvidence(facts), NextAction: step.NextAction(end.Status),
 	})
 	if errors.Is(err, ErrLeaseLost) {

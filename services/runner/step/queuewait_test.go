@@ -2,7 +2,6 @@ package step
 
 import (
 	"testing"
-	"time"
 
 	"github.com/factline/factline/events"
 )
@@ -18,7 +17,7 @@ func TestQueueWaitSumsTheRecordedWaits(t *testing.T) {
 		events.TurnStarted{Turn: 3, ContextDigest: events.DigestOf([]byte("3"))},
 		events.ModelReplied{Turn: 3, Provider: "p", QueueWaitMs: 250},
 	)
-	if got := QueueWait(facts); got != 1750*time.Millisecond {
-		t.Fatalf("queue wait %s, want 1.75s", got)
+	if got := QueueWaitMs(facts); got != 1750 {
+		t.Fatalf("queue wait %dms, want 1750", got)
 	}
 }
