@@ -60,6 +60,8 @@ type Bus struct {
 	blobs jetstream.ObjectStore
 	pos   jetstream.KeyValue
 	cache cacheBucket // the response cache, opened on first use
+	// limits is the LIMITS bucket (slots.go).
+	limits jetstream.KeyValue
 	// faults records the delivery faults injected so far.
 	faults faultState
 	// replies carries the answers to the bus's direct gets (see replyMux).

@@ -11,5 +11,7 @@
 //	DEAD     file storage, subjects dead.>: messages a consumer could not use
 //
 // Buckets: the object store BLOBS (large payloads named by digest) and the
-// key-value bucket POSITIONS (durable replay positions of projections).
+// key-value buckets POSITIONS (durable replay positions of projections) and
+// LIMITS (model limits the runners share: leased slots, request tokens,
+// adaptive state; slots.go).
 package bus

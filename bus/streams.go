@@ -95,6 +95,14 @@ func (b *Bus) ensure(ctx context.Context) error {
 				History:     1,
 			})
 		})
+	if err != nil {
+		return err
+	}
+	b.limits, err = openBucket(ctx, "kv "+LimitsBucket,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, LimitsBucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) {
+			return b.js.CreateKeyValue(ctx, b.limitsConfig())
+		})
 	return err
 }
 

@@ -54,6 +54,38 @@ type ModelSpec struct {
 	// 0 means unknown, and costs then stay unknown.
 	InputPrice  uint64 `yaml:"input_price,omitempty" json:"input_price,omitempty"`
 	OutputPrice uint64 `yaml:"output_price,omitempty" json:"output_price,omitempty"`
+	// Limits bound the calls to this model at this endpoint across every
+	// runner of the fleet (docs/models.md#fleet-wide-limits). Nil: none.
+	Limits *ModelLimits `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// ModelLimits bound the calls to one model at one endpoint (provider,
+// base_url and name) across the fleet: every treatment naming the same
+// model shares them. A field left out is no limit of that kind.
+type ModelLimits struct {
+	// MaxConcurrent is the most calls in flight at once.
+	MaxConcurrent *int `yaml:"max_concurrent,omitempty" json:"max_concurrent,omitempty"`
+	// MaxRequestsPerMinute is the most calls started in any minute.
+	MaxRequestsPerMinute *int `yaml:"max_requests_per_minute,omitempty" json:"max_requests_per_minute,omitempty"`
+}
+
+// check refuses limits that admit nothing or are not counts.
+func (l *ModelLimits) check(field string) error {
+	if l == nil {
+		return nil
+	}
+	if l.MaxConcurrent == nil && l.MaxRequestsPerMinute == nil {
+		return fieldErr(field, "set max_concurrent or max_requests_per_minute (or leave limits out)")
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"max_concurrent", l.MaxConcurrent}, {"max_requests_per_minute", l.MaxRequestsPerMinute}} {
+		if f.v != nil && *f.v < 1 {
+			return fieldErr(field+"."+f.name, "want a whole number of at least 1, got %d (leave it out for no limit)", *f.v)
+		}
+	}
+	return nil
 }
 
 // ReasoningEfforts are the reasoning_effort values OpenAI-compatible
@@ -125,7 +157,7 @@ func (m ModelSpec) checkSettings(field string) error {
 	if e := m.ReasoningEffort; e != "" && !slices.Contains(ReasoningEfforts, e) {
 		return fieldErr(field+".reasoning_effort", "unknown effort %q (want one of %v)", e, ReasoningEfforts)
 	}
-	return nil
+	return m.Limits.check(field + ".limits")
 }
 
 // Encode returns the canonical JSON stored as the treatment blob.

@@ -73,6 +73,10 @@ type ModelReplied struct {
 	// model was not called: Usage is then the original call's tokens with
 	// a billed cost of zero.
 	Cached *CachedReply `msgpack:"cached,omitempty"`
+	// QueueWaitMs is how long the call waited for a slot of a model limit
+	// the fleet shares before it was sent; that wait is not counted
+	// against the run's wall-time budget. 0 (left out): no wait.
+	QueueWaitMs uint64 `msgpack:"queue_wait_ms,omitempty"`
 }
 
 // CachedReply says where a cached reply came from: the cache entry it was

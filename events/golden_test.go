@@ -296,6 +296,8 @@ func goldenFacts(t testing.TB) []goldenCase {
 				{Name: "unprivileged_user", State: events.ContainmentOff},
 			},
 		}}},
+		// Added with the optional wait for a fleet-wide model slot.
+		{"model_replied_queued", events.ModelReplied{Turn: 3, Provider: "openai", Model: "m", Text: "ok", Finish: "stop", QueueWaitMs: 4200}},
 	}
 	out := make([]goldenCase, len(cases))
 	for i, c := range cases {

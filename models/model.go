@@ -102,6 +102,10 @@ type Reply struct {
 	Finish string     `json:"finish,omitempty"`
 	// Model is the model the provider says answered.
 	Model string `json:"model,omitempty"`
+	// QueueWait is how long the call waited for a slot of a limit the
+	// fleet shares (package limit) before it was sent. It is no part of
+	// the provider's answer: the runner records it in model.replied.
+	QueueWait time.Duration `json:"-"`
 }
 
 // Model is the port every provider implements.

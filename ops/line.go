@@ -44,6 +44,9 @@ func Summary(f events.Fact) string {
 				line += fmt.Sprintf(" from=%s/%s/t%d", c.Suite, c.Run, c.Turn)
 			}
 		}
+		if b.QueueWaitMs > 0 {
+			line += fmt.Sprintf(" waited=%s", time.Duration(b.QueueWaitMs)*time.Millisecond)
+		}
 		return line
 	case events.DispatchIntended:
 		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)

@@ -57,3 +57,24 @@ func TestACachedReplySaysSo(t *testing.T) {
 		t.Fatalf("a cached reply renders %q", s)
 	}
 }
+
+// A reply that waited for a fleet-wide model slot says how long; one that
+// did not says nothing of it.
+func TestModelRepliedLineShowsTheSlotWait(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		absent     bool
+	}{{"model_replied_queued", "waited=4.2s", false}, {"model_replied", "waited=", true}} {
+		data, err := os.ReadFile(filepath.Join("../events/testdata/golden", c.name+".msgpack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := events.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Summary(f); strings.Contains(got, c.want) == c.absent {
+			t.Errorf("%s renders %q; want %q absent=%v", c.name, got, c.want, c.absent)
+		}
+	}
+}

@@ -50,6 +50,9 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 	eff := cases.Apply(c, t)
 	model := t.Model
 	model.Scripts, model.ScriptFiles = "", nil
+	// Limits decide when a call is sent, never what is sent or answered:
+	// the same model under other limits is the same agent.
+	model.Limits = nil
 	type contract struct {
 		cases.ModelSpec
 		Script events.Digest `json:"script,omitempty"`

@@ -38,6 +38,9 @@ type serveOptions struct {
 	// workers, by service, is how many deliveries each of its instances
 	// handles at once (absent: the service's default).
 	workers map[string]int
+	// slotLease is how long a fleet-wide model limit's slot outlives a
+	// runner that stopped renewing it (zero: the runner's default).
+	slotLease time.Duration
 }
 
 // fleetOptions are the fleet of the named services (all five when names is
@@ -50,6 +53,9 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	}
 	if o.extensions != nil {
 		run = append(run, runner.WithExtensions(o.extensions))
+	}
+	if o.slotLease > 0 {
+		run = append(run, runner.WithModelSlotLease(o.slotLease))
 	}
 	return fleet.Options{
 		Services: names,
@@ -102,6 +108,7 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
+	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
 	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
@@ -114,7 +121,7 @@ type serveFlags struct {
 	list, listen, workDir string
 	allowRemote, noAuth   bool
 	instances, maxDeliver int
-	ackWait               time.Duration
+	ackWait, slotLease    time.Duration
 	metricsAddr           string
 	workers               map[string]int
 	loadExtensions        func() (*extensions.Allowlist, error)
@@ -202,7 +209,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		}
 		defer stopMetrics()
 	}
-	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers}.fleetOptions(names))
+	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers, slotLease: o.slotLease}.fleetOptions(names))
 	if err != nil {
 		return err
 	}

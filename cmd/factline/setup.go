@@ -48,8 +48,8 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 	if err := b.EnsureCache(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s are set up (replicas %d)\n",
-		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.CacheBucket, t.replicas)
+	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s, %s are set up (replicas %d)\n",
+		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.CacheBucket, bus.LimitsBucket, t.replicas)
 	err = b.CheckAppendOnly(ctx)
 	var na *bus.NotAppendOnlyError
 	switch {

@@ -155,7 +155,8 @@ func (m *Model) Provider() string { return Provider }
 // context.Canceled (a passed ctx deadline is ErrTimeout). A refused or
 // filtered answer is a Reply with Finish "refusal", never retried; a request
 // the provider refuses to process (HTTP 400 with a content-filter code) is
-// ErrRefused. Errors never contain the API key.
+// ErrRefused. Every 429 and 503 is reported to the hook ctx carries
+// (models.WithThrottleHook). Errors never contain the API key.
 func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply, error) {
 	params, body, err := m.build(req)
 	if err != nil {
@@ -171,6 +172,12 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 			return models.Reply{}, m.contextError(attempt, f.ctxErr)
 		}
 		f.err.Attempts = attempt
+		if st := f.err.Status; st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+			// Every throttled attempt, the retried ones too: a limiter
+			// shared by the fleet must slow down while this call still
+			// retries, not only once it gives up.
+			models.ReportThrottle(ctx, models.Throttle{Status: st, RetryAfter: f.err.RetryAfter})
+		}
 		if !f.retry || attempt >= maxAttempts {
 			return models.Reply{}, f.err
 		}

@@ -76,6 +76,19 @@ var (
 	ToolDispatches = counter("factline_tool_dispatches_total", "Settled tool calls, by tool and disposition.", "tool", "disposition")
 )
 
+// waitBuckets span no wait at all to a provider that stays overloaded for
+// minutes.
+var waitBuckets = prometheus.ExponentialBuckets(0.01, 2, 16) // 10 ms … 5.5 min
+
+// Fleet-wide model limits (models/limit), as one runner process sees them;
+// the limit label is the provider, endpoint and model.
+var (
+	LimitSlotsHeld = gauge("factline_model_limit_slots_held", "Slots of a fleet-wide model limit this process holds now, by limit (sum over processes: slots in use).", "limit")
+	LimitWait      = histogram("factline_model_limit_wait_seconds", "Time a model call waited for a fleet-wide limit's slot and token before it was sent, by limit.", waitBuckets, "limit")
+	LimitAdaptive  = gauge("factline_model_limit_concurrency", "A fleet-wide limit's adaptive concurrency, as this process last read or set it, by limit.", "limit")
+	LimitThrottled = counter("factline_model_throttled_total", "Model call attempts a provider throttled (HTTP 429 or 503), by limit and status.", "limit", "status")
+)
+
 // The stall handler and the stop decider.
 var (
 	StallActions = counter("factline_stall_actions_total", "Stall observations, by action (none, retry, escalate, stop).", "action")

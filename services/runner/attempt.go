@@ -70,6 +70,9 @@ type attempt struct {
 	// respCache is the treatment's response cache, once a call looked
 	// (nil: off, or not looked yet).
 	respCache *responseCache
+	// queued is the time the run's model calls waited for fleet-wide
+	// limit slots: not charged to the wall-time budget (limits.go).
+	queued time.Duration
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body.
@@ -182,7 +185,7 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 		}
 		facts := log.Facts()
 		p := step.ReadProgress(facts)
-		a.gen, a.epoch = p.Gen, p.Epoch
+		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, queueWait(facts)
 		if a.ctl != nil {
 			a.ctl.seen(facts)
 			if sig := a.ctl.pendingCancel(); sig != nil {
@@ -242,7 +245,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
 		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true, nil
 	}
-	if wall := a.kase.Budget.Wall.Std(); wall > 0 && time.Since(a.started) >= wall {
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 && a.wallUsed() >= wall {
 		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	req, tokens, end, err := a.request(facts, turn)
@@ -304,7 +307,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	}
 	a.rendered = nil
 	reply, cached, err := a.answer(ctx, req, p.Turn, p.Started.ContextDigest)
-	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && time.Since(a.started) >= a.kase.Budget.Wall.Std() {
+	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && a.wallUsed() >= a.kase.Budget.Wall.Std() {
 		return step.Exhausted(ReasonWallLimit), true, nil
 	}
 	if err != nil {
@@ -319,6 +322,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	}
 	replied := repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
 	replied.Cached = cached
+	replied.QueueWaitMs = uint64(reply.QueueWait.Milliseconds())
 	_, err = a.commit(ctx, key(p.Turn), replied)
 	return ending{}, false, err
 }
@@ -373,12 +377,21 @@ func modelEnding(err error) (ending, bool) {
 }
 
 func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Reply, error) {
-	ctx, cancel := a.withinWall(ctx)
+	ctx, cancel, budget := a.modelContext(ctx)
 	defer cancel()
 	provider := a.model.Provider()
 	t0 := time.Now()
 	reply, err := a.model.Complete(ctx, req)
-	metrics.ModelSeconds.WithLabelValues(provider).Observe(time.Since(t0).Seconds())
+	var waited time.Duration
+	if budget != nil {
+		// Until the reply records it, a failed call's wait is still not
+		// the run's to pay for.
+		waited = budget.Waited
+		if err != nil {
+			a.queued += waited
+		}
+	}
+	metrics.ModelSeconds.WithLabelValues(provider).Observe((time.Since(t0) - waited).Seconds())
 	switch {
 	case err != nil && a.ctl.pendingCancel() != nil:
 		// An operator's cancel stopped the call: no failure of the model.
@@ -404,7 +417,7 @@ func (a *attempt) withinWall(ctx context.Context) (context.Context, context.Canc
 		ctx = a.work
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
-		return context.WithDeadline(ctx, a.started.Add(wall))
+		return context.WithTimeout(ctx, wall-a.wallUsed())
 	}
 	return context.WithCancel(ctx)
 }

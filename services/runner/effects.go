@@ -275,7 +275,7 @@ func sendBackoff(ctx context.Context, sends int) error {
 // wallSpent reports whether the attempt's wall-time budget has run out.
 func (a *attempt) wallSpent() bool {
 	wall := a.kase.Budget.Wall.Std()
-	return wall > 0 && time.Since(a.started) >= wall
+	return wall > 0 && a.wallUsed() >= wall
 }
 
 // Error codes of calls the run ended around.

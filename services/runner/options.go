@@ -23,6 +23,7 @@ type config struct {
 	afterCommit     func(events.Fact)
 	contain         *sandbox.Config
 	secrets         *secrets.Redactor
+	slotLease       time.Duration
 }
 
 // WithWorkspaces sets how attempt workspaces are opened (default

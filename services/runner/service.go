@@ -72,6 +72,8 @@ type Service struct {
 	extensions      *extensions.Allowlist
 	log             *slog.Logger // the shell's, through the secret redactor
 	secrets         *secrets.Redactor
+	// slotLease is the lease of a fleet-wide model limit's slot.
+	slotLease time.Duration
 	// containment is what the host grants commands, probed in New.
 	containment *sandbox.Containment
 	// beforeClaim, set by tests only, runs just before an attempt commits
@@ -106,7 +108,7 @@ var spec = kit.Spec{
 // (WithWorkers is how many runs it drives at once; it keeps a run cache,
 // no policy or suite cache) and its own (WithWorkspaces, WithModels,
 // WithWorkDir, WithDecisionTimeout, WithApprovalTimeout, WithExtensions,
-// WithAfterCommit, WithContainment, WithSecrets). Start it with Run. It
+// WithAfterCommit, WithContainment, WithSecrets, WithModelSlotLease). Start it with Run. It
 // probes once what containment the host grants its commands.
 func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	c := config{models: Models, workDir: os.TempDir(), decisionTimeout: 10 * time.Minute, approvalTimeout: time.Hour}
@@ -127,7 +129,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	sh.WrapLog(func(h slog.Handler) slog.Handler { return secrets.NewHandler(h, c.secrets) })
 	s := &Service{sh: sh, bus: b, cache: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
 		workDir: c.workDir, decisionTimeout: c.decisionTimeout, approvalTimeout: c.approvalTimeout,
-		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets}
+		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets, slotLease: c.slotLease}
 	sh.OnDeadLetter(s.gaveUp)
 	contain := sandbox.DefaultConfig(s.workDir)
 	if c.contain != nil {
@@ -321,6 +323,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if a.model, err = s.models(ctx, kase, treat); err != nil {
 		return nil, fmt.Errorf("%w: model for %s under %s: %v", errBadInput, kase.ID, treat.ID, err)
 	}
+	if a.model, err = s.limited(a.model, treat); err != nil {
+		return nil, fmt.Errorf("%w: model limits of %s: %v", errBadInput, treat.ID, err)
+	}
+	// A takeover is not charged the waits the run's replies recorded.
+	a.queued = queueWait(rl.Facts())
 	var toolOpts []tools.RegistryOption
 	if kase.HTTP != nil && kase.HTTP.Timeout > 0 {
 		toolOpts = append(toolOpts, tools.WithHTTPTimeout(kase.HTTP.Timeout.Std()))
@@ -485,7 +492,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	metrics.RunsEnded.WithLabelValues(string(end.Status)).Inc()
 	_, err = a.commit(ctx, nil, events.RunEnded{
 		Status: end.Status, Reason: end.Reason, Steps: spend.Steps,
-		Spent:        spend.Spent(uint64(time.Since(a.started).Milliseconds())),
+		Spent:        spend.Spent(uint64((time.Since(a.started) - queueWait(facts)).Milliseconds())),
 		LastEvidence: step.LastEvidence(facts), NextAction: step.NextAction(end.Status),
 	})
 	if errors.Is(err, ErrLeaseLost) {

@@ -82,8 +82,11 @@ type Turn struct {
 	Provider string        `json:"provider,omitempty"`
 	Model    string        `json:"model,omitempty"`
 	Finish   string        `json:"finish,omitempty"`
-	Replied  bool          `json:"replied"`
-	Reply    string        `json:"reply,omitempty"`
+	// QueueWait is how long the call waited for a slot of a fleet-wide
+	// model limit (0: it did not wait).
+	QueueWait time.Duration `json:"queue_wait_ns,omitempty"`
+	Replied   bool          `json:"replied"`
+	Reply     string        `json:"reply,omitempty"`
 	// ReplyBlob names the reply text moved to a blob (too large for a fact).
 	ReplyBlob events.Digest `json:"reply_blob,omitempty"`
 	// Cached is set when the response cache answered and the model was
@@ -358,6 +361,7 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 	if r := t.replied; r != nil {
 		out.Replied, out.Provider, out.Model, out.Finish, out.ReplyBlob = true, r.Provider, r.Model, r.Finish, r.TextDigest
 		out.Cached = r.Cached
+		out.QueueWait = time.Duration(r.QueueWaitMs) * time.Millisecond
 		if u := r.Usage; u != nil {
 			out.Usage = &Usage{Input: u.InputTokens, Output: u.OutputTokens, Cost: u.Cost}
 		}

@@ -1,0 +1,33 @@
+package suites
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/factline/factline/cases"
+)
+
+// A fleet-wide model limit changes when calls are sent, not what the agent
+// is: a treatment with limits has the identity of the same one without.
+func TestModelLimitsAreNotPartOfTheIdentity(t *testing.T) {
+	dir := tree(t, suiteFiles(goodSuite))
+	s, err := Load(filepath.Join(dir, "suite.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, base := s.Cases[0], s.Treatments[0]
+	id, _, err := AgentIdentity(c, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := *base
+	two := 2
+	limited.Model.Limits = &cases.ModelLimits{MaxConcurrent: &two}
+	other, _, err := AgentIdentity(c, &limited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other != id {
+		t.Fatal("limits changed the agent's identity")
+	}
+}
