@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/meter/measure"
 )
 
