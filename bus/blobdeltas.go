@@ -107,13 +107,20 @@ func depthOf(info *jetstream.ObjectInfo) int {
 
 // readBlob reads the blob named d whose object info was just read: the
 // whole bytes as stored, or, for a delta, rebuilt by following the bases
-// down to a whole blob, at most MaxDeltaDepth deltas (a longer or circular
-// chain is a corrupt store, not a reason to read forever), and applying
-// them upwards. Every blob read or rebuilt is checked against its name.
+// down to a whole blob or one rebuilt recently (b.rebuilt), at most
+// MaxDeltaDepth deltas (a longer or circular chain is a corrupt store, not
+// a reason to read forever), and applying them upwards. Every blob read or
+// rebuilt is checked against its name.
 func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.ObjectInfo) ([]byte, error) {
 	var chain []blobdelta.Delta
 	var data []byte
 	for name := d; ; {
+		if len(chain) > 0 {
+			if cached, ok := b.rebuilt.peek(name); ok {
+				data = cached
+				break
+			}
+		}
 		raw, stored, err := b.objectBytes(ctx, name, info)
 		if err != nil {
 			return nil, err
@@ -155,6 +162,9 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 		if got := events.DigestOf(data); got != name {
 			return nil, fmt.Errorf("get blob %s: %s rebuilt has content digest %s: %w", d, name, got, ErrBlobCorrupt)
 		}
+	}
+	if len(chain) > 0 {
+		b.rebuilt.put(d, data)
 	}
 	return data, nil
 }

@@ -86,6 +86,9 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 }
 
 func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+	if data, ok := b.rebuilt.get(d); ok {
+		return data, nil
+	}
 	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
