@@ -101,6 +101,8 @@ type ModeReport struct {
 	// B8: milliseconds, the median turn of turns 1–10 and of 40–49, and
 	// their ratio.
 	LongEarly, LongLate, LongRatio Sample
+	// B8: bytes the blob bucket grew by per turn of the run.
+	LongBlobBytes Sample
 	// B3: milliseconds.
 	LatP50, LatP99, RawP50, RawP99, LatRatio Sample
 	// B4: facts/s.
@@ -250,6 +252,7 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 					}
 					m.LongEarly, m.LongLate = append(m.LongEarly, ms(res.early)), append(m.LongLate, ms(res.late))
 					m.LongRatio = append(m.LongRatio, float64(res.late)/float64(res.early))
+					m.LongBlobBytes = append(m.LongBlobBytes, res.blobBytes)
 				}
 				return nil
 			})

@@ -166,7 +166,7 @@ func TestSmallTableFillsEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := rep.Markdown(ThisMachine(), "go test")
-	for _, row := range []string{"| B1 ", "| B2 end", "| B2 turns/s", "| B2 disk", "| B3 ", "| B4 ", "| B5 ", "| B7 ", "| B8 "} {
+	for _, row := range []string{"| B1 ", "| B2 end", "| B2 turns/s", "| B2 disk", "| B3 ", "| B4 ", "| B5 ", "| B7 ", "| B8 turn", "| B8 request blobs"} {
 		if !strings.Contains(md, row) {
 			t.Errorf("no %s row in\n%s", row, md)
 		}
@@ -176,7 +176,7 @@ func TestSmallTableFillsEveryRow(t *testing.T) {
 		m.RawP50.Median() <= 0 || m.ReplayFL.Median() <= 0 || m.ReplayRaw.Median() <= 0 || m.LoadP50.Median() <= 0 || m.GetP50.Median() <= 0 {
 		t.Errorf("a figure is not positive: %+v", m)
 	}
-	if m.TurnRate.Median() <= 0 || m.ChainRate.Median() <= 0 || m.FactBytes.Median() <= 0 || m.PrevBytes.Median() <= 0 || m.HeaderBytes.Median() < m.PrevBytes.Median() || m.LongEarly.Median() <= 0 || m.LongLate.Median() <= 0 {
+	if m.TurnRate.Median() <= 0 || m.ChainRate.Median() <= 0 || m.FactBytes.Median() <= 0 || m.PrevBytes.Median() <= 0 || m.HeaderBytes.Median() < m.PrevBytes.Median() || m.LongEarly.Median() <= 0 || m.LongLate.Median() <= 0 || m.LongBlobBytes.Median() <= 0 {
 		t.Errorf("a figure of issue 24's rows is not positive: %+v", m)
 	}
 	if len(m.Sweep) != 3 || m.Sweep[2].Point != (sweepPoint{Runs: 3, Instances: 2}) {

@@ -16,12 +16,14 @@ import (
 	"github.com/factline/factline/suites"
 )
 
-// benchCase is the case every service benchmark runs: no fixture (an
+// benchCase is the case every service benchmark runs (its instruction
+// names the case, so that each suite's requests are its own and B8's
+// request blobs are stored anew in every repetition): no fixture (an
 // empty workspace), one read-only tool, no checks, the stall handler's
 // patterns off (a no-op tool repeated every turn would otherwise be a
 // stall, which is what the handler is for, not what is measured here).
 const benchCase = `id: %s
-instruction: List the workspace each turn, then say you are done.
+instruction: List the workspace each turn, then say you are done (case %s).
 tools: [list_files]
 budget: {steps: %d}
 stall:
@@ -49,7 +51,7 @@ func writeSuite(dir, name string, trials, turns int) (string, error) {
 	}
 	script.WriteString("  - text: Nothing needs changing; the task is done.\n    usage: {input_tokens: 900, output_tokens: 20, cost: 1}\n")
 	files := map[string]string{
-		"cases/noop/case.yaml":              fmt.Sprintf(benchCase, caseID(name), turns+2),
+		"cases/noop/case.yaml":              fmt.Sprintf(benchCase, caseID(name), caseID(name), turns+2),
 		"treatments/scripted.yaml":          benchTreatment,
 		"scripts/" + caseID(name) + ".yaml": script.String(),
 		"suite.yaml":                        fmt.Sprintf("name: %s\ncases: [{path: cases/noop/case.yaml}]\ntreatments: [{path: treatments/scripted.yaml}]\ntrials: %d\n", name, trials),

@@ -111,6 +111,8 @@ func (r Report) Markdown(m Machine, command string) string {
 		if len(mr.LongRatio) > 0 {
 			fmt.Fprintf(&b, "| B8 turn cost by run length, one run of %d turns: p50 of turns %d–%d / of turns %d–%d | %s / %s | — | %s | ≤ 1.2 | %s |\n",
 				c.LongTurns, longLateFrom, longLateTo, longEarlyFrom, longEarlyTo, msec(mr.LongLate), msec(mr.LongEarly), ratio(mr.LongRatio), met(mr.LongRatio.Median() <= 1.2))
+			fmt.Fprintf(&b, "| B8 request blobs per turn, one run of %d turns (bytes the blob bucket grew by ÷ turns) | %s | — | — | — | — |\n",
+				c.LongTurns, rate(mr.LongBlobBytes))
 		}
 		for i, sw := range mr.Sweep {
 			if len(sw.Rate) == 0 {

@@ -86,6 +86,9 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 }
 
 func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+	if data, ok := b.rebuilt.get(d); ok {
+		return data, nil
+	}
 	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
@@ -93,19 +96,7 @@ func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("get blob %s: %w", d, err)
 	}
-	actx, cancel := context.WithTimeout(ctx, blobAttempt(info.Size))
-	defer cancel()
-	data, err := b.blobs.GetBytes(actx, d.Hex())
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, fmt.Errorf("get blob %s: %w", d, ErrBlobNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get blob %s: %w", d, err)
-	}
-	if got := events.DigestOf(data); got != d {
-		return nil, fmt.Errorf("get blob %s: content digest is %s: %w", d, got, ErrBlobCorrupt)
-	}
-	return data, nil
+	return b.readBlob(ctx, d, info)
 }
 
 // blobAttempt bounds one read of a blob of size bytes: a floor plus a slow

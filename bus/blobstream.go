@@ -61,6 +61,16 @@ func (b *Bus) GetBlobTo(ctx context.Context, d events.Digest, w io.Writer) (int6
 	if err != nil {
 		return 0, fmt.Errorf("get blob %s: %w", d, err)
 	}
+	if isDelta(info) {
+		// A delta is a small request rebuilt in memory, never a
+		// workspace file too large to hold.
+		data, err := b.readBlob(ctx, d, info)
+		if err != nil {
+			return 0, err
+		}
+		n, err := w.Write(data)
+		return int64(n), err
+	}
 	actx, acancel := context.WithTimeout(ctx, blobAttempt(info.Size))
 	defer acancel()
 	res, err := b.blobs.Get(actx, d.Hex())

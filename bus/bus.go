@@ -70,6 +70,8 @@ type Bus struct {
 	health health
 	// kick asks keepStreams to look at the streams again.
 	kick chan struct{}
+	// rebuilt keeps the blobs last rebuilt from deltas (see readBlob).
+	rebuilt rebuiltCache
 }
 
 // Open ensures the streams and buckets exist with the expected settings and

@@ -5,9 +5,7 @@
 package scripted
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -21,12 +19,14 @@ const Provider = "scripted"
 // DefaultName is the model name of a script that names none.
 const DefaultName = "script"
 
-// Model replays a parsed script. It is immutable once parsed and safe for
-// concurrent use: it answers by Request.Turn and keeps no state between
-// calls.
+// Model replays a parsed script. Its script is immutable once parsed and
+// it is safe for concurrent use: it answers by Request.Turn, and the only
+// state it keeps between calls is Render's cache of messages it rendered
+// before, which never changes what Render returns.
 type Model struct {
-	name  string
-	turns []turn
+	name     string
+	turns    []turn
+	rendered renderCache
 }
 
 // turn is one validated script turn.
@@ -53,61 +53,6 @@ func (m *Model) Len() int { return len(m.turns) }
 
 // Provider returns "scripted".
 func (m *Model) Provider() string { return Provider }
-
-// renderRequest is the provider-neutral request as Render shows it.
-type renderRequest struct {
-	Messages []models.Message  `json:"messages"`
-	Tools    []models.ToolSpec `json:"tools,omitempty"`
-	Settings models.Settings   `json:"settings"`
-}
-
-// Render returns the canonical JSON of the provider-neutral request: an
-// object with "messages" (always an array), "tools" (omitted when there are
-// none) and "settings", with the field names of the models package, object
-// keys sorted at every level (tool parameter schemas included), no
-// insignificant whitespace, no HTML escaping and numbers as written. For the
-// scripted provider this is the exact request: nothing else is sent
-// anywhere. Request.Turn is not part of it. Render fails when a tool's
-// parameters are not valid JSON.
-func (m *Model) Render(req models.Request) ([]byte, error) {
-	r := renderRequest{Messages: req.Messages, Tools: req.Tools, Settings: req.Settings}
-	if r.Messages == nil {
-		r.Messages = []models.Message{}
-	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("scripted: render request: %w", err)
-	}
-	out, err := canonicalJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("scripted: render request: %w", err)
-	}
-	return out, nil
-}
-
-// canonicalJSON re-encodes a JSON document with sorted object keys, no
-// whitespace and no HTML escaping; numbers keep their text.
-func canonicalJSON(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	return compactJSON(v)
-}
-
-// compactJSON encodes v (maps with sorted keys) without HTML escaping and
-// without the trailing newline of json.Encoder.
-func compactJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
 
 // Reserve returns the reserve the script gives turn req.Turn, 0 for a turn
 // outside the script.

@@ -73,6 +73,10 @@ type attempt struct {
 	// queued is the time the run's model calls waited for fleet-wide
 	// limit slots: not charged to the wall-time budget (limits.go).
 	queued time.Duration
+	// lastRequest is the request blob this attempt stored last: the next
+	// turn's request, which repeats it and adds the turn's messages, is
+	// stored as a delta of it (see bus.PutBlobAfter).
+	lastRequest *bus.BlobVersion
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body.
@@ -260,10 +264,12 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	if err != nil {
 		return ending{}, false, fmt.Errorf("render request: %w", err)
 	}
-	digest, err := a.svc.bus.PutBlob(ctx, body)
+	stored, err := a.svc.bus.PutBlobAfter(ctx, body, a.lastRequest)
 	if err != nil {
 		return ending{}, false, err
 	}
+	a.lastRequest = stored
+	digest := stored.Digest
 	_, err = a.commit(ctx, key(turn), events.TurnStarted{
 		Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)), Policy: a.eff.Context.Mode,
 		Reserve: reserve, Tokens: uint64(tokens),
