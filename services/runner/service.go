@@ -474,6 +474,12 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 	}
 	if a.ws != nil {
 		snap, files, err := a.ws.Seal(ctx)
+		if bus.Transient(err) {
+			// The bus failed under the seal (a blob put timing out while
+			// a server restarts), not the workspace: the run is resumed
+			// from the log and sealed again, never ended errored for it.
+			return fmt.Errorf("seal the candidate: %w", err)
+		}
 		if err != nil {
 			end = ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
 		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
