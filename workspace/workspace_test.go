@@ -280,20 +280,34 @@ func TestRacyRuleCatchesWriteInTheRecordingTick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			put(t, root, "a.txt", "version 1\n", 0o644)
+			// Written apart, as on a loaded machine: the window is each
+			// record's own, not the newest file's.
+			time.Sleep(5 * time.Millisecond)
 			put(t, root, "b.txt", "untouched\n", 0o644)
-			var newest time.Time
+			// Each file's latest stat time; the two writes may be
+			// milliseconds apart on a loaded machine.
+			var oldest, newest time.Time
 			for _, f := range []string{"a.txt", "b.txt"} {
 				fi, err := os.Stat(filepath.Join(root, f))
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, ts := range []time.Time{fi.ModTime(), ctimeOf(fi)} {
-					if ts.After(newest) {
-						newest = ts
-					}
+				latest := fi.ModTime()
+				if c := ctimeOf(fi); c.After(latest) {
+					latest = c
+				}
+				if oldest.IsZero() || latest.Before(oldest) {
+					oldest = latest
+				}
+				if latest.After(newest) {
+					newest = latest
 				}
 			}
-			scanAt := newest.Add(tc.clockLag)
+			// Within the window of both records, or past it for both.
+			scanAt := oldest.Add(tc.clockLag)
+			if !tc.racy {
+				scanAt = newest.Add(tc.clockLag)
+			}
 			opts := workspace.WithClock(workspace.Options{}, func() time.Time { return scanAt })
 			w, err := workspace.Open(ctx, b, root, opts)
 			if err != nil {
