@@ -39,6 +39,10 @@ const (
 	// (only when the case or its treatment names one): the image by
 	// digest, never its tag, and the limits.
 	ComponentEnvironment = "environment"
+	// ComponentCache is the treatment's response cache mode (only when it
+	// reads the cache): replies served from an earlier run's calls make
+	// another agent than one whose every call reaches the model.
+	ComponentCache = "cache"
 )
 
 // AgentIdentity returns the agent identity of a case run under a treatment
@@ -86,6 +90,14 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentExtensions, names})
+	}
+	if t.CacheReads() {
+		// Only then, like extensions: a treatment with the cache off keeps
+		// the identity it had before caches existed.
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentCache, t.CacheMode()})
 	}
 	if env := eff.Environment; env != nil {
 		// Only then, like extensions. The digest names the image; a tag
