@@ -149,3 +149,21 @@ func TestAsyncAppendWithLostAckFailsInBoundedTime(t *testing.T) {
 		t.Fatalf("an append whose ack is lost: %v (caller's context: %v); want it to fail on its own bound first", err, ctx.Err())
 	}
 }
+
+// A model limit's watch and slot listing whose answers are lost fail on
+// their own bound, as transient: a runner waiting for a slot while a node
+// restarts hands its run back instead of waiting for as long as its run's
+// context lets it (TestFaultRollingRestart found one stuck for minutes on
+// the watch's consumer creation).
+func TestLimitWatchAndSlotsWithLostAnswersFailInBoundedTime(t *testing.T) {
+	t.Parallel()
+	b, fz, ctx := behindFreezer(t)
+	l := b.Limits()
+	fz.freeze()
+	if _, _, err := l.Watch(ctx, "frozen"); err == nil || ctx.Err() != nil || !bus.Transient(err) {
+		t.Fatalf("a watch with every answer lost: %v (caller's context: %v); want a transient error on its own bound", err, ctx.Err())
+	}
+	if _, _, err := l.TakeSlot(ctx, "frozen", 1, "me", 10*time.Second); err == nil || ctx.Err() != nil || !bus.Transient(err) {
+		t.Fatalf("a slot taken with every answer lost: %v (caller's context: %v); want a transient error on its own bound", err, ctx.Err())
+	}
+}

@@ -91,7 +91,7 @@ func (l *Limits) takeFree(ctx context.Context, prefix string, n int, holder stri
 		switch {
 		case err == nil:
 			return k, rev, true, nil
-		case errors.Is(err, jetstream.ErrKeyExists):
+		case kvConflict(err):
 			continue // taken since the listing
 		default:
 			return "", 0, false, fmt.Errorf("take %s: %w", k, err)
@@ -102,6 +102,10 @@ func (l *Limits) takeFree(ctx context.Context, prefix string, n int, holder stri
 
 // held lists the indexes of prefix's keys that exist now.
 func (l *Limits) held(ctx context.Context, prefix string) (map[int]bool, error) {
+	// Listing is a short-lived watch: bounded like any API request, so
+	// that lost answers fail it instead of keeping it waiting.
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
 	lister, err := l.kv.ListKeysFiltered(ctx, prefix+".*")
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
@@ -142,7 +146,7 @@ func (l *Limits) SaveState(ctx context.Context, key string, data []byte, rev uin
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+	case kvConflict(err):
 		return false, nil
 	}
 	return false, fmt.Errorf("save %s.state: %w", key, err)
@@ -152,7 +156,21 @@ func (l *Limits) SaveState(ctx context.Context, key string, data []byte, rev uin
 // under the limit's keys signals.
 func (l *Limits) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
+	// The watch lives as long as ctx, but making it is one API request
+	// (a consumer) that waits for its answer as long as its context lets
+	// it: an answer lost with a restarting node would keep the run
+	// waiting for a slot for good. The making gets the bound of any API
+	// request; past it the watch is abandoned with a deadline error, which
+	// hands the run back to be tried again.
+	bound := time.AfterFunc(replyTimeout, cancel)
 	w, err := l.kv.Watch(ctx, key+".>", jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	if !bound.Stop() {
+		if err == nil {
+			_ = w.Stop()
+		}
+		cancel()
+		return nil, nil, fmt.Errorf("watch %s: making the watch outlived %s: %w", key, replyTimeout, context.DeadlineExceeded)
+	}
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("watch %s: %w", key, err)
@@ -204,13 +222,23 @@ func (s *Slot) Renew(ctx context.Context) error {
 // holder's; one that expired and was taken again is left to its holder.
 func (s *Slot) Release(ctx context.Context) error {
 	err := s.kv.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if kvConflict(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("release %s: %w", s.key, err)
 	}
 	return nil
+}
+
+// kvConflict reports whether a conditional key-value write lost to another
+// writer. The client maps a standalone server's answer to ErrKeyExists or
+// ErrKeyRevisionMismatch, but a replicated bucket answers with another code
+// (10164) that it passes on as it is when a create retries over a deleted
+// or expired key: on a cluster, a slot taken in that instant would
+// otherwise fail the run that wanted it.
+func kvConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isConflict(err)
 }
 
 // publishTTL writes key with a TTL if its revision is still rev. The KV

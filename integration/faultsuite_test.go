@@ -130,6 +130,15 @@ http:
     reserve: 2
 `, url),
 	}
+	// The stall-on treatment also takes a fleet-wide model limit and looks
+	// every call up in the response cache, so that every fault test breaks
+	// those bus paths too. The cache only reads: a takeover answered from
+	// an entry a dead runner wrote would be reported as a cache hit that
+	// the fault-free run never had.
+	files["treatments/stall-on.yaml"] = `id: stall-on
+model: {provider: scripted, scripts: ../scripts, limits: {max_concurrent: 3, max_requests_per_minute: 100000}}
+cache: {mode: read}
+`
 	writeTree(t, dir, files)
 	suitePath := filepath.Join(dir, "suite.yaml")
 	data, err := os.ReadFile(suitePath)
