@@ -113,7 +113,7 @@ func (b *Bus) LoadRun(ctx context.Context, suite, run string) (RunLog, error) {
 
 // extendRun appends to log the run's messages after log.LastSeq.
 func (b *Bus) extendRun(ctx context.Context, log *RunLog) error {
-	ok, err := b.extendByLinks(ctx, log, nil)
+	ok, err := b.extendByLinks(ctx, log, nil, nil)
 	if err != nil || ok {
 		return err
 	}
@@ -124,15 +124,22 @@ func (b *Bus) extendRun(ctx context.Context, log *RunLog) error {
 
 // extendByLinks extends log by following run links back from the run's
 // newest message, or from newest when it is given (a message of the run in
-// hand, in the form a direct get returns). It reports false, leaving log
+// hand, in the form a direct get returns; decoded, when given, is its
+// record, so that it is not decoded again). It reports false, leaving log
 // as it was, when the links cannot prove that nothing was missed.
-func (b *Bus) extendByLinks(ctx context.Context, log *RunLog, newest *nats.Msg) (bool, error) {
+func (b *Bus) extendByLinks(ctx context.Context, log *RunLog, newest *nats.Msg, decoded *Record) (bool, error) {
 	msgs, ok, err := b.fetchByLinks(ctx, events.RunFilter(log.Suite, log.Run), log.LastSeq, newest)
 	if err != nil || !ok {
 		return false, err
 	}
 	next := *log
 	for _, m := range msgs {
+		if decoded != nil && m == newest {
+			// Delivered, and so decoded already.
+			next.Records = append(next.Records, *decoded)
+			next.LastSeq = decoded.Seq
+			continue
+		}
 		addMessage(&next, m)
 	}
 	// The links only say which messages their writers knew of. Positions
@@ -549,7 +556,7 @@ func (c *RunCache) LoadDelivered(ctx context.Context, d Delivery) (RunLog, error
 		ok := next.LastSeq >= d.Seq
 		var err error
 		if !ok {
-			ok, err = c.bus.extendByLinks(ctx, &next, d.raw)
+			ok, err = c.bus.extendByLinks(ctx, &next, d.raw, &d.Record)
 		}
 		if ok && err == nil {
 			e.log = next
