@@ -104,11 +104,9 @@ func (p *Permit) Release(ctx context.Context) error {
 // of the minute's window is left. Only ctx bounds the wait.
 func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 	start := l.now()
-	changed, stopWatch, err := l.cfg.Store.Watch(ctx, l.cfg.Key)
-	if err != nil {
-		return nil, fmt.Errorf("limit %s: watch: %w", l.cfg.Label, err)
-	}
-	defer stopWatch()
+	// The watch (a consumer on the server) is made only once a call has to
+	// wait: most calls find a slot at once and need none.
+	var changed <-chan struct{}
 	p := &Permit{l: l}
 	fail := func(err error) (*Permit, error) {
 		_ = p.Release(context.WithoutCancel(ctx))
@@ -131,6 +129,17 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 		}
 		if admitted {
 			break
+		}
+		if changed == nil {
+			c, stopWatch, err := l.cfg.Store.Watch(ctx, l.cfg.Key)
+			if err != nil {
+				return fail(fmt.Errorf("watch: %w", err))
+			}
+			defer stopWatch()
+			changed = c
+			// A release between the take and the watch is seen by
+			// taking again before waiting.
+			continue
 		}
 		t := time.NewTimer(l.poll)
 		select {
