@@ -167,3 +167,34 @@ func TestLimitWatchAndSlotsWithLostAnswersFailInBoundedTime(t *testing.T) {
 		t.Fatalf("a slot taken with every answer lost: %v (caller's context: %v); want a transient error on its own bound", err, ctx.Err())
 	}
 }
+
+// Every read and write of a limit's keys is bounded like any API request:
+// a runner whose slot create, renewal, release or adaptive state lost its
+// answer with a dying stream leader must hand its run back, not wait as
+// long as the run's own deadline (TestFaultLoseTheStreamLeader once found
+// a run waiting minutes in a slot's create).
+func TestEveryLimitWriteWithLostAnswersFailsInBoundedTime(t *testing.T) {
+	t.Parallel()
+	b, fz, ctx := behindFreezer(t)
+	l := b.Limits()
+	slot, ok, err := l.TakeSlot(ctx, "frozen", 2, "me", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("take a slot before the answers are lost: %v, %v", ok, err)
+	}
+	fz.freeze()
+	calls := map[string]func() error{
+		"load state": func() error { _, _, err := l.LoadState(ctx, "frozen"); return err },
+		"save state": func() error { _, err := l.SaveState(ctx, "frozen", []byte("{}"), 0); return err },
+		"renew":      func() error { return slot.Renew(ctx) },
+		"release":    func() error { return slot.Release(ctx) },
+	}
+	var wg sync.WaitGroup
+	for name, call := range calls {
+		wg.Go(func() {
+			if err := call(); err == nil || ctx.Err() != nil || !bus.Transient(err) {
+				t.Errorf("%s with every answer lost: %v (caller's context: %v); want a transient error on its own bound", name, err, ctx.Err())
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -39,7 +39,10 @@ func (b *Bus) limitsConfig() jetstream.KeyValueConfig {
 	}
 }
 
-// Limits is the LIMITS bucket as the limit.Store the runners share. Slots
+// Limits is the LIMITS bucket as the limit.Store the runners share. Every
+// read and write is bounded like any API request, whatever the caller's
+// deadline: an answer lost with a stream leader fails the call with a
+// transient error, which hands the run back, instead of holding it. Slots
 // are keys <limit>.c.<i> created with a TTL of their lease (create fails
 // while another holder's key lives), renewed with a compare-and-set that
 // sets the TTL again, and deleted on release; a holder that dies stops
@@ -87,7 +90,9 @@ func (l *Limits) takeFree(ctx context.Context, prefix string, n int, holder stri
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	for _, i := range free {
 		k := prefix + "." + strconv.Itoa(i)
-		rev, err := l.kv.Create(ctx, k, []byte(holder), jetstream.KeyTTL(ttl))
+		actx, cancel := apiCtx(ctx)
+		rev, err := l.kv.Create(actx, k, []byte(holder), jetstream.KeyTTL(ttl))
+		cancel()
 		switch {
 		case err == nil:
 			return k, rev, true, nil
@@ -125,6 +130,8 @@ func (l *Limits) held(ctx context.Context, prefix string) (map[int]bool, error) 
 
 // LoadState implements limit.Store.
 func (l *Limits) LoadState(ctx context.Context, key string) ([]byte, uint64, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
 	e, err := l.kv.Get(ctx, key+".state")
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -137,6 +144,8 @@ func (l *Limits) LoadState(ctx context.Context, key string) ([]byte, uint64, err
 
 // SaveState implements limit.Store.
 func (l *Limits) SaveState(ctx context.Context, key string, data []byte, rev uint64) (bool, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
 	var err error
 	if rev == 0 {
 		_, err = l.kv.Create(ctx, key+".state", data)
@@ -210,6 +219,8 @@ type Slot struct {
 // Renew implements limit.Slot: the slot's key is written again with a
 // fresh TTL, only if it is still the holder's revision.
 func (s *Slot) Renew(ctx context.Context) error {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
 	rev, err := publishTTL(ctx, s.js, s.kv.Bucket(), s.key, []byte(s.holder), s.rev, s.lease)
 	if err != nil {
 		return fmt.Errorf("renew %s: %w", s.key, err)
@@ -221,6 +232,8 @@ func (s *Slot) Renew(ctx context.Context) error {
 // Release implements limit.Slot: the key is deleted if it is still the
 // holder's; one that expired and was taken again is left to its holder.
 func (s *Slot) Release(ctx context.Context) error {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
 	err := s.kv.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
 	if kvConflict(err) {
 		return nil

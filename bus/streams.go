@@ -108,7 +108,11 @@ func (b *Bus) ensure(ctx context.Context) error {
 
 // openBucket looks a bucket up and creates it only when it does not exist.
 func openBucket[T any](ctx context.Context, what string, lookup, create func(context.Context) (T, error)) (T, error) {
-	bucket, err := lookup(ctx)
+	// Bounded: the response cache's bucket is opened on a run's first use,
+	// and a lookup whose answer was lost would hold every run behind it.
+	lctx, cancel := apiCtx(ctx)
+	bucket, err := lookup(lctx)
+	cancel()
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		cctx, cancel := context.WithTimeout(ctx, createTimeout)
 		defer cancel()
