@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +73,9 @@ type Bus struct {
 	kick chan struct{}
 	// rebuilt keeps the blobs last rebuilt from deltas (see readBlob).
 	rebuilt rebuiltCache
+	// storedWakes says FACTS republishes stop decisions once stored
+	// (wake.go); a stream made before it did not.
+	storedWakes atomic.Bool
 }
 
 // Open ensures the streams and buckets exist with the expected settings and

@@ -45,6 +45,7 @@ func (b *Bus) streamConfigs() []jetstream.StreamConfig {
 			// suites). Once set, the server never lets these be unset.
 			DenyDelete: true,
 			DenyPurge:  true,
+			RePublish:  storedWakes(),
 		},
 		b.controlConfig(),
 		{
@@ -156,11 +157,13 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 		if _, err := b.js.CreateStream(cctx, want); err != nil {
 			return fmt.Errorf("create stream %s: %w", want.Name, createErr(ctx, "stream "+want.Name, err))
 		}
+		b.noteRePublish(want, want)
 		return nil
 	case err != nil:
 		return fmt.Errorf("look up stream %s: %w", want.Name, err)
 	}
 	have := s.CachedInfo().Config
+	b.noteRePublish(have, want)
 	if legacyControl(have, want) {
 		b.log.Warn("CONTROL is kept in memory, as factline made it before: it is used as it is, and made again on file if a restart loses it (docs/operations.md)")
 		return nil

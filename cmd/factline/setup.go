@@ -15,7 +15,9 @@ import (
 // identity allowed to manage streams (the admin role). Services connected
 // with their own roles only look the streams up; on an account nobody has
 // set up they refuse to start. An existing FACTS stream made before the
-// log was append-only is reported, and changed only with --append-only.
+// log was append-only is reported, and changed only with --append-only; one
+// made before stored decisions were announced gets the announcement, which
+// changes no message and no meaning.
 func newSetupCmd() *cobra.Command {
 	var t target
 	var appendOnly bool
@@ -50,6 +52,12 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 	}
 	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s, %s are set up (replicas %d)\n",
 		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.CacheBucket, bus.LimitsBucket, t.replicas)
+	switch added, err := b.AnnounceStoredDecisions(ctx); {
+	case err != nil:
+		fmt.Fprintf(out, "warning: %v\n", err)
+	case added:
+		fmt.Fprintf(out, "stream %s now announces each stop decision once stored (on %s.fact.<suite>.<run>.stop.decided): runners opened from now on wake on it\n", bus.FactsStream, bus.StoredPrefix)
+	}
 	err = b.CheckAppendOnly(ctx)
 	var na *bus.NotAppendOnlyError
 	switch {

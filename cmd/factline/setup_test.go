@@ -60,13 +60,19 @@ func TestSetupReportsAndFixesAFactsStreamThatIsNotAppendOnly(t *testing.T) {
 	if denied() {
 		t.Fatal("setup changed the stream without being asked")
 	}
+	if !strings.Contains(out, "now announces each stop decision once stored") {
+		t.Fatalf("setup over an old FACTS did not add the announcement of stored decisions:\n%s", out)
+	}
+	if info, err := s.Info(ctx); err != nil || info.Config.RePublish == nil || info.Config.RePublish.Destination != "stored.fact.{{wildcard(1)}}.{{wildcard(2)}}.stop.decided" {
+		t.Fatalf("FACTS after setup: republish %+v, %v", info.Config.RePublish, err)
+	}
 
 	code, out, errOut = runCLI(t, "setup", "--nats", url, "--append-only")
 	if code != 0 || !strings.Contains(out, "FACTS is now append-only") || !denied() {
 		t.Fatalf("setup --append-only: %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "setup", "--nats", url)
-	if code != 0 || strings.Contains(out, "lacks") || !strings.Contains(out, "are set up") {
+	if code != 0 || strings.Contains(out, "lacks") || strings.Contains(out, "announces") || !strings.Contains(out, "are set up") {
 		t.Fatalf("setup after --append-only: %d\n%s%s", code, out, errOut)
 	}
 }

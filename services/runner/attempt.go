@@ -503,7 +503,7 @@ func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDe
 		}
 		select {
 		case <-wake:
-			pause = time.Millisecond
+			pause = 250 * time.Microsecond
 		case <-a.ctl.wakeup():
 			// A steer that comes while the decider decides is taken in
 			// unless the finish is committed first: the decider, finding
