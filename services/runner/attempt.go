@@ -79,11 +79,19 @@ type attempt struct {
 	lastRequest *bus.BlobVersion
 }
 
-// renderedTurn is a turn's request and the digest of its rendered body.
+// renderedTurn is a turn's request and the digest of its rendered body,
+// and the storing of that body, which may still be under way.
 type renderedTurn struct {
 	turn   uint32
 	digest events.Digest
 	req    models.Request
+	stored <-chan storedRequest
+}
+
+// storedRequest is how storing a turn's request ended.
+type storedRequest struct {
+	blob *bus.BlobVersion
+	err  error
 }
 
 // key is the parts of a runner fact's message ID after its kind: what the
@@ -264,18 +272,25 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	if err != nil {
 		return ending{}, false, fmt.Errorf("render request: %w", err)
 	}
-	stored, err := a.svc.bus.PutBlobAfter(ctx, body, a.lastRequest)
-	if err != nil {
-		return ending{}, false, err
-	}
-	a.lastRequest = stored
-	digest := stored.Digest
+	// The request is stored while turn.started is committed and the model
+	// is asked: the writes go to different streams, which the server makes
+	// durable side by side, and a model's answer takes longer than either.
+	// The reply is committed only once the request is stored, and a runner
+	// that takes the turn over before that stores it again (askModel).
+	digest := events.DigestOf(body)
+	stored := make(chan storedRequest, 1)
+	prev := a.lastRequest
+	a.lastRequest = nil // until this one is stored
+	go func() {
+		blob, err := a.svc.bus.PutBlobAfter(ctx, body, prev)
+		stored <- storedRequest{blob, err}
+	}()
 	_, err = a.commit(ctx, key(turn), events.TurnStarted{
 		Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)), Policy: a.eff.Context.Mode,
 		Reserve: reserve, Tokens: uint64(tokens),
 	})
 	if err == nil {
-		a.rendered = &renderedTurn{turn: turn, digest: digest, req: req}
+		a.rendered = &renderedTurn{turn: turn, digest: digest, req: req, stored: stored}
 	}
 	return ending{}, false, err
 }
@@ -292,11 +307,12 @@ func deref(e *ending) ending {
 // must be byte-identical to the one whose digest was committed.
 func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
 	var req models.Request
+	var stored <-chan storedRequest
 	if r := a.rendered; r != nil && r.turn == p.Turn && r.digest == p.Started.ContextDigest {
 		// This attempt rendered the request and committed its digest:
 		// rebuilding and rendering it again, O(history) each, would
 		// only prove what the commit already holds.
-		req = r.req
+		req, stored = r.req, r.stored
 	} else {
 		rebuilt, _, end, err := a.request(facts[:p.StartedAt], p.Turn)
 		if err != nil || end != nil {
@@ -309,10 +325,26 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		if got := events.DigestOf(body); got != p.Started.ContextDigest {
 			return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
 		}
+		// The runner that started the turn stored its request while it
+		// asked the model, and may have died before the store was done;
+		// a stored request is found and kept as it is.
+		blob, err := a.svc.bus.PutBlobAfter(ctx, body, nil)
+		if err != nil {
+			return ending{}, false, err
+		}
+		a.lastRequest = blob
 		req = rebuilt
 	}
 	a.rendered = nil
 	reply, cached, err := a.answer(ctx, req, p.Turn, p.Started.ContextDigest)
+	if stored != nil {
+		// Whatever the model answered, the request it was sent is kept.
+		s := <-stored
+		if s.err != nil {
+			return ending{}, false, s.err
+		}
+		a.lastRequest = s.blob
+	}
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && a.wallUsed() >= a.kase.Budget.Wall.Std() {
 		return step.Exhausted(ReasonWallLimit), true, nil
 	}
