@@ -73,6 +73,9 @@ type attempt struct {
 	// queued is the time the run's model calls waited for fleet-wide
 	// limit slots: not charged to the wall-time budget (limits.go).
 	queued time.Duration
+	// seen is the newest stream sequence of the run this attempt knows:
+	// the end of its last read, or its last commit (see view).
+	seen uint64
 	// lastRequest is the request blob this attempt stored last: the next
 	// turn's request, which repeats it and adds the turn's messages, is
 	// stored as a delta of it (see bus.PutBlobAfter).
@@ -144,6 +147,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 	if claiming {
 		a.claimID = recs[0].MsgID
 	}
+	a.seen = max(a.seen, recs[0].Seq)
 	if a.svc.afterCommit != nil {
 		a.svc.afterCommit(recs[0].Fact)
 	}
@@ -187,11 +191,37 @@ func lastID(log bus.RunLog) string {
 	return ""
 }
 
+// view is the run's log for the attempt's next step. Between the facts of
+// a turn the runner is the run's only writer, so once the attempt has read
+// the log, the cache as its own commits left it is the log: asking the
+// server where the run ends before every step would only prove it. A view
+// another writer made stale (a takeover's claim) is refused by the next
+// commit's expected sequence, which then reads the log again. Where the
+// attempt waits for another service's fact it reads the log (load).
+func (a *attempt) view(ctx context.Context) (bus.RunLog, error) {
+	if a.seen > 0 {
+		if log, ok := a.svc.cache.Peek(a.suite, a.run); ok && log.LastSeq >= a.seen {
+			return log, nil
+		}
+	}
+	return a.load(ctx)
+}
+
+// load reads the run's log, asking the server for facts newer than the
+// cache's.
+func (a *attempt) load(ctx context.Context) (bus.RunLog, error) {
+	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	if err == nil {
+		a.seen = max(a.seen, log.LastSeq)
+	}
+	return log, err
+}
+
 // loop runs turns until the stop decider finishes the run or a limit ends
 // it. Each pass reads where the run stands and takes the next step.
 func (a *attempt) loop(ctx context.Context) (ending, error) {
 	for {
-		log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+		log, err := a.view(ctx)
 		if err != nil {
 			return ending{}, err
 		}
@@ -490,7 +520,7 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 // belongs to the generation the turn started in (what the model was
 // asked), even when a steer came in while it ran.
 func (a *attempt) completeTurn(ctx context.Context, turn, gen uint32, intent events.ActorIntent, ds []events.CompletedDispatch) error {
-	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	log, err := a.view(ctx)
 	if err != nil {
 		return err
 	}
@@ -519,7 +549,7 @@ func (a *attempt) awaitDecision(ctx context.Context, turn uint32) (events.StopDe
 	// times, before waiting for the tick.
 	var pause time.Duration
 	for {
-		log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+		log, err := a.load(ctx)
 		if err != nil {
 			return events.StopDecision{}, err
 		}
