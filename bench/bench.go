@@ -96,6 +96,10 @@ type ModeReport struct {
 	FactBytes, BlobBytes            Sample
 	// B2: bytes per turn of the Factline-Prev header and of all headers.
 	PrevBytes, HeaderBytes Sample
+	// B2: what the server's block compression makes of FACTS' sealed
+	// blocks after the first suite (compressed ÷ stored bytes); 0 when no
+	// block was sealed yet.
+	CompressedRatio float64
 	// B7: turns/s at each configuration, in sweepPoints order.
 	Sweep []SweepSample
 	// B8: milliseconds, the median turn of turns 1–10 and of 40–49, and
@@ -270,6 +274,16 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 					m.FactBytes, m.BlobBytes = append(m.FactBytes, float64(res.factBytes)/turns), append(m.BlobBytes, float64(res.blobBytes)/turns)
 					perTurn := float64(res.facts) / turns
 					m.PrevBytes, m.HeaderBytes = append(m.PrevBytes, res.prevBytes*perTurn), append(m.HeaderBytes, res.headerBytes*perTurn)
+					if r == 0 {
+						// Before any raw chain writes its messages: the
+						// sealed blocks hold factline's facts (B3's, B8's
+						// and this suite's).
+						if ratio, err := compressedRatio(filepath.Join(dir, "store")); err == nil {
+							m.CompressedRatio = ratio
+						} else {
+							say("B2 compressed disk: %v", err)
+						}
+					}
 					// The baseline right after, on the same server: the raw
 					// chain of B3 for as many runs at once.
 					raw, err := rawChain(ctx, s.b, fmt.Sprintf("b2raw-%d", r), cfg.TurnRuns, cfg.TurnTurns)

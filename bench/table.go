@@ -103,6 +103,11 @@ func (r Report) Markdown(m Machine, command string) string {
 				c.TurnRuns, c.TurnTurns, rate(mr.TurnRate), num(goal), met(mr.TurnRate.Median() >= goal))
 			fmt.Fprintf(&b, "| B2 disk per turn, %d distinct runs (bytes the streams grew by ÷ turns): facts / blobs; of the facts, all headers / `Factline-Prev` | %s / %s; %s / %s | — | — | facts ≤ 3,072 | %s |\n",
 				c.TurnRuns, rate(mr.FactBytes), rate(mr.BlobBytes), rate(mr.HeaderBytes), rate(mr.PrevBytes), met(mr.FactBytes.Median() <= 3072))
+			if mr.CompressedRatio > 0 {
+				packed := mr.FactBytes.Median() * mr.CompressedRatio
+				fmt.Fprintf(&b, "| B2 disk per turn with `factline setup --compress`: facts × what the server's block compression makes of FACTS' sealed blocks (%.2f) | %s | — | — | facts ≤ 3,072 | %s |\n",
+					mr.CompressedRatio, num(packed), met(packed <= 3072))
+			}
 		}
 		if len(mr.LatRatio) > 0 {
 			fmt.Fprintf(&b, "| B3 per-turn latency, one run of %d turns: p50 / p99 | %s / %s | %s / %s | p50: %s | p50 ≤ 2 | %s |\n",

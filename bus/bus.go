@@ -35,6 +35,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Faults injects delivery faults (drills and tests only).
 	Faults Faults
+	// CompressFacts creates FACTS storing its sealed blocks S2-compressed
+	// (see CompressFacts); an existing stream is left as it is.
+	CompressFacts bool
 }
 
 func (c *Config) defaults() {

@@ -43,9 +43,10 @@ func (b *Bus) streamConfigs() []jetstream.StreamConfig {
 			// its messages, for every identity, admin included. A stream
 			// can still be removed whole (see docs/operations.md, retiring
 			// suites). Once set, the server never lets these be unset.
-			DenyDelete: true,
-			DenyPurge:  true,
-			RePublish:  storedWakes(),
+			DenyDelete:  true,
+			DenyPurge:   true,
+			RePublish:   storedWakes(),
+			Compression: factsCompression(b.cfg.CompressFacts),
 		},
 		b.controlConfig(),
 		{

@@ -20,25 +20,32 @@ import (
 // changes no message and no meaning.
 func newSetupCmd() *cobra.Command {
 	var t target
-	var appendOnly bool
+	var appendOnly, compress bool
 	c := &cobra.Command{
 		Use:   "setup",
 		Short: "create the streams and buckets on a NATS server (as an identity allowed to)",
 		Example: "  factline setup --nats nats://n1:4222 --replicas 3 --user admin --password-file /run/secrets/admin\n" +
-			"  factline setup --store /srv/fl --append-only",
+			"  factline setup --store /srv/fl --append-only\n" +
+			"  factline setup --nats nats://n1:4222 --compress",
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runSetup(c.Context(), &t, appendOnly, c.OutOrStdout())
+			var comp *bool
+			if c.Flags().Changed("compress") {
+				comp = &compress
+				t.compressFacts = compress
+			}
+			return runSetup(c.Context(), &t, appendOnly, comp, c.OutOrStdout())
 		},
 	}
 	t.flags(c.Flags())
 	c.Flags().BoolVar(&appendOnly, "append-only", false, "add deny_delete and deny_purge to an existing FACTS stream that lacks them (the server never lets them be removed)")
+	c.Flags().BoolVar(&compress, "compress", false, "store FACTS' sealed blocks S2-compressed: a fraction of the disk, a slower first read of an old run (docs/operations.md); a new FACTS compresses at once, an existing one once its server opens the store again; --compress=false turns it off")
 	return c
 }
 
-func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) error {
-	if t.url == "" && !(t.store != "" && appendOnly) {
-		return usageError{"setup works on a NATS server: --nats URL (an embedded --store sets itself up; --store DIR --append-only makes an old store's log append-only)"}
+func runSetup(ctx context.Context, t *target, appendOnly bool, compress *bool, out io.Writer) error {
+	if t.url == "" && !(t.store != "" && (appendOnly || compress != nil)) {
+		return usageError{"setup works on a NATS server: --nats URL (an embedded --store sets itself up; --store DIR --append-only makes an old store's log append-only, --store DIR --compress compresses it)"}
 	}
 	b, closeBus, err := t.open(ctx)
 	if err != nil {
@@ -52,6 +59,11 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 	}
 	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s, %s are set up (replicas %d)\n",
 		bus.FactsStream, bus.ControlStream, bus.DeadStream, bus.BlobBucket, bus.PositionsBucket, bus.CacheBucket, bus.LimitsBucket, t.replicas)
+	if compress != nil {
+		if err := setCompression(ctx, b, *compress, out); err != nil {
+			return err
+		}
+	}
 	switch added, err := b.AnnounceStoredDecisions(ctx); {
 	case err != nil:
 		fmt.Fprintf(out, "warning: %v\n", err)
@@ -73,5 +85,23 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, out io.Writer) er
 		return err
 	}
 	fmt.Fprintf(out, "stream %s is now append-only (deny_delete, deny_purge): its messages can no longer be deleted or purged\n", bus.FactsStream)
+	return nil
+}
+
+// setCompression sets FACTS' block compression and says when it applies.
+func setCompression(ctx context.Context, b *bus.Bus, on bool, out io.Writer) error {
+	changed, err := b.CompressFacts(ctx, on)
+	if err != nil {
+		return err
+	}
+	state := "S2-compressed"
+	if !on {
+		state = "uncompressed"
+	}
+	if !changed {
+		fmt.Fprintf(out, "stream %s stores its sealed blocks %s\n", bus.FactsStream, state)
+		return nil
+	}
+	fmt.Fprintf(out, "stream %s is set to store its sealed blocks %s: a server applies it to the blocks it seals once it opens the store again (restart the servers; an embedded store, from the next command on)\n", bus.FactsStream, state)
 	return nil
 }

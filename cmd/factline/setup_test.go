@@ -120,3 +120,64 @@ func factsOf(t *testing.T, ctx context.Context, store string) jetstream.Stream {
 	}
 	return s
 }
+
+// factline setup --compress creates FACTS compressed on a server that has
+// none yet; on a store whose FACTS exists it sets the compression and says
+// that it applies once the store is opened again; --compress=false turns
+// it off.
+func TestSetupCompress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--compress")
+	if code != 0 || !strings.Contains(out, "stream FACTS stores its sealed blocks S2-compressed") {
+		t.Fatalf("setup --compress on a new server: %d\n%s%s", code, out, errOut)
+	}
+
+	store := t.TempDir()
+	_, s, stop := oldFacts(t, ctx, store)
+	if s.CachedInfo().Config.Compression != jetstream.NoCompression {
+		t.Fatal("the old FACTS is compressed before setup")
+	}
+	stop()
+	code, out, errOut = runCLI(t, "setup", "--store", store, "--compress")
+	if code != 0 || !strings.Contains(out, "is set to store its sealed blocks S2-compressed") || !strings.Contains(out, "opens the store again") {
+		t.Fatalf("setup --store --compress on an old store: %d\n%s%s", code, out, errOut)
+	}
+	if c := factsConfig(t, ctx, store).Compression; c != jetstream.S2Compression {
+		t.Fatalf("the store's FACTS after setup --compress: compression %s", c)
+	}
+	code, out, errOut = runCLI(t, "setup", "--store", store, "--compress=false")
+	if code != 0 || !strings.Contains(out, "is set to store its sealed blocks uncompressed") {
+		t.Fatalf("setup --compress=false: %d\n%s%s", code, out, errOut)
+	}
+	if c := factsConfig(t, ctx, store).Compression; c != jetstream.NoCompression {
+		t.Fatalf("the store's FACTS after setup --compress=false: compression %s", c)
+	}
+}
+
+// factsConfig is the configuration of a store's FACTS, read on a server
+// started for the call alone.
+func factsConfig(t *testing.T, ctx context.Context, store string) jetstream.StreamConfig {
+	t.Helper()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Config
+}

@@ -37,6 +37,9 @@ type target struct {
 	// embedded is set once open has started an embedded server on the
 	// store (rather than reaching one another process serves).
 	embedded bool
+	// compressFacts creates FACTS compressed where open creates it
+	// (setup --compress).
+	compressFacts bool
 }
 
 // errFsyncNotEmbedded is --fsync given where no embedded server starts.
@@ -86,7 +89,7 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 		if t.replicas < 1 {
 			return nil, nil, usageError{"--replicas must be at least 1"}
 		}
-		b, g, err := dial(ctx, t.url, &t.cred, bus.Config{Replicas: t.replicas})
+		b, g, err := dial(ctx, t.url, &t.cred, bus.Config{Replicas: t.replicas, CompressFacts: t.compressFacts})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -120,7 +123,7 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 			srv.Shutdown()
 			return nil, nil, err
 		}
-		b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.Default()})
+		b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.Default(), CompressFacts: t.compressFacts})
 		if err != nil {
 			nc.Close()
 			srv.Shutdown()
