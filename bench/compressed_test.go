@@ -44,8 +44,10 @@ func TestCompressedRatioIsWhatACompressingServerStores(t *testing.T) {
 			if _, err := js.PublishMsgAsync(&nats.Msg{Subject: fmt.Sprintf("fact.s.r%d.turn.completed", i%50), Data: data}); err != nil {
 				t.Fatal(err)
 			}
+			if i%500 == 499 {
+				<-js.PublishAsyncComplete() // a bounded window of unacknowledged publishes
+			}
 		}
-		<-js.PublishAsyncComplete()
 		return store
 	}
 	plain := fill(false)

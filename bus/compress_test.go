@@ -29,11 +29,14 @@ func fillFirstBlock(t *testing.T, ctx context.Context, b *bus.Bus) func(int) []b
 		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: fmt.Sprintf("fact.s.r%d.turn.completed", i%50), Data: body(i)}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
+		if i%500 == 499 {
+			// A bounded window of unacknowledged publishes.
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
 	}
 	return body
 }

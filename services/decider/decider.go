@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -90,6 +91,12 @@ func WithJudge(j Judge, timeout time.Duration) kit.Option {
 type Service struct {
 	sh  *kit.Shell
 	cfg config
+	// folds keeps each run's fold of its log, so that a decision folds
+	// only the facts since the run's last one (a run's facts never change).
+	folds *kit.Folds[stop.State]
+	// folded counts the facts folded, for the test that a decision folds
+	// only what is new.
+	folded atomic.Int64
 }
 
 // New returns a decider instance on b, configured by the kit's shared
@@ -101,7 +108,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{sh: sh, cfg: c}, nil
+	return &Service{sh: sh, cfg: c, folds: kit.NewFolds[stop.State]()}, nil
 }
 
 // Run consumes stall.observed until ctx is done, then returns nil (or the
@@ -167,22 +174,28 @@ type judgeMemo struct {
 	call    *events.JudgeCall
 }
 
-// decide folds the whole run and returns the turn's stop.decided, or nothing
-// when it is already committed.
+// decide folds the run (on from its fold of the last decision) and returns
+// the turn's stop.decided, or nothing when it is already committed.
 func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so events.StallObserved, pol stop.Policy, judged *judgeMemo) ([]bus.Pending, error) {
 	if decidedIn(log, so.Turn) || log.Ended() {
 		// Decided already, or the run is over: nobody but a grader
 		// appends to an ended run.
 		return nil, nil
 	}
-	st := stop.New()
-	for _, r := range log.Records {
+	st, from := stop.New(), 0
+	if cached, n, ok := s.folds.Take(log.Suite, log.Run, log.Records, len(log.Records)); ok {
+		st, from = cached, n
+	}
+	for _, r := range log.Records[from:] {
 		st = stop.Fold(st, r.Fact)
 	}
+	s.folded.Add(int64(len(log.Records) - from))
 	if !st.HasTurn(so.Turn) {
 		return nil, bus.Permanent(fmt.Errorf("stall.observed %s observes turn %d, which has no turn.completed", sf.ID, so.Turn))
 	}
 	dec := stop.Decide(st, so.Turn, so.Observation, pol)
+	// Kept once decided on: the next decision folds on from it.
+	s.folds.Put(log.Suite, log.Run, st, log.Records, len(log.Records))
 	if fin, ok := dec.Result.Variant().(events.StopFinish); ok && fin.Status == events.FinishDone && s.cfg.judge != nil {
 		judged.once.Do(func() { judged.opinion, judged.call = s.ask(ctx, log, dec) })
 		dec = stop.Review(dec, judged.opinion, pol)

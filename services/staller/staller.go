@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -60,6 +61,13 @@ var spec = kit.Spec{
 // Service is one staller instance.
 type Service struct {
 	sh *kit.Shell
+	// folds keeps each run's stall fold as of its last observed turn, so
+	// that the next turn folds only the facts since (a run's facts and
+	// policy, from its case and treatment, never change).
+	folds *kit.Folds[stall.State]
+	// folded counts the facts folded, for the test that a turn folds only
+	// what is new.
+	folded atomic.Int64
 }
 
 // New returns a staller instance on b, configured by the kit's shared
@@ -70,7 +78,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{sh: sh}, nil
+	return &Service{sh: sh, folds: kit.NewFolds[stall.State]()}, nil
 }
 
 // Run consumes turn.completed until ctx is done, then returns nil (or the
@@ -153,20 +161,29 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 	if end < 0 {
 		return nil, fmt.Errorf("turn.completed %s is not in the loaded run", tc.ID)
 	}
-	st := stall.New(pol)
 	for _, r := range log.Records[:end+1] {
 		if c, ok := r.Fact.Body.(events.TurnCompleted); ok && c.Evidence.Turn != turn && !observed[c.Evidence.Turn] {
 			return nil, fmt.Errorf("turn %d: %w", c.Evidence.Turn, ErrEarlierTurnPending)
 		}
+	}
+	st, from := stall.New(pol), 0
+	if cached, n, ok := s.folds.Take(log.Suite, log.Run, log.Records, end+1); ok {
+		st, from = cached, n
+	}
+	for _, r := range log.Records[from : end+1] {
 		st = stall.Fold(st, r.Fact)
 	}
+	s.folded.Add(int64(end + 1 - from))
 	if !st.HasTurn(turn) {
 		return nil, bus.Permanent(fmt.Errorf("turn.completed %s did not complete turn %d", tc.ID, turn))
 	}
+	obs := stall.Observe(st, turn)
+	// Kept once read: the next turn's handler folds on from it.
+	s.folds.Put(log.Suite, log.Run, st, log.Records, end+1)
 	f, err := s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: max(gen, 1),
 		Position: log.NextPosition(), Causation: tc.ID.String(),
-	}, events.StallObserved{Turn: turn, Observation: stall.Observe(st, turn)})
+	}, events.StallObserved{Turn: turn, Observation: obs})
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("stall.observed for turn %d: %w", turn, err))
 	}
