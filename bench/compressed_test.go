@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 )
 
 // The compressed-disk figure is what a server with compression on stores:
@@ -21,20 +22,8 @@ func TestCompressedRatioIsWhatACompressingServerStores(t *testing.T) {
 	ctx := testCtx(t)
 	fill := func(compress bool) string {
 		store := t.TempDir()
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Shutdown()
-		nc, err := srv.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		b, err := bus.Open(ctx, nc, bus.Config{CompressFacts: compress})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := bustest.Server(t, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+		b := bustest.OpenWith(t, srv, bus.Config{CompressFacts: compress})
 		if _, err := compressedRatio(store); err == nil {
 			t.Fatal("a ratio of a store without a sealed block")
 		}

@@ -53,16 +53,13 @@ func (b *Bus) factsConfig() jetstream.StreamConfig {
 // and purges: nil, or a *NotAppendOnlyError naming what is missing and how
 // to add it.
 func (b *Bus) CheckAppendOnly(ctx context.Context) error {
-	actx, cancel := apiCtx(ctx)
-	defer cancel()
-	s, err := b.js.Stream(actx, FactsStream)
-	if err != nil {
-		return fmt.Errorf("look up stream %s: %w", FactsStream, err)
-	}
-	if na := notAppendOnly(s.CachedInfo().Config, b.factsConfig()); na != nil {
-		return na
-	}
-	return nil
+	_, err := b.editFacts(ctx, "check append-only", func(cfg *jetstream.StreamConfig) (bool, error) {
+		if na := notAppendOnly(*cfg, b.factsConfig()); na != nil {
+			return false, na
+		}
+		return false, nil
+	})
+	return err
 }
 
 // MakeAppendOnly adds deny_delete and deny_purge to an existing FACTS
@@ -72,19 +69,12 @@ func (b *Bus) CheckAppendOnly(ctx context.Context) error {
 // so retiring old suites then means exporting and starting a new stream
 // (docs/operations.md).
 func (b *Bus) MakeAppendOnly(ctx context.Context) error {
-	actx, cancel := apiCtx(ctx)
-	defer cancel()
-	s, err := b.js.Stream(actx, FactsStream)
-	if err != nil {
-		return fmt.Errorf("look up stream %s: %w", FactsStream, err)
-	}
-	cfg := s.CachedInfo().Config
-	if notAppendOnly(cfg, b.factsConfig()) == nil {
-		return nil
-	}
-	cfg.DenyDelete, cfg.DenyPurge = true, true
-	if _, err := b.js.UpdateStream(actx, cfg); err != nil {
-		return fmt.Errorf("make stream %s append-only: %w", FactsStream, err)
-	}
-	return nil
+	_, err := b.editFacts(ctx, "make append-only", func(cfg *jetstream.StreamConfig) (bool, error) {
+		if notAppendOnly(*cfg, b.factsConfig()) == nil {
+			return false, nil
+		}
+		cfg.DenyDelete, cfg.DenyPurge = true, true
+		return true, nil
+	})
+	return err
 }

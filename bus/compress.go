@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -27,20 +26,12 @@ func factsCompression(on bool) jetstream.StoreCompression {
 // restart; an embedded store, at the next command). A stream created with
 // Config.CompressFacts compresses from the start.
 func (b *Bus) CompressFacts(ctx context.Context, on bool) (bool, error) {
-	actx, cancel := apiCtx(ctx)
-	defer cancel()
-	s, err := b.js.Stream(actx, FactsStream)
-	if err != nil {
-		return false, fmt.Errorf("look up stream %s: %w", FactsStream, err)
-	}
-	cfg := s.CachedInfo().Config
 	want := factsCompression(on)
-	if cfg.Compression == want {
-		return false, nil
-	}
-	cfg.Compression = want
-	if _, err := b.js.UpdateStream(actx, cfg); err != nil {
-		return false, fmt.Errorf("set compression %s on stream %s: %w", want, FactsStream, err)
-	}
-	return true, nil
+	return b.editFacts(ctx, "set compression "+want.String(), func(cfg *jetstream.StreamConfig) (bool, error) {
+		if cfg.Compression == want {
+			return false, nil
+		}
+		cfg.Compression = want
+		return true, nil
+	})
 }

@@ -77,26 +77,20 @@ func (b *Bus) WakeOn(suite, run string, kind events.Kind) (<-chan struct{}, func
 // already open keep waking on the fact's subject until they are opened
 // again.
 func (b *Bus) AnnounceStoredDecisions(ctx context.Context) (bool, error) {
-	actx, cancel := apiCtx(ctx)
-	defer cancel()
-	s, err := b.js.Stream(actx, FactsStream)
-	if err != nil {
-		return false, fmt.Errorf("look up stream %s: %w", FactsStream, err)
-	}
-	cfg := s.CachedInfo().Config
 	want := storedWakes()
-	switch rp := cfg.RePublish; {
-	case rp != nil && rp.Source == want.Source && rp.Destination == want.Destination:
+	changed, err := b.editFacts(ctx, "add the announcement of stored decisions", func(cfg *jetstream.StreamConfig) (bool, error) {
+		switch rp := cfg.RePublish; {
+		case rp != nil && rp.Source == want.Source && rp.Destination == want.Destination:
+			return false, nil
+		case rp != nil:
+			return false, fmt.Errorf("stream %s republishes %s to %s (a rule of its own): factline's announcement of stored decisions, %s to %s, is not added, and runners wake on the fact's subject",
+				FactsStream, rp.Source, rp.Destination, want.Source, want.Destination)
+		}
+		cfg.RePublish = want
+		return true, nil
+	})
+	if err == nil {
 		b.storedWakes.Store(true)
-		return false, nil
-	case rp != nil:
-		return false, fmt.Errorf("stream %s republishes %s to %s (a rule of its own): factline's announcement of stored decisions, %s to %s, is not added, and runners wake on the fact's subject",
-			FactsStream, rp.Source, rp.Destination, want.Source, want.Destination)
 	}
-	cfg.RePublish = want
-	if _, err := b.js.UpdateStream(actx, cfg); err != nil {
-		return false, fmt.Errorf("add the announcement of stored decisions to stream %s: %w", FactsStream, err)
-	}
-	b.storedWakes.Store(true)
-	return true, nil
+	return changed, err
 }
