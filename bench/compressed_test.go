@@ -19,7 +19,6 @@ import (
 // that a store with it seals from the same messages (within 2 %: the two
 // stores' messages differ in their timestamps).
 func TestCompressedRatioIsWhatACompressingServerStores(t *testing.T) {
-	ctx := testCtx(t)
 	fill := func(compress bool) string {
 		store := t.TempDir()
 		srv := bustest.Server(t, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
@@ -34,7 +33,11 @@ func TestCompressedRatioIsWhatACompressingServerStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i%500 == 499 {
-				<-js.PublishAsyncComplete() // a bounded window of unacknowledged publishes
+				select { // a bounded window of unacknowledged publishes
+				case <-js.PublishAsyncComplete():
+				case <-time.After(time.Minute):
+					t.Fatal("publishes unacknowledged for a minute")
+				}
 			}
 		}
 		return store
