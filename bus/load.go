@@ -31,6 +31,10 @@ type RunLog struct {
 	// LastSeq is the stream sequence of the run's newest message, 0 if none:
 	// the value to pass to Append as expectLast.
 	LastSeq uint64
+	// facts is Records' facts, kept by a RunCache as its log grows so that
+	// Facts need not copy the whole log on every call (a runner reads it
+	// at every step); nil or short elsewhere.
+	facts []events.Fact
 }
 
 // BadRecord is a stored message that holds no fact of its subject: it
@@ -41,13 +45,31 @@ type BadRecord struct {
 	Err     error
 }
 
-// Facts returns the run's facts in order.
+// Facts returns the run's facts in order. The slice may be shared with
+// the run cache: append to it freely, never write its elements.
 func (l RunLog) Facts() []events.Fact {
+	if n := len(l.Records); len(l.facts) == n && (n == 0 || l.facts[n-1].ID == l.Records[n-1].Fact.ID) {
+		return slices.Clip(l.facts)
+	}
 	out := make([]events.Fact, len(l.Records))
 	for i, r := range l.Records {
 		out[i] = r.Fact
 	}
 	return out
+}
+
+// syncFacts brings l.facts up to l.Records, appending the facts of the
+// records added since it was last brought up to date, and starting again
+// if the records are not an extension of what it holds. The run cache calls
+// it as its log only ever grows.
+func (l *RunLog) syncFacts() {
+	k := len(l.facts)
+	if k > len(l.Records) || k > 0 && l.facts[k-1].ID != l.Records[k-1].Fact.ID {
+		l.facts, k = nil, 0
+	}
+	for _, r := range l.Records[k:] {
+		l.facts = append(l.facts, r.Fact)
+	}
 }
 
 // ByMsgID finds a committed fact by its deduplication ID: how a writer
@@ -493,6 +515,7 @@ func (c *RunCache) Load(ctx context.Context, suite, run string) (RunLog, error) 
 	if err := c.bus.extendRun(ctx, &next); err != nil {
 		return RunLog{}, err
 	}
+	next.syncFacts()
 	e.log = next
 	// Callers may append to what they get; clip so they never write into
 	// the cache's backing arrays.
@@ -559,7 +582,8 @@ func (c *RunCache) LoadDelivered(ctx context.Context, d Delivery) (RunLog, error
 			ok, err = c.bus.extendByLinks(ctx, &next, d.raw, &d.Record)
 		}
 		if ok && err == nil {
-			e.log = next
+			next.syncFacts()
+	e.log = next
 		}
 		e.lock.unlock()
 		if err != nil {
@@ -638,6 +662,7 @@ func (c *RunCache) observe(base RunLog, recs []Record) {
 		next.LastSeq = r.Seq
 		pos++
 	}
+	next.syncFacts()
 	e.log = next
 }
 
