@@ -583,7 +583,7 @@ func (c *RunCache) LoadDelivered(ctx context.Context, d Delivery) (RunLog, error
 		}
 		if ok && err == nil {
 			next.syncFacts()
-	e.log = next
+			e.log = next
 		}
 		e.lock.unlock()
 		if err != nil {
