@@ -53,13 +53,14 @@ func (b *Bus) factsConfig() jetstream.StreamConfig {
 // and purges: nil, or a *NotAppendOnlyError naming what is missing and how
 // to add it.
 func (b *Bus) CheckAppendOnly(ctx context.Context) error {
-	_, err := b.editFacts(ctx, "check append-only", func(cfg *jetstream.StreamConfig) (bool, error) {
-		if na := notAppendOnly(*cfg, b.factsConfig()); na != nil {
-			return false, na
-		}
-		return false, nil
-	})
-	return err
+	cfg, err := b.storedFactsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	if na := notAppendOnly(cfg, b.factsConfig()); na != nil {
+		return na
+	}
+	return nil
 }
 
 // MakeAppendOnly adds deny_delete and deny_purge to an existing FACTS

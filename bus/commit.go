@@ -61,7 +61,7 @@ func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, de
 		cached := false
 		if optimistic {
 			optimistic = false
-			log, cached = cache.peek(suite, run)
+			log, cached = cache.Peek(suite, run)
 		}
 		if !cached {
 			var err error

@@ -601,14 +601,10 @@ func (c *RunCache) LoadDelivered(ctx context.Context, d Delivery) (RunLog, error
 // Peek returns the cached log of a run without asking the server for newer
 // facts; false when the cache holds nothing of it, or is being extended.
 // It is for a writer that knows it is the run's only writer for now (the
-// runner between the facts of a turn): a view that another writer made
-// stale is refused by the expected sequence of its next append
-// (CommitAsLastWriter), not noticed by the read.
-func (c *RunCache) Peek(suite, run string) (RunLog, bool) { return c.peek(suite, run) }
-
-// peek returns the cached log of a run without asking the server for
-// newer facts; false when the cache holds nothing of it.
-func (c *RunCache) peek(suite, run string) (RunLog, bool) {
+// runner between the facts of a turn, a commit deciding as last writer): a
+// view that another writer made stale is refused by the expected sequence
+// of its next append (CommitAsLastWriter), not noticed by the read.
+func (c *RunCache) Peek(suite, run string) (RunLog, bool) {
 	c.mu.Lock()
 	el, ok := c.runs[suite+"."+run]
 	c.mu.Unlock()

@@ -94,31 +94,9 @@ func TestSetupAppendOnlyOnAStore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "FACTS is now append-only") {
 		t.Fatalf("setup --store --append-only: %d\n%s%s", code, out, errOut)
 	}
-	s := factsOf(t, ctx, store)
-	if info, err := s.Info(ctx); err != nil || !info.Config.DenyDelete || !info.Config.DenyPurge {
-		t.Fatalf("the store's FACTS after setup --append-only: %+v, %v", info, err)
+	if cfg := factsConfig(t, ctx, store); !cfg.DenyDelete || !cfg.DenyPurge {
+		t.Fatalf("the store's FACTS after setup --append-only: %+v", cfg)
 	}
-}
-
-// factsOf opens a store's server until the test ends and returns its FACTS.
-func factsOf(t *testing.T, ctx context.Context, store string) jetstream.Stream {
-	t.Helper()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	s, err := js.Stream(ctx, bus.FactsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // factline setup --compress creates FACTS compressed on a server that has
