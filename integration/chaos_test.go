@@ -42,7 +42,7 @@ const (
 	chaosRunners = 3
 	// chaosMaxStore caps each node's store: roomy for the suite (a few
 	// MB), small enough to fill in seconds.
-	chaosMaxStore = "64MB"
+	chaosMaxStore = "16MB"
 	// chaosSeedBound bounds one seed.
 	chaosSeedBound = 8 * time.Minute
 )
@@ -83,14 +83,15 @@ func chaosSeeds(t *testing.T) []uint64 {
 type chaosResult struct {
 	seed                   uint64
 	runs, faults, schedule int
+	takeovers              int // runs claimed again by another runner
 	acked                  int
 	violations             int
 	took                   time.Duration
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("chaos seed %d: runs %d, faults injected %d of %d, acknowledged facts checked %d, violations %d (%v)",
-		r.seed, r.runs, r.faults, r.schedule, r.acked, r.violations, r.took.Round(time.Second))
+	return fmt.Sprintf("chaos seed %d: runs %d, faults injected %d of %d, takeovers %d, acknowledged facts checked %d, violations %d (%v)",
+		r.seed, r.runs, r.faults, r.schedule, r.takeovers, r.acked, r.violations, r.took.Round(time.Second))
 }
 
 func TestChaos(t *testing.T) {
@@ -108,12 +109,13 @@ func TestChaos(t *testing.T) {
 		fmt.Fprintln(&sb, r)
 		total.runs += r.runs
 		total.faults += r.faults
+		total.takeovers += r.takeovers
 		total.acked += r.acked
 		total.violations += r.violations
 		total.took += r.took
 	}
-	fmt.Fprintf(&sb, "chaos campaign: %d seeds, %d runs, %d faults injected, %d acknowledged facts checked, %d violations, %v\n",
-		len(results), total.runs, total.faults, total.acked, total.violations, total.took.Round(time.Second))
+	fmt.Fprintf(&sb, "chaos campaign: %d seeds, %d runs, %d faults injected, %d takeovers, %d acknowledged facts checked, %d violations, %v\n",
+		len(results), total.runs, total.faults, total.takeovers, total.acked, total.violations, total.took.Round(time.Second))
 	t.Log("\n" + sb.String())
 	fmt.Print(sb.String())
 }
@@ -204,8 +206,9 @@ type chaos struct {
 	struck    []bool          // by schedule entry
 	hit       map[string]bool // runs a fault struck at a fact of theirs
 	journal   []string        // what happened when, for the summary and a failure
-	faults    sync.WaitGroup
-	clusterMu sync.Mutex // one cluster fault at a time: two nodes down lose the quorum
+	active    int             // faults not yet mended
+	closed    bool            // no fault strikes any more
+	clusterMu sync.Mutex      // one cluster fault at a time: two nodes down lose the quorum
 }
 
 // countKey counts facts of a kind, of every run or of notify runs only.
@@ -219,6 +222,39 @@ func (c *chaos) note(format string, args ...any) {
 	c.mu.Lock()
 	c.journal = append(c.journal, line)
 	c.mu.Unlock()
+}
+
+// mend runs fn, which mends a fault, in the background; mended waits
+// until every such function has returned.
+func (c *chaos) mend(fn func()) {
+	c.mu.Lock()
+	c.active++
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			c.active--
+			c.mu.Unlock()
+		}()
+		fn()
+	}()
+}
+
+// mended waits until no fault is left to mend, or ctx ends.
+func (c *chaos) mended(ctx context.Context) bool {
+	for {
+		c.mu.Lock()
+		n := c.active
+		c.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (c *chaos) journalText() string {
@@ -240,6 +276,9 @@ func countFact(counts map[countKey]int, kind events.Kind, run string) {
 // due returns the schedule entries whose moment has come (and marks them
 // struck). Called under c.mu.
 func (c *chaos) due(published bool, counts map[countKey]int, kind events.Kind) []int {
+	if c.closed {
+		return nil
+	}
 	var out []int
 	for i, f := range c.schedule {
 		if c.struck[i] || f.at.published != published || f.at.kind != kind {
@@ -311,7 +350,7 @@ func (c *chaos) onFact(f events.Fact) {
 		c.mu.Unlock()
 		if !fl.kind.runnerFault() {
 			c.note("fault %d: %s (%s)", i+1, fl, f.Run)
-			c.faults.Go(func() { c.strikeCluster(i, fl) })
+			c.mend(func() { c.strikeCluster(i, fl) })
 			continue
 		}
 		r := c.runnerOf(f.Producer.Instance)
@@ -345,7 +384,7 @@ func (c *chaos) strikeRunner(i int, f fault, r *chaosRunner) {
 	switch f.kind {
 	case holdRunner, dropRunner:
 		r.partition(f.kind)
-		c.faults.Go(func() {
+		c.mend(func() {
 			time.Sleep(f.dur)
 			r.heal()
 			c.note("fault %d healed: runner %d reaches the cluster again", i+1, r.index)
@@ -360,7 +399,7 @@ func (c *chaos) strikeRunner(i int, f fault, r *chaosRunner) {
 		r.down = true
 		c.mu.Unlock()
 		r.p.crash()
-		c.faults.Go(func() {
+		c.mend(func() {
 			time.Sleep(f.pause)
 			r.p.start()
 			c.mu.Lock()
@@ -495,6 +534,13 @@ func runChaos(t *testing.T, seed uint64, want suiteOutcome) (res chaosResult) {
 		pubSeen: map[string]bool{}, hit: map[string]bool{}, pubCount: map[countKey]int{}, factCount: map[countKey]int{}, struck: make([]bool, len(schedule))}
 	res = chaosResult{seed: seed, schedule: len(schedule)}
 	defer func() {
+		// No fault strikes or is still being mended once the seed ends.
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		mctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		c.mended(mctx)
+		cancel()
 		theSink().reset(nil)
 		res.took = time.Since(c.start)
 		res.violations = ct.count()
@@ -536,7 +582,9 @@ func runChaos(t *testing.T, seed uint64, want suiteOutcome) (res chaosResult) {
 		}
 		r.p = startProc(t, "serve", "--services", "runner", "--nats", url, "--replicas", "3", "--instances", "2",
 			"--ack-wait", ackWait, "--max-deliver", faultMaxDeliver, "--work-dir", t.TempDir())
+		c.mu.Lock()
 		c.runners = append(c.runners, r)
+		c.mu.Unlock()
 	}
 	rctx, stopReading := context.WithCancel(ctx)
 	var reader sync.WaitGroup
@@ -555,15 +603,16 @@ func runChaos(t *testing.T, seed uint64, want suiteOutcome) (res chaosResult) {
 	// Every fault is mended before the outcome is read: a fault struck
 	// late (a rolling restart) may outlast the suite.
 	awaitSuiteReported(ct, ctx, c.b, "demo", progress)
-	done := make(chan struct{})
-	go func() { c.faults.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	if !c.mended(ctx) {
 		ct.Fatalf("the faults were never all mended%s", progress())
 	}
 	got := awaitReported(ct, ctx, c.b, "demo", progress)
 	res.runs = got.ended
+	for _, f := range got.facts {
+		if cl, ok := f.Body.(events.RunClaimed); ok && cl.Lease > 1 {
+			res.takeovers++
+		}
+	}
 	// The facts of every run a fault struck at, so that what each fault
 	// did is on record whether the seed passes or not.
 	c.mu.Lock()
