@@ -17,7 +17,11 @@ import (
 //     Heal, when what was held goes on (a partition TCP rides out: nothing
 //     tells either side);
 //   - Drop closes every connection and refuses new ones until Heal (a
-//     partition the client notices, and reconnects after).
+//     partition the client notices, and reconnects after);
+//   - LoseAnswers passes the client's bytes on and throws the server's
+//     away until Heal, connections kept: every answer is lost after its
+//     request arrived, as when a stream leader dies after taking a request,
+//     and nothing tells the client.
 //
 // It reads the NATS client protocol as it passes, so that a test can act
 // at the instant a client's publish reaches the server (OnPublish: hold
@@ -33,6 +37,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	held    chan struct{} // non-nil while held; closed by Heal
 	dropped bool
+	losing  bool // the server's bytes are thrown away
 	closed  bool
 	conns   map[*proxyConn]bool
 	onPub   func(Publish) (after func())
@@ -108,8 +113,17 @@ func (p *Proxy) Drop() {
 	}
 }
 
-// Heal ends a Hold (what was held goes on) or a Drop (new connections are
-// accepted again).
+// LoseAnswers throws away every byte the server sends, on every
+// connection, until Heal; the client's bytes still reach the server.
+func (p *Proxy) LoseAnswers() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.losing = true
+}
+
+// Heal ends a Hold (what was held goes on), a Drop (new connections are
+// accepted again) or LoseAnswers (the server's next bytes reach the
+// client; those thrown away stay lost).
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -118,6 +132,7 @@ func (p *Proxy) Heal() {
 		p.held = nil
 	}
 	p.dropped = false
+	p.losing = false
 }
 
 // Close stops the proxy and closes every connection.
@@ -288,6 +303,12 @@ func (p *Proxy) toClient(pc *proxyConn) {
 				}
 				r.unparsed()
 				r.consumed()
+			}
+			p.mu.Lock()
+			losing := p.losing
+			p.mu.Unlock()
+			if losing {
+				continue
 			}
 			if !p.pass(pc, pc.c, buf[:n]) {
 				return

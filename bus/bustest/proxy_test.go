@@ -200,3 +200,28 @@ func TestProxyHoldBeforeAPublish(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// LoseAnswers lets the client's publish reach the server and throws its
+// answer away; the connection stays, and answers come again after Heal.
+func TestProxyLoseAnswersPassesRequestsAndLosesTheirAnswers(t *testing.T) {
+	p, _, nc, js, s := behindProxy(t)
+	p.LoseAnswers()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, err := js.Publish(ctx, "t.lost", []byte("x"))
+	cancel()
+	if err == nil {
+		t.Fatal("an answer came through a proxy that loses them")
+	}
+	if n := stored(t, s); n != 1 {
+		t.Fatalf("the server stored %d messages, want the one whose answer was lost", n)
+	}
+	if !nc.IsConnected() {
+		t.Fatal("the client lost its connection; losing answers keeps it")
+	}
+	p.Heal()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Publish(ctx, "t.after", []byte("x")); err != nil {
+		t.Fatalf("publish after Heal: %v", err)
+	}
+}
