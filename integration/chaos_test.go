@@ -530,6 +530,11 @@ func runChaos(t *testing.T, seed uint64, want suiteOutcome) (res chaosResult) {
 	t.Log("\n" + text)
 	fmt.Print(text)
 	ct := &countingTB{TB: t}
+	for i, f := range schedule {
+		if have := momentsIn(want, f.at); have < f.at.nth {
+			t.Fatalf("fault %d (%s) would never strike: the fault-free suite has %d such moments (has the fault suite changed shape? see chaosplan_test.go)", i+1, f, have)
+		}
+	}
 	c := &chaos{t: t, seed: seed, schedule: schedule, start: time.Now(),
 		pubSeen: map[string]bool{}, hit: map[string]bool{}, pubCount: map[countKey]int{}, factCount: map[countKey]int{}, struck: make([]bool, len(schedule))}
 	res = chaosResult{seed: seed, schedule: len(schedule)}
@@ -630,6 +635,28 @@ func runChaos(t *testing.T, seed uint64, want suiteOutcome) (res chaosResult) {
 	}
 	c.mu.Unlock()
 	return res
+}
+
+// momentsIn counts the moments like m in the fault-free outcome: facts
+// of m's kind (of notify runs only when m says so), or for a moment at a
+// publish the runs with such a fact.
+func momentsIn(o suiteOutcome, m moment) int {
+	n := 0
+	runs := map[string]bool{}
+	for _, f := range o.facts {
+		if f.Kind() != m.kind || m.notify && !isNotify(f.Run) {
+			continue
+		}
+		if m.published {
+			if !runs[f.Run] {
+				runs[f.Run] = true
+				n++
+			}
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // awaitSuiteReported waits until the suite's report is in the log.
