@@ -26,7 +26,9 @@ type HTTPCall struct {
 // DefaultHTTPTimeout bounds an http_call whose case sets no timeout.
 const DefaultHTTPTimeout = 30 * time.Second
 
-// CodeURLNotAllowed refuses a URL outside the case's allowed prefixes.
+// CodeURLNotAllowed refuses a URL that no entry of the case's http.allow
+// covers, or that is ambiguous (userinfo, a percent-encoded host, a dot
+// segment).
 const CodeURLNotAllowed = "URL_NOT_ALLOWED"
 
 // CodeHTTPStatus reports an error status from the endpoint.
@@ -60,8 +62,12 @@ type httpArgs struct{ URL, Body string }
 func (HTTPCall) Precheck(env Env, raw json.RawMessage) *Result {
 	var a httpArgs
 	_ = json.Unmarshal(raw, &a)
-	if env.AllowURL == nil || !env.AllowURL(a.URL) {
-		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call", a.URL)
+	why := errors.New("the task allows no endpoint")
+	if env.AllowURL != nil {
+		why = env.AllowURL(a.URL)
+	}
+	if why != nil {
+		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call: %v", a.URL, why)
 		return &res
 	}
 	return nil
