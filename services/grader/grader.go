@@ -244,6 +244,14 @@ func checkedGrading(kase *cases.Case, g *cases.Grading) (*cases.Grading, error) 
 	return back.Grading, nil
 }
 
+// Plan is the grading plan the core decides a case's verdicts under: what
+// the grader grades a run of the case by, and what the audit re-derives its
+// verdicts with (ops/audit).
+func Plan(g *cases.Grading) grade.Policy {
+	p, _ := planOf(g)
+	return p
+}
+
 // planOf turns a case's grading section into the core's plan, keeping each
 // instrument's full description by key.
 func planOf(g *cases.Grading) (grade.Policy, map[grade.Key]cases.Instrument) {

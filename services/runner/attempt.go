@@ -70,6 +70,8 @@ type attempt struct {
 	// respCache is the treatment's response cache, once a call looked
 	// (nil: off, or not looked yet).
 	respCache *responseCache
+	// origin is the run the last cache hit cited, as loaded to check it.
+	origin *originRun
 	// queued is the time the run's model calls waited for fleet-wide
 	// limit slots: not charged to the wall-time budget (limits.go).
 	queued time.Duration
@@ -390,6 +392,9 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	}
 	replied := repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
 	replied.Cached = cached
+	if a.respCache != nil {
+		replied.CacheIdentity = a.respCache.identity
+	}
 	replied.QueueWaitMs = uint64(reply.QueueWait.Milliseconds())
 	_, err = a.commit(ctx, key(p.Turn), replied)
 	return ending{}, false, err

@@ -205,7 +205,7 @@ func (a *attempt) lookup(ctx context.Context, op string) (finding, string) {
 	if err != nil {
 		return findingUnknown, fmt.Sprintf("the status lookup failed: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := statusClient.Do(req)
 	if err != nil {
 		return findingUnknown, fmt.Sprintf("the status lookup failed: %v", err)
 	}
@@ -215,6 +215,9 @@ func (a *attempt) lookup(ctx context.Context, op string) (finding, string) {
 		return findingApplied, "the status lookup reports it took effect"
 	case http.StatusNotFound:
 		return findingNotApplied, "the status lookup reports it did not take effect"
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return findingUnknown, fmt.Sprintf("the status lookup answered %s to %q (redirects are not followed)", resp.Status, resp.Header.Get("Location"))
 	}
 	return findingUnknown, fmt.Sprintf("the status lookup answered %s", resp.Status)
 }

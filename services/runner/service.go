@@ -373,7 +373,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			return nil, err
 		}
 	}
-	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sb}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.CheckURL, Sandbox: sb}
 	// The claim comes after the extensions started, so that it records
 	// what this runner admitted: their source, version and capabilities.
 	// Its containment is the attempt's: a container's is read back from
