@@ -22,9 +22,9 @@ func TestServeFsync(t *testing.T) {
 	if out := srv.out.String(); !strings.Contains(out, "(fsync: always)") || !strings.Contains(out, "serving meter") {
 		t.Fatalf("serve --listen, default fsync: %q %q", out, srv.errOut.String())
 	}
-	// A store another process serves keeps that process's durability.
+	// A store another process holds keeps that process's durability.
 	code, _, errOut := runCLI(t, "serve", "--services", "meter", "--store", store, "--fsync", "interval")
-	if code != 2 || !strings.Contains(errOut, "--fsync") || !strings.Contains(errOut, "served by another process") {
+	if code != 2 || !strings.Contains(errOut, "--fsync interval") || !strings.Contains(errOut, "is held by process") || !strings.Contains(errOut, "fsync: always") {
 		t.Errorf("serve --fsync on a served store: %d %q", code, errOut)
 	}
 	srv.stop()
