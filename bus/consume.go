@@ -216,6 +216,14 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 // a stream leader is noticed and made again.
 const onDemandWait = 10 * time.Second
 
+// pullBound bounds one pull request by limit and by a quarter of the ack
+// wait. A delivery's lease counts from the pull's sending (the server
+// delivered no earlier), and holds only if the first heartbeat is
+// confirmed within the ack wait of that (see Lease): a pull that waited
+// long for its message would leave its delivery a lease that seemed to
+// have run out before it began.
+func pullBound(limit, ackWait time.Duration) time.Duration { return min(limit, ackWait/4) }
+
 // pullOnDemand fetches one message each time a worker is free and hands it
 // over, until a fetch keeps failing or ctx ends.
 func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, free chan struct{}, work chan<- delivered) error {
@@ -236,7 +244,7 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 					continue
 				}
 			}
-			fctx, cancel := context.WithTimeout(ctx, onDemandWait)
+			fctx, cancel := context.WithTimeout(ctx, pullBound(onDemandWait, cfg.AckWait))
 			pulled = time.Now()
 			m, err = cons.Next(jetstream.FetchContext(fctx))
 			cancel()
@@ -305,7 +313,7 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 		if batch == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
 			var err error
 			pulled = time.Now()
-			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullWait)); err != nil {
+			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullBound(pullWait, cfg.AckWait))); err != nil {
 				batch = nil
 				if err := fail(err); err != nil {
 					return err
