@@ -105,7 +105,7 @@ func newServeCmd() *cobra.Command {
 	fs.BoolVar(&o.noAuth, "no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
 	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
 	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
-	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s; a runner's at least 2s, see docs/resume.md); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
@@ -146,6 +146,11 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	if o.ackWait < 0 || (o.ackWait > 0 && o.ackWait < time.Second) {
 		return usageError{"--ack-wait must be at least 1s"}
+	}
+	if slices.Contains(names, fleet.Runner) {
+		if err := runner.CheckAckWait(o.ackWait); err != nil {
+			return usageError{"--ack-wait: " + err.Error()}
+		}
 	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}

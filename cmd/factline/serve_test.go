@@ -73,3 +73,26 @@ func TestServeWorkers(t *testing.T) {
 		}
 	}
 }
+
+// An ack wait too short for a runner to fence its external effects (an
+// in-progress ack the server confirms and a read of the run's newest
+// claim, both done before each send with a margin to spare) is a usage
+// error that names the minimum and why; services other than the runner
+// send nothing and keep the older floor.
+func TestServeRefusesAnAckWaitTooShortToFence(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--services", "runner", "--ack-wait", "1500ms", "--nats", "nats://127.0.0.1:1"},
+		{"serve", "--ack-wait", "1s", "--nats", "nats://127.0.0.1:1"}, // every service, the runner among them
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--ack-wait") || !strings.Contains(errOut, "at least 2s") || !strings.Contains(errOut, "external effect") {
+			t.Errorf("factline %v: exit %d, stderr %q; want exit 2 naming the 2s minimum and why", args, code, errOut)
+		}
+	}
+	// Without a runner, 1s is still enough: the command gets as far as
+	// connecting (and fails there, on a port nobody serves).
+	code, _, errOut := runCLI(t, "serve", "--services", "meter", "--ack-wait", "1s", "--nats", "nats://127.0.0.1:1")
+	if code == 2 || strings.Contains(errOut, "--ack-wait") {
+		t.Errorf("serve --services meter --ack-wait 1s: exit %d, stderr %q; want it accepted", code, errOut)
+	}
+}
