@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -255,27 +256,36 @@ func copyWithoutOne(t *testing.T, store, subject string) string {
 }
 
 // run and demo never start a second server on a store another process
-// serves (two servers on one directory would corrupt it): they say where
-// it is served and how to submit to it.
-func TestRunRefusesAStoreServedElsewhere(t *testing.T) {
+// holds (two servers on one directory would corrupt it): they attach to
+// its server and say so. A record of a server that no process holding the
+// store stands behind (its holder was killed, and something else listens
+// at its address now) is never followed.
+func TestRunAndDemoAttachToTheStoresHolder(t *testing.T) {
 	store := t.TempDir()
+	srv := startServe(t, "--services", "meter", "--store", store)
+	held := fmt.Sprintf("is held by process %d", os.Getpid())
+	for _, args := range [][]string{{"run", "testdata/tiny/suite.yaml", "--store", store}, {"demo", "--store", store}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || !strings.Contains(out+errOut, held) || !strings.Contains(out+errOut, "attached to its server") {
+			t.Fatalf("%s on a held store: %d %q %q", args[0], code, out, errOut)
+		}
+	}
+	if code := srv.stop(); code != 0 {
+		t.Fatalf("serve exited %d: %q", code, srv.errOut.String())
+	}
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	url := "nats://" + ln.Addr().String()
-	if err := os.WriteFile(filepath.Join(store, storeServedFile), []byte(url+"\n"), 0o644); err != nil {
+	stale := storeRecord{url: "nats://" + ln.Addr().String(), pid: os.Getpid(), fsync: "always", auth: true}
+	if err := os.WriteFile(filepath.Join(store, storeServedFile), stale.encode(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"run", "../../examples/demo/suite.yaml", "--store", store}, {"demo", "--store", store}} {
-		code, _, errOut := runCLI(t, args...)
-		if code != 2 || !strings.Contains(errOut, "served by another process at "+url) || !strings.Contains(errOut, "--nkey") {
-			t.Fatalf("%s on a served store: %d %q", args[0], code, errOut)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(store, "jetstream")); err == nil {
-		t.Fatal("a second server was started on the served store")
+	code, out, errOut := runCLI(t, "demo", "--store", store)
+	if code != 0 || !strings.Contains(out, "embedded JetStream in") {
+		t.Fatalf("demo on a store whose record no holder stands behind: %d %q %q", code, out, errOut)
 	}
 }
 

@@ -119,6 +119,10 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckAckWait(sh.Consumer().AckWait); err != nil {
+		// Set by WithAckWait or WithConsumer.
+		return nil, &kit.OptionError{Service: events.OwnerRunner, Option: "WithAckWait", Reason: err.Error()}
+	}
 	if c.secrets == nil {
 		if c.secrets, err = secrets.FromEnvironment(); err != nil {
 			return nil, fmt.Errorf("runner: %w", err)
@@ -171,7 +175,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 		}
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
-	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
@@ -213,11 +217,11 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		}
 		if stopped {
 			log.Info("not run: the suite stopped early")
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 			return a.finish(ctx, ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
 		}
 	}
-	a, err := s.prepare(ctx, suite, run, req, rl)
+	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return lostLease(err) // the run ended or another runner claimed it meanwhile
@@ -226,7 +230,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
@@ -261,13 +265,15 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return lostLease(err)
 	}
 	if err != nil {
-		if ctx.Err() != nil || bus.Transient(err) {
+		if ctx.Err() != nil || bus.Transient(err) || errors.Is(err, errUnfenced) {
 			// Shutting down: the delivery is handed back and whoever takes
 			// it next resumes from the log. Or the bus failed under the
 			// run (a restart, a leader election, a full store): the bus
 			// runs this delivery again in place once it is back, without
 			// spending its delivery budget, and the attempt resumes from
-			// the log the same way.
+			// the log the same way. Or an external effect could not be
+			// fenced in time: the run is handed back, and whoever takes
+			// it next reconciles the operation before anything else.
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
@@ -292,8 +298,8 @@ func inputErr(what string, err error) error {
 var errBadInput = errors.New("bad run request")
 
 // prepare claims the run and sets up its attempt.
-func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog) (*attempt, error) {
-	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
+func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog, hold *bus.Lease) (*attempt, error) {
+	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), began: time.Now(), hold: hold, epoch: 1, gen: 1}
 	a.lease = step.CurrentLease(rl.Facts()) + 1
 	for _, r := range rl.Records {
 		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
