@@ -12,7 +12,8 @@ import (
 
 // WithContainment sets how command instruments are contained (default:
 // sandbox.DefaultConfig, every feature at sandbox.DefaultLimits, as the
-// runner's default). Its WorkDir is always the grader's work directory.
+// runner's default). Its WorkDir is always the grader's own directory in
+// its work directory.
 // What the host grants is probed once, in New, and recorded in every
 // command's grade.instrument.
 func WithContainment(cfg sandbox.Config) kit.Option {
@@ -25,8 +26,16 @@ func (s *Service) probe() {
 	cfg := sandbox.DefaultConfig(s.cfg.workDir)
 	if s.cfg.contain != nil {
 		cfg = *s.cfg.contain
-		cfg.WorkDir = s.cfg.workDir
 	}
+	s.engine = cfg.Engine
+	// What dead graders left here goes before this one adds its own.
+	s.reap(context.Background())
+	s.site, s.probeErr = sandbox.OpenSite(s.cfg.workDir, siteKind)
+	if s.probeErr != nil {
+		s.sh.Log.Error("command containment: no directory of its own in the work dir; command instruments will be errored", "err", s.probeErr)
+		return
+	}
+	cfg.WorkDir = s.site.Dir()
 	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
 	if s.probeErr != nil {
 		s.sh.Log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
@@ -58,4 +67,33 @@ func summary(rec *events.Containment) string {
 		parts = append(parts, p)
 	}
 	return rec.Provider + " " + strings.Join(parts, " ")
+}
+
+// siteKind names the graders' directories in a work dir.
+const siteKind = "grader"
+
+// reap removes what dead graders left in the work dir: the copies of
+// candidates their commands ran on, those commands' processes and
+// leftover files, and their containers (sandbox.Reap). It runs when a
+// grader starts and before each grading, so that a grader taking over
+// another's work on this host never leaves the dead one's behind. Failing
+// to reap is logged, never fatal.
+func (s *Service) reap(ctx context.Context) {
+	r, err := sandbox.Reap(ctx, s.cfg.workDir, siteKind, s.engine)
+	if !r.Empty() {
+		s.sh.Log.Info("removed what dead graders left", "dirs", r.Dirs, "containers", r.Containers, "processes", r.Processes, "files", r.Files)
+	}
+	if err != nil {
+		s.sh.Log.Warn("removing what dead graders left failed", "err", err)
+	}
+}
+
+// siteDir is where candidates are restored: the grader's own directory in
+// the work dir, or the work dir itself when it could not make one (its
+// commands are errored then; file checks still run).
+func (s *Service) siteDir() string {
+	if s.site == nil {
+		return s.cfg.workDir
+	}
+	return s.site.Dir()
 }

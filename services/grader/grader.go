@@ -77,8 +77,11 @@ var spec = kit.Spec{
 }
 
 // WithWorkDir sets where candidates are restored (default the OS temporary
-// directory). Every instrument run gets a fresh directory below it, removed
-// afterwards. An empty dir is refused.
+// directory). Every instrument run gets a fresh directory in the grader's
+// own directory there, removed afterwards; the grader's directory goes
+// when Run returns, and what dead graders left there is removed when a
+// grader starts and before each grading (sandbox.Reap). An empty dir is
+// refused.
 func WithWorkDir(dir string) kit.Option {
 	return kit.Own("WithWorkDir", func(c *config) error {
 		if dir == "" {
@@ -123,6 +126,10 @@ type Service struct {
 	// the probe failed (probeErr), and then every command is errored.
 	containment *sandbox.Containment
 	probeErr    error
+	// site is this grader's directory in the work dir, where candidates
+	// are restored; engine is the container engine it uses.
+	site   *sandbox.Site
+	engine sandbox.Engine
 }
 
 // New returns a grader instance on b, configured by the kit's shared
@@ -146,7 +153,14 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
+//
+// When it returns, its directory in the work dir goes.
 func (s *Service) Run(ctx context.Context) error {
+	defer func() {
+		if err := s.site.Close(); err != nil {
+			s.sh.Log.Warn("removing the grader's directory failed", "err", err)
+		}
+	}()
 	return s.sh.Run(ctx, s.Handle, "containment", summary(s.containment.Record()))
 }
 
@@ -190,6 +204,9 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		return err
 	}
 	defer unlock()
+	// A grading taken over from a grader that died here finds its
+	// leftovers gone.
+	s.reap(ctx)
 	log, err := s.sh.Runs.LoadThrough(ctx, suite, run, through)
 	if err != nil {
 		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)

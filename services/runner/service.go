@@ -76,6 +76,10 @@ type Service struct {
 	slotLease time.Duration
 	// containment is what the host grants commands, probed in New.
 	containment *sandbox.Containment
+	// site is this runner's directory in the work dir, where its attempts
+	// make theirs; engine is the container engine it uses.
+	site   *sandbox.Site
+	engine sandbox.Engine
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
 	beforeClaim func(ctx context.Context, suite, run string)
@@ -134,9 +138,16 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	contain := sandbox.DefaultConfig(s.workDir)
 	if c.contain != nil {
 		contain = *c.contain
-		contain.WorkDir = s.workDir
 	}
+	s.engine = contain.Engine
+	// What dead runners left here goes before this one adds its own.
+	s.reap(context.Background())
+	if s.site, err = sandbox.OpenSite(s.workDir, siteKind); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	contain.WorkDir = s.site.Dir()
 	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
+		_ = s.site.Close()
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	for _, f := range s.containment.Record().Features {
@@ -150,7 +161,15 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run takes requested runs until ctx ends. A run in progress at shutdown
 // is handed back unfinished; whoever takes it next resumes it from the
 // log.
+//
+// When it returns, its directory in the work dir goes, with whatever an
+// attempt left there.
 func (s *Service) Run(ctx context.Context) error {
+	defer func() {
+		if err := s.site.Close(); err != nil {
+			s.log.Warn("removing the runner's directory failed", "err", err)
+		}
+	}()
 	return s.sh.Run(ctx, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
 
@@ -341,7 +360,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
+	// A takeover removes what a dead runner left on this host first.
+	s.reap(ctx)
+	a.dir, err = os.MkdirTemp(s.site.Dir(), run+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +469,8 @@ func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, cla
 }
 
 // minimalEnv is the environment commands run with: a PATH, a HOME and a
-// TMPDIR outside the workspace (so caches never count as work), a locale,
+// TMPDIR (TMP and TEMP alike) of the attempt's own outside the workspace
+// (so caches never count as work), a locale,
 // and what the case adds. Nothing else of the runner's environment (keys,
 // tokens) reaches a command.
 func minimalEnv(home, tmp string, extra map[string]string) []string {
@@ -456,7 +478,7 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}
