@@ -119,25 +119,23 @@ func (k *killer) maybe(run string) {
 	})
 }
 
-// deadAttempts counts the attempt directories in the site of the dead
-// process pid (factline-<kind>.<boot>.<pidns>.<pid>.<start>.<random>).
+// deadAttempts counts the directories the dead process pid left
+// (factline-<kind>.<boot>.<pidns>.<pid>.<start>.<label>-<random>).
 func (k *killer) deadAttempts(pid int) int {
 	sites, _ := filepath.Glob(filepath.Join(k.work, "factline-"+k.kind+".*"))
 	n := 0
 	for _, site := range sites {
-		f := strings.Split(filepath.Base(site), ".")
-		if len(f) == 6 && f[3] == strconv.Itoa(pid) {
-			entries, _ := os.ReadDir(site)
-			n += len(entries)
+		if f := strings.Split(filepath.Base(site), "."); len(f) == 6 && f[3] == strconv.Itoa(pid) {
+			n++
 		}
 	}
 	return n
 }
 
-// attemptOf reports whether a directory of run is in a site of kind:
-// <work>/factline-<kind>.*/<prefix><run>-*/ws.
+// attemptOf reports whether a workspace of run is in a directory of kind:
+// <work>/factline-<kind>.<owner>.<prefix><run>-<random>/ws.
 func attemptOf(work, kind, prefix, run string) bool {
-	found, _ := filepath.Glob(filepath.Join(work, "factline-"+kind+".*", prefix+run+"-*", "ws"))
+	found, _ := filepath.Glob(filepath.Join(work, "factline-"+kind+".*."+prefix+run+"-*", "ws"))
 	return len(found) > 0
 }
 

@@ -15,10 +15,10 @@
 // leaves nothing of it running; Sandbox.Close ends the attempt and removes
 // what its uid left where every user may write.
 //
-// Each service instance works in a directory of its own in the work dir
-// (OpenSite), named after its process (Owner); Reap removes what dead
-// instances of a kind left there: directories, processes, files and
-// containers.
+// Every directory a service works in (an attempt's, a graded copy's) is a
+// site named after the service's process (OpenSite, Owner); Reap removes
+// what dead instances of a kind left in a work dir: their sites, the
+// processes and files of their commands' users, and their containers.
 //
 // A case that names an environment image runs its commands in a container
 // instead (Containment.Container): one per attempt, made through the

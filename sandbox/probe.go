@@ -164,7 +164,7 @@ func apply(c *Containment, f string, cfg Config, root bool) {
 func (c *Containment) probe(ctx context.Context, dir string) (probed, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	pd, err := os.MkdirTemp(dir, ".factline-probe-")
+	pd, err := probeDir(dir)
 	if err != nil {
 		return probed{}, err
 	}

@@ -65,12 +65,12 @@ const (
 	ownerUnknown
 )
 
-// Site is one service instance's directory in a work dir, named after its
+// Site is a directory a service instance works in (an attempt's, a copy
+// of a candidate being graded, its probe's), named after the instance's
 // kind and its Owner, so that when the instance dies (a SIGKILL leaves it
 // no chance to clean up) the next instance of its kind can tell the
-// directory, and what it holds, belongs to a dead process. Attempt
-// directories are made inside it; others may pass through it (attempts
-// run as other users) but not list it.
+// directory, and what it holds, belongs to a dead process. Others may pass
+// through it (commands run as other users) but not list it.
 type Site struct {
 	dir string
 }
@@ -79,20 +79,28 @@ type Site struct {
 // that the containers of a dead instance are found and removed.
 const LabelOwner = "io.factline.owner"
 
-// kindRe is what a site's kind may be: it is part of a file name.
-var kindRe = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+// kindRe is what a site's kind may be, labelRe its label: they are parts
+// of a file name, and a label (a run, a subject token) holds no dot.
+var (
+	kindRe  = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+	labelRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,160}$`)
+)
 
-// OpenSite makes the calling process's directory of the given kind
-// (runner, grader) in workDir: factline-<kind>.<owner>.<random>, mode 0711.
-func OpenSite(workDir, kind string) (*Site, error) {
+// OpenSite makes a directory of the calling process in workDir, of the
+// given kind (runner, grader) and with a label saying what it holds (a
+// run): factline-<kind>.<owner>.<label>-<random>, mode 0711.
+func OpenSite(workDir, kind, label string) (*Site, error) {
 	if !kindRe.MatchString(kind) {
 		return nil, fmt.Errorf("site: kind %q: want lower-case letters and digits", kind)
+	}
+	if !labelRe.MatchString(label) {
+		return nil, fmt.Errorf("site: label %q: want 1 to 160 of A-Z a-z 0-9 - _", label)
 	}
 	me, err := Self()
 	if err != nil {
 		return nil, fmt.Errorf("site: %w", err)
 	}
-	dir, err := os.MkdirTemp(workDir, sitePrefix(kind)+me.String()+".")
+	dir, err := os.MkdirTemp(workDir, sitePrefix(kind)+me.String()+"."+label+"-")
 	if err != nil {
 		return nil, fmt.Errorf("site: %w", err)
 	}
@@ -104,6 +112,24 @@ func OpenSite(workDir, kind string) (*Site, error) {
 }
 
 func sitePrefix(kind string) string { return "factline-" + kind + "." }
+
+// probeKind names the sites Probe runs its commands in; every kind's Reap
+// removes those of dead owners.
+const probeKind = "probe"
+
+// probeDir makes the directory one probe command runs in, below dir: a
+// site, so that a service killed mid-probe leaves nothing Reap misses
+// (where owners cannot be told, a plain temporary directory).
+func probeDir(dir string) (string, error) {
+	if _, err := Self(); err != nil {
+		return os.MkdirTemp(dir, ".factline-probe-")
+	}
+	s, err := OpenSite(dir, probeKind, "probe")
+	if err != nil {
+		return "", err
+	}
+	return s.Dir(), nil
+}
 
 // Dir is the site's directory.
 func (s *Site) Dir() string {
@@ -148,7 +174,7 @@ var reapMu sync.Mutex
 
 // Reap removes what dead instances of a kind left in workDir: for each
 // site whose owner is dead (another boot, or no process of that PID and
-// start time), every process of its attempts' users is killed (commands
+// start time), every process of its users is killed (commands
 // that outlived their service, with the mount namespaces they hold), what
 // those users left in the places every user may write is removed, the
 // owner's containers (by LabelOwner, through engine) are removed, and
@@ -179,6 +205,10 @@ func Reap(ctx context.Context, workDir, kind string, engine Engine) (Reaped, err
 	inUse := map[uint32]bool{}
 	for _, e := range entries {
 		owner, ok := siteOwner(e.Name(), kind)
+		if !ok {
+			// A probe's directory belongs to whichever kind probed.
+			owner, ok = siteOwner(e.Name(), probeKind)
+		}
 		if !ok || !e.IsDir() {
 			continue
 		}
@@ -187,14 +217,14 @@ func Reap(ctx context.Context, workDir, kind string, engine Engine) (Reaped, err
 			dead = append(dead, site{p, owner})
 			continue
 		}
-		for _, uid := range attemptUsers(p) {
+		for _, uid := range siteUsers(p) {
 			inUse[uid] = true
 		}
 	}
 	var errs []error
 	roots := append(slices.Clone(sharedPlaces), workDir)
 	for _, d := range dead {
-		for _, uid := range attemptUsers(d.path) {
+		for _, uid := range siteUsers(d.path) {
 			if inUse[uid] {
 				continue
 			}
@@ -223,26 +253,28 @@ func Reap(ctx context.Context, workDir, kind string, engine Engine) (Reaped, err
 	return r, nil
 }
 
-// siteOwner reads the owner out of a site's name of the given kind.
+// siteOwner reads the owner out of a site's name of the given kind
+// (factline-<kind>.<boot>.<pidns>.<pid>.<start>.<label>-<random>).
 func siteOwner(name, kind string) (Owner, bool) {
 	rest, ok := strings.CutPrefix(name, sitePrefix(kind))
 	if !ok {
 		return Owner{}, false
 	}
-	i := strings.LastIndexByte(rest, '.')
-	if i < 0 {
+	f := strings.SplitN(rest, ".", 5)
+	if len(f) != 5 {
 		return Owner{}, false
 	}
-	o, err := ParseOwner(rest[:i])
+	o, err := ParseOwner(strings.Join(f[:4], "."))
 	return o, err == nil
 }
 
-// attemptUsers are the fresh uids owning the attempt directories of a
-// site (site/<attempt>/<ws, home, tmp>): the users its commands ran as.
-func attemptUsers(site string) []uint32 {
+// siteUsers are the fresh uids owning what a site holds (its ws, home and
+// tmp, and what is in them, one level down): the users its commands ran
+// as.
+func siteUsers(site string) []uint32 {
 	var uids []uint32
-	attempts, _ := os.ReadDir(site)
-	for _, a := range attempts {
+	top, _ := os.ReadDir(site)
+	for _, a := range top {
 		p := filepath.Join(site, a.Name())
 		paths := []string{p}
 		if a.IsDir() {

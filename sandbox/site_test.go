@@ -32,8 +32,8 @@ type siteChildReport struct {
 	Container string `json:"container"`
 }
 
-// siteChild is a runner in miniature: it opens its site in the work dir,
-// makes an attempt there (and, with an image, the attempt's container)
+// siteChild is a runner in miniature: it opens an attempt's site in the
+// work dir (and, with an image, the attempt's container)
 // and runs a command that leaves a process outside its session and a file
 // in a world-writable directory of the work dir, then waits to be killed.
 // No attempt mount namespace: the file must reach the host.
@@ -43,21 +43,17 @@ func siteChild(work string) {
 		os.Exit(3)
 	}
 	ctx := context.Background()
-	site, err := OpenSite(work, "runner")
-	if err != nil {
-		fail("%v", err)
-	}
-	cfg := DefaultConfig(site.Dir())
+	cfg := DefaultConfig(work)
 	cfg.PrivateTmp, cfg.ReadOnlyHost = false, false
 	c, err := Probe(ctx, cfg)
 	if err != nil {
 		fail("probe: %v", err)
 	}
-	dir, err := os.MkdirTemp(site.Dir(), "run-")
+	site, err := OpenSite(work, "runner", "run")
 	if err != nil {
 		fail("%v", err)
 	}
-	_ = os.Chmod(dir, 0o711)
+	dir := site.Dir()
 	ws, home, tmp := filepath.Join(dir, "ws"), filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
 	for _, d := range []string{ws, home, tmp} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -163,11 +159,11 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 
 	// A live site of the same kind (this process), whose attempt's user
 	// has a process running.
-	mine, err := OpenSite(work, "runner")
+	mine, err := OpenSite(work, "runner", "run-x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	myWS := filepath.Join(mine.Dir(), "run-x", "ws")
+	myWS := filepath.Join(mine.Dir(), "ws")
 	if err := os.MkdirAll(myWS, 0o711); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +183,8 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := func(kind string, o Owner) string {
-		p := filepath.Join(work, sitePrefix(kind)+o.String()+".1")
-		if err := os.MkdirAll(filepath.Join(p, "run-y", "ws"), 0o711); err != nil {
+		p := filepath.Join(work, sitePrefix(kind)+o.String()+".run-y-1")
+		if err := os.MkdirAll(filepath.Join(p, "ws"), 0o711); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -197,13 +193,14 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	rebooted := fake("runner", Owner{Boot: "0badb007", PIDNS: me.PIDNS, PID: me.PID, Start: me.Start})
 	elsewhere := fake("runner", Owner{Boot: me.Boot, PIDNS: me.PIDNS + 1, PID: 1, Start: 1})
 	otherKind := fake("grader", Owner{Boot: "0badb007", PIDNS: me.PIDNS, PID: me.PID, Start: me.Start})
+	deadProbe := fake(probeKind, Owner{Boot: "0badb007", PIDNS: me.PIDNS, PID: me.PID, Start: me.Start})
 
 	r, err := Reap(context.Background(), work, "runner", Engine{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("reaped %+v", r)
-	for _, p := range []string{rep.Site, reused, rebooted} {
+	for _, p := range []string{rep.Site, reused, rebooted, deadProbe} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s of a dead owner is left", p)
 		}
@@ -225,8 +222,8 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	if left := containersNamed(t, rep.Container); len(left) > 0 {
 		t.Errorf("the dead service's container is left: %v", left)
 	}
-	if r.Processes == 0 || r.Files == 0 || len(r.Containers) != 1 || len(r.Dirs) != 3 {
-		t.Errorf("reaped %+v, want a process, a file, a container and three directories", r)
+	if r.Processes == 0 || r.Files == 0 || len(r.Containers) != 1 || len(r.Dirs) != 4 {
+		t.Errorf("reaped %+v, want a process, a file, a container and four directories", r)
 	}
 	if again, err := Reap(context.Background(), work, "runner", Engine{}); err != nil || !again.Empty() {
 		t.Errorf("a second reap: %+v, %v", again, err)
@@ -258,7 +255,12 @@ func TestOwnerRoundTrips(t *testing.T) {
 			t.Errorf("ParseOwner(%q) succeeded", bad)
 		}
 	}
-	if _, err := OpenSite(reachableDir(t), "../up"); err == nil {
+	if _, err := OpenSite(reachableDir(t), "../up", "x"); err == nil {
 		t.Error("a kind that is no name was accepted")
+	}
+	for _, label := range []string{"", "a.b", "../x", "a/b"} {
+		if _, err := OpenSite(reachableDir(t), "runner", label); err == nil {
+			t.Errorf("label %q was accepted", label)
+		}
 	}
 }

@@ -12,8 +12,7 @@ import (
 
 // WithContainment sets how command instruments are contained (default:
 // sandbox.DefaultConfig, every feature at sandbox.DefaultLimits, as the
-// runner's default). Its WorkDir is always the grader's own directory in
-// its work directory.
+// runner's default). Its WorkDir is always the grader's work directory.
 // What the host grants is probed once, in New, and recorded in every
 // command's grade.instrument.
 func WithContainment(cfg sandbox.Config) kit.Option {
@@ -30,12 +29,7 @@ func (s *Service) probe() {
 	s.engine = cfg.Engine
 	// What dead graders left here goes before this one adds its own.
 	s.reap(context.Background())
-	s.site, s.probeErr = sandbox.OpenSite(s.cfg.workDir, siteKind)
-	if s.probeErr != nil {
-		s.sh.Log.Error("command containment: no directory of its own in the work dir; command instruments will be errored", "err", s.probeErr)
-		return
-	}
-	cfg.WorkDir = s.site.Dir()
+	cfg.WorkDir = s.cfg.workDir
 	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
 	if s.probeErr != nil {
 		s.sh.Log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
@@ -86,14 +80,4 @@ func (s *Service) reap(ctx context.Context) {
 	if err != nil {
 		s.sh.Log.Warn("removing what dead graders left failed", "err", err)
 	}
-}
-
-// siteDir is where candidates are restored: the grader's own directory in
-// the work dir, or the work dir itself when it could not make one (its
-// commands are errored then; file checks still run).
-func (s *Service) siteDir() string {
-	if s.site == nil {
-		return s.cfg.workDir
-	}
-	return s.site.Dir()
 }

@@ -77,11 +77,10 @@ var spec = kit.Spec{
 }
 
 // WithWorkDir sets where candidates are restored (default the OS temporary
-// directory). Every instrument run gets a fresh directory in the grader's
-// own directory there, removed afterwards; the grader's directory goes
-// when Run returns, and what dead graders left there is removed when a
-// grader starts and before each grading (sandbox.Reap). An empty dir is
-// refused.
+// directory). Every instrument run gets a fresh directory there, named
+// after the grader's process and removed afterwards; what dead graders
+// left there is removed when a grader starts and before each grading
+// (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
 	return kit.Own("WithWorkDir", func(c *config) error {
 		if dir == "" {
@@ -126,9 +125,7 @@ type Service struct {
 	// the probe failed (probeErr), and then every command is errored.
 	containment *sandbox.Containment
 	probeErr    error
-	// site is this grader's directory in the work dir, where candidates
-	// are restored; engine is the container engine it uses.
-	site   *sandbox.Site
+	// engine is the container engine commands with an environment use.
 	engine sandbox.Engine
 }
 
@@ -153,14 +150,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run consumes candidate.sealed and run.ended until ctx is done. A delivery
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
-//
-// When it returns, its directory in the work dir goes.
 func (s *Service) Run(ctx context.Context) error {
-	defer func() {
-		if err := s.site.Close(); err != nil {
-			s.sh.Log.Warn("removing the grader's directory failed", "err", err)
-		}
-	}()
 	return s.sh.Run(ctx, s.Handle, "containment", summary(s.containment.Record()))
 }
 

@@ -61,10 +61,13 @@ func (e *instrumentEnv) close() {
 // restore materialises the candidate into a fresh directory and returns the
 // directory holding it (ws), a home and a tmp beside it.
 func (e *instrumentEnv) restore(ctx context.Context) (string, error) {
-	dir, err := os.MkdirTemp(e.s.siteDir(), "grade-"+e.job.run+"-")
+	// Named after this process, so that the next grader here can tell
+	// whether it is still in use.
+	site, err := sandbox.OpenSite(e.s.cfg.workDir, siteKind, "grade-"+e.job.run)
 	if err != nil {
 		return "", err
 	}
+	dir := site.Dir()
 	e.dirs = append(e.dirs, dir)
 	for _, d := range []string{"home", "tmp"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {

@@ -91,8 +91,7 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 // By default a run's commands get TMPDIR, TMP and TEMP in the attempt's
 // own directory, and as root a /tmp of their own: what one writes there
 // never reaches the host, and run.claimed says so. The attempt's directory
-// is in the runner's own directory of the work dir, which goes when the
-// runner stops.
+// in the work dir is named after the runner's process.
 func TestCommandsWriteTheirOwnTmp(t *testing.T) {
 	e, _ := startWith(t)
 	name := "factline-runner-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -127,6 +126,6 @@ func TestCommandsWriteTheirOwnTmp(t *testing.T) {
 	dirs := strings.Split(strings.TrimSpace(obs.Output), "|")
 	if d.Error != nil || len(dirs) != 3 || dirs[0] != dirs[1] || dirs[0] != dirs[2] ||
 		!strings.HasPrefix(dirs[0], e.work+"/factline-runner.") || !strings.HasSuffix(dirs[0], "/tmp") {
-		t.Errorf("TMPDIR|TMP|TEMP = %q (%+v), want one directory of the attempt's in the runner's own below %s", obs.Output, d.Error, e.work)
+		t.Errorf("TMPDIR|TMP|TEMP = %q (%+v), want one directory in the attempt's below %s", obs.Output, d.Error, e.work)
 	}
 }

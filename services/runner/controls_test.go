@@ -74,7 +74,7 @@ func cancelDuringLongCommand(t *testing.T, e *env, run string, last bool) {
 	pidFile := func() string {
 		var found string
 		_ = filepath.WalkDir(e.work, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Name() == "child.pid" && strings.Contains(p, "/"+run+"-") {
+			if err == nil && d.Name() == "child.pid" && strings.Contains(p, "."+run+"-") {
 				found = p
 			}
 			return nil

@@ -51,10 +51,9 @@ func WithModels(f ModelFactory) kit.Option {
 }
 
 // WithWorkDir sets where attempt directories are made (default the OS
-// temporary directory): in a directory of the runner's own there, which
-// goes when Run returns; what dead runners left there is removed when a
-// runner starts and before each attempt (sandbox.Reap). An empty dir is
-// refused.
+// temporary directory), each named after the runner's process; what dead
+// runners left there is removed when a runner starts and before each
+// attempt (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
 	return kit.Own("WithWorkDir", func(c *config) error {
 		if dir == "" {
@@ -119,8 +118,8 @@ func WithAfterCommit(fn func(events.Fact)) kit.Option {
 }
 
 // WithContainment sets how commands are contained (default: every
-// feature, at sandbox.DefaultLimits). Its WorkDir is the runner's own
-// directory in its work dir (see WithWorkDir). What the host grants is probed once, in New, and recorded
+// feature, at sandbox.DefaultLimits). Its WorkDir is the runner's (see
+// WithWorkDir). What the host grants is probed once, in New, and recorded
 // in every run.claimed.
 func WithContainment(cfg sandbox.Config) kit.Option {
 	return kit.Own("WithContainment", func(c *config) error { c.contain = &cfg; return nil })

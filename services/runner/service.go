@@ -76,9 +76,7 @@ type Service struct {
 	slotLease time.Duration
 	// containment is what the host grants commands, probed in New.
 	containment *sandbox.Containment
-	// site is this runner's directory in the work dir, where its attempts
-	// make theirs; engine is the container engine it uses.
-	site   *sandbox.Site
+	// engine is the container engine attempts with an environment use.
 	engine sandbox.Engine
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
@@ -142,12 +140,8 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	s.engine = contain.Engine
 	// What dead runners left here goes before this one adds its own.
 	s.reap(context.Background())
-	if s.site, err = sandbox.OpenSite(s.workDir, siteKind); err != nil {
-		return nil, fmt.Errorf("runner: %w", err)
-	}
-	contain.WorkDir = s.site.Dir()
+	contain.WorkDir = s.workDir
 	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
-		_ = s.site.Close()
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	for _, f := range s.containment.Record().Features {
@@ -161,15 +155,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run takes requested runs until ctx ends. A run in progress at shutdown
 // is handed back unfinished; whoever takes it next resumes it from the
 // log.
-//
-// When it returns, its directory in the work dir goes, with whatever an
-// attempt left there.
 func (s *Service) Run(ctx context.Context) error {
-	defer func() {
-		if err := s.site.Close(); err != nil {
-			s.log.Warn("removing the runner's directory failed", "err", err)
-		}
-	}()
 	return s.sh.Run(ctx, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
 
@@ -360,12 +346,15 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	// A takeover removes what a dead runner left on this host first.
+	// A takeover removes what a dead runner left on this host first. The
+	// attempt's directory is named after this process, so that the next
+	// runner here can tell whether it is still in use.
 	s.reap(ctx)
-	a.dir, err = os.MkdirTemp(s.site.Dir(), run+"-")
+	site, err := sandbox.OpenSite(s.workDir, siteKind, run)
 	if err != nil {
 		return nil, err
 	}
+	a.dir = site.Dir()
 	home := filepath.Join(a.dir, "home")
 	tmp := filepath.Join(a.dir, "tmp")
 	for _, d := range []string{home, tmp} {
