@@ -54,7 +54,7 @@ func (l *suiteLog) ran(c, tr string, trial uint32, millis uint64, result *events
 	l.add(m.Run, events.RunEnded{Status: events.RunDone, Reason: "done", Spent: spent}, events.OwnerRunner)
 	l.add(m.Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: m.Run, SnapshotID: d(m.Run), Revision: 1,
 		Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
-		Result: *result}}, events.OwnerGrader)
+		Result:      *result}}, events.OwnerGrader)
 }
 
 // Tokens split into input and output (and the provider's prompt-cached
