@@ -312,7 +312,8 @@ func writeComparisons(w io.Writer, r Report) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "comparisons of A vs B, paired on case and trial: the pass rate as A − B in points, usage as A/B − 1;\n"+
+	fmt.Fprintf(w, "comparisons of A vs B, paired on case and trial: the pass rate as A − B in points, usage as\n"+
+		"A/B − 1 in percent (a pair whose figure is unknown on a side is left out, counted as unknown);\n"+
 		"95%% intervals by cluster bootstrap over cases (%d resamples, seed %d); McNemar exact:\n",
 		r.Method.BootstrapResamples, r.Method.BootstrapSeed)
 	for _, c := range r.Comparisons {
@@ -367,7 +368,7 @@ func rateDifference(c Comparison) string {
 func ratePairs(c Comparison) string {
 	s := fmt.Sprintf("%d pairs graded", c.Pairs)
 	if c.RateA != nil && c.RateB != nil {
-		s += fmt.Sprintf("; %.1f%% vs %.1f%% passed", 100**c.RateA, 100**c.RateB)
+		s += fmt.Sprintf("; %.1f%% vs %.1f%%", 100**c.RateA, 100**c.RateB)
 	}
 	if c.McNemar != nil {
 		s += fmt.Sprintf("; McNemar %d/%d p=%.4g", c.McNemar.OnlyA, c.McNemar.OnlyB, c.McNemar.P)
@@ -390,7 +391,7 @@ func relative(p *PairedUsage) string {
 	x := p.Relative
 	switch {
 	case x.Interval != nil:
-		return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*x.Estimate, 100*x.Interval.Lo, 100*x.Interval.Hi)
+		return fmt.Sprintf("%+.1f%% [%+.1f, %+.1f]", 100*x.Estimate, 100*x.Interval.Lo, 100*x.Interval.Hi)
 	case x.Clusters < 2:
 		return fmt.Sprintf("%+.1f%% (no interval: the pairs come from %d case)", 100*x.Estimate, x.Clusters)
 	}
@@ -405,7 +406,7 @@ func usagePairsCell(p *PairedUsage) string {
 	}
 	s := fmt.Sprintf("%d pairs", p.Pairs)
 	if p.LeftOut > 0 {
-		s += fmt.Sprintf(", %d left out (unknown on a side)", p.LeftOut)
+		s += fmt.Sprintf(", %d unknown", p.LeftOut)
 	}
 	if p.MeanA == nil || p.MeanB == nil {
 		return s
