@@ -27,6 +27,8 @@ type fleetSpec struct {
 	ackWait time.Duration
 	// noRunner leaves the runners out (they run as processes).
 	noRunner bool
+	// noGrader leaves the graders out (they run as processes).
+	noGrader bool
 }
 
 // startFleetIn runs the services until ctx ends; the test waits for them
@@ -36,6 +38,9 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 	services := fleet.Names()
 	if spec.noRunner {
 		services = slices.DeleteFunc(services, func(s string) bool { return s == fleet.Runner })
+	}
+	if spec.noGrader {
+		services = slices.DeleteFunc(services, func(s string) bool { return s == fleet.Grader })
 	}
 	f, err := fleet.Start(ctx, nil, fleet.Options{
 		Services:  services,
