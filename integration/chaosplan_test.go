@@ -129,12 +129,12 @@ func (f fault) String() string {
 	return fmt.Sprintf("%s: %s", f.at, what)
 }
 
-// The fault suite's shape, which the moments must stay within: 32 runs,
-// 4 of them of the notify case, each with one external effect. A moment
-// beyond what the suite has would never come; the campaign fails when a
-// scheduled fault never struck.
+// The fault suite's shape, which the moments must stay within: the demo's
+// cases and notify under two treatments (36 runs), 4 of them of the notify
+// case, each with one external effect. A moment beyond what the suite has
+// would never come: a seed checks its schedule against the fault-free
+// suite before it starts, and fails when a scheduled fault never struck.
 const (
-	suiteRuns    = 8 * 2 * faultTrials
 	notifyRuns   = 2 * faultTrials
 	suiteSealed  = 24 // fewer than the candidates the fault-free suite seals
 	suiteTurns   = 40 // fewer than its completed turns
