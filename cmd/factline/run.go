@@ -69,7 +69,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	}
 	suite, err := suites.Load(suitePath)
 	if err != nil {
-		return usageError{err.Error()}
+		return fileError{err}
 	}
 	allow, err := o.loadExtensions()
 	if err != nil {

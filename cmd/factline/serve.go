@@ -75,7 +75,7 @@ func extensionsFlag(fs *pflag.FlagSet) (load func() (*extensions.Allowlist, erro
 		}
 		l, err := extensions.Load(*path)
 		if err != nil {
-			return nil, usageError{err.Error()}
+			return nil, fileError{err}
 		}
 		return l, nil
 	}
