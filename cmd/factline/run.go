@@ -151,6 +151,15 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	progress.note("suite %q: %d cases × %d treatments × %d trials = %d runs", suite.File.Name,
 		len(pub.Submitted.Cases), len(pub.Submitted.Treatments), pub.Submitted.Trials, planned)
 	if err := suites.Submit(ctx, b, pub, "factline-run"); err != nil {
+		var exists *suites.ExistsError
+		if errors.As(err, &exists) {
+			elsewhere := "use another store (a new --store DIR, or no --store: run makes one)"
+			if t.url != "" {
+				elsewhere = "submit it to another NATS server"
+			}
+			return fmt.Errorf("%w. To run the edited suite, rename the suite (name: in %s) or %s; "+
+				"to go on with the suite this log holds, run the file it was submitted from", exists, suitePath, elsewhere)
+		}
 		return err
 	}
 	follow := ctx
