@@ -200,7 +200,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		return measure.WriteJSON(out, report)
 	}
 	fmt.Fprintln(out)
-	return measure.WriteTable(out, report)
+	if err := measure.WriteTable(out, report); err != nil {
+		return err
+	}
+	return writeWhys(out, report)
 }
 
 // errGaveUp is the cause of a run's --timeout.

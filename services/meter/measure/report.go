@@ -168,6 +168,9 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// EndReason is the reason of the run's run.ended, as the runner gave
+	// it (why a harness error was one), once the run has ended.
+	EndReason string `json:"end_reason,omitempty"`
 	// CachedCalls and CachedTokens are the attempt's model calls the
 	// response cache answered, and their tokens.
 	CachedCalls  int    `json:"cached_calls,omitempty"`
@@ -271,7 +274,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	e := a.Ended
-	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	out.Status, out.EndReason, out.Tokens, out.Cost, out.Millis = e.Status, e.Reason, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
 	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
 		// Never run: whatever the suite counts, it says nothing of the agent.
 		out.Outcome, out.Reason = OutcomeExcluded, "not run: the suite stopped early"
