@@ -75,6 +75,13 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err != nil {
 		return err
 	}
+	if t.url == "" {
+		// A fleet's runners have their own allowlists; the embedded
+		// runner has this one, so its refusals are known now.
+		if err := checkExtensions(suite, allow); err != nil {
+			return err
+		}
+	}
 	mode := t.fsync.get()
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out, errOut)
