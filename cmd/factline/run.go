@@ -144,6 +144,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 		defer f.Stop()
 		abs, _ := filepath.Abs(store)
+		// The runs of this process's runner that wait for a person are
+		// said on the progress line; a fleet's live status is not the
+		// submitter's to read (docs/security.md).
+		progress.wait = newWaiting("--store " + shellWord(abs))
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
 		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
