@@ -33,6 +33,26 @@ type HTTPPolicy struct {
 	// time has an unknown outcome, which is reconciled before the run goes
 	// on (docs/controls.md).
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Settle is how long after a call's answer was lost the sink may
+	// still apply it (default DefaultSettle): until then a status lookup
+	// that finds nothing is no proof that it never will, and the call is
+	// not sent again on its word (docs/tools.md).
+	Settle Duration `yaml:"settle,omitempty" json:"settle,omitempty"`
+}
+
+// DefaultSettle is the settle window of a case that sets none.
+const DefaultSettle = 5 * time.Second
+
+// MaxSettle bounds http.settle.
+const MaxSettle = 10 * time.Minute
+
+// SettleWindow is how long after a lost answer a status lookup's "not
+// found" proves nothing (see Settle).
+func (p *HTTPPolicy) SettleWindow() time.Duration {
+	if p == nil || p.Settle == 0 {
+		return DefaultSettle
+	}
+	return p.Settle.Std()
 }
 
 // Bounds of http.timeout.
@@ -58,6 +78,9 @@ func (p *HTTPPolicy) check(field string) error {
 	}
 	if t := p.Timeout.Std(); t != 0 && (t < MinHTTPTimeout || t > MaxHTTPTimeout) {
 		return fieldErr(field+".timeout", "%v is outside %v to %v", t, MinHTTPTimeout, MaxHTTPTimeout)
+	}
+	if s := p.Settle.Std(); s < 0 || s > MaxSettle {
+		return fieldErr(field+".settle", "%v is outside 0 to %v", s, MaxSettle)
 	}
 	return nil
 }

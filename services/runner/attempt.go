@@ -55,11 +55,18 @@ type attempt struct {
 	ws        Workspace
 	env       tools.Env
 	started   time.Time
-	gen       uint32 // current task generation
-	epoch     uint64 // source epoch: 1 + applied mutations so far
-	ctl       *controls
-	work      context.Context // model calls and tools; a cancel stops it
-	dir       string
+	// began is when this attempt began, on this runner's clock: a send
+	// of an earlier attempt started before it (see effect.quiet).
+	began time.Time
+	// hold is this attempt's lease on the run's delivery (nil for an
+	// attempt that only ends a run given up): external effects are sent
+	// only under it (fence).
+	hold  *bus.Lease
+	gen   uint32 // current task generation
+	epoch uint64 // source epoch: 1 + applied mutations so far
+	ctl   *controls
+	work  context.Context // model calls and tools; a cancel stops it
+	dir   string
 	// claimID is the message ID of this attempt's claim once it is
 	// committed: the attempt holds the run while that claim is the newest.
 	claimID string
