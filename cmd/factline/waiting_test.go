@@ -116,3 +116,84 @@ func TestWaitingFollowsTheRunnersStatusAndTheFactsAfterIt(t *testing.T) {
 		t.Fatalf("a status that moved on left %d waiting", w.count())
 	}
 }
+
+// A local run whose call's answer was lost (an operation of unknown
+// outcome) says so on its progress with the exact resolve command, and
+// that command, pasted as printed, reaches the run: the run goes on to
+// its report and the progress no longer says it waits.
+func TestALocalRunSaysHowToResolveAnUnknownOutcomeAndTheCommandWorks(t *testing.T) {
+	// The sink takes the order and never answers in time: the call's
+	// outcome is unknown, with no lookup and no deduplication to learn it.
+	release := make(chan struct{})
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer sink.Close()
+	defer close(release)
+	suite := writeSuite(t, map[string]string{
+		"suite.yaml": "name: lost\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
+		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
+			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], timeout: 300ms}\n",
+		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
+		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: Paid.\n",
+	})
+	store := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval"}, &out, &errOut)
+	}()
+	resolve := regexp.MustCompile(`factline resolve pay-t-t1 (\S+) --applied --store (\S+)`)
+	var m []string
+	for m == nil {
+		if m = resolve.FindStringSubmatch(out.String()); m != nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("run exited %d before saying the run waits:\n%s%s", code, out.String(), errOut.String())
+		case <-ctx.Done():
+			t.Fatalf("run never said the run waits for a resolution:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	said := out.String()
+	for _, want := range []string{"run pay-t-t1 waits for you: the outcome of operation " + m[1] + " is unknown",
+		"factline resolve pay-t-t1 " + m[1] + " --not-applied --store " + m[2], "1 run waits for you: factline resolve pay-t-t1 " + m[1]} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the progress lacks %q:\n%s", want, said)
+		}
+	}
+	// The command as printed, from another process's point of view: it
+	// attaches to the store this run holds.
+	if code, o, e := runCLI(t, "resolve", "pay-t-t1", m[1], "--applied", "--store", m[2]); code != 0 {
+		t.Fatalf("the printed resolve command: exit %d\n%s%s", code, o, e)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("the resolved run exited %d:\n%s%s", code, out.String(), errOut.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the resolved run never reported:\n%s", out.String())
+	}
+	final := out.String()
+	lines := regexp.MustCompile(`(?m)^runs: .*$`).FindAllString(final, -1)
+	if len(lines) == 0 || strings.Contains(lines[len(lines)-1], "waits for you") {
+		t.Errorf("the last progress line still says a run waits: %q", lines)
+	}
+	if !strings.Contains(final, "suite lost (split dev): 1 cases × 1 treatments × 1 trials, complete") {
+		t.Errorf("no report after the resolution:\n%s", final)
+	}
+	// The person's finding settled the call, and the run went on to its
+	// second turn and finished.
+	code, rep, e := runCLI(t, "report", "lost", "--store", store, "--json")
+	if code != 0 || !strings.Contains(rep, `"status": "done"`) {
+		t.Fatalf("the report after the resolution: exit %d %s\n%s", code, e, rep)
+	}
+}
