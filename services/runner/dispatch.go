@@ -18,51 +18,64 @@ import (
 // diagnostics; the observation the model sees is capped as usual.
 const checkOutputCap = 1 << 20
 
+// replyCalls is what settling a reply's calls came to: their dispatches
+// in order, the actor intent a task_complete call carried, and the run's
+// end when a call ended it (an operation of unknown outcome).
+type replyCalls struct {
+	dispatches []events.CompletedDispatch
+	intent     *events.ActorIntent
+	end        step.Ending
+}
+
+// settled is one call settled: its dispatch, the actor intent it carried
+// (task_complete), and the run's end when it ends the run.
+type settled struct {
+	dispatch events.CompletedDispatch
+	intent   *events.ActorIntent
+	end      step.Ending
+}
+
 // dispatchAll settles the calls of a turn's reply in order. Every call gets
 // a settled dispatch: a call that is malformed, unknown, not allowed or a
 // duplicate is rejected with a typed observation and the others still run.
 // Calls the log already settled (a takeover) are taken as they are; a call
 // intended but never settled is reconciled. A pending cancel stops it
 // before the next call (the calls not run are settled when the run ends);
-// so does an ending one call brings (an operation of unknown outcome). It
-// returns the turn's dispatches and the actor intent a task_complete call
-// carried, if any.
-func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	var out []events.CompletedDispatch
-	var intent *events.ActorIntent
+// so does an ending one call brings (an operation of unknown outcome).
+func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) (replyCalls, error) {
+	var out replyCalls
 	for _, call := range p.Replied.Calls {
 		if done, ok := p.Completed[call.ID]; ok {
-			out = append(out, done.Dispatch)
+			out.dispatches = append(out.dispatches, done.Dispatch)
 			if in := settledIntent(call, done); in != nil {
-				intent = in
+				out.intent = in
 			}
 			continue
 		}
 		if a.ctl.pendingCancel() != nil {
 			// An accepted cancel allows no further effect.
-			return out, intent, nil, nil
+			return out, nil
 		}
-		var d events.CompletedDispatch
-		var in *events.ActorIntent
-		var end *ending
+		var s settled
 		var err error
 		if prev, ok := p.Intended[call.ID]; ok {
-			d, in, end, err = a.redispatch(ctx, p, call, prev)
+			s, err = a.redispatch(ctx, p, call, prev)
 		} else {
-			d, in, end, err = a.dispatch(ctx, p.Turn, call)
+			s, err = a.dispatch(ctx, p.Turn, call)
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return replyCalls{}, err
 		}
-		out = append(out, d)
-		if in != nil {
-			intent = in
+		out.dispatches = append(out.dispatches, s.dispatch)
+		if s.intent != nil {
+			out.intent = s.intent
 		}
-		if end != nil {
-			return out, intent, end, nil
+		if s.end.Ends() {
+			out.end = s.end
+			return out, nil
 		}
 	}
-	return out, intent, nil, nil
+	return out, nil
 }
 
 // settledIntent recovers the intent of an already settled task_complete
@@ -82,7 +95,7 @@ func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.
 // operation ID before anything else runs, never blindly repeated; one that
 // waited for a person's approval that was never accepted was not sent, and
 // waits again.
-func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.ToolCall, prev events.DispatchIntended) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.ToolCall, prev events.DispatchIntended) (settled, error) {
 	if !prev.Effect.IsEffect() {
 		return a.dispatch(ctx, p.Turn, call)
 	}
@@ -96,18 +109,17 @@ func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.T
 			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
 				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
 				Digest: a.ws.Digest(), Outcome: events.OutcomeNotApplied}
-			return d, nil, nil, a.settle(ctx, p.Turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
+			return settled{dispatch: d}, a.settle(ctx, p.Turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
 		}
 	}
-	d, end, err := a.settleEffect(ctx, effect{turn: p.Turn, call: call, in: prev, tool: tool, args: args}, true)
-	return d, nil, end, err
+	return a.settleEffect(ctx, effect{turn: p.Turn, call: call, in: prev, tool: tool, args: args}, true)
 }
 
-func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (settled, error) {
 	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
-	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
+	reject := func(res tools.Result) (settled, error) {
 		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
-		return d, nil, nil, a.settle(ctx, turn, d, res)
+		return settled{dispatch: d}, a.settle(ctx, turn, d, res)
 	}
 	if step.IsDuplicate(call.ID) {
 		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", step.OriginalID(call.ID)))
@@ -132,12 +144,12 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
 	}
 	if _, err := a.commit(ctx, key(turn, call.ID), in); err != nil {
-		return d, nil, nil, err
+		return settled{}, err
 	}
 	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
 		ok, err := a.approve(ctx, turn, call, in.OperationID)
 		if err != nil {
-			return d, nil, nil, err
+			return settled{}, err
 		}
 		if !ok {
 			if contract.Effect.IsEffect() {
@@ -147,8 +159,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		}
 	}
 	if contract.Effect.IsEffect() {
-		d, end, err := a.settleEffect(ctx, effect{turn: turn, call: call, in: in, tool: tool, args: args}, false)
-		return d, nil, end, err
+		return a.settleEffect(ctx, effect{turn: turn, call: call, in: in, tool: tool, args: args}, false)
 	}
 
 	var res tools.Result
@@ -187,7 +198,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		res.Err, d.Mutation, err = te, events.MutationNotApplied, nil
 	}
 	if err != nil {
-		return d, nil, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
+		return settled{}, fmt.Errorf("workspace after %s: %w", call.Name, err)
 	}
 	d.Digest = a.ws.Digest()
 	if isCheck {
@@ -205,7 +216,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 			res.Output, res.Truncated = out, true
 		}
 	}
-	return d, res.Intent, nil, a.settle(ctx, turn, d, res)
+	return settled{dispatch: d, intent: res.Intent}, a.settle(ctx, turn, d, res)
 }
 
 // mutation rescans the workspace after a call that may change it and says

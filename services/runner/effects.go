@@ -57,7 +57,7 @@ const (
 // when nothing can tell, the call is settled unknown and the run ends for
 // a person. mayHaveRun says an earlier attempt may have sent it already (a
 // takeover found it intended and never settled).
-func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (events.CompletedDispatch, *ending, error) {
+func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (settled, error) {
 	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: step.EvidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
 		Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Verification: events.NotVerifier()}
 	if mayHaveRun {
@@ -70,24 +70,24 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 		if mayHaveRun {
 			f, note, err := a.reconcile(ctx, &e)
 			if err != nil {
-				return d, nil, err
+				return settled{}, err
 			}
 			e.known = append(e.known, note)
 			switch {
 			case f == findingApplied:
 				d.Digest, d.Outcome = a.ws.Digest(), events.OutcomeApplied
-				return d, nil, a.settle(ctx, e.turn, d, tools.Result{Output: e.describe(fmt.Sprintf("operation %s took effect; it was not sent again", e.in.OperationID))})
+				return settled{dispatch: d}, a.settle(ctx, e.turn, d, tools.Result{Output: e.describe(fmt.Sprintf("operation %s took effect; it was not sent again", e.in.OperationID))})
 			case f == findingUnknown || e.tool == nil || e.sends >= maxSends || a.ctl.pendingCancel() != nil:
 				return a.settleUnknown(ctx, e, d, f == findingNotApplied)
 			}
 		}
 		if err := sendBackoff(ctx, e.sends); err != nil {
-			return d, nil, err
+			return settled{}, err
 		}
 		// Nothing is sent, the first time or again, unless the run is
 		// still this attempt's and stays so until the send has left.
 		if err := a.fence(ctx); err != nil {
-			return d, nil, err
+			return settled{}, err
 		}
 		res, interrupted := a.send(ctx, &e)
 		if res.Outcome == events.OutcomeUnknown {
@@ -101,7 +101,7 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			d.Mutation, err = events.MutationNotApplied, nil
 		}
 		if err != nil {
-			return d, nil, fmt.Errorf("workspace after %s: %w", e.call.Name, err)
+			return settled{}, fmt.Errorf("workspace after %s: %w", e.call.Name, err)
 		}
 		if res.Outcome != events.OutcomeUnknown {
 			d.Digest, d.Outcome = a.ws.Digest(), res.Outcome
@@ -114,7 +114,7 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			if len(e.known) > 0 && res.Err == nil {
 				res.Output = e.describe("sent again under the same operation ID, it took effect; the endpoint answered:\n" + res.Output)
 			}
-			return d, nil, a.settle(ctx, e.turn, d, res)
+			return settled{dispatch: d}, a.settle(ctx, e.turn, d, res)
 		}
 		e.known = append(e.known, res.Err.Message)
 		if interrupted {
@@ -124,7 +124,7 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			d.Disposition = events.DispositionCanceled
 			f, note, err := a.lookupSettled(ctx, e.in.OperationID, e.quiet)
 			if err != nil {
-				return d, nil, err
+				return settled{}, err
 			}
 			if f == findingApplied || f == findingNotApplied {
 				e.known = append(e.known, note)
@@ -132,7 +132,7 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 				if f == findingNotApplied {
 					d.Outcome = events.OutcomeNotApplied
 				}
-				return d, nil, a.settle(ctx, e.turn, d, tools.Result{Output: e.describe(note), Err: res.Err})
+				return settled{dispatch: d}, a.settle(ctx, e.turn, d, tools.Result{Output: e.describe(note), Err: res.Err})
 			}
 			return a.settleUnknown(ctx, e, d, false)
 		}
@@ -250,23 +250,22 @@ func (a *attempt) lookup(ctx context.Context, op string) (finding, string) {
 // the run's end then names the operation). A call known not applied that
 // may not be sent again is settled as not applied instead, and the run
 // goes on.
-func (a *attempt) settleUnknown(ctx context.Context, e effect, d events.CompletedDispatch, notApplied bool) (events.CompletedDispatch, *ending, error) {
+func (a *attempt) settleUnknown(ctx context.Context, e effect, d events.CompletedDispatch, notApplied bool) (settled, error) {
 	d.Digest = a.ws.Digest()
 	if notApplied {
 		d.Outcome = events.OutcomeNotApplied
 		res := tools.Fail(tools.CodeIO, "%s", e.describe(fmt.Sprintf("it was not sent again (%d sends)", e.sends)))
-		return d, nil, a.settle(ctx, e.turn, d, res)
+		return settled{dispatch: d}, a.settle(ctx, e.turn, d, res)
 	}
 	d.Outcome = events.OutcomeUnknown
 	res := tools.Result{Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: tools.CodeOutcomeUnknown, Message: e.describe("")}}
 	if err := a.settle(ctx, e.turn, d, res); err != nil {
-		return d, nil, err
+		return settled{}, err
 	}
 	if d.Disposition == events.DispositionCanceled {
-		return d, nil, nil // the cancel or the budget ends the run; its end names the operation
+		return settled{dispatch: d}, nil // the cancel or the budget ends the run; its end names the operation
 	}
-	end := ending{Status: events.RunNeedsHuman, Reason: step.UnknownReason(e.in, e.known)}
-	return d, &end, nil
+	return settled{dispatch: d, end: step.Ending{Status: events.RunNeedsHuman, Reason: step.UnknownReason(e.in, e.known)}}, nil
 }
 
 // describe joins what is known of an operation into one message.
@@ -320,7 +319,7 @@ const (
 // not_run; one intended and never settled was in flight when its attempt
 // ended (an external one has an unknown outcome unless the status lookup
 // can tell). Every call of a reply is settled, whatever ends the run.
-func (a *attempt) settleOpen(ctx context.Context, end ending) error {
+func (a *attempt) settleOpen(ctx context.Context, end step.Ending) error {
 	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
 	if err != nil {
 		return err

@@ -183,7 +183,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
-	return redactErr(s.secrets, a.finish(ctx, ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
+	return redactErr(s.secrets, a.finish(ctx, step.Ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
 }
 
 // handle drives one requested run to its end.
@@ -218,7 +218,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		if stopped {
 			log.Info("not run: the suite stopped early")
 			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
-			return a.finish(ctx, ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
+			return a.finish(ctx, step.Ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
 		}
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)
@@ -231,7 +231,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
 			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
-			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
+			return a.finish(ctx, step.Ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
 	}
@@ -277,7 +277,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
-		end = ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
+		end = step.Ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
 	}
 	log.Info("run ended", "status", end.Status, "reason", end.Reason)
 	return a.finish(ctx, end, rl)
@@ -471,7 +471,7 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 
 // finish seals the candidate (when there is a workspace) and ends the run
 // with its handoff packet.
-func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
+func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) error {
 	if err := a.settleOpen(ctx, end); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return lostLease(err)
@@ -487,7 +487,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 			return fmt.Errorf("seal the candidate: %w", err)
 		}
 		if err != nil {
-			end = ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
+			end = step.Ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
 		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
 			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
 		}); err != nil {
