@@ -109,9 +109,9 @@ func (a *attempt) fence(ctx context.Context) error {
 // (step.NotFoundWait): a slow sink may apply a request whose answer was
 // lost a while after, and a lookup that found nothing before then is made
 // again once the window has passed.
-func (a *attempt) lookupSettled(ctx context.Context, op string, quiet time.Time) (finding, string, error) {
+func (a *attempt) lookupSettled(ctx context.Context, op string, quiet time.Time) (step.Finding, string, error) {
 	f, note := a.lookup(ctx, op)
-	if f != findingNotApplied {
+	if f != step.FoundNotApplied {
 		return f, note, nil
 	}
 	wait := time.Duration(step.NotFoundWait(step.Nanos(time.Since(quiet)), step.Nanos(a.kase.HTTP.SettleWindow())))
@@ -125,10 +125,10 @@ func (a *attempt) lookupSettled(ctx context.Context, op string, quiet time.Time)
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return findingUnknown, "", ctx.Err()
+		return step.FoundNothing, "", ctx.Err()
 	}
 	f, note = a.lookup(ctx, op)
-	if f == findingNotApplied {
+	if f == step.FoundNotApplied {
 		note += ", past the settle window"
 	}
 	return f, note, nil
