@@ -18,6 +18,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
@@ -48,8 +49,10 @@ type serveOptions struct {
 // through the bus, so any subset can run in any process.
 func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	run := []kit.Option{kit.WithWorkers(o.instances)}
+	var grade []kit.Option
 	if o.workDir != "" {
 		run = append(run, runner.WithWorkDir(o.workDir))
+		grade = append(grade, grader.WithWorkDir(o.workDir))
 	}
 	if o.extensions != nil {
 		run = append(run, runner.WithExtensions(o.extensions))
@@ -60,7 +63,7 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	return fleet.Options{
 		Services: names,
 		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
-		Per:      map[string][]kit.Option{fleet.Runner: run},
+		Per:      map[string][]kit.Option{fleet.Runner: run, fleet.Grader: grade},
 		Workers:  o.workers,
 	}
 }
@@ -104,7 +107,7 @@ func newServeCmd() *cobra.Command {
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
 	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
-	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
+	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces and graders restore candidates (default: the OS temp dir)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s; a runner's at least 2s, see docs/resume.md); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")

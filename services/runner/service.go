@@ -76,6 +76,8 @@ type Service struct {
 	slotLease time.Duration
 	// containment is what the host grants commands, probed in New.
 	containment *sandbox.Containment
+	// engine is the container engine attempts with an environment use.
+	engine sandbox.Engine
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
 	beforeClaim func(ctx context.Context, suite, run string)
@@ -138,8 +140,11 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	contain := sandbox.DefaultConfig(s.workDir)
 	if c.contain != nil {
 		contain = *c.contain
-		contain.WorkDir = s.workDir
 	}
+	s.engine = contain.Engine
+	// What dead runners left here goes before this one adds its own.
+	s.reap(context.Background())
+	contain.WorkDir = s.workDir
 	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -356,10 +361,15 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
+	// A takeover removes what a dead runner left on this host first. The
+	// attempt's directory is named after this process, so that the next
+	// runner here can tell whether it is still in use.
+	s.reap(ctx)
+	site, err := sandbox.OpenSite(s.workDir, siteKind, run)
 	if err != nil {
 		return nil, err
 	}
+	a.dir = site.Dir()
 	home := filepath.Join(a.dir, "home")
 	tmp := filepath.Join(a.dir, "tmp")
 	for _, d := range []string{home, tmp} {
@@ -455,7 +465,8 @@ func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, cla
 }
 
 // minimalEnv is the environment commands run with: a PATH, a HOME and a
-// TMPDIR outside the workspace (so caches never count as work), a locale,
+// TMPDIR (TMP and TEMP alike) of the attempt's own outside the workspace
+// (so caches never count as work), a locale,
 // and what the case adds. Nothing else of the runner's environment (keys,
 // tokens) reaches a command.
 func minimalEnv(home, tmp string, extra map[string]string) []string {
@@ -463,7 +474,7 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}
