@@ -113,7 +113,15 @@ func plainCase(t *testing.T) *cases.Case {
 // own directory takes it, and HOME inside it cannot be made. The attempt's
 // directory goes with the failure.
 func TestAnAttemptThatCannotMakeItsDirectoriesLeavesNone(t *testing.T) {
-	workDir := t.TempDir()
+	// The disk is mounted outside the host's shared temporary places
+	// (/tmp, /var/tmp, /dev/shm): the runner's containment probe covers
+	// those with a tmpfs of its own, and fails on a mount it then finds
+	// below it (a sandbox matter, not this test's).
+	workDir, err := os.MkdirTemp("/run", "factline-fulldisk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(workDir) })
 	// A tmpfs with few inodes is a disk that fills, whoever the runner is
 	// (root passes any permission check, not a full disk).
 	if err := syscall.Mount("tmpfs", workDir, "tmpfs", 0, "size=4m,nr_inodes=256,mode=0711"); err != nil {
