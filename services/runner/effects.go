@@ -28,12 +28,16 @@ type effect struct {
 	// quiet is when no send of the operation can still be on its way to
 	// the sink: the end of this attempt's last send, or, for one an
 	// earlier attempt may have sent, the attempt's start and the tool's
-	// timeout (see lookupSettled).
+	// timeout (see step.Settling).
 	quiet time.Time
 }
 
 // settleEffect sends an external call and settles it with the outcome the
-// sink's answer shows, taking the steps step.Effect decides one by one. An
+// sink's answer shows, taking the steps step.Effect decides one by one,
+// each after the wait it names: the fence before every send (whose
+// verdict is the core's: a send, or the run handed back), the lookups
+// (whose "not found" the core believes only past the settle window), a
+// person. An
 // answer lost after the request may have reached the sink (a timeout, a
 // reset connection, a cancel while in flight) is an unknown outcome, and
 // nothing else of the run happens until it is reconciled under the same
@@ -58,7 +62,7 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 	for {
 		switch next.Act() {
 		case step.EffectLookup:
-			f, note, err := a.lookupSettled(ctx, e.in.OperationID, e.quiet)
+			f, note, err := a.lookAfter(ctx, e.in.OperationID, next.Wait())
 			if err != nil {
 				return settled{}, err
 			}
@@ -66,7 +70,9 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			if f == step.FoundNothing && a.dedupes(e.in.Tool) {
 				note = "the endpoint deduplicates by Idempotency-Key"
 			}
-			if next.Act() != step.EffectAskPerson {
+			// A lookup made again past the settle window, or a person,
+			// says what is known next.
+			if act := next.Act(); act != step.EffectAskPerson && act != step.EffectLookup {
 				e.known = append(e.known, note)
 			}
 		case step.EffectAskPerson:
@@ -76,15 +82,20 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			}
 			e.known = append(e.known, note)
 			next = a.effectNow(e).AfterPerson(f)
-		case step.EffectSend:
-			if err := sendBackoff(ctx, e.sends); err != nil {
-				return settled{}, err
-			}
+		case step.EffectFence:
 			// Nothing is sent, the first time or again, unless the run is
 			// still this attempt's and stays so until the send has left.
-			if err := a.fence(ctx); err != nil {
+			if err := sleep(ctx, time.Duration(next.Wait())); err != nil {
 				return settled{}, err
 			}
+			h, err := a.fence(ctx)
+			if err != nil {
+				return settled{}, err
+			}
+			next = a.effectNow(e).AfterFence(h)
+		case step.EffectHandBack:
+			return settled{}, fmt.Errorf("%w: %s", errUnfenced, next.Refusal())
+		case step.EffectSend:
 			res, interrupted := a.send(ctx, &e)
 			if res.Outcome == events.OutcomeUnknown {
 				e.quiet = time.Now()
@@ -108,15 +119,17 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			// A cancel or the wall-time budget stopped the call in flight:
 			// that is no proof the effect was stopped. Only a look (no
 			// effect) may still settle it; the run then ends either way.
-			f, note, err := a.lookupSettled(ctx, e.in.OperationID, e.quiet)
+			f, note, err := a.lookAfter(ctx, e.in.OperationID, next.Wait())
 			if err != nil {
 				return settled{}, err
+			}
+			if next = a.effectNow(e).AfterLook(f); next.Act() == step.EffectLook {
+				continue // made again past the settle window
 			}
 			if f != step.FoundNothing {
 				e.known = append(e.known, note)
 			}
 			looked = note
-			next = a.effectNow(e).AfterLook(f)
 		default:
 			return a.settleEffectAs(ctx, e, d, next, sent, looked)
 		}
@@ -162,7 +175,8 @@ func (a *attempt) settleEffectAs(ctx context.Context, e effect, d events.Complet
 // effectNow is what the attempt knows of an external operation it is
 // settling, for step.Effect to decide its next step on.
 func (a *attempt) effectNow(e effect) step.Effect {
-	return step.Effect{Offered: e.tool != nil, Dedupes: a.dedupes(e.in.Tool), Sends: e.sends, Cancel: a.ctl.pendingCancel() != nil}
+	return step.Effect{Offered: e.tool != nil, Dedupes: a.dedupes(e.in.Tool), Sends: e.sends, Cancel: a.ctl.pendingCancel() != nil,
+		Settling: a.settling(e.quiet)}
 }
 
 // dedupes says a tool's sink deduplicates by the operation ID: the case
@@ -284,21 +298,6 @@ func (e effect) describe(last string) string {
 	return msg
 }
 
-// sendBackoff spaces sends of one operation: the first goes at once.
-func sendBackoff(ctx context.Context, sends int) error {
-	if sends == 0 {
-		return nil
-	}
-	t := time.NewTimer(min(time.Duration(sends)*250*time.Millisecond, 2*time.Second))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // wallSpent reports whether the attempt's wall-time budget has run out.
 func (a *attempt) wallSpent() bool {
 	wall := a.kase.Budget.Wall.Std()
@@ -347,13 +346,22 @@ func (a *attempt) settleOpen(ctx context.Context, end step.Ending) error {
 			res = tools.Fail(CodeInterrupted, "the run ended %s (%s) while this call was in flight; it was never settled", end.Status, end.Reason)
 		case step.LeftInFlight:
 			in := left.Intended()
-			f, note, err := a.lookupSettled(ctx, in.OperationID, a.began.Add(a.inFlight(in.Tool)))
-			if err != nil {
-				return err
+			// Whoever sent it did so before this attempt began, and gave
+			// up on it within the tool's timeout.
+			quiet := a.began.Add(a.inFlight(in.Tool))
+			var note string
+			for wait := step.Nanos(0); ; wait = left.Wait() {
+				var f step.Finding
+				if f, note, err = a.lookAfter(ctx, in.OperationID, wait); err != nil {
+					return err
+				}
+				if left = left.Found(f, a.settling(quiet)); left.Wait() == 0 {
+					break
+				}
 			}
 			res = tools.Result{Err: &events.ToolError{Code: tools.CodeOutcomeUnknown,
 				Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.Status, end.Reason)}}
-			if left = left.Found(f); left.Looked() {
+			if left.Looked() {
 				res.Err.Code, res.Err.Message = CodeInterrupted, res.Err.Message+"; "+note
 			}
 		default:

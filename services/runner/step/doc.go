@@ -8,13 +8,19 @@
 //     reason, run it in the workspace, send it behind the fence, reconcile
 //     it; after a person's decision (Plan.Approved); and the actor intent
 //     the turn records (TurnIntent);
-//   - effect.go: the steps of settling an external effect (Effect): a
-//     fenced send, the status lookup, a person, a look after an
-//     interrupted send, and how the call is settled on what they found;
+//   - effect.go: the steps of settling an external effect (Effect), and
+//     how long to wait before each: the fence and its verdict on a send
+//     (AfterFence: send, or hand the run back), the send, the status
+//     lookup (one that finds nothing within the settle window is made
+//     again past it), a person, a look after an interrupted send, and how
+//     the call is settled on what they found;
 //   - left.go: how the calls of a reply the run ends around are settled
-//     (PlanLeft);
-//   - fence.go: whether an external effect may be sent now (MaySend), and
-//     how long a lookup that finds nothing proves nothing (NotFoundWait);
+//     (PlanLeft), a lookup of one in flight believed as Settling says;
+//   - fence.go: the bounds of the fence, what a runner knows of its hold
+//     (Hold), whether an external effect may be sent now (maySend, which
+//     AfterFence applies), and how long a lookup that finds nothing
+//     proves nothing (notFoundWait, which AfterLookup, AfterLook and
+//     Left.Found apply);
 //   - ending.go: how a run ends and what its handoff names;
 //   - claims.go: the newest lease, and whether the finish is decided;
 //   - calls.go: the IDs of a reply's calls and their evidence refs;
@@ -37,10 +43,11 @@
 //     Overrun, its calls settled, the turn completed with TurnIntent;
 //   - dispatch.go asks the registry what it says of each call's tool
 //     (a Tool), carries out PlanCall's Plan and commits the dispatch;
-//   - effects.go takes an external effect's steps as Effect says: the
-//     send (after fence.go's renew and leader read, which MaySend judges),
-//     the lookup (believed as NotFoundWait says), the person; and settles
-//     the calls a run ends around as PlanLeft says;
+//   - effects.go takes an external effect's steps as Effect says, each
+//     after the wait it names: the fence (fence.go's renew and leader
+//     read, reported as a Hold for AfterFence to judge), the send, the
+//     lookup, the person; and settles the calls a run ends around as
+//     PlanLeft says;
 //   - controls.go collects signals and accepts them at the loop's safe
 //     points;
 //   - service.go is the goroutine shell of consumers, workers, leases and

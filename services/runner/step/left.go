@@ -33,6 +33,8 @@ type Left struct {
 	in      events.DispatchIntended
 	outcome string
 	found   bool
+	// wait is how long to wait before the lookup is made again.
+	wait Nanos
 }
 
 // PlanLeft decides how the call id of p's reply is settled as the run
@@ -82,10 +84,23 @@ func (l Left) Outcome() string { return l.outcome }
 // Looked says a lookup found what became of an effect in flight.
 func (l Left) Looked() bool { return l.found }
 
-// Found is a LeftInFlight call once the status lookup found f: applied
-// or not applied when it could tell, still unknown when not.
-func (l Left) Found(f Finding) Left {
+// Wait is how long the runner waits before it makes the status lookup
+// again: one that found the effect not applied within its settle window
+// proves nothing yet. Zero: the call is settled as it stands.
+func (l Left) Wait() Nanos { return l.wait }
+
+// Found is a LeftInFlight call once the status lookup found f, made
+// where s says against the effect's settle window: applied or not
+// applied when it could tell, still unknown when not; found not applied
+// within the window, it is looked up again once the window has passed
+// (Wait).
+func (l Left) Found(f Finding, s Settling) Left {
+	l.wait = 0
 	if l.act != LeftInFlight || f == FoundNothing {
+		return l
+	}
+	if w := s.wait(); f == FoundNotApplied && w > 0 {
+		l.wait = w
 		return l
 	}
 	l.outcome, l.found = f.Outcome(), true

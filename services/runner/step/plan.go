@@ -60,8 +60,8 @@ const (
 	// PlanSend: the call is an external effect sent for the first time.
 	// Its dispatch.intended is committed first, a person approves it when
 	// the plan awaits approval, and it is a fenced send: nothing leaves
-	// unless the fence holds (MaySend). Its send goes on as Effect says,
-	// from Effect.Begin(false).
+	// unless the fence holds (Effect.AfterFence). Its send goes on as
+	// Effect says, from Effect.Begin(false).
 	PlanSend
 	// PlanReconcile: the call is an external effect an earlier attempt
 	// intended and may have sent, its outcome unknown: it is looked for
