@@ -120,10 +120,17 @@ func TestFirstSuitePageRunsAsWritten(t *testing.T) {
 	}
 	path := factlineOnPath(t)
 	runs := 0
-	for _, f := range fs {
-		if f.has("run") {
-			runBlock(t, f, dir, path, 5*time.Minute)
-			runs++
+	for i, f := range fs {
+		if !f.has("run") {
+			continue
+		}
+		out := runBlock(t, f, dir, path, 5*time.Minute)
+		runs++
+		if runs == 1 {
+			if i+1 == len(fs) || fs[i+1].lang != "" {
+				t.Fatalf("%s: the run block is not followed by the output it prints", f.where())
+			}
+			sameHeadings(t, fs[i+1], out)
 		}
 	}
 	if runs < 2 {
@@ -181,6 +188,26 @@ func TestFirstSuitePageRunsAsWritten(t *testing.T) {
 		if !row.Match(page2) {
 			t.Errorf("%s: no row for %s ending %s with %q", page, run, status, reason)
 		}
+	}
+}
+
+// sameHeadings checks that the report's headings a page shows (its
+// table headers and the usage line: what does not change from run to run)
+// are what the command printed.
+func sameHeadings(t *testing.T, shown fence, printed string) {
+	t.Helper()
+	headings := 0
+	for _, line := range strings.Split(shown.body, "\n") {
+		if !strings.HasPrefix(line, " treatment ") && !strings.HasPrefix(line, "usage, ") {
+			continue
+		}
+		headings++
+		if !strings.Contains(printed, line+"\n") {
+			t.Errorf("%s shows the heading\n%s\nwhich the report no longer prints:\n%s", shown.where(), line, printed)
+		}
+	}
+	if headings == 0 {
+		t.Errorf("%s shows no report heading to check", shown.where())
 	}
 }
 
