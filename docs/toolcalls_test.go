@@ -28,8 +28,8 @@ type toolCall struct {
 }
 
 // scriptCalls reads a scripted model's script and returns every call it
-// makes, with the arguments exactly as the model sends them (the scripted
-// model's own conversion).
+// makes, each turn's and each of its branches', with the arguments exactly
+// as the model sends them (the scripted model's own conversion).
 func scriptCalls(t *testing.T, where string, data []byte) []toolCall {
 	t.Helper()
 	m, err := scripted.Parse(where, data)
@@ -37,33 +37,54 @@ func scriptCalls(t *testing.T, where string, data []byte) []toolCall {
 		t.Errorf("%s: the script does not parse: %v", where, err)
 		return nil
 	}
-	// Which calls give their arguments raw.
+	// Which calls give their arguments raw, and each branch's text.
+	type rawCall struct {
+		ArgsRaw *string `yaml:"args_raw"`
+	}
 	var raw struct {
 		Turns []struct {
-			Calls []struct {
-				ArgsRaw *string `yaml:"args_raw"`
-			} `yaml:"calls"`
+			Calls    []rawCall `yaml:"calls"`
+			Branches []struct {
+				RequestContains string    `yaml:"request_contains"`
+				Calls           []rawCall `yaml:"calls"`
+			} `yaml:"branches"`
 		} `yaml:"turns"`
 	}
 	if err := yaml.Unmarshal(data, &raw); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
 	var out []toolCall
-	for turn := 1; turn <= m.Len(); turn++ {
-		reply, err := m.Complete(context.Background(), models.Request{Turn: turn})
+	// reply asks the model for turn's reply to a request holding text
+	// ("" for the turn's own reply, a branch's text for the branch's).
+	reply := func(turn int, text, at string, rawCalls []rawCall) {
+		req := models.Request{Turn: turn}
+		if text != "" {
+			req.Messages = []models.Message{{Role: "user", Content: text}}
+		}
+		r, err := m.Complete(context.Background(), req)
 		var me *models.Error
 		if errors.As(err, &me) {
-			continue // a scripted provider error: no calls
+			return // a scripted provider error: no calls
 		} else if err != nil {
-			t.Fatalf("%s: turn %d: %v", where, turn, err)
+			t.Fatalf("%s: %s: %v", where, at, err)
 		}
-		for i, c := range reply.Calls {
+		if len(r.Calls) != len(rawCalls) {
+			t.Fatalf("%s: %s answers %d calls, the file lists %d", where, at, len(r.Calls), len(rawCalls))
+		}
+		for i, c := range r.Calls {
 			out = append(out, toolCall{
-				where:     where + ": turn " + strconv.Itoa(turn) + ", call " + strconv.Itoa(i+1),
+				where:     where + ": " + at + ", call " + strconv.Itoa(i+1),
 				name:      c.Name,
 				args:      c.Args,
-				malformed: raw.Turns[turn-1].Calls[i].ArgsRaw != nil,
+				malformed: rawCalls[i].ArgsRaw != nil,
 			})
+		}
+	}
+	for turn := 1; turn <= m.Len(); turn++ {
+		at := "turn " + strconv.Itoa(turn)
+		reply(turn, "", at, raw.Turns[turn-1].Calls)
+		for b, br := range raw.Turns[turn-1].Branches {
+			reply(turn, br.RequestContains, at+", branch "+strconv.Itoa(b+1), br.Calls)
 		}
 	}
 	return out
@@ -173,4 +194,34 @@ func TestScriptedModelExampleIsTheTestedOne(t *testing.T) {
 		}
 	}
 	t.Fatal("scripted-model.md shows no example script")
+}
+
+// A call in a turn's branch (what the scripted model answers when the
+// request holds the branch's text) is an example call too: the checker
+// reads it, so a bad one there is found.
+func TestScriptCallsIncludeTheBranches(t *testing.T) {
+	script := []byte(`turns:
+  - calls:
+      - {id: ls, name: list_files, args: {path: .}}
+    branches:
+      - request_contains: "did not change"
+        calls:
+          - {id: ls, name: list_files, args: {dir: .}}
+          - {id: raw, name: read_file, args_raw: '{"path": 1}'}
+`)
+	reg, err := tools.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := scriptCalls(t, "branch.yaml", script)
+	if len(calls) != 3 {
+		t.Fatalf("found %d calls, want the turn's one and its branch's two: %+v", len(calls), calls)
+	}
+	branch := calls[1]
+	if _, _, bad := reg.Check(branch.name, branch.args); bad == nil || branch.malformed || !strings.Contains(branch.where, "branch 1") {
+		t.Errorf("the branch's list_files {dir} is not found as a call the runner rejects: %+v", branch)
+	}
+	if !calls[2].malformed {
+		t.Errorf("the branch's args_raw call is not marked raw: %+v", calls[2])
+	}
 }
