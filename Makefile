@@ -32,7 +32,7 @@ test-deps:
 	@scripts/test-deps
 
 # The two commands on a fresh machine: a new Debian root file system
-# (debootstrap) with only Go, git and make added, a clone of this
+# (debootstrap) with only Go, make and the CA certificates added, a clone of this
 # repository's HEAD in it, and 'make run' and 'make test' run inside (as
 # root, in a chroot). Minutes of downloads and the whole test suite; not
 # part of make test. See scripts/fresh-check.
