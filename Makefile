@@ -1,11 +1,12 @@
 # factline: two commands matter on a fresh machine.
 #   make run    the main job: the demo suite on an embedded NATS server
-#   make test   vet and every test, with the race detector
+#   make test   what the tests need (scripts/test-deps), then vet and every
+#               test, with the race detector
 GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run test vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
+.PHONY: all build run test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
 
 all: build
 
@@ -20,8 +21,23 @@ run: build
 vet:
 	$(GO) vet $(PKGS)
 
-test: vet fmt-check
+# The tools the tests need come first: installed from Debian when this may
+# (root, or sudo without a password), otherwise make stops here, before any
+# test runs, naming each missing tool and the command that installs it.
+test: test-deps
+	$(MAKE) --no-print-directory vet fmt-check
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+test-deps:
+	@scripts/test-deps
+
+# The two commands on a fresh machine: a new Debian root file system
+# (debootstrap) with only Go, make and the CA certificates added, a clone of this
+# repository's HEAD in it, and 'make run' and 'make test' run inside (as
+# root, in a chroot). Minutes of downloads and the whole test suite; not
+# part of make test. See scripts/fresh-check.
+fresh-check:
+	scripts/fresh-check
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -43,7 +43,7 @@ func browserPath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("no chromium on PATH: the viewer's browser tests need it (apt-get install chromium; .ci/run installs it)")
+	return "", fmt.Errorf("no chromium on PATH: the viewer's browser tests need it (apt-get install chromium; scripts/test-deps, which make test runs first, installs it)")
 }
 
 // tab opens a new tab of the package's headless browser, closed when the

@@ -49,6 +49,12 @@ type whatifFlags struct {
 }
 
 func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.Writer) error {
+	if len(o.policies) == 0 {
+		// The recorded policy alone would replay the recording and compare
+		// nothing: say what a candidate is and where one is.
+		return usageError{fmt.Sprintf("whatif needs at least one --policy FILE to compare with the recording: %s; for example --policy %s",
+			whatif.PolicyFile, whatif.ExamplePolicy)}
+	}
 	var cands []whatif.Candidate
 	names := map[string]string{}
 	for _, p := range o.policies {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/lab/whatif"
 )
 
 // whatif on the calibration suite: the recorded policy decides every run
@@ -73,19 +75,43 @@ func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("stall:\n  repair_budget: -1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	good := "../../" + whatif.ExamplePolicy
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"whatif", "--file", "x.flx"}, 2, "--file needs --suite"},
-		{[]string{"whatif", "--suite", "s.yaml", "--store", dir}, 2, "--suite goes with --file"},
+		{[]string{"whatif", "--file", "x.flx", "--policy", good}, 2, "--file needs --suite"},
+		{[]string{"whatif", "--suite", "s.yaml", "--store", dir, "--policy", good}, 2, "--suite goes with --file"},
 		{[]string{"whatif", "--policy", bad, "--store", dir}, 1, "bad.yaml: stall.repair_budget: cannot be negative"},
-		{[]string{"whatif", "--store", filepath.Join(dir, "none")}, 1, "none"},
+		{[]string{"whatif", "--store", filepath.Join(dir, "none"), "--policy", good}, 1, "none"},
+		{[]string{"whatif", "--store", dir}, 2, "needs at least one --policy FILE"},
 	} {
 		code, _, errOut := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %q; want exit %d saying %q", c.args, code, errOut, c.code, c.want)
 		}
+	}
+}
+
+// Without --policy there is nothing to compare with the recording: a
+// usage error naming the flag, what the file holds and a file the
+// repository ships, which parses.
+func TestWhatifWithoutAPolicySaysWhatToPass(t *testing.T) {
+	code, out, errOut := runCLI(t, "whatif", "--store", t.TempDir())
+	if code != 2 || out != "" {
+		t.Fatalf("whatif without --policy: exit %d, stdout %q; want a usage error", code, out)
+	}
+	for _, want := range []string{"--policy FILE", "stall:", "name:", whatif.ExamplePolicy} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the message does not say %q:\n%s", want, errOut)
+		}
+	}
+	data, err := os.ReadFile("../../" + whatif.ExamplePolicy)
+	if err != nil {
+		t.Fatalf("the example the message names: %v", err)
+	}
+	if _, err := whatif.ParseCandidate(whatif.ExamplePolicy, data); err != nil {
+		t.Fatalf("the example the message names does not parse: %v", err)
 	}
 }

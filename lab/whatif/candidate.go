@@ -22,6 +22,14 @@ type Candidate struct {
 // checks the replay against the recording.
 const Recorded = "recorded"
 
+// PolicyFile says what a candidate policy file holds, for a message that
+// asks for one: ParseCandidate reads it.
+const PolicyFile = "a YAML file holding a stall: block as a treatment writes it (any stall threshold; what it leaves out keeps the case's and the defaults) and an optional name: (default: the file's name)"
+
+// ExamplePolicy is a policy file the repository ships, relative to its
+// root: the calibration suite's defaults with three retries.
+const ExamplePolicy = "examples/calibration/policies/patient.yaml"
+
 // ParseCandidate reads a candidate policy file: a stall block as a case
 // writes it, and an optional name (default: the file's base name without
 // its extension).

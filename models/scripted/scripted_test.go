@@ -36,8 +36,8 @@ func TestComplete(t *testing.T) {
 		{turn: 1, want: models.Reply{
 			Text: "Let me look at the files first.",
 			Calls: []models.ToolCall{
-				{ID: "call-1-1", Name: "list_files", Args: `{"dir":"."}`},
-				{ID: "read-1", Name: "read_file", Args: `{"limit":200,"path":"README.md"}`},
+				{ID: "call-1-1", Name: "list_files", Args: `{"path":".","recursive":true}`},
+				{ID: "read-1", Name: "read_file", Args: `{"path":"README.md"}`},
 			},
 			Usage:  &models.Usage{InputTokens: 812, OutputTokens: 41, Cost: u64(3)},
 			Finish: models.FinishToolCalls,

@@ -11,7 +11,7 @@ import (
 func TestAlertRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool is not installed: install Debian's prometheus package (.ci/run does when it is missing)")
+		t.Fatal("promtool is not installed: install Debian's prometheus package (scripts/test-deps, which make test runs first, does)")
 	}
 	for _, args := range [][]string{
 		{"check", "rules", "alerts.yaml"},

@@ -16,7 +16,7 @@ import (
 )
 
 // BusyboxPath is the static busybox test images are made of (Debian's
-// busybox-static; .ci/run installs it).
+// busybox-static; scripts/test-deps installs it).
 const BusyboxPath = "/bin/busybox"
 
 // ImageMarker is a file every test image holds and no host has: a command
@@ -44,7 +44,7 @@ func Image(tb testing.TB, variant string) string {
 	o := v.(*imageOnce)
 	o.once.Do(func() { o.ref, o.err = buildImage(variant) })
 	if o.err != nil {
-		tb.Fatalf("test image %s: %v (install podman, runc and busybox-static: .ci/run does)", variant, o.err)
+		tb.Fatalf("test image %s: %v (install podman, catatonit, runc and busybox-static: scripts/test-deps, which make test runs first, does)", variant, o.err)
 	}
 	return o.ref
 }
