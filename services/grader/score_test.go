@@ -78,3 +78,45 @@ func TestCommandScoresAndTheDecidingScorer(t *testing.T) {
 		})
 	}
 }
+
+// Must show: a judge with a scale rates the candidate on it, its reasons
+// kept in the result; its scorer maps the rating onto [0, 1]; a scorer
+// that decides the judge sets its outcome from the rating, not from its
+// verdict line; a judge that gives no rating has a score that says why.
+func TestJudgeScoresOnItsDeclaredScale(t *testing.T) {
+	e := start(t)
+	judge := func(id, model, reply string) string {
+		return fmt.Sprintf("    - {id: %s, kind: judge, model: {provider: scripted, name: %s}, rubric: answer is 4 and explained, scale: [1, 5], script: %q}\n",
+			id, model, "turns:\n  - text: "+fmt.Sprintf("%q", reply)+"\n")
+	}
+	req := e.publish("grading:\n  instruments:\n" +
+		judge("rate", "judge-a", "Right, but NOTES.md is terse.\nSCORE: 4\nVERDICT: PASS") +
+		judge("strict", "judge-b", "Acceptable.\nSCORE: 3\nVERDICT: PASS") +
+		judge("mute", "judge-c", "Fine.\nVERDICT: PASS") +
+		"  scorers:\n" +
+		"    - {id: quality, instrument: rate}\n" +
+		"    - {id: strictness, instrument: strict, decides: true, pass_at: 4}\n" +
+		"    - {id: silence, instrument: mute}\n")
+	e.attempt("rated", req, candidate(map[string]string{"answer.txt": "4\n"}))
+	must(t, e.grader().Grade(e.ctx, suite, "rated"))
+	v := e.verdict("rated")
+	rate := result(v, "rate")
+	if rate.Outcome != events.InstrumentPassed || rate.Score == nil || rate.Score.Reasons != "Right, but NOTES.md is terse." {
+		t.Fatalf("rate: %+v", rate)
+	}
+	if q := v.Scores[0]; q.Raw == nil || *q.Raw != 4 || *q.Value != 0.75 || q.Min != 1 || q.Max != 5 {
+		t.Fatalf("quality %+v", q)
+	}
+	strict := result(v, "strict")
+	if strict.Outcome != events.InstrumentFailed || !strings.Contains(strict.Detail, "scorer strictness decides") {
+		t.Fatalf("strict: %s (%s), want failed by its scorer (3 < 4) although it said PASS", strict.Outcome, strict.Detail)
+	}
+	if s := v.Scores[2]; s.Value != nil || !strings.Contains(s.Missing, "no SCORE line") {
+		t.Fatalf("silence %+v", s)
+	}
+	// The judges are advisory and not binding: the verdict rules are as
+	// ever, the scores beside them.
+	if v.Result.Type() != "passed" || len(v.Vetoes) != 1 || v.Vetoes[0].Instrument != "strict" || v.Vetoes[0].Binding {
+		t.Fatalf("verdict %s, vetoes %+v", v.Result.Type(), v.Vetoes)
+	}
+}

@@ -44,3 +44,22 @@ func FuzzReadScoreLine(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadJudgeScore: whatever a judge answers, its rating is on the
+// scale or missing with a reason, and its reasons are bounded.
+func FuzzReadJudgeScore(f *testing.F) {
+	f.Add("Good.\nSCORE: 4\nVERDICT: PASS\n", 1.0, 5.0)
+	f.Fuzz(func(t *testing.T, reply string, lo, hi float64) {
+		if !(lo < hi) || lo != lo || hi != hi || lo < -1e300 || hi > 1e300 {
+			return
+		}
+		s := ReadJudgeScore(reply, lo, hi)
+		validScore(t, s)
+		if v, ok := s.Value("score"); ok && (v < lo || v > hi) {
+			t.Fatalf("rating %v off [%v, %v]", v, lo, hi)
+		}
+		if len(s.Reasons) > reasonsCap+len("…") {
+			t.Fatalf("reasons of %d bytes", len(s.Reasons))
+		}
+	})
+}

@@ -276,3 +276,30 @@ func TestChangedScorersGradeAgain(t *testing.T) {
 		t.Fatalf("a changed scale: %+v", d.Verdict)
 	}
 }
+
+// Rule: a judge's rating is its last "SCORE: n" line on its declared
+// scale, with its reasons kept; no rating, or one off the scale, is no
+// value, with why.
+func TestJudgeRatingIsItsLastScoreLineOnItsScale(t *testing.T) {
+	reply := "The fix is correct.\nSCORE: 2\nOn reflection NOTES.md skips the edge case.\nSCORE: 4/5\nVERDICT: PASS\n"
+	s := ReadJudgeScore(reply, 1, 5)
+	if v, ok := s.Value("score"); !ok || v != 4 || s.Missing != "" {
+		t.Fatalf("got %+v, want 4", s)
+	}
+	if s.Reasons != "The fix is correct.\n\nOn reflection NOTES.md skips the edge case." {
+		t.Fatalf("reasons %q", s.Reasons)
+	}
+	for reply, why := range map[string]string{
+		"Looks fine.\nVERDICT: PASS": "no SCORE line",
+		"SCORE: 7\nVERDICT: PASS":    "outside the scale",
+		"SCORE: 0.5\nVERDICT: FAIL":  "outside the scale",
+		"I'd say SCORE: 4 overall":   "no SCORE line",
+		"SCORE: four\nVERDICT: PASS": "no SCORE line",
+	} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, why) {
+			t.Errorf("%q: %+v, want missing saying %q", reply, s, why)
+		}
+		validScore(t, s)
+	}
+}
