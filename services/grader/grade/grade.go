@@ -285,7 +285,8 @@ func sameKeys(ins []events.InstrumentResult, p Policy) bool {
 
 // conflicts lists where the new revision's instruments disagree with the
 // earlier one: an instrument whose definitive outcome flipped (under a new
-// version), or a new instrument that failed where the earlier grade passed.
+// version), or a new instrument that failed where the earlier grade passed;
+// and where a scorer's measurement moved (scoreConflicts).
 func conflicts(snapshot events.Digest, prev, next events.GraderVerdict) []events.GradeConflict {
 	before := map[events.InstrumentID]events.InstrumentResult{}
 	for _, r := range prev.Instruments {
@@ -311,7 +312,7 @@ func conflicts(snapshot events.Digest, prev, next events.GraderVerdict) []events
 		out = append(out, events.GradeConflict{SnapshotDigest: snapshot, Revision: next.Revision,
 			ConflictsWith: prev.Revision, Instrument: r.Instrument, Reason: reason})
 	}
-	return out
+	return scoreConflicts(out, prev, next)
 }
 
 // Message IDs of the grader's facts: deterministic, so that a redelivered

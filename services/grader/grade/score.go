@@ -166,3 +166,28 @@ func ScorersOf(scores []events.Score) []Scorer {
 	}
 	return out
 }
+
+// scoreConflicts adds to out where a scorer's raw value in the new revision
+// differs from the one before it: the same scorer reading the same value of
+// the same instrument, measured both times. A new scale over the same
+// measurement, or a score missing on either side, disagrees with nothing.
+// One instrument has at most one conflict per revision (its message ID
+// names the instrument), so a score's reason joins the instrument's.
+func scoreConflicts(out []events.GradeConflict, prev, next events.GraderVerdict) []events.GradeConflict {
+	for _, n := range next.Scores {
+		i := slices.IndexFunc(prev.Scores, func(p events.Score) bool {
+			return p.Scorer == n.Scorer && p.Instrument == n.Instrument && p.Key == n.Key
+		})
+		if i < 0 || n.Raw == nil || prev.Scores[i].Raw == nil || *n.Raw == *prev.Scores[i].Raw {
+			continue
+		}
+		reason := fmt.Sprintf("score %s = %s where revision %d scored %s", n.Scorer, num(*n.Raw), prev.Revision, num(*prev.Scores[i].Raw))
+		if j := slices.IndexFunc(out, func(c events.GradeConflict) bool { return c.Instrument == n.Instrument }); j >= 0 {
+			out[j].Reason += "; " + reason
+			continue
+		}
+		out = append(out, events.GradeConflict{SnapshotDigest: next.SnapshotID, Revision: next.Revision,
+			ConflictsWith: prev.Revision, Instrument: n.Instrument, Reason: reason})
+	}
+	return out
+}

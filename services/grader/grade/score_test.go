@@ -303,3 +303,49 @@ func TestJudgeRatingIsItsLastScoreLineOnItsScale(t *testing.T) {
 		validScore(t, s)
 	}
 }
+
+func (l *logb) scoredAt(id events.InstrumentID, version string, o events.InstrumentOutcome, score float64) *logb {
+	return l.add(events.GradeInstrument{SnapshotDigest: snap, Result: events.InstrumentResult{
+		Instrument: id, Version: version, Outcome: o, Detail: string(o), Score: lineScore(events.ScoreValue{Name: "score", Value: score})}})
+}
+
+// Rule: a score that disagrees between revisions is a dispute: the new
+// revision comes with a grade.conflict naming the scorer, and the earlier
+// revision keeps its score. A changed scale over the same measurement is
+// no disagreement, and one instrument gets one conflict per revision.
+func TestScoreThatDisagreesBetweenRevisionsIsAConflict(t *testing.T) {
+	correctness := []Scorer{{ID: "correctness", Instrument: "tests", Key: "score", Max: 1}}
+	v1 := policy(false, req("tests"))
+	v1.Scorers = correctness
+	l := newLog(t).sealed().ended().scoredAt("tests", "1", events.InstrumentPassed, 0.9)
+	l.decide(v1)
+	v2 := policy(false, Instrument{ID: "tests", Version: "2", Required: true, Binding: true, Requirement: "tests"})
+	v2.Scorers = correctness
+	l.scoredAt("tests", "2", events.InstrumentPassed, 0.6)
+	d := l.decide(v2)
+	valid(t, d)
+	if len(d.Conflicts) != 1 || d.Conflicts[0].Instrument != "tests" || !strings.Contains(d.Conflicts[0].Reason, "correctness") ||
+		!strings.Contains(d.Conflicts[0].Reason, "0.6") || !strings.Contains(d.Conflicts[0].Reason, "0.9") {
+		t.Fatalf("conflicts %+v, want one naming the scorer and both values", d.Conflicts)
+	}
+	if first := Fold(l.facts).Verdicts[snap][0]; *first.Scores[0].Raw != 0.9 {
+		t.Fatalf("revision 1's score was rewritten: %+v", first.Scores)
+	}
+
+	// The same measurement on another scale: no dispute.
+	v3 := v2
+	v3.Scorers = []Scorer{{ID: "correctness", Instrument: "tests", Key: "score", Max: 2}}
+	if d := l.decide(v3); d.Verdict == nil || len(d.Conflicts) != 0 {
+		t.Fatalf("a new scale: %+v", d)
+	}
+
+	// An outcome that flips and a score that moves on one instrument:
+	// one conflict (its message ID names the instrument), both reasons.
+	v4 := policy(false, Instrument{ID: "tests", Version: "3", Required: true, Binding: true, Requirement: "tests"})
+	v4.Scorers = v3.Scorers
+	l.scoredAt("tests", "3", events.InstrumentFailed, 0.1)
+	d = l.decide(v4)
+	if len(d.Conflicts) != 1 || !strings.Contains(d.Conflicts[0].Reason, "failed where") || !strings.Contains(d.Conflicts[0].Reason, "correctness") {
+		t.Fatalf("conflicts %+v", d.Conflicts)
+	}
+}
