@@ -121,6 +121,9 @@ func WriteTable(w io.Writer, r Report) error {
 			fmt.Fprintln(w, n)
 		}
 	}
+	if err := writeScores(w, r); err != nil {
+		return err
+	}
 	return writeComparisons(w, r)
 }
 
@@ -300,6 +303,9 @@ func WriteWideTable(w io.Writer, r Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeScores(w, r); err != nil {
+		return err
+	}
 	return writeComparisons(w, r)
 }
 
@@ -343,6 +349,10 @@ func writeComparisons(w io.Writer, r Report) error {
 				{"cost", u.Cost}, {"turns", u.Turns}, {"wall time", u.WallMillis}} {
 				fmt.Fprintf(tw, "    %s\t%s\t%s\n", m.name, relative(m.p), usagePairsCell(m.p))
 			}
+		}
+		for _, d := range c.Scores {
+			diff, pairs := scoreDifference(d)
+			fmt.Fprintf(tw, "    score %s\t%s\t%s\n", d.Scorer, diff, pairs)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -1,0 +1,199 @@
+package measure
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/factline/factline/events"
+)
+
+type refSuite struct {
+	Name   string `json:"name"`
+	Scorer struct {
+		ID  string  `json:"id"`
+		Min float64 `json:"min"`
+		Max float64 `json:"max"`
+	} `json:"scorer"`
+	Attempts []struct {
+		Case      string   `json:"case"`
+		Treatment string   `json:"treatment"`
+		Trial     uint32   `json:"trial"`
+		Outcome   string   `json:"outcome"`
+		Raw       *float64 `json:"raw"`
+	} `json:"attempts"`
+}
+
+type refTreatment struct {
+	Values, Missing, Clusters int
+	Mean, SE, Lo, Hi          float64
+}
+
+type refResult struct {
+	Name   string       `json:"name"`
+	A      refTreatment `json:"a"`
+	B      refTreatment `json:"b"`
+	Paired struct {
+		Pairs, Clusters  int
+		MeanA            float64 `json:"mean_a"`
+		MeanB            float64 `json:"mean_b"`
+		Estimate, Lo, Hi float64
+		Wilcoxon         struct {
+			N, Zeros int
+			WPlus    float64 `json:"w_plus"`
+			Z, P     float64
+		}
+	} `json:"paired"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// rowsOf makes the report's attempt rows of a reference suite: each
+// attempt graded as the suite says, with its scorer's score as the grader
+// records it.
+func rowsOf(s refSuite) []AttemptRow {
+	var rows []AttemptRow
+	for _, a := range s.Attempts {
+		r := AttemptRow{Case: a.Case, Treatment: a.Treatment, Trial: a.Trial, Outcome: Outcome(a.Outcome)}
+		sc := events.Score{Scorer: s.Scorer.ID, Instrument: "i", Key: "score", Min: s.Scorer.Min, Max: s.Scorer.Max, Missing: "none"}
+		if a.Raw != nil {
+			v := (*a.Raw - s.Scorer.Min) / (s.Scorer.Max - s.Scorer.Min)
+			sc.Raw, sc.Value, sc.Missing = a.Raw, &v, ""
+		}
+		r.Scores = []events.Score{sc}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func near(t *testing.T, what string, got *float64, want float64) {
+	t.Helper()
+	if got == nil || math.Abs(*got-want) > 1e-9 {
+		t.Errorf("%s = %v, the reference %v", what, deref(got), want)
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Must show: per scorer and treatment the mean, its CR1 clustered SE and
+// its cluster bootstrap interval, and per comparison the paired difference
+// with its interval and the Wilcoxon signed-rank test, equal the values of
+// an independent reference (testdata/scores/reference.py, numpy and scipy)
+// on three suites: unequal cluster sizes, ties at zero difference, and a
+// rating on 1–5. Means and SEs to 1e-9; the bootstrap intervals bit for
+// bit, since both draw the same SplitMix64 sequence under the same seed.
+func TestScoreStatisticsEqualTheIndependentReference(t *testing.T) {
+	var suites []refSuite
+	var refs []refResult
+	readJSON(t, "testdata/scores/suites.json", &suites)
+	readJSON(t, "testdata/scores/reference.json", &refs)
+	if len(suites) != 3 || len(refs) != 3 {
+		t.Fatalf("%d suites, %d references", len(suites), len(refs))
+	}
+	for i, s := range suites {
+		ref := refs[i]
+		t.Run(s.Name, func(t *testing.T) {
+			rows := rowsOf(s)
+			for j, tr := range []string{"a", "b"} {
+				want := []refTreatment{ref.A, ref.B}[j]
+				got := scoreSummaries(tr, rows)
+				if len(got) != 1 {
+					t.Fatalf("%s: %d summaries", tr, len(got))
+				}
+				g := got[0]
+				if g.Values != want.Values || g.Missing != want.Missing || g.Clusters != want.Clusters {
+					t.Errorf("%s: %d values, %d missing, %d clusters; the reference %+v", tr, g.Values, g.Missing, g.Clusters, want)
+				}
+				near(t, tr+" mean", g.Mean, want.Mean)
+				near(t, tr+" clustered SE", g.ClusteredSE, want.SE)
+				if g.Interval == nil || g.Interval.Lo != want.Lo || g.Interval.Hi != want.Hi {
+					t.Errorf("%s bootstrap interval %+v, the reference [%v, %v]", tr, g.Interval, want.Lo, want.Hi)
+				}
+			}
+			cmp := compareScores(rows, "a", "b")
+			if len(cmp) != 1 {
+				t.Fatalf("%d score comparisons", len(cmp))
+			}
+			c, want := cmp[0], ref.Paired
+			if c.Pairs != want.Pairs || c.Clusters != want.Clusters || c.Diff == nil || c.Wilcoxon == nil {
+				t.Fatalf("%+v, the reference %+v", c, want)
+			}
+			near(t, "mean a", c.MeanA, want.MeanA)
+			near(t, "mean b", c.MeanB, want.MeanB)
+			near(t, "difference", &c.Diff.Estimate, want.Estimate)
+			if c.Diff.Interval.Lo != want.Lo || c.Diff.Interval.Hi != want.Hi {
+				t.Errorf("difference interval %+v, the reference [%v, %v]", c.Diff.Interval, want.Lo, want.Hi)
+			}
+			w := c.Wilcoxon
+			if w.N != want.Wilcoxon.N || w.Zeros != want.Wilcoxon.Zeros {
+				t.Errorf("wilcoxon %+v, the reference %+v", w, want.Wilcoxon)
+			}
+			near(t, "W+", &w.WPlus, want.Wilcoxon.WPlus)
+			near(t, "z", &w.Z, want.Wilcoxon.Z)
+			near(t, "p", &w.P, want.Wilcoxon.P)
+		})
+	}
+}
+
+// Rule: a scorer's mean over fewer than two cases withholds its SE and
+// interval; attempts not graded passed or failed stay out, and graded
+// ones without a value are counted apart.
+func TestScoreMeanOverOneCaseWithholdsItsSEAndInterval(t *testing.T) {
+	v := 0.5
+	sc := []events.Score{{Scorer: "q", Instrument: "i", Min: 0, Max: 1, Raw: &v, Value: &v}}
+	rows := []AttemptRow{
+		{Case: "c", Treatment: "a", Trial: 1, Outcome: OutcomePassed, Scores: sc},
+		{Case: "c", Treatment: "a", Trial: 2, Outcome: OutcomeFailed, Scores: sc},
+		{Case: "d", Treatment: "a", Trial: 1, Outcome: OutcomePending, Scores: sc},
+		{Case: "d", Treatment: "a", Trial: 2, Outcome: OutcomeFailed, Scores: []events.Score{{Scorer: "q", Instrument: "i", Max: 1, Missing: "x"}}},
+	}
+	g := scoreSummaries("a", rows)[0]
+	if g.Mean == nil || *g.Mean != 0.5 || g.Values != 2 || g.Missing != 1 || g.Clusters != 1 || g.ClusteredSE != nil || g.Interval != nil {
+		t.Fatalf("%+v", g)
+	}
+}
+
+// The text report shows each scorer's mean with its interval per
+// treatment, and its paired difference with the signed-rank test per
+// comparison, within 100 columns.
+func TestTextReportShowsScoresWithin100Columns(t *testing.T) {
+	var suites []refSuite
+	readJSON(t, "testdata/scores/suites.json", &suites)
+	rows := rowsOf(suites[2])
+	r := Report{Suite: "s", Name: "likert", Trials: 2, Method: Method{BootstrapResamples: 10000, BootstrapSeed: 20260601}, Attempts: rows,
+		Treatments:  []TreatmentReport{{Treatment: "a", Scores: scoreSummaries("a", rows)}, {Treatment: "b", Scores: scoreSummaries("b", rows)}},
+		Comparisons: []Comparison{{A: "a", B: "b", Label: "ablation", Scores: compareScores(rows, "a", "b")}}}
+	var b strings.Builder
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"scores, each mapped onto [0, 1]", "quality", "1–5", "0.672", "[0.562, 0.797]",
+		"score quality", "+0.100 [-0.100, +0.281]", "15 pairs, 8 cases; signed-rank p=0.572"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+}
