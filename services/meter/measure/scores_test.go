@@ -197,3 +197,63 @@ func TestTextReportShowsScoresWithin100Columns(t *testing.T) {
 		}
 	}
 }
+
+// A grade's scores reach the report from the log: the scorer's mean over
+// graded attempts, a pending one left out, an older grade without scores
+// counted missing; the pass rates are what they are without scores.
+func TestScoresFromGradesReachTheReport(t *testing.T) {
+	build := func(scored bool) Report {
+		l := newSuite(t, submitted([]string{"c1", "c2"}, []string{"a", "b"}, 2))
+		for i, c := range []string{"c1", "c2"} {
+			for trial := uint32(1); trial <= 2; trial++ {
+				for j, tr := range []string{"a", "b"} {
+					raw := float64(1 + i + int(trial) + j) // on 1–5
+					m := l.member(c, tr, trial)
+					res := pass
+					if raw < 3 {
+						res = fail
+					}
+					if c == "c2" && tr == "b" && trial == 2 {
+						res = vr(events.VerdictWaiting("tests"))
+					}
+					l.add(m.Run, events.RunRequested{Case: c, CaseDigest: d("case:" + c), Treatment: tr, TreatmentDigest: d("treatment:" + tr),
+						Trial: trial, Identity: d(tr), Components: []events.Component{{Name: "model", Value: tr}}}, events.OwnerMeter)
+					l.add(m.Run, events.CandidateSealed{SnapshotDigest: d(m.Run)}, events.OwnerRunner)
+					l.add(m.Run, events.RunEnded{Status: events.RunDone, Reason: "done", Spent: events.Spent{Steps: 1, Millis: 1}}, events.OwnerRunner)
+					v := events.GraderVerdict{AttemptID: m.Run, SnapshotID: d(m.Run), Revision: 1, Result: *res,
+						Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}}}
+					old := c == "c1" && tr == "a" && trial == 2 // a grade from before scores
+					if scored && !old {
+						value := (raw - 1) / 4
+						v.Scores = []events.Score{{Scorer: "quality", Instrument: "tests", Key: "score", Min: 1, Max: 5, Raw: &raw, Value: &value}}
+					}
+					l.add(m.Run, events.GradeVerdict{Verdict: v}, events.OwnerGrader)
+				}
+			}
+		}
+		return l.report()
+	}
+	r, plain := build(true), build(false)
+	a, b := r.Treatments[0], r.Treatments[1]
+	// a: c1 t1 raw 2 (value .25), c1 t2 old, c2 t1 raw 3 (.5), c2 t2 raw 4 (.75).
+	if len(a.Scores) != 1 || a.Scores[0].Values != 3 || a.Scores[0].Missing != 1 || *a.Scores[0].Mean != 0.5 || a.Scores[0].Interval == nil {
+		t.Fatalf("a: %+v", a.Scores)
+	}
+	// b: c1 t1 raw 3, c1 t2 raw 4, c2 t1 raw 4; c2 t2 pending stays out.
+	if b.Scores[0].Values != 3 || b.Scores[0].Missing != 0 || math.Abs(*b.Scores[0].Mean-(0.5+0.75+0.75)/3) > 1e-15 {
+		t.Fatalf("b: %+v", b.Scores)
+	}
+	if len(r.Comparisons) != 1 || len(r.Comparisons[0].Scores) != 1 || r.Comparisons[0].Scores[0].Pairs != 2 {
+		t.Fatalf("comparison: %+v", r.Comparisons)
+	}
+	for i := range r.Treatments {
+		x, y := r.Treatments[i], plain.Treatments[i]
+		if x.Passed != y.Passed || x.Failed != y.Failed || x.Pending != y.Pending || *x.PassRate != *y.PassRate || y.Scores != nil {
+			t.Fatalf("scores changed the counts: %+v vs %+v", x, y)
+		}
+	}
+	data, err := EncodeJSON(plain)
+	if err != nil || strings.Contains(string(data), `"scores"`) {
+		t.Fatalf("a report without scores names them: %v", err)
+	}
+}
