@@ -499,6 +499,12 @@ func WriteCSV(w io.Writer, r Report) error {
 		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost_units", "evaluator_cost_unknown", "evaluator_millis",
 		"cached_calls", "cached_tokens", "turns", "input_tokens", "output_tokens", "split_known", "split_unknown",
 		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known")
+	scorers := reportScorers(r)
+	for _, sc := range scorers {
+		for _, col := range scoreColumns {
+			head = append(head, "score_"+sc+"_"+col)
+		}
+	}
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -533,6 +539,7 @@ func WriteCSV(w io.Writer, r Report) error {
 			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10), strconv.FormatUint(u.Turns, 10),
 			cell(u.InputTokens), cell(u.OutputTokens), itoa(u.SplitKnown), itoa(u.SplitUnknown),
 			cell(u.CachedInputTokens), itoa(u.CachedInputKnown), cell(u.ReasoningTokens), itoa(u.ReasoningKnown))
+		rec = append(rec, scoreCells(t, scorers, f)...)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

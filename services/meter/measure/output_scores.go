@@ -3,6 +3,7 @@ package measure
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -59,4 +60,42 @@ func scoreDifference(d ScoreDifference) (string, string) {
 		pairs += "; withheld: " + d.Withheld
 	}
 	return diff, pairs
+}
+
+// scoreColumns are a scorer's CSV columns, each named
+// score_<scorer>_<column>.
+var scoreColumns = []string{"mean", "lo", "hi", "clustered_se", "values", "missing"}
+
+// reportScorers lists the scorers of a report's treatments, in the order
+// they first appear.
+func reportScorers(r Report) []string {
+	var out []string
+	for _, t := range r.Treatments {
+		for _, s := range t.Scores {
+			if !slices.Contains(out, s.Scorer) {
+				out = append(out, s.Scorer)
+			}
+		}
+	}
+	return out
+}
+
+// scoreCells are a treatment's cells of the scorers' columns: empty where
+// a statistic is undefined or the treatment has no such scorer.
+func scoreCells(t TreatmentReport, scorers []string, f func(*float64) string) []string {
+	var out []string
+	for _, id := range scorers {
+		i := slices.IndexFunc(t.Scores, func(s ScorerSummary) bool { return s.Scorer == id })
+		if i < 0 {
+			out = append(out, make([]string, len(scoreColumns))...)
+			continue
+		}
+		s := t.Scores[i]
+		var lo, hi *float64
+		if s.Interval != nil {
+			lo, hi = &s.Interval.Lo, &s.Interval.Hi
+		}
+		out = append(out, f(s.Mean), f(lo), f(hi), f(s.ClusteredSE), itoa(s.Values), itoa(s.Missing))
+	}
+	return out
 }

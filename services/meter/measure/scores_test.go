@@ -1,9 +1,11 @@
 package measure
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -255,5 +257,31 @@ func TestScoresFromGradesReachTheReport(t *testing.T) {
 	data, err := EncodeJSON(plain)
 	if err != nil || strings.Contains(string(data), `"scores"`) {
 		t.Fatalf("a report without scores names them: %v", err)
+	}
+}
+
+// The CSV report has each scorer's columns, an undefined statistic an
+// empty cell.
+func TestCSVReportHasEachScorersColumns(t *testing.T) {
+	one := 0.5
+	r := Report{Suite: "s", Trials: 1, Treatments: []TreatmentReport{
+		{Treatment: "a", Scores: []ScorerSummary{{Scorer: "quality", Mean: &one, Values: 1, Clusters: 1}}},
+		{Treatment: "b"},
+	}}
+	var b strings.Builder
+	if err := WriteCSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := recs[0]
+	col := slices.Index(head, "score_quality_mean")
+	if col < 0 || head[len(head)-1] != "score_quality_missing" {
+		t.Fatalf("head %v", head)
+	}
+	if recs[1][col] != "0.5" || recs[1][col+1] != "" || recs[1][col+4] != "1" || recs[2][col] != "" {
+		t.Fatalf("rows %v / %v", recs[1][col:], recs[2][col:])
 	}
 }
