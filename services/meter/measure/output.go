@@ -61,8 +61,12 @@ func (r Report) State() string {
 		if st.Reason == events.StopEquivalence {
 			what = "the difference lies within the equivalence margin"
 		}
+		on := st.Comparison
+		if st.Scorer != "" {
+			on += " on scorer " + st.Scorer + " (points of its [0, 1] scale)"
+		}
 		state += fmt.Sprintf("; stopped early after %d pairs: %s, %s [%+.1f, %+.1f] pts at %.1f%% (anytime-valid)",
-			st.Pairs, st.Comparison, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
+			st.Pairs, on, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
 	}
 	return state
 }
