@@ -2,6 +2,8 @@ package measure
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/stats"
@@ -189,6 +191,72 @@ func compareScores(rows []AttemptRow, a, b string) []ScoreDifference {
 			d.Withheld = "the signed-rank test: every case's mean difference is zero"
 		}
 		out = append(out, d)
+	}
+	return out
+}
+
+// caseScores is each scorer's mean on one case under one treatment.
+func caseScores(rows []AttemptRow, c, t string, scorers []events.Score) []CaseScore {
+	var out []CaseScore
+	for _, def := range scorers {
+		s := CaseScore{Scorer: def.Scorer}
+		sum := 0.0
+		for _, r := range rows {
+			if r.Case != c || r.Treatment != t || !graded(r) {
+				continue
+			}
+			if v, ok := valueOf(r, def.Scorer); ok {
+				s.Values++
+				sum += v
+			} else {
+				s.Missing++
+			}
+		}
+		if s.Values > 0 {
+			s.Mean = ptr(sum / float64(s.Values))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// caseScoreIDs lists the scorers of by-case rows, in order.
+func caseScoreIDs(rows []CaseRow) []string {
+	var out []string
+	for _, r := range rows {
+		for _, s := range r.Scores {
+			if !slices.Contains(out, s.Scorer) {
+				out = append(out, s.Scorer)
+			}
+		}
+	}
+	return out
+}
+
+// caseScoreHead names the by-case CSV's scorer columns.
+func caseScoreHead(rows []CaseRow) []string {
+	var out []string
+	for _, id := range caseScoreIDs(rows) {
+		out = append(out, "score_"+id+"_mean", "score_"+id+"_values", "score_"+id+"_missing")
+	}
+	return out
+}
+
+// caseScoreCells are a by-case row's cells of the scorer columns.
+func caseScoreCells(r CaseRow, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		i := slices.IndexFunc(r.Scores, func(s CaseScore) bool { return s.Scorer == id })
+		if i < 0 {
+			out = append(out, "", "", "")
+			continue
+		}
+		s := r.Scores[i]
+		mean := ""
+		if s.Mean != nil {
+			mean = strconv.FormatFloat(*s.Mean, 'f', -1, 64)
+		}
+		out = append(out, mean, itoa(s.Values), itoa(s.Missing))
 	}
 	return out
 }

@@ -285,3 +285,43 @@ func TestCSVReportHasEachScorersColumns(t *testing.T) {
 		t.Fatalf("rows %v / %v", recs[1][col:], recs[2][col:])
 	}
 }
+
+// By case, each case under each treatment shows each scorer's mean over
+// its graded trials with a value, in the table, JSON and CSV.
+func TestByCaseShowsEachScorersMean(t *testing.T) {
+	var suites []refSuite
+	readJSON(t, "testdata/scores/suites.json", &suites)
+	rows := ByCase(Report{Attempts: rowsOf(suites[0])})
+	// unequal: c1 under b has trials 1-3, trial 1 without a value.
+	i := slices.IndexFunc(rows, func(r CaseRow) bool { return r.Case == "c1" && r.Treatment == "b" })
+	if i < 0 || len(rows[i].Scores) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	s := rows[i].Scores[0]
+	want := 0.0
+	for _, a := range suites[0].Attempts {
+		if a.Case == "c1" && a.Treatment == "b" && a.Raw != nil && (a.Outcome == "passed" || a.Outcome == "failed") {
+			want += *a.Raw
+		}
+	}
+	if s.Values != 2 || s.Missing != 1 || s.Mean == nil || math.Abs(*s.Mean-want/2) > 1e-12 {
+		t.Fatalf("c1/b: %+v (mean %v), want 2 values averaging %v", s, deref(s.Mean), want/2)
+	}
+	var table, csvOut strings.Builder
+	if err := WriteCaseTable(&table, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "scores (mean on [0, 1], values)") || !strings.Contains(table.String(), "correctness ") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+	if err := WriteCaseCSV(&csvOut, rows); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(csvOut.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col := slices.Index(recs[0], "score_correctness_mean"); col < 0 || recs[i+1][col+1] != "2" || recs[i+1][col+2] != "1" {
+		t.Fatalf("csv head %v, row %v", recs[0], recs[i+1])
+	}
+}
