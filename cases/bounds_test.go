@@ -12,7 +12,7 @@ import (
 // file, the field and the limit.
 func TestCaseBounds(t *testing.T) {
 	_, err := ParseCase("c.yaml", []byte("id: a\ninstruction: "+strings.Repeat("i", MaxInstruction+1)+"\n"))
-	if want := fmt.Sprintf("c.yaml: instruction: %d bytes; the limit is %d", MaxInstruction+1, MaxInstruction); err == nil || !strings.Contains(err.Error(), want) {
+	if want := fmt.Sprintf("c.yaml:2: instruction: %d bytes; the limit is %d", MaxInstruction+1, MaxInstruction); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a long instruction: %.200v, want %q", err, want)
 	}
 	if _, err := ParseCase("c.yaml", []byte("id: a\ninstruction: "+strings.Repeat("i", MaxInstruction)+"\n")); err != nil {

@@ -188,6 +188,9 @@ func ParseCase(name string, data []byte) (*Case, error) {
 		var ce *Error
 		if errors.As(err, &ce) {
 			ce.File = name
+			if ce.Line == 0 {
+				ce.Line = fieldLine(data, ce.Field)
+			}
 		}
 		return nil, err
 	}

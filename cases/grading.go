@@ -21,6 +21,10 @@ type Grading struct {
 	// produced no result. A missing advisory result never counts as
 	// agreement either way.
 	AllowMissingAdvisory bool `yaml:"allow_missing_advisory,omitempty" json:"allow_missing_advisory,omitempty"`
+	// Scorers are the numbers read from the instruments' results beside
+	// the verdict (docs/grading.md#scores); at most one decides its
+	// instrument's outcome.
+	Scorers []Scorer `yaml:"scorers,omitempty" json:"scorers,omitempty"`
 }
 
 // Instrument kinds.
@@ -78,6 +82,8 @@ type Instrument struct {
 	TestsFromFixture []string `yaml:"tests_from_fixture,omitempty" json:"tests_from_fixture,omitempty"`
 	// OnTestEdit is restore (default) or refuse.
 	OnTestEdit string `yaml:"on_test_edit,omitempty" json:"on_test_edit,omitempty"`
+	// Score (kind command) says where the command's score is read from.
+	Score *CommandScore `yaml:"score,omitempty" json:"score,omitempty"`
 
 	// Path (kind file) is the file checked, relative to the workspace root.
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
@@ -106,6 +112,9 @@ type Instrument struct {
 	Rubric string `yaml:"rubric,omitempty" json:"rubric,omitempty"`
 	// Files are workspace files shown to the judge.
 	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
+	// Scale (kind judge) is [min, max] of the rating the judge gives on a
+	// line "SCORE: n" beside its verdict.
+	Scale []float64 `yaml:"scale,omitempty" json:"scale,omitempty"`
 }
 
 // IsRequired reports whether the instrument is required.
@@ -197,7 +206,7 @@ func (g *Grading) normalise(field string, c *Case) error {
 			return err
 		}
 	}
-	return nil
+	return g.checkScorers(field)
 }
 
 // only returns an error naming the first field set that does not belong to
@@ -208,13 +217,13 @@ func (in *Instrument) only(f string, allowed ...string) error {
 		"on_test_edit": in.OnTestEdit != "", "path": in.Path != "", "exists": in.Exists != nil, "contains": in.Contains != "",
 		"matches": in.Matches != "", "json_path": in.JSONPath != "", "equals": in.Equals != nil, "allow": len(in.Allow) > 0,
 		"model": in.Model != nil, "script": in.Script != "", "rubric": in.Rubric != "", "files": len(in.Files) > 0,
-		"timeout": in.Timeout != 0,
+		"timeout": in.Timeout != 0, "score": in.Score != nil, "scale": in.Scale != nil,
 	}
 	for _, a := range allowed {
 		delete(set, a)
 	}
 	for _, name := range []string{"command", "expect_exit", "tests_from_fixture", "on_test_edit", "path", "exists", "contains",
-		"matches", "json_path", "equals", "allow", "model", "script", "rubric", "files", "timeout"} {
+		"matches", "json_path", "equals", "allow", "model", "script", "rubric", "files", "timeout", "score", "scale"} {
 		if set[name] {
 			return fieldErr(f+"."+name, "does not apply to a %s instrument", in.Kind)
 		}
@@ -223,8 +232,13 @@ func (in *Instrument) only(f string, allowed ...string) error {
 }
 
 func (in *Instrument) checkCommand(f string) error {
-	if err := in.only(f, "command", "expect_exit", "tests_from_fixture", "on_test_edit", "timeout"); err != nil {
+	if err := in.only(f, "command", "expect_exit", "tests_from_fixture", "on_test_edit", "timeout", "score"); err != nil {
 		return err
+	}
+	if in.Score != nil {
+		if err := in.Score.check(f + ".score"); err != nil {
+			return err
+		}
 	}
 	if in.Command == "" {
 		return fieldErr(f+".command", "required")
@@ -299,8 +313,13 @@ func (in *Instrument) checkScope(f string) error {
 }
 
 func (in *Instrument) checkJudge(f string) error {
-	if err := in.only(f, "model", "script", "rubric", "files", "timeout"); err != nil {
+	if err := in.only(f, "model", "script", "rubric", "files", "timeout", "scale"); err != nil {
 		return err
+	}
+	if in.Scale != nil {
+		if err := checkScale(f+".scale", in.Scale); err != nil {
+			return err
+		}
 	}
 	if in.Model == nil {
 		return fieldErr(f+".model", "required: the reviewing model")

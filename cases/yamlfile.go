@@ -300,3 +300,37 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	}
 	return nil
 }
+
+// fieldLine finds the line of a field, given by its path as errors name it
+// (grading.scorers[1].pass_at), in a YAML file; a field that is not there
+// (a required one left out) is placed at the nearest enclosing one. 0 when
+// nothing of the path is found.
+func fieldLine(data []byte, field string) int {
+	if field == "" {
+		return 0
+	}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 0
+	}
+	for p := field; p != ""; p = parentField(p) {
+		path, err := yaml.PathString("$." + p)
+		if err != nil {
+			continue
+		}
+		if node, err := path.FilterFile(file); err == nil && node != nil {
+			line, _ := nodePosition(node)
+			return line
+		}
+	}
+	return 0
+}
+
+// parentField drops the last step of a field path: a key or an index.
+func parentField(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		return ""
+	}
+	return p[:i]
+}

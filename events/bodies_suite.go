@@ -122,6 +122,9 @@ type SuiteStopped struct {
 	Confidence uint32 `msgpack:"confidence"` // in thousandths, e.g. 950
 	Low        int32  `msgpack:"low"`
 	High       int32  `msgpack:"high"`
+	// Scorer names the scorer whose paired difference settled the
+	// comparison; empty for the pass rate (and in facts before scores).
+	Scorer string `msgpack:"scorer,omitempty"`
 }
 
 // Kind implements Body.

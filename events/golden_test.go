@@ -417,6 +417,50 @@ func goldenFacts(t testing.TB) []goldenCase {
 			Finish: "stop",
 			Cached: &events.CachedReply{Entry: digest("cache-entry:1"), Suite: "nightly-2025-05", Run: "r-1c2d", Turn: 1, Cost: ptr(uint64(23))},
 		}},
+		// Scores (issue 34): a command's JUnit report and a judge's rating
+		// on grade.instrument, the scorers' scores on grade.verdict, and
+		// the scorer a suite stopped early on.
+		{3401, "grade_instrument_score_junit", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{
+				Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed, Detail: "exit 1",
+				Score: &events.InstrumentScore{Source: events.ScoreJUnit,
+					Values: []events.ScoreValue{{Name: "score", Value: 0.625}},
+					Tests: &events.TestTally{Passed: 5, Failed: 3, Skipped: 1, Cases: []events.TestCase{
+						{Suite: "example.com/sum", Name: "TestNegative", Outcome: events.TestFailed, Message: "Failed"},
+						{Suite: "example.com/sum", Name: "TestTable/mixed", Outcome: events.TestFailed, Message: "Failed"},
+						{Suite: "example.com/sum", Name: "TestTable", Outcome: events.TestFailed, Message: "Failed"},
+						{Suite: "example.com/sum", Name: "TestLarge", Outcome: events.TestSkipped},
+						{Suite: "example.com/sum", Name: "TestEmpty", Outcome: events.TestPassed},
+					}, Unlisted: 4},
+				},
+			},
+		}},
+		{3402, "grade_instrument_score_judge", events.GradeInstrument{SnapshotDigest: digest("snapshot"),
+			Result: events.InstrumentResult{
+				Instrument: "review", Version: "1", Outcome: events.InstrumentPassed, Detail: "scripted/judge-1: SCORE: 4 VERDICT: PASS",
+				Score: &events.InstrumentScore{Source: events.ScoreJudge, Values: []events.ScoreValue{{Name: "score", Value: 4}},
+					Reasons: "The fix is correct; NOTES.md explains it but skips the edge case."},
+			},
+			Judge: &events.JudgeCall{Model: "scripted/judge-1", Millis: 3},
+		}},
+		{3403, "grade_verdict_scores", events.GradeVerdict{Verdict: events.GraderVerdict{
+			AttemptID: "attempt-1", SnapshotID: digest("snapshot"), Revision: 2,
+			Instruments: []events.InstrumentResult{
+				{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed, Detail: "exit 1",
+					Score: &events.InstrumentScore{Source: events.ScoreJSONLine, Values: []events.ScoreValue{{Name: "bleu", Value: 0.31}, {Name: "score", Value: 0.94}}}},
+				{Instrument: "review", Version: "1", Outcome: events.InstrumentAbstained, Detail: "no SCORE line",
+					Score: &events.InstrumentScore{Source: events.ScoreJudge, Missing: "the judge gave no SCORE line"}},
+			},
+			Result: events.VerdictOK(),
+			Scores: []events.Score{
+				{Scorer: "correctness", Instrument: "tests", Key: "score", Min: 0, Max: 1, PassAt: ptr(0.9), Raw: ptr(0.94), Value: ptr(0.94)},
+				{Scorer: "quality", Instrument: "review", Key: "score", Min: 1, Max: 5, Missing: "review abstained"},
+				{Scorer: "errors", Instrument: "tests", Key: "bleu", Min: 0, Max: 1, LowerIsBetter: true, Raw: ptr(0.31), Value: ptr(0.31)},
+			},
+		}}},
+		{3404, "suite_stopped_scorer", events.SuiteStopped{
+			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 30, Confidence: 950, Low: 21, High: 402, Scorer: "quality",
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

@@ -23,6 +23,10 @@ type InstrumentResult struct {
 	Outcome    InstrumentOutcome `msgpack:"outcome"`
 	Detail     string            `msgpack:"detail,omitempty"`
 	Evidence   []EvidenceRef     `msgpack:"evidence,omitempty"`
+	// Score is what the instrument measured beside its outcome, when its
+	// case asks it for a score (a command's score line or JUnit report, a
+	// judge's rating); absent otherwise and in older facts.
+	Score *InstrumentScore `msgpack:"score,omitempty"`
 }
 
 func (r InstrumentResult) validate(p string) error {
@@ -35,7 +39,13 @@ func (r InstrumentResult) validate(p string) error {
 	if err := needOneOf(p, "outcome", r.Outcome, instrumentOutcomes); err != nil {
 		return err
 	}
-	return eachString(p, "evidence", r.Evidence)
+	if err := eachString(p, "evidence", r.Evidence); err != nil {
+		return err
+	}
+	if r.Score != nil {
+		return r.Score.validate(join(p, "score"))
+	}
+	return nil
 }
 
 // GradeVeto is an instrument's objection to one requirement. The case policy
@@ -70,6 +80,10 @@ type GraderVerdict struct {
 	Instruments []InstrumentResult `msgpack:"instruments"`
 	Vetoes      []GradeVeto        `msgpack:"vetoes"`
 	Result      VerdictResult      `msgpack:"result"`
+	// Scores are the case's scorers' scores of the snapshot, in the
+	// case's order; absent when the case declares no scorer, and in older
+	// facts.
+	Scores []Score `msgpack:"scores,omitempty"`
 }
 
 func (g GraderVerdict) validate(p string) error {
@@ -90,6 +104,16 @@ func (g GraderVerdict) validate(p string) error {
 	}
 	if err := g.Result.validate(join(p, "result")); err != nil {
 		return err
+	}
+	if err := each(p, "scores", g.Scores); err != nil {
+		return err
+	}
+	for i, s := range g.Scores {
+		for _, e := range g.Scores[:i] {
+			if e.Scorer == s.Scorer {
+				return invalid(at(join(p, "scores"), i), "scorer %q is listed twice", s.Scorer)
+			}
+		}
 	}
 	if _, ok := g.Result.v.(VerdictPassed); ok {
 		for i, v := range g.Vetoes {

@@ -24,6 +24,8 @@ type GradeRevision struct {
 	Result   string             `json:"result"`
 	Detail   any                `json:"detail,omitempty"`
 	Vetoes   []events.GradeVeto `json:"vetoes,omitempty"`
+	// Scores are the verdict's scores, when its case declares scorers.
+	Scores []events.Score `json:"scores,omitempty"`
 }
 
 // Grades is the state of the grades projection, keyed by suite/run.
@@ -50,7 +52,8 @@ var GradesFold = Fold[Grades]{
 			rec().Instruments = append(rec().Instruments, b.Result)
 		case events.GradeVerdict:
 			v := b.Verdict
-			rec().Revisions = append(rec().Revisions, GradeRevision{Revision: v.Revision, Result: v.Result.Type(), Detail: v.Result.Variant(), Vetoes: v.Vetoes})
+			rec().Revisions = append(rec().Revisions, GradeRevision{Revision: v.Revision, Result: v.Result.Type(), Detail: v.Result.Variant(), Vetoes: v.Vetoes,
+				Scores: v.Scores})
 		case events.GradeConflict:
 			rec().Conflicts = append(rec().Conflicts, b)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 )
 
@@ -27,6 +28,10 @@ type Stopping struct {
 	// within (−Margin, Margin): the treatments are equivalent to within
 	// it. In (0, 1].
 	Margin float64 `yaml:"margin,omitempty" json:"margin,omitempty"`
+	// Scorer, when set, tracks the difference B − A of this scorer's
+	// values (mapped onto [0, 1] by its scale) instead of the pass rate;
+	// some case of the suite must declare it (docs/grading.md#scores).
+	Scorer string `yaml:"scorer,omitempty" json:"scorer,omitempty"`
 }
 
 // Defaults of a stopping block.
@@ -65,6 +70,11 @@ func (s *Stopping) normalise(field string) error {
 	if s.MinPairs == 0 {
 		s.MinPairs = DefaultStoppingMinPairs
 	}
+	if s.Scorer != "" {
+		if err := events.ValidateToken("scorer", s.Scorer); err != nil {
+			return tokenErr(field+".scorer", err)
+		}
+	}
 	if s.Margin < 0 || s.Margin > 1 {
 		return fieldErr(field+".margin", "want a difference in pass rate between 0 and 1, got %v", s.Margin)
 	}
@@ -80,4 +90,23 @@ func (s *Stopping) checkTreatments(ids map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// checkScorer says when no case of the suite declares the scorer the rule
+// names.
+func (s *Stopping) checkScorer(cs []*cases.Case) error {
+	if s.Scorer == "" {
+		return nil
+	}
+	for _, c := range cs {
+		if c.Grading == nil {
+			continue
+		}
+		for _, sc := range c.Grading.Scorers {
+			if sc.ID == s.Scorer {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no case of the suite declares the scorer %q", s.Scorer)
 }

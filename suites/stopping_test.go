@@ -59,3 +59,38 @@ func TestAStoppingComparisonNamesTreatmentsOfTheSuite(t *testing.T) {
 		t.Fatalf("a comparison of the suite's treatments: %v", err)
 	}
 }
+
+// A stopping rule may name a scorer, which some case of the suite must
+// declare; a typo is found when the suite loads.
+func TestAStoppingScorerIsDeclaredByACaseOfTheSuite(t *testing.T) {
+	f, err := Parse("s.yaml", []byte(stopBase+"stopping: {comparison: 'off vs on', scorer: quality}\n"))
+	if err != nil || f.Stopping.Scorer != "quality" {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	if _, err := Parse("s.yaml", []byte(stopBase+"stopping: {comparison: 'off vs on', scorer: 'a b'}\n")); err == nil ||
+		!strings.Contains(err.Error(), "stopping.scorer") {
+		t.Fatalf("a bad scorer ID: %v", err)
+	}
+	demo, err := os.ReadFile("../examples/demo/suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../examples/demo")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "suite.yaml")
+	write(t, path, string(demo)+"stopping: {comparison: 'stall-off vs stall-on', scorer: passing}\n")
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), `stopping.scorer: no case of the suite declares the scorer "passing"`) {
+		t.Fatalf("got %v", err)
+	}
+	kase := filepath.Join(dir, "cases/fix-sum/case.yaml")
+	data, err := os.ReadFile(kase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, kase, string(data)+"  scorers:\n    - {id: passing, instrument: tests}\n")
+	if _, err := Load(path); err != nil {
+		t.Fatalf("a scorer a case declares: %v", err)
+	}
+}

@@ -326,6 +326,9 @@ func Load(path string) (*Suite, error) {
 		if err := f.Stopping.checkTreatments(treatAt); err != nil {
 			return nil, errAt("stopping.comparison", "%v", err)
 		}
+		if err := f.Stopping.checkScorer(s.Cases); err != nil {
+			return nil, errAt("stopping.scorer", "%v", err)
+		}
 	}
 	return s, nil
 }

@@ -108,6 +108,9 @@ func (s *Server) suitePage(w http.ResponseWriter, r *http.Request) {
 			if len(rep.Comparisons) > 0 {
 				d.Plots = append(d.Plots, differencePlot(rep))
 			}
+			if hasScores(rep) {
+				d.Plots = append(d.Plots, scorePlot(rep))
+			}
 		}
 	}
 	s.render(w, r, http.StatusOK, "suite", layout{Title: suite, Through: p.Through, Events: eventsURL(suite, "", p.Through),

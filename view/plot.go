@@ -161,3 +161,44 @@ func mixPlot(mix []pages.Mix) template.HTML {
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
+
+// scorePlot draws each scorer's mean per treatment as a dot with its 95%
+// cluster bootstrap interval, on the [0, 1] its scale maps onto.
+func scorePlot(r *reportView) template.HTML {
+	type row struct {
+		label string
+		s     scoreView
+	}
+	var rows []row
+	for _, t := range r.Treatments {
+		for _, s := range t.Scores {
+			rows = append(rows, row{t.Treatment + " · " + s.Scorer, s})
+		}
+	}
+	top, height := 24, max(len(rows), 1)*rowH
+	w, h := plotW, top+height+24
+	x := func(p float64) float64 { return plotLeft + p*float64(plotW-plotLeft-plotRight) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="plot" id="score-plot" role="img" aria-label="mean score per treatment and scorer with 95%% bootstrap interval" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`, w, h, w, h)
+	b.WriteString(`<text x="4" y="14" font-weight="bold">mean score on [0, 1], 95% cluster bootstrap interval</text>`)
+	axis(&b, top, height, []float64{0, .25, .5, .75, 1}, x, func(v float64) string { return fmt.Sprintf("%.2g", v) })
+	for i, rw := range rows {
+		y := float64(top + i*rowH + rowH/2)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, plotLeft-8, y+4, html.EscapeString(rw.label))
+		s := rw.s
+		if s.Mean == nil {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#999">no value</text>`, x(0)+6, y+4)
+			continue
+		}
+		if iv := s.Interval; iv != nil {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#222" stroke-width="2"/>`, x(iv.Lo), y, x(iv.Hi), y)
+			for _, e := range []float64{iv.Lo, iv.Hi} {
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#222" stroke-width="2"/>`, x(e), y-6, x(e), y+6)
+			}
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="#5a9a5a"><title>%s: mean %.3f over %d values</title></circle>`,
+			x(*s.Mean), y, html.EscapeString(rw.label), *s.Mean, s.Values)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

@@ -121,6 +121,10 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.3f", *p)
 	},
 	"p4": func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) },
+	// fnum and fnum4 show an optional number in full or to 4 digits; "–"
+	// when it is absent.
+	"fnum":  func(p *float64) string { return optNum(p, -1) },
+	"fnum4": func(p *float64) string { return optNum(p, 4) },
 	"short": func(d events.Digest) string {
 		h := d.Hex()
 		if len(h) > 12 {
@@ -166,4 +170,13 @@ func rawText(raw json.RawMessage) string {
 		return "–"
 	}
 	return s
+}
+
+// optNum renders an optional number to prec significant digits (-1: as
+// many as it takes); "–" when absent.
+func optNum(p *float64, prec int) string {
+	if p == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*p, 'g', prec, 64)
 }

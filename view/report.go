@@ -70,6 +70,22 @@ type treatmentView struct {
 		WallKnown     int     `json:"wall_known"`
 	} `json:"usage"`
 	Raw map[string]json.RawMessage `json:"-"`
+	// Scores are the report's per-scorer summaries of the treatment.
+	Scores []scoreView `json:"scores"`
+}
+
+// scoreView is one scorer's summary of a treatment, as the report has it.
+type scoreView struct {
+	Scorer        string    `json:"scorer"`
+	Min           float64   `json:"min"`
+	Max           float64   `json:"max"`
+	LowerIsBetter bool      `json:"lower_is_better"`
+	Values        int       `json:"values"`
+	Missing       int       `json:"missing"`
+	Clusters      int       `json:"clusters"`
+	Mean          *float64  `json:"mean"`
+	ClusteredSE   *float64  `json:"clustered_se"`
+	Interval      *interval `json:"interval"`
 }
 
 type comparisonView struct {
@@ -92,6 +108,19 @@ type comparisonView struct {
 		OnlyB int     `json:"only_b"`
 		P     float64 `json:"p"`
 	} `json:"mcnemar"`
+	Scores []struct {
+		Scorer     string `json:"scorer"`
+		Pairs      int    `json:"pairs"`
+		Clusters   int    `json:"clusters"`
+		Difference *struct {
+			Estimate float64  `json:"estimate"`
+			Interval interval `json:"interval"`
+		} `json:"difference"`
+		Wilcoxon *struct {
+			P float64 `json:"p"`
+		} `json:"wilcoxon"`
+		Withheld string `json:"withheld"`
+	} `json:"scores"`
 }
 
 // countColumns are the treatment table's count columns, in the order of
@@ -121,4 +150,16 @@ func decodeReport(js []byte) (*reportView, error) {
 		}
 	}
 	return &r, nil
+}
+
+// HasScores reports whether some treatment of the report has scores.
+func (r *reportView) HasScores() bool { return hasScores(r) }
+
+func hasScores(r *reportView) bool {
+	for _, t := range r.Treatments {
+		if len(t.Scores) > 0 {
+			return true
+		}
+	}
+	return false
 }

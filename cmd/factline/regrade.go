@@ -135,8 +135,9 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 }
 
 // merged is the case's grading with each instrument of with (or only those
-// named) replacing the case's of the same id. touched says whether any
-// did: an instrument the case never had is not added to it.
+// named) replacing the case's of the same id, and each scorer of with the
+// case's of the same id. touched says whether any did: an instrument or a
+// scorer the case never had is not added to it.
 func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Grading, bool) {
 	if own == nil {
 		return nil, false
@@ -150,6 +151,13 @@ func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Gradi
 		}
 		if i := slices.IndexFunc(out.Instruments, func(x cases.Instrument) bool { return x.ID == in.ID }); i >= 0 {
 			out.Instruments[i], touched = in, true
+		}
+	}
+	// Scorers likewise, by ID: a rescoring on a new scale is a regrade.
+	out.Scorers = slices.Clone(own.Scorers)
+	for _, sc := range with.Scorers {
+		if i := slices.IndexFunc(out.Scorers, func(x cases.Scorer) bool { return x.ID == sc.ID }); i >= 0 {
+			out.Scorers[i], touched = sc, true
 		}
 	}
 	return &out, touched

@@ -72,11 +72,11 @@ func (r *recording) polls(outs ...string) uint32 {
 	return uint32(len(outs))
 }
 
-// end closes the run and records its grade.
-func (r *recording) end(status events.RunStatus, grade events.VerdictResult) whatif.Run {
+// end closes the run and records its grade, with the given scores.
+func (r *recording) end(status events.RunStatus, grade events.VerdictResult, scores ...events.Score) whatif.Run {
 	r.add(events.OwnerRunner, events.RunEnded{Status: status, Reason: "test", LastEvidence: []events.EvidenceRef{}})
 	r.add(events.OwnerGrader, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: r.run.ID, SnapshotID: events.DigestOf([]byte("snap")),
-		Revision: 1, Instruments: []events.InstrumentResult{}, Vetoes: []events.GradeVeto{}, Result: grade}})
+		Revision: 1, Instruments: []events.InstrumentResult{}, Vetoes: []events.GradeVeto{}, Result: grade, Scores: scores}})
 	return r.run
 }
 

@@ -82,6 +82,9 @@ type Outcome struct {
 	Cause  string   `json:"cause,omitempty"`
 	Change Change   `json:"change"`
 	Grade  Recovery `json:"grade"`
+	// Scores are the scores of the run's latest grade, when its case
+	// declares scorers: what the recording achieved beside its verdict.
+	Scores []events.Score `json:"scores,omitempty"`
 	// Saved is what the recording spent after the candidate's stop
 	// (Earlier only).
 	Saved Saved `json:"saved"`
@@ -106,7 +109,8 @@ func Replay(r Run, over *cases.StallPolicy) Outcome {
 		eff.Stall = own.Over(*over).Resolve(cases.DefaultStall)
 	}
 	p := stallpolicy.From(eff)
-	o := Outcome{Suite: r.Suite, Run: r.ID, Grade: gradeOf(r.Facts)}
+	o := Outcome{Suite: r.Suite, Run: r.ID}
+	o.Grade, o.Scores = gradeOf(r.Facts)
 	if c := eff.Case; c != nil {
 		o.Case = c.ID
 	}
@@ -183,15 +187,17 @@ func causeOf(o events.StallObservation) string {
 	return ""
 }
 
-// gradeOf is the run's latest definitive verdict.
-func gradeOf(facts []events.Fact) Recovery {
+// gradeOf is the run's latest definitive verdict, and its scores.
+func gradeOf(facts []events.Fact) (Recovery, []events.Score) {
 	g, rev := Ungraded, uint32(0)
+	var scores []events.Score
 	for _, f := range facts {
 		v, ok := f.Body.(events.GradeVerdict)
 		if !ok || v.Verdict.Revision < rev {
 			continue
 		}
 		rev = v.Verdict.Revision
+		scores = v.Verdict.Scores
 		switch v.Verdict.Result.Variant().(type) {
 		case events.VerdictPassed:
 			g = Passed
@@ -201,7 +207,7 @@ func gradeOf(facts []events.Fact) Recovery {
 			g = Ungraded
 		}
 	}
-	return g
+	return g, scores
 }
 
 // savedAfter sums what the recording spent after turn stop: the replies

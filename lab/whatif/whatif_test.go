@@ -110,3 +110,16 @@ func TestTheReportCountsFalseStopsTrueStallsAndUnknowns(t *testing.T) {
 		t.Fatalf("want a point per policy (recorded, strict):\n%s", svg.String())
 	}
 }
+
+// A recorded run's outcome carries its grade's scores beside its verdict:
+// what a stop would have cut short is a score as well as a pass.
+func TestAnOutcomeCarriesTheRecordedScores(t *testing.T) {
+	r := record(t, "scored", off)
+	r.polls("waiting", "waiting", "waiting", "done")
+	raw, value := 4.0, 0.75
+	run := r.end(events.RunDone, events.VerdictOK(), events.Score{Scorer: "quality", Instrument: "review", Key: "score", Min: 1, Max: 5, Raw: &raw, Value: &value})
+	o := whatif.Replay(run, &strict.Stall)
+	if !o.FalseStop() || len(o.Scores) != 1 || o.Scores[0].Scorer != "quality" || *o.Scores[0].Value != 0.75 {
+		t.Fatalf("outcome %+v, want a false stop of a run scored 0.75 on quality", o)
+	}
+}

@@ -109,6 +109,8 @@ func planFor(v events.GraderVerdict, st grade.Run, declared *grade.Policy) []gra
 		}
 		p.Instruments = append(p.Instruments, gi)
 	}
+	// A verdict's scores record the scorers they were made by.
+	p.Scorers = grade.ScorersOf(v.Scores)
 	if declared != nil {
 		p.AllowMissingAdvisory = declared.AllowMissingAdvisory
 		return []grade.Policy{p}

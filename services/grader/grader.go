@@ -228,7 +228,7 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 	plan, specs := planOf(g)
 	snapshot := st.Snapshot
 	if pending := st.Pending(snapshot, plan); len(pending) > 0 {
-		if err := s.execute(ctx, job{suite: suite, run: run, snapshot: snapshot, in: in, specs: specs}, pending); err != nil {
+		if err := s.execute(ctx, job{suite: suite, run: run, snapshot: snapshot, in: in, specs: specs, scorers: plan.Scorers}, pending); err != nil {
 			return err
 		}
 	}
@@ -272,6 +272,14 @@ func planOf(g *cases.Grading) (grade.Policy, map[grade.Key]cases.Instrument) {
 			Binding: in.IsBinding(), Requirement: events.RequirementID(in.RequirementID())}
 		p.Instruments = append(p.Instruments, gi)
 		specs[gi.Key()] = in
+	}
+	for _, sc := range g.Scorers {
+		gs := grade.Scorer{ID: sc.ID, Instrument: events.InstrumentID(sc.Instrument), Key: sc.Key,
+			Min: sc.Min(), Max: sc.Max(), LowerIsBetter: !sc.Higher()}
+		if sc.Decides {
+			gs.PassAt = sc.PassAt
+		}
+		p.Scorers = append(p.Scorers, gs)
 	}
 	return p, specs
 }

@@ -37,6 +37,9 @@ type job struct {
 	snapshot   events.Digest
 	in         inputs
 	specs      map[grade.Key]cases.Instrument
+	// scorers are the plan's scorers: the deciding one sets its
+	// instrument's outcome.
+	scorers []grade.Scorer
 }
 
 // instrumentEnv gives instruments what they read: the candidate restored in
@@ -220,6 +223,9 @@ func (e *instrumentEnv) command(ctx context.Context, in cases.Instrument) (event
 		return res, nil, err
 	}
 	res, err := commandOutcome(in, run, note)
+	if err == nil && in.Score != nil {
+		res = e.scoreCommand(in, ws, run, res)
+	}
 	return res, sb.Record(), err
 }
 

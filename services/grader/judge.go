@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/models/scripted"
+	"github.com/factline/factline/services/grader/grade"
 	"github.com/factline/factline/workspace"
 )
 
@@ -83,15 +85,49 @@ func (e *instrumentEnv) judge(ctx context.Context, in cases.Instrument) (events.
 	if err != nil {
 		return abstain("judge unavailable: %v", err), call
 	}
-	ms := verdictLine.FindAllStringSubmatch(reply.Text, -1)
+	res := e.judgeAnswer(in, reply.Text)
+	return res, call
+}
+
+// judgeAnswer turns a judge's reply into its result: its rating on its
+// scale, when it has one, and its outcome, from its verdict line or, when
+// a scorer of its rating decides, from that rating. A judge that gives no
+// verdict (or no rating its deciding scorer can read) abstains.
+func (e *instrumentEnv) judgeAnswer(in cases.Instrument, text string) events.InstrumentResult {
+	res := events.InstrumentResult{Outcome: events.InstrumentAbstained}
+	if in.Scale != nil {
+		s := grade.ReadJudgeScore(text, in.Scale[0], in.Scale[1])
+		res.Score = &s
+	}
+	said := fmt.Sprintf("%s/%s: %s", in.Model.Provider, in.Model.Name, tail(text))
+	for _, s := range e.job.scorers {
+		if s.PassAt == nil || s.Instrument != events.InstrumentID(in.ID) {
+			continue
+		}
+		if res.Score == nil || res.Score.Missing != "" {
+			why := "the judge has no scale"
+			if res.Score != nil {
+				why = res.Score.Missing
+			}
+			res.Detail = clip(fmt.Sprintf("scorer %s decides, and %s: %s", s.ID, why, said))
+			return res
+		}
+		var why string
+		res.Outcome, why = grade.DecideByScore(s, res.Score)
+		res.Detail = clip(why + "\n" + said)
+		return res
+	}
+	ms := verdictLine.FindAllStringSubmatch(text, -1)
 	if len(ms) == 0 {
-		return abstain("the judge gave no VERDICT line: %s", tail(reply.Text)), call
+		res.Detail = clip("the judge gave no VERDICT line: " + tail(text))
+		return res
 	}
-	outcome := events.InstrumentPassed
+	res.Outcome = events.InstrumentPassed
 	if strings.EqualFold(ms[len(ms)-1][1], "FAIL") {
-		outcome = events.InstrumentFailed
+		res.Outcome = events.InstrumentFailed
 	}
-	return events.InstrumentResult{Outcome: outcome, Detail: clip(fmt.Sprintf("%s/%s: %s", in.Model.Provider, in.Model.Name, tail(reply.Text)))}, call
+	res.Detail = clip(said)
+	return res
 }
 
 // eventUsage is a model call's usage as facts record it: nil (unknown)
@@ -108,6 +144,11 @@ func eventUsage(u *models.Usage) *events.Usage {
 func (e *instrumentEnv) judgePrompt(ctx context.Context, in cases.Instrument) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Rubric:\n%s\n", in.Rubric)
+	if in.Scale != nil {
+		fmt.Fprintf(&b, "\nRate the work against the rubric from %s (worst) to %s (best), with your reasons, "+
+			"on a line SCORE: n before the verdict line.\n",
+			strconv.FormatFloat(in.Scale[0], 'g', -1, 64), strconv.FormatFloat(in.Scale[1], 'g', -1, 64))
+	}
 	fx, cand, err := e.manifests(ctx)
 	if err != nil {
 		return "", err

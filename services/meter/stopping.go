@@ -28,7 +28,8 @@ func (s *Service) stoppingOf(ctx context.Context, st *suiteState) (*measure.Stop
 	st.stoppingRead = true
 	if sp := spec.Stopping; sp != nil {
 		a, b := sp.Treatments()
-		st.stopping = &measure.Stopping{A: a, B: b, Confidence: sp.Confidence, MinPairs: int(sp.MinPairs), Margin: sp.Margin}
+		st.stopping = &measure.Stopping{A: a, B: b, Confidence: sp.Confidence, MinPairs: int(sp.MinPairs), Margin: sp.Margin,
+			Scorer: sp.Scorer}
 	}
 	return st.stopping, nil
 }

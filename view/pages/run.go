@@ -260,6 +260,9 @@ type Instrument struct {
 	Outcome  string   `json:"outcome"`
 	Detail   string   `json:"detail,omitempty"`
 	Evidence []string `json:"evidence,omitempty"`
+	// Score is what the instrument measured beside its outcome: its
+	// values, a JUnit tally, a judge's reasons, or why there are none.
+	Score *events.InstrumentScore `json:"score,omitempty"`
 }
 
 // Revision is one verdict; later ones are added, never rewritten.
@@ -269,6 +272,9 @@ type Revision struct {
 	Reason   string   `json:"reason,omitempty"`
 	Waiting  []string `json:"waiting_for,omitempty"`
 	Vetoes   []Veto   `json:"vetoes,omitempty"`
+	// Scores are the verdict's scores: each scorer's raw and mapped value,
+	// or why it has none.
+	Scores []events.Score `json:"scores,omitempty"`
 }
 
 // Veto is an instrument's objection to a requirement.
@@ -465,10 +471,10 @@ func gradeOf(g *projections.GradeRecord) *Grade {
 	out := &Grade{Snapshot: g.Snapshot}
 	for _, r := range g.Instruments {
 		out.Instruments = append(out.Instruments, Instrument{ID: string(r.Instrument), Version: r.Version, Required: r.Required,
-			Outcome: string(r.Outcome), Detail: r.Detail, Evidence: strs(r.Evidence)})
+			Outcome: string(r.Outcome), Detail: r.Detail, Evidence: strs(r.Evidence), Score: r.Score})
 	}
 	for _, r := range g.Revisions {
-		rev := Revision{Revision: r.Revision, Result: r.Result}
+		rev := Revision{Revision: r.Revision, Result: r.Result, Scores: r.Scores}
 		switch v := r.Detail.(type) {
 		case events.VerdictPending:
 			rev.Waiting = strs(v.Instruments)

@@ -45,11 +45,12 @@ type Instrument struct {
 // Key names the instrument and version.
 func (in Instrument) Key() Key { return Key{in.ID, in.Version} }
 
-// Policy is a grading plan: the instruments and whether an advisory one may
-// be missing.
+// Policy is a grading plan: the instruments, whether an advisory one may
+// be missing, and the scorers that score the results beside the verdict.
 type Policy struct {
 	Instruments          []Instrument
 	AllowMissingAdvisory bool
+	Scorers              []Scorer
 }
 
 // Key names one instrument result: an instrument at a version.
@@ -237,16 +238,17 @@ type Decision struct {
 
 // Decide returns the next revision of the grade of snapshot under plan p,
 // or nothing when the newest revision already rests on exactly the plan's
-// instruments and versions. It must be called after the plan's instruments
-// ran: an instrument without a result leaves the grade pending.
+// instruments and versions and was scored by exactly its scorers. It must
+// be called after the plan's instruments ran: an instrument without a
+// result leaves the grade pending. The scores never change the result.
 func Decide(r Run, attempt string, snapshot events.Digest, p Policy) Decision {
 	latest, has := r.Latest(snapshot)
-	if has && sameKeys(latest.Instruments, p) {
+	if has && sameKeys(latest.Instruments, p) && sameScorers(latest.Scores, p.Scorers) {
 		return Decision{}
 	}
 	result, ins, vetoes := Judge(p, r.Results[snapshot], true)
 	v := &events.GraderVerdict{AttemptID: attempt, SnapshotID: snapshot, Revision: 1,
-		Instruments: ins, Vetoes: vetoes, Result: result}
+		Instruments: ins, Vetoes: vetoes, Result: result, Scores: Scores(p.Scorers, ins)}
 	if !has {
 		return Decision{Verdict: v}
 	}
@@ -283,7 +285,8 @@ func sameKeys(ins []events.InstrumentResult, p Policy) bool {
 
 // conflicts lists where the new revision's instruments disagree with the
 // earlier one: an instrument whose definitive outcome flipped (under a new
-// version), or a new instrument that failed where the earlier grade passed.
+// version), or a new instrument that failed where the earlier grade passed;
+// and where a scorer's measurement moved (scoreConflicts).
 func conflicts(snapshot events.Digest, prev, next events.GraderVerdict) []events.GradeConflict {
 	before := map[events.InstrumentID]events.InstrumentResult{}
 	for _, r := range prev.Instruments {
@@ -309,7 +312,7 @@ func conflicts(snapshot events.Digest, prev, next events.GraderVerdict) []events
 		out = append(out, events.GradeConflict{SnapshotDigest: snapshot, Revision: next.Revision,
 			ConflictsWith: prev.Revision, Instrument: r.Instrument, Reason: reason})
 	}
-	return out
+	return scoreConflicts(out, prev, next)
 }
 
 // Message IDs of the grader's facts: deterministic, so that a redelivered

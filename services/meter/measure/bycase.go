@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/factline/factline/stats"
@@ -43,6 +44,19 @@ type CaseRow struct {
 	// time in milliseconds.
 	Turns      uint64 `json:"turns"`
 	WallMillis uint64 `json:"wall_millis"`
+	// Scores are each scorer's mean over the case's graded trials with a
+	// value under the treatment (docs/report.md#scores).
+	Scores []CaseScore `json:"scores,omitempty"`
+}
+
+// CaseScore is one scorer's mean on one case under one treatment: over
+// the trials graded passed or failed with a value, Missing counting the
+// graded ones without.
+type CaseScore struct {
+	Scorer  string   `json:"scorer"`
+	Mean    *float64 `json:"mean"`
+	Values  int      `json:"values"`
+	Missing int      `json:"missing"`
 }
 
 // ByCase regroups a report's attempts by case and treatment, in the
@@ -97,8 +111,10 @@ func ByCase(r Report) []CaseRow {
 			}
 		}
 	}
+	scorers := scorerOrder(r.Attempts)
 	for i := range out {
 		row := &out[i]
+		row.Scores = caseScores(r.Attempts, row.Case, row.Treatment, scorers)
 		if row.Graded == 0 {
 			continue
 		}
@@ -125,9 +141,16 @@ func WriteCaseTable(w io.Writer, rows []CaseRow) error {
 	for _, r := range rows {
 		anyCached = anyCached || r.CachedCalls > 0
 	}
+	anyScores := false
+	for _, r := range rows {
+		anyScores = anyScores || len(r.Scores) > 0
+	}
 	head := "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@n\ttokens\tcost (" + UnitCost + ")"
 	if anyCached {
 		head += "\tcached"
+	}
+	if anyScores {
+		head += "\tscores (mean on [0, 1], values)"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
@@ -140,6 +163,13 @@ func WriteCaseTable(w io.Writer, rows []CaseRow) error {
 			pct(r.PassRate), pn, known(r.Tokens, r.TokensUnknown), known(r.Cost, r.CostUnknown))
 		if anyCached {
 			fmt.Fprintf(tw, "\t%d", r.CachedCalls)
+		}
+		if anyScores {
+			var cells []string
+			for _, s := range r.Scores {
+				cells = append(cells, fmt.Sprintf("%s %s (%d)", s.Scorer, num(s.Mean, "%.3f"), s.Values))
+			}
+			fmt.Fprintf(tw, "\t%s", strings.Join(cells, ", "))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -159,9 +189,9 @@ func WriteCaseJSON(w io.Writer, rows []CaseRow) error {
 // WriteCaseCSV writes the rows as CSV; an unknown total is an empty cell.
 func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"case", "treatment", "trials", "graded", "passed", "failed", "other", "pass_rate", "pass_at_1", "pass_at_n", "n",
+	_ = cw.Write(append([]string{"case", "treatment", "trials", "graded", "passed", "failed", "other", "pass_rate", "pass_at_1", "pass_at_n", "n",
 		"tokens", "tokens_unknown", "cost_units", "cost_unknown", "cached_calls", "cached_tokens",
-		"input_tokens", "output_tokens", "split_unknown", "turns", "wall_millis"})
+		"input_tokens", "output_tokens", "split_unknown", "turns", "wall_millis"}, caseScoreHead(rows)...))
 	for _, r := range rows {
 		rate, p1, pn, n := "", "", "", ""
 		if r.PassRate != nil {
@@ -172,10 +202,11 @@ func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 			last := r.PassAtK[len(r.PassAtK)-1]
 			pn, n = strconv.FormatFloat(last.Value, 'f', -1, 64), strconv.Itoa(last.K)
 		}
-		_ = cw.Write([]string{r.Case, r.Treatment, itoa(r.Trials), itoa(r.Graded), itoa(r.Passed), itoa(r.Failed), itoa(r.Other),
+		_ = cw.Write(append([]string{r.Case, r.Treatment, itoa(r.Trials), itoa(r.Graded), itoa(r.Passed), itoa(r.Failed), itoa(r.Other),
 			rate, p1, pn, n, cell(r.Tokens), itoa(r.TokensUnknown), cell(r.Cost), itoa(r.CostUnknown),
 			itoa(r.CachedCalls), strconv.FormatUint(r.CachedTokens, 10),
-			cell(r.InputTokens), cell(r.OutputTokens), itoa(r.SplitUnknown), strconv.FormatUint(r.Turns, 10), strconv.FormatUint(r.WallMillis, 10)})
+			cell(r.InputTokens), cell(r.OutputTokens), itoa(r.SplitUnknown), strconv.FormatUint(r.Turns, 10), strconv.FormatUint(r.WallMillis, 10)},
+			caseScoreCells(r, caseScoreIDs(rows))...))
 	}
 	cw.Flush()
 	return cw.Error()

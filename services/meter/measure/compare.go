@@ -47,6 +47,10 @@ type Comparison struct {
 	// turns, wall time), paired on case and trial; nil when no pair of
 	// ended attempts exists or the identities refuse the comparison.
 	Usage *UsageComparison `json:"usage"`
+	// Scores compare each scorer the grades name, paired like the rates
+	// (docs/report.md#scores); absent when none does or the identities
+	// refuse the comparison.
+	Scores []ScoreDifference `json:"scores,omitempty"`
 	// Withheld names the statistics the comparison refuses and why: all
 	// the paired ones when the identities do not match (or are unknown),
 	// the bootstrap interval when the pairs come from fewer than two cases
@@ -118,6 +122,7 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 		return c
 	}
 	c.Usage = usage
+	c.Scores = compareScores(rows, a, b)
 	if c.Pairs == 0 {
 		return c
 	}

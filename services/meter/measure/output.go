@@ -61,8 +61,12 @@ func (r Report) State() string {
 		if st.Reason == events.StopEquivalence {
 			what = "the difference lies within the equivalence margin"
 		}
+		on := st.Comparison
+		if st.Scorer != "" {
+			on += " on scorer " + st.Scorer + " (points of its [0, 1] scale)"
+		}
 		state += fmt.Sprintf("; stopped early after %d pairs: %s, %s [%+.1f, %+.1f] pts at %.1f%% (anytime-valid)",
-			st.Pairs, st.Comparison, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
+			st.Pairs, on, what, float64(st.Low)/10, float64(st.High)/10, float64(st.Confidence)/10)
 	}
 	return state
 }
@@ -120,6 +124,9 @@ func WriteTable(w io.Writer, r Report) error {
 		for _, n := range notes {
 			fmt.Fprintln(w, n)
 		}
+	}
+	if err := writeScores(w, r); err != nil {
+		return err
 	}
 	return writeComparisons(w, r)
 }
@@ -300,6 +307,9 @@ func WriteWideTable(w io.Writer, r Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeScores(w, r); err != nil {
+		return err
+	}
 	return writeComparisons(w, r)
 }
 
@@ -343,6 +353,10 @@ func writeComparisons(w io.Writer, r Report) error {
 				{"cost", u.Cost}, {"turns", u.Turns}, {"wall time", u.WallMillis}} {
 				fmt.Fprintf(tw, "    %s\t%s\t%s\n", m.name, relative(m.p), usagePairsCell(m.p))
 			}
+		}
+		for _, d := range c.Scores {
+			diff, pairs := scoreDifference(d)
+			fmt.Fprintf(tw, "    score %s\t%s\t%s\n", d.Scorer, diff, pairs)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -489,6 +503,12 @@ func WriteCSV(w io.Writer, r Report) error {
 		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost_units", "evaluator_cost_unknown", "evaluator_millis",
 		"cached_calls", "cached_tokens", "turns", "input_tokens", "output_tokens", "split_known", "split_unknown",
 		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known")
+	scorers := reportScorers(r)
+	for _, sc := range scorers {
+		for _, col := range scoreColumns {
+			head = append(head, "score_"+sc+"_"+col)
+		}
+	}
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -523,6 +543,7 @@ func WriteCSV(w io.Writer, r Report) error {
 			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10), strconv.FormatUint(u.Turns, 10),
 			cell(u.InputTokens), cell(u.OutputTokens), itoa(u.SplitKnown), itoa(u.SplitUnknown),
 			cell(u.CachedInputTokens), itoa(u.CachedInputKnown), cell(u.ReasoningTokens), itoa(u.ReasoningKnown))
+		rec = append(rec, scoreCells(t, scorers, f)...)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

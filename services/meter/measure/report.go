@@ -126,6 +126,9 @@ type TreatmentReport struct {
 	// that evaluation never inflates an agent's cost (seed 004).
 	Usage     Usage          `json:"usage"`
 	Evaluator EvaluatorUsage `json:"evaluator"`
+	// Scores summarise each scorer the treatment's grades name
+	// (docs/report.md#scores); absent when none does.
+	Scores []ScorerSummary `json:"scores,omitempty"`
 }
 
 // EvaluatorUsage sums the evaluators' model calls on a treatment's
@@ -225,6 +228,9 @@ type AttemptRow struct {
 	// response cache answered, and their tokens.
 	CachedCalls  int    `json:"cached_calls,omitempty"`
 	CachedTokens uint64 `json:"cached_tokens,omitempty"`
+	// Scores are the scores of the grade the row counts, when its case
+	// declares scorers.
+	Scores []events.Score `json:"scores,omitempty"`
 	// Judged is the evaluators' model calls on the attempt, summed into
 	// the treatment's evaluator usage.
 	Judged []events.JudgeCall `json:"-"`
@@ -290,7 +296,9 @@ func Build(l *Log) Report {
 		}
 	}
 	for _, t := range s.Treatments {
-		r.Treatments = append(r.Treatments, treatmentReport(t.ID, r.Attempts, s.Trials))
+		tr := treatmentReport(t.ID, r.Attempts, s.Trials)
+		tr.Scores = scoreSummaries(t.ID, r.Attempts)
+		r.Treatments = append(r.Treatments, tr)
 	}
 	for i := range s.Treatments {
 		for j := i + 1; j < len(s.Treatments); j++ {
@@ -348,6 +356,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 			c.Revision, c.ConflictsWith, c.Instrument, c.Reason)
 		return out
 	}
+	out.Scores = v.Scores
 	switch res := v.Result.Variant().(type) {
 	case events.VerdictPassed, events.VerdictFailed:
 		out.Outcome = OutcomePassed

@@ -12,11 +12,15 @@ import (
 // Stopping is a suite's early-stopping rule (suites.Stopping, which this
 // core cannot import): stop once the anytime-valid confidence sequence for
 // the paired difference B − A excludes zero, or lies within Margin of it.
+//
+// The difference is of the pass rate, or of Scorer's values on [0, 1] when
+// the rule names a scorer (pairs without a value under both stay out).
 type Stopping struct {
 	A, B       string
 	Confidence float64
 	MinPairs   int
 	Margin     float64
+	Scorer     string
 }
 
 // StopDecision decides whether the suite stops early now. It feeds the
@@ -46,6 +50,13 @@ func StopDecision(l *Log, s Stopping) (events.SuiteStopped, bool) {
 		score := 0.0
 		if row.Outcome == OutcomePassed {
 			score = 1
+		}
+		if s.Scorer != "" {
+			v, ok := valueOf(row, s.Scorer)
+			if !ok {
+				continue // no value: the pair says nothing of the scorer
+			}
+			score = v
 		}
 		at := 0
 		if a := l.Runs[row.Run]; a != nil {
@@ -84,6 +95,6 @@ func StopDecision(l *Log, s Stopping) (events.SuiteStopped, bool) {
 	return events.SuiteStopped{
 		Comparison: s.A + " vs " + s.B, Reason: reason, Pairs: uint32(len(pairs)),
 		Confidence: uint32(math.Round(s.Confidence * 1000)),
-		Low:        int32(math.Floor(lo * 1000)), High: int32(math.Ceil(hi * 1000)),
+		Low:        int32(math.Floor(lo * 1000)), High: int32(math.Ceil(hi * 1000)), Scorer: s.Scorer,
 	}, true
 }

@@ -94,3 +94,52 @@ func TestARunNotRunBecauseTheSuiteStoppedIsExcluded(t *testing.T) {
 		t.Fatalf("attempt %+v, complete %v", a, r.Complete)
 	}
 }
+
+// A stopping rule may name a scorer: the sequence then tracks the paired
+// difference B − A of its values on [0, 1], not the pass rate, and the
+// suite.stopped names it. Pairs without a value under both stay out.
+func TestAStoppingRuleOnAScorerTracksItsValues(t *testing.T) {
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%03d", i)
+	}
+	l := newSuite(t, submitted(ids, []string{"a", "b"}, 1))
+	for i, c := range ids {
+		// Both always pass: the pass rates never differ. The scores do.
+		for tr, v := range map[string]float64{"a": 0.2, "b": 0.9} {
+			raw, value := v, v
+			sc := []events.Score{{Scorer: "quality", Instrument: "tests", Key: "score", Min: 0, Max: 1, Raw: &raw, Value: &value}}
+			if i == 0 && tr == "a" {
+				sc = []events.Score{{Scorer: "quality", Instrument: "tests", Key: "score", Min: 0, Max: 1, Missing: "no score"}}
+			}
+			m := l.member(c, tr, 1)
+			l.add(m.Run, events.RunRequested{Case: c, CaseDigest: d("case:" + c), Treatment: tr, TreatmentDigest: d("treatment:" + tr),
+				Trial: 1, Identity: d(tr)}, events.OwnerMeter)
+			l.add(m.Run, events.CandidateSealed{SnapshotDigest: d(m.Run)}, events.OwnerRunner)
+			l.add(m.Run, events.RunEnded{Status: events.RunDone, Reason: "done", Spent: events.Spent{Steps: 1, Millis: 1}}, events.OwnerRunner)
+			l.add(m.Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: m.Run, SnapshotID: d(m.Run), Revision: 1,
+				Result: events.VerdictOK(), Scores: sc}}, events.OwnerGrader)
+		}
+	}
+	if st, stop := StopDecision(l.log(), rule); stop {
+		t.Fatalf("the pass rates are equal, yet the suite stopped: %+v", st)
+	}
+	onScore := rule
+	onScore.Scorer = "quality"
+	st, stop := StopDecision(l.log(), onScore)
+	if !stop || st.Reason != events.StopDifference || st.Scorer != "quality" || st.Pairs != 39 || st.Low <= 0 || st.Low > 700 || st.High < 700 {
+		t.Fatalf("on the scorer: %+v, stop %v; want a difference for b over 39 pairs, its interval about 0.7", st, stop)
+	}
+	if err := events.ValidateBody(st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A report stopped on a scorer says so in its state.
+func TestAReportStoppedOnAScorerSaysSo(t *testing.T) {
+	r := Report{StoppedEarly: &events.SuiteStopped{Comparison: "a vs b", Reason: events.StopDifference, Pairs: 39,
+		Confidence: 950, Low: 501, High: 777, Scorer: "quality"}}
+	if s := r.State(); !strings.Contains(s, "a vs b on scorer quality") || !strings.Contains(s, "[+50.1, +77.7]") {
+		t.Fatalf("state %q", s)
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/factline/factline/cases"
+)
+
+// A regrade file's scorers replace the case's scorers of the same ID, as
+// its instruments do, so a regrade can rescore on a new scale; a scorer
+// the case never had is not added, and the case's grading is not changed
+// in place.
+func TestARegradeFilesScorersReplaceTheCasesOfTheSameID(t *testing.T) {
+	own := &cases.Grading{
+		Instruments: []cases.Instrument{{ID: "tests", Kind: cases.InstrumentCommand, Command: "x"}},
+		Scorers:     []cases.Scorer{{ID: "correctness", Instrument: "tests", Key: "score", Scale: []float64{0, 1}}},
+	}
+	with := cases.Grading{Scorers: []cases.Scorer{
+		{ID: "correctness", Instrument: "tests", Key: "score", Scale: []float64{0, 100}},
+		{ID: "speed", Instrument: "tests"},
+	}}
+	out, touched := merged(own, with, nil)
+	if !touched || len(out.Scorers) != 1 || !slices.Equal(out.Scorers[0].Scale, []float64{0, 100}) {
+		t.Fatalf("merged %+v, touched %v", out.Scorers, touched)
+	}
+	if !slices.Equal(own.Scorers[0].Scale, []float64{0, 1}) {
+		t.Fatalf("the case's own scorer changed: %+v", own.Scorers)
+	}
+	if _, touched := merged(own, cases.Grading{Scorers: []cases.Scorer{{ID: "speed", Instrument: "tests"}}}, nil); touched {
+		t.Fatal("a scorer the case never had touched it")
+	}
+}

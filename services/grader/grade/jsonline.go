@@ -1,0 +1,89 @@
+package grade
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/factline/factline/events"
+)
+
+// Bounds of a JSON score line: the values kept and the length of a name.
+const (
+	maxScoreValues  = 32
+	maxScoreNameLen = 64
+)
+
+// ReadScoreLine finds a command's score in its output: the last line that
+// is a JSON object with a finite numeric member "score", such as
+// {"score": 0.94, "p50_ms": 120}. Its finite numeric members are the
+// values (the first maxScoreValues by name; other members are ignored).
+// Output without such a line yields no value and says so.
+func ReadScoreLine(out []byte) events.InstrumentScore {
+	res := events.InstrumentScore{Source: events.ScoreJSONLine}
+	lines := bytes.Split(out, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := bytes.TrimSpace(lines[i])
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		values, ok := scoreLine(line)
+		if ok {
+			res.Values = values
+			return res
+		}
+	}
+	res.Missing = `no score line: the output has no line that is a JSON object with a numeric "score"`
+	return res
+}
+
+// scoreLine reads one candidate line.
+func scoreLine(line []byte) ([]events.ScoreValue, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return nil, false
+	}
+	var values []events.ScoreValue
+	for name, raw := range obj {
+		if name == "" || len(name) > maxScoreNameLen || strings.ContainsRune(name, 0) {
+			continue
+		}
+		// Only a JSON number: null would decode as 0.
+		if len(raw) == 0 || !strings.ContainsRune("-0123456789", rune(raw[0])) {
+			continue
+		}
+		var v float64
+		if err := json.Unmarshal(raw, &v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		values = append(values, events.ScoreValue{Name: name, Value: v})
+	}
+	slices.SortFunc(values, func(a, b events.ScoreValue) int { return strings.Compare(a.Name, b.Name) })
+	if !slices.ContainsFunc(values, func(v events.ScoreValue) bool { return v.Name == "score" }) {
+		return nil, false
+	}
+	if len(values) > maxScoreValues {
+		// Keep "score" whatever its place in name order.
+		kept := values[: maxScoreValues-1 : maxScoreValues-1]
+		if !slices.ContainsFunc(kept, func(v events.ScoreValue) bool { return v.Name == "score" }) {
+			v, _ := scoreValue(values)
+			kept = append(kept, v)
+			slices.SortFunc(kept, func(a, b events.ScoreValue) int { return strings.Compare(a.Name, b.Name) })
+		} else {
+			kept = values[:maxScoreValues]
+		}
+		values = kept
+	}
+	return values, true
+}
+
+func scoreValue(values []events.ScoreValue) (events.ScoreValue, bool) {
+	for _, v := range values {
+		if v.Name == "score" {
+			return v, true
+		}
+	}
+	return events.ScoreValue{}, false
+}
