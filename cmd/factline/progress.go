@@ -28,10 +28,12 @@ type progress struct {
 	tty    bool
 	start  time.Time
 
-	mu        sync.Mutex
-	suite     string
-	planned   int
-	requested map[string]bool
+	mu      sync.Mutex
+	suite   string
+	planned int
+	// requested counts the run.requested facts seen: what tells a missing
+	// meter from a missing runner.
+	requested int
 	counter   *measure.Counter // counts as the report counts
 	lastLine  string
 	lastPrint time.Time
@@ -39,8 +41,7 @@ type progress struct {
 }
 
 func newProgress(out, errOut io.Writer) *progress {
-	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), requested: map[string]bool{},
-		warned: map[string]bool{}}
+	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), warned: map[string]bool{}}
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -153,14 +154,14 @@ func (p *progress) warnIdle(url string) {
 	}
 	after := time.Since(p.start).Truncate(time.Second)
 	var key, msg string
-	if len(p.requested) == 0 {
+	if p.requested == 0 {
 		key = "meter"
 		msg = fmt.Sprintf("no run of suite %q has been requested after %s: no meter serves %s. "+
 			"Start the services (all five) with: factline serve --nats %s", p.suite, after, url, url)
 	} else {
 		key = "runner"
 		msg = fmt.Sprintf("no runner has taken a run of suite %q after %s (%d of %d runs requested, none started). "+
-			"Start one with: factline serve --services runner --nats %s", p.suite, after, len(p.requested), p.planned, url)
+			"Start one with: factline serve --services runner --nats %s", p.suite, after, min(p.requested, p.planned), p.planned, url)
 	}
 	if p.warned[key] {
 		return
@@ -189,10 +190,15 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	reported := false
 	var from uint64
 	for try := 0; ; try++ {
+		unread := false // a fact failed to count: read on from it
 		last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true, FromSeq: from}, func(r bus.Raw) error {
 			lastFact.Store(time.Now().UnixNano())
+			if err := p.fact(r, earlierFacts(ctx, b, suite, r.Seq), func() { reported = true; cancel(nil) }); err != nil {
+				unread = true
+				return err
+			}
 			from = r.Seq + 1
-			return p.fact(r, func() { reported = true; cancel(nil) })
+			return nil
 		})
 		if reported {
 			return nil
@@ -205,7 +211,7 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 		if ctx.Err() != nil {
 			return err
 		}
-		if last >= from {
+		if last >= from && !unread {
 			from = last + 1
 		}
 		slog.Warn("following the suite was interrupted; reading on", "after", from, "err", err)
@@ -215,9 +221,28 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	}
 }
 
+// earlierFacts reads back a run's facts committed before stream sequence
+// seq, for a counter that let the run go once it settled.
+func earlierFacts(ctx context.Context, b *bus.Bus, suite string, seq uint64) measure.Earlier {
+	return func(run string) ([]events.Fact, error) {
+		log, err := b.LoadRun(ctx, suite, run)
+		if err != nil {
+			return nil, err
+		}
+		var out []events.Fact
+		for _, r := range log.Records {
+			if r.Seq < seq {
+				out = append(out, r.Fact)
+			}
+		}
+		return out, nil
+	}
+}
+
 // fact updates the progress with one committed fact of the suite; done is
-// called when the suite is reported.
-func (p *progress) fact(r bus.Raw, done func()) error {
+// called when the suite is reported. Its memory follows the runs in
+// flight: the counter lets a run's facts go once it is settled.
+func (p *progress) fact(r bus.Raw, earlier measure.Earlier, done func()) error {
 	f, err := r.Fact()
 	if err != nil {
 		return nil
@@ -227,10 +252,12 @@ func (p *progress) fact(r bus.Raw, done func()) error {
 	if p.counter == nil {
 		p.counter = measure.NewCounter(f.Suite)
 	}
-	p.counter.Apply(f)
+	if err := p.counter.Apply(f, earlier); err != nil {
+		return err
+	}
 	switch f.Body.(type) {
 	case events.RunRequested:
-		p.requested[f.Run] = true
+		p.requested++
 		return nil
 	case events.RunClaimed, events.RunEnded, events.GradeVerdict:
 	case events.SuiteReported:
