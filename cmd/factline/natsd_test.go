@@ -52,9 +52,15 @@ func serveNatsd(spec string) int {
 // returns its client URL; it is stopped when the test ends.
 func startNatsd(t *testing.T) string {
 	t.Helper()
+	return startNatsdIn(t, t.TempDir())
+}
+
+// startNatsdIn is startNatsd on the store directory dir.
+func startNatsdIn(t *testing.T, dir string) string {
+	t.Helper()
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), natsdEnv+"="+t.TempDir()+","+listen)
+	cmd.Env = append(os.Environ(), natsdEnv+"="+dir+","+listen)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

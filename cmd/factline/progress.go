@@ -38,6 +38,9 @@ type progress struct {
 	lastLine  string
 	lastPrint time.Time
 	warned    map[string]bool // the idle warnings already given
+	// disk watches the embedded server's store for a full disk (nil with
+	// --nats: the server's disk is not this machine's to look at).
+	disk *spaceWatch
 }
 
 func newProgress(out, errOut io.Writer) *progress {
@@ -187,6 +190,9 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	var lastFact atomic.Int64
 	lastFact.Store(time.Now().UnixNano())
 	go watchStore(ctx, b, &lastFact, cancel)
+	if p.disk != nil {
+		go watchDisk(ctx, p.disk, &lastFact, cancel)
+	}
 	reported := false
 	var from uint64
 	for try := 0; ; try++ {
@@ -203,10 +209,8 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 		if reported {
 			return nil
 		}
-		if cause := context.Cause(ctx); errors.Is(cause, bus.ErrStoreFull) {
-			p.finish()
-			return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
-				"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
+		if err := p.storeStopped(context.Cause(ctx)); err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return err
@@ -219,6 +223,32 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 			return err
 		}
 	}
+}
+
+// storeStopped says why a store that stopped taking writes ended the
+// follow, and how to go on (nil for any other cause).
+func (p *progress) storeStopped(cause error) error {
+	var disk *diskFullError
+	switch {
+	case errors.As(cause, &disk):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing. %s", cause, p.summary(), disk.remedy())
+	case errors.Is(cause, bus.ErrNotStoring) && p.disk != nil:
+		// The embedded server's disk is this machine's: say how full.
+		p.finish()
+		d := &diskFullError{dir: p.disk.dir, free: freeSpace(p.disk.dir), server: cause.Error()}
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing. %s", d, p.summary(), d.remedy())
+	case errors.Is(cause, bus.ErrNotStoring):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing, but a stream that could not write stores nothing "+
+			"until its server restarts: free space on the server's disk and restart nats-server (docs/operations.md#a-full-disk), "+
+			"then run this command again to follow the suite to its report", cause, p.summary())
+	case errors.Is(cause, bus.ErrStoreFull):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
+			"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
+	}
+	return nil
 }
 
 // earlierFacts reads back a run's facts committed before stream sequence

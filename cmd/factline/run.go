@@ -112,7 +112,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		if err := notServed(store); err != nil {
 			return err
 		}
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: mode})
+		abs, _ := filepath.Abs(store)
+		// The server's one log line that matters here: a write that failed
+		// for want of disk space (watchDisk tells the follower).
+		progress.disk = &spaceWatch{dir: abs}
+		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: mode, Logger: progress.disk})
 		if err != nil {
 			return err
 		}
@@ -136,7 +140,6 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 		defer f.Stop()
-		abs, _ := filepath.Abs(store)
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
 		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
