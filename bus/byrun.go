@@ -4,14 +4,12 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // byRunJob is one delivery handed to a worker, with the run it holds.
 type byRunJob struct {
 	key string
-	m   jetstream.Msg
+	d   delivered
 }
 
 // handleByRun runs cfg.Workers workers over the deliveries on work so
@@ -24,14 +22,14 @@ type byRunJob struct {
 // beyond that the pull's queue holds the rest. free, when set, gets a
 // token back each time a worker finishes (OnDemand). It returns once work
 // is closed and every worker stopped; what still waited is handed back.
-func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, work <-chan jetstream.Msg, free chan<- struct{}) {
+func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, work <-chan delivered, free chan<- struct{}) {
 	jobs := make(chan byRunJob)
 	finished := make(chan string)
 	var wg sync.WaitGroup
 	for range cfg.Workers {
 		wg.Go(func() {
 			for j := range jobs {
-				b.handle(ctx, cfg, h, j.m)
+				b.handle(ctx, cfg, h, j.d)
 				if free != nil {
 					free <- struct{}{}
 				}
@@ -42,7 +40,7 @@ func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, wo
 	// behind holds, for each run a worker is handling or is about to, the
 	// deliveries of that run that came after; ready are deliveries whose
 	// run is free, in arrival order, not yet taken by a worker.
-	behind := map[string][]jetstream.Msg{}
+	behind := map[string][]delivered{}
 	var ready []byRunJob
 	held := 0 // deliveries in ready and behind
 	beat := time.NewTicker(cfg.AckWait / 3)
@@ -59,36 +57,36 @@ func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, wo
 			accept = nil // the pull's queue keeps the rest, with heartbeats
 		}
 		select {
-		case m, ok := <-accept:
+		case d, ok := <-accept:
 			if !ok {
 				in = nil
 				continue
 			}
 			held++
-			k := runKey(m.Subject())
+			k := runKey(d.m.Subject())
 			if q, busy := behind[k]; busy {
-				behind[k] = append(q, m)
+				behind[k] = append(q, d)
 			} else {
 				behind[k] = nil
-				ready = append(ready, byRunJob{key: k, m: m})
+				ready = append(ready, byRunJob{key: k, d: d})
 			}
 		case out <- next:
 			ready = ready[1:]
 			held--
 		case k := <-finished:
 			if q := behind[k]; len(q) > 0 {
-				ready = append(ready, byRunJob{key: k, m: q[0]})
+				ready = append(ready, byRunJob{key: k, d: q[0]})
 				behind[k] = q[1:]
 			} else {
 				delete(behind, k)
 			}
 		case <-beat.C:
 			for _, j := range ready {
-				_ = j.m.InProgress()
+				go j.d.lease.beat(ctx, cfg.AckWait/3)
 			}
 			for _, q := range behind {
-				for _, m := range q {
-					_ = m.InProgress()
+				for _, d := range q {
+					go d.lease.beat(ctx, cfg.AckWait/3)
 				}
 			}
 		}
@@ -96,11 +94,11 @@ func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, wo
 	// The consumer is stopping (work is closed only then): what waited
 	// was never worked on and goes back for another instance.
 	for _, j := range ready {
-		handBack(j.m, cfg.AckWait)
+		b.handBack(j.d, cfg)
 	}
 	for _, q := range behind {
-		for _, m := range q {
-			handBack(m, cfg.AckWait)
+		for _, d := range q {
+			b.handBack(d, cfg)
 		}
 	}
 	close(jobs)

@@ -98,6 +98,12 @@ type Delivery struct {
 	Deliveries uint64
 	// Pending is how many messages the consumer had left after this one.
 	Pending uint64
+	// Lease is this instance's hold on the delivery (nil when the
+	// delivery was made up rather than delivered): whether another
+	// instance may have been handed the message since, and the confirmed
+	// in-progress ack a handler renews it with before work that must not
+	// be done twice (see Lease).
+	Lease *Lease
 	// raw is the delivered message as a direct get would return it (its
 	// run links included), for RunCache.LoadDelivered; nil when the
 	// delivery was made up rather than delivered.
@@ -158,15 +164,15 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			free <- struct{}{}
 		}
 	}
-	work := make(chan jetstream.Msg)
+	work := make(chan delivered)
 	var wg sync.WaitGroup
 	if cfg.OrderByRun {
 		wg.Go(func() { b.handleByRun(ctx, cfg, h, work, free) })
 	} else {
 		for range cfg.Workers {
 			wg.Go(func() {
-				for m := range work {
-					b.handle(ctx, cfg, h, m)
+				for d := range work {
+					b.handle(ctx, cfg, h, d)
 					if cfg.OnDemand {
 						free <- struct{}{}
 					}
@@ -210,9 +216,17 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 // a stream leader is noticed and made again.
 const onDemandWait = 10 * time.Second
 
+// pullBound bounds one pull request by limit and by a quarter of the ack
+// wait. A delivery's lease counts from the pull's sending (the server
+// delivered no earlier), and holds only if the first heartbeat is
+// confirmed within the ack wait of that (see Lease): a pull that waited
+// long for its message would leave its delivery a lease that seemed to
+// have run out before it began.
+func pullBound(limit, ackWait time.Duration) time.Duration { return min(limit, ackWait/4) }
+
 // pullOnDemand fetches one message each time a worker is free and hands it
 // over, until a fetch keeps failing or ctx ends.
-func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, free chan struct{}, work chan<- jetstream.Msg) error {
+func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, free chan struct{}, work chan<- delivered) error {
 	misses := 0
 	for {
 		select {
@@ -222,6 +236,7 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 		}
 		var m jetstream.Msg
 		var err error
+		var pulled time.Time
 		for m == nil {
 			if !b.nc.IsConnected() {
 				// See pull: a request made now would be answered to nobody.
@@ -229,13 +244,14 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 					continue
 				}
 			}
-			fctx, cancel := context.WithTimeout(ctx, onDemandWait)
+			fctx, cancel := context.WithTimeout(ctx, pullBound(onDemandWait, cfg.AckWait))
+			pulled = time.Now()
 			m, err = cons.Next(jetstream.FetchContext(fctx))
 			cancel()
 			switch {
 			case ctx.Err() != nil:
 				if m != nil {
-					handBack(m, cfg.AckWait) // fetched as the service stopped
+					handBackMsg(m, cfg.AckWait) // fetched as the service stopped
 				}
 				free <- struct{}{}
 				return ctx.Err()
@@ -251,7 +267,7 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 			}
 		}
 		misses = 0
-		work <- m // a worker is free: it gave its token back
+		work <- b.delivered(m, cfg.AckWait, pulled) // a worker is free: it gave its token back
 	}
 }
 
@@ -265,17 +281,18 @@ const pullWait = 5 * time.Second
 // workers that are slow, or that wait for a full store to take writes
 // again, must not be redelivered meanwhile, which would spend its delivery
 // budget without it ever being handled.
-func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, work chan<- jetstream.Msg) error {
-	var queue []jetstream.Msg
+func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, work chan<- delivered) error {
+	var queue []delivered
 	defer func() {
-		for _, m := range queue {
-			handBack(m, cfg.AckWait) // fetched as the service stopped
+		for _, d := range queue {
+			b.handBack(d, cfg) // fetched as the service stopped
 		}
 	}()
 	beat := time.NewTicker(cfg.AckWait / 3)
 	defer beat.Stop()
 	var batch jetstream.MessageBatch
 	var incoming <-chan jetstream.Msg
+	var pulled time.Time // when the open pull was sent
 	var retryAt time.Time
 	misses := 0
 	fail := func(err error) error {
@@ -295,7 +312,8 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 		// bring batches rather than one message each.
 		if batch == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
 			var err error
-			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullWait)); err != nil {
+			pulled = time.Now()
+			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullBound(pullWait, cfg.AckWait))); err != nil {
 				batch = nil
 				if err := fail(err); err != nil {
 					return err
@@ -304,8 +322,8 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 				incoming = batch.Messages()
 			}
 		}
-		var out chan<- jetstream.Msg
-		var next jetstream.Msg
+		var out chan<- delivered
+		var next delivered
 		if len(queue) > 0 {
 			out, next = work, queue[0]
 		}
@@ -326,12 +344,12 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 				continue
 			}
 			misses = 0
-			queue = append(queue, m)
+			queue = append(queue, b.delivered(m, cfg.AckWait, pulled))
 		case out <- next:
 			queue = queue[1:]
 		case <-beat.C:
-			for _, m := range queue {
-				_ = m.InProgress()
+			for _, d := range queue {
+				go d.lease.beat(ctx, cfg.AckWait/3)
 			}
 		case <-recheck:
 		case <-ctx.Done():
@@ -339,7 +357,7 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 				// What the open pull still brings is handed back too.
 				go func(in <-chan jetstream.Msg) {
 					for m := range in {
-						handBack(m, cfg.AckWait)
+						handBackMsg(m, cfg.AckWait)
 					}
 				}(incoming)
 			}
@@ -351,7 +369,8 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 // handle runs one delivery to its end: ack, nak with backoff, or
 // dead-letter. Whatever it decides, a message is acknowledged or termed
 // only once its effect or its dead letter is committed.
-func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetstream.Msg) {
+func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, dl delivered) {
+	m := dl.m
 	md, err := m.Metadata()
 	if err != nil {
 		// Not a JetStream delivery at all: nothing to count it by, and
@@ -371,8 +390,8 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	// server gone), and the message is termed only once they are done; if
 	// the service stops first it is handed back unsettled and comes back.
 	dead := func(reason string, record func() error) {
-		err := b.runWithHeartbeat(ctx, beat, m, func() error {
-			if err := b.untilUp(ctx, cfg.Name, func() error {
+		err := b.runWithHeartbeat(ctx, beat, dl.lease, func() error {
+			if err := b.untilUp(ctx, cfg.Name, dl.lease, func() error {
 				return b.deadLetter(ctx, FactsStream, cfg.Name, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Data(), reason)
 			}); err != nil {
 				return err
@@ -381,7 +400,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 			if record == nil {
 				return nil
 			}
-			if err := b.untilUp(ctx, cfg.Name, record); err != nil && ctx.Err() == nil {
+			if err := b.untilUp(ctx, cfg.Name, dl.lease, record); err != nil && ctx.Err() == nil {
 				// Safe in DEAD; what the service could not record is
 				// for an operator reading the dead letter.
 				b.log.Error("recording a dead-lettered fact failed", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
@@ -390,7 +409,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		})
 		if err != nil {
 			b.log.Error("dead-lettering did not finish; the message stays unsettled and comes back", "consumer", cfg.Name, "seq", md.Sequence.Stream, "err", err)
-			handBack(m, cfg.AckWait)
+			b.handBack(dl, cfg)
 			return
 		}
 		_ = m.Term()
@@ -415,6 +434,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		Record:     Record{Fact: f, Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: unscopeMsgID(f.Suite, m.Headers().Get(jetstream.MsgIDHeader))},
 		Deliveries: md.NumDelivered,
 		Pending:    md.NumPending,
+		Lease:      dl.lease,
 		raw:        asStored(m, md.Sequence.Stream),
 	}
 	if md.NumDelivered > uint64(cfg.MaxDeliver) {
@@ -429,8 +449,8 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 	// server restarting, a stream not back yet, a full store) is run again
 	// in place, with heartbeats, for as long as that lasts: redelivering
 	// it would spend the message's budget, which is for poison.
-	err = b.runWithHeartbeat(ctx, beat, m, func() error {
-		return b.untilUp(ctx, cfg.Name, func() error { return h(ctx, d) })
+	err = b.runWithHeartbeat(ctx, beat, dl.lease, func() error {
+		return b.untilUp(ctx, cfg.Name, dl.lease, func() error { return h(ctx, d) })
 	})
 	switch {
 	case err == nil && b.redeliverFirst(md.NumDelivered):
@@ -442,7 +462,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		}
 	case ctx.Err() != nil:
 		// Shutting down: hand it back unfinished for another instance.
-		handBack(m, cfg.AckWait)
+		b.handBack(dl, cfg)
 	case errors.Is(err, ErrHeldElsewhere):
 		// The server keeps one pending entry per message, the newest
 		// delivery's, and an ack from any delivery settles it: this one
@@ -452,6 +472,10 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 		deadFact(err.Error(), d)
 	case md.NumDelivered >= uint64(cfg.MaxDeliver):
 		deadFact(fmt.Sprintf("failed %d times, last: %v", md.NumDelivered, err), d)
+	case !dl.lease.Held(time.Now()):
+		// The message may be another instance's by now: a nak would
+		// hand back the other's delivery. Its ack wait decides.
+		b.log.Warn("handler failed after the delivery's lease lapsed; leaving the message to whoever holds it", "consumer", cfg.Name, "seq", d.Seq, "delivery", md.NumDelivered, "err", err)
 	case errors.Is(err, ErrBehind):
 		// The replicas that answered lag the leader: trying again at once
 		// would only burn deliveries before they catch up.
@@ -467,9 +491,17 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, m jetst
 // because the bus itself failed (Transient), until it succeeds, fails
 // otherwise, or ctx ends. Each such retry is counted by cause and noted in
 // the bus's health (a full store), and spends nothing of the message's
-// delivery budget.
-func (b *Bus) untilUp(ctx context.Context, consumer string, fn func() error) error {
+// delivery budget. It runs fn again only while the delivery's lease
+// holds: a bus that failed long enough for the ack wait to pass without a
+// confirmed heartbeat may have handed the message to another instance,
+// whose work a retry here would redo (claim a run again under it, say).
+// Then it gives the delivery up (ErrHeldElsewhere): the newest delivery's
+// ack or ack wait decides, and if nobody else got it, it comes back.
+func (b *Bus) untilUp(ctx context.Context, consumer string, lease *Lease, fn func() error) error {
 	for try := 0; ; try++ {
+		if try > 0 && !lease.Held(time.Now()) {
+			return fmt.Errorf("%w: its lease lapsed while the bus failed under it", ErrHeldElsewhere)
+		}
 		err := fn()
 		if err == nil || !Transient(err) || ctx.Err() != nil || errors.Is(err, ErrHeldElsewhere) || errors.As(err, new(permanentError)) {
 			return err
@@ -508,17 +540,30 @@ func behindDelay(delivered uint64) time.Duration {
 	return time.Second << min(delivered-1, 3)
 }
 
-// handBack returns an unfinished delivery on shutdown. A plain nak would
-// have the server redeliver it at once to this still-registered consumer,
-// which would nak it again, burning deliveries until the server drops the
-// message; a delay lets this instance finish stopping first.
-func handBack(m jetstream.Msg, ackWait time.Duration) {
+// handBackMsg returns an unfinished delivery on shutdown. A plain nak
+// would have the server redeliver it at once to this still-registered
+// consumer, which would nak it again, burning deliveries until the server
+// drops the message; a delay lets this instance finish stopping first.
+func handBackMsg(m jetstream.Msg, ackWait time.Duration) {
 	_ = m.NakWithDelay(min(ackWait, 5*time.Second))
 }
 
-// runWithHeartbeat runs fn, telling the server every period that the
-// delivery is still being worked on so it is not redelivered meanwhile.
-func (b *Bus) runWithHeartbeat(ctx context.Context, period time.Duration, m jetstream.Msg, fn func() error) error {
+// handBack hands an unfinished delivery back (handBackMsg) while its
+// lease holds; once it lapsed the message may be another instance's, and
+// a nak would hand back that one's delivery under it: the message is left
+// to its ack wait.
+func (b *Bus) handBack(d delivered, cfg ConsumerConfig) {
+	if !d.lease.Held(time.Now()) {
+		b.log.Info("not handing back a delivery whose lease lapsed", "consumer", cfg.Name, "subject", d.m.Subject())
+		return
+	}
+	handBackMsg(d.m, cfg.AckWait)
+}
+
+// runWithHeartbeat runs fn, renewing the delivery's lease every period
+// (an in-progress ack the server confirms, see Lease) so that it is not
+// redelivered meanwhile.
+func (b *Bus) runWithHeartbeat(ctx context.Context, period time.Duration, lease *Lease, fn func() error) error {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -531,7 +576,7 @@ func (b *Bus) runWithHeartbeat(ctx context.Context, period time.Duration, m jets
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				_ = m.InProgress()
+				lease.beat(ctx, period)
 			}
 		}
 	})

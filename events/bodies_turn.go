@@ -77,6 +77,11 @@ type ModelReplied struct {
 	// the fleet shares before it was sent; that wait is not counted
 	// against the run's wall-time budget. 0 (left out): no wait.
 	QueueWaitMs uint64 `msgpack:"queue_wait_ms,omitempty"`
+	// CacheIdentity is the response cache's model identity the call was
+	// looked up or stored under, set when the treatment's cache is on: a
+	// later hit that cites this call is taken only under the same
+	// identity. Absent when the cache is off, and in older facts.
+	CacheIdentity Digest `msgpack:"cache_identity,omitempty"`
 }
 
 // CachedReply says where a cached reply came from: the cache entry it was
@@ -118,6 +123,9 @@ func (b ModelReplied) validate(p string) error {
 		seen[c.ID] = true
 	}
 	if err := optDigest(p, "reply_digest", b.ReplyDigest); err != nil {
+		return err
+	}
+	if err := optDigest(p, "cache_identity", b.CacheIdentity); err != nil {
 		return err
 	}
 	if b.Cached != nil {

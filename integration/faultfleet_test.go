@@ -27,6 +27,8 @@ type fleetSpec struct {
 	ackWait time.Duration
 	// noRunner leaves the runners out (they run as processes).
 	noRunner bool
+	// noGrader leaves the graders out (they run as processes).
+	noGrader bool
 }
 
 // startFleetIn runs the services until ctx ends; the test waits for them
@@ -36,6 +38,9 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 	services := fleet.Names()
 	if spec.noRunner {
 		services = slices.DeleteFunc(services, func(s string) bool { return s == fleet.Runner })
+	}
+	if spec.noGrader {
+		services = slices.DeleteFunc(services, func(s string) bool { return s == fleet.Grader })
 	}
 	f, err := fleet.Start(ctx, nil, fleet.Options{
 		Services:  services,
@@ -69,7 +74,7 @@ var (
 )
 
 // faultTrials is how many trials of each case and treatment the fault
-// suite runs: 8 cases × 2 treatments × 2 trials = 32 runs per test.
+// suite runs: 9 cases × 2 treatments × 2 trials = 36 runs per test.
 const faultTrials = 2
 
 // faultFree runs the fault suite once without faults, in this process, and

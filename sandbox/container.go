@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,7 +58,8 @@ type ContainerSpec struct {
 	// Name is the container's name, derived from the run and the lease so
 	// that a takeover finds it.
 	Name string
-	// Labels mark the container (LabelSuite, LabelRun, LabelLease).
+	// Labels mark the container (LabelSuite, LabelRun, LabelLease);
+	// LabelOwner, the service's own process, is added to them.
 	Labels map[string]string
 	// Env is the image and the limits.
 	Env Environment
@@ -142,13 +144,17 @@ func (c *Containment) Container(ctx context.Context, spec ContainerSpec) (*Sandb
 		"--volume", spec.Home + ":" + ContainerHome,
 		"--volume", spec.Tmp + ":" + ContainerTmp,
 		"--entrypoint", "sleep"}
-	keys := make([]string, 0, len(spec.Labels))
-	for k := range spec.Labels {
-		keys = append(keys, k)
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		args = append(args, "--label", k+"="+spec.Labels[k])
+	// The service's own process: when it dies, whoever reaps its site
+	// finds its containers by this (Reap).
+	if me, err := Self(); err == nil {
+		labels[LabelOwner] = me.String()
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args = append(args, "--label", k+"="+labels[k])
 	}
 	// The engine's default rlimits may exceed the service's own hard
 	// limits, which only CAP_SYS_RESOURCE may raise: give the two it sets
@@ -217,11 +223,10 @@ func (ctr *container) start(ctx context.Context) error {
 	return nil
 }
 
-// Close removes the attempt's container, with everything still running
-// in it; once it did, Close again does nothing. A process sandbox has
-// nothing to close. Not safe to call while a command runs.
-func (s *Sandbox) Close(ctx context.Context) error {
-	if s == nil || s.ctr == nil || s.ctr.closed {
+// closeContainer removes the attempt's container, with everything still
+// running in it; once it did, it does nothing.
+func (s *Sandbox) closeContainer(ctx context.Context) error {
+	if s.ctr.closed {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -259,7 +264,7 @@ func (s *Sandbox) Container() bool { return s != nil && s.ctr != nil }
 // container sees: its shell, limits, uid, cgroup limits (v1 or v2) and
 // network devices that are up.
 const containerProbe = `echo shell=$(command -v bash || echo /bin/sh)
-echo cpu=$(ulimit -t); echo as=$(ulimit -v); echo nofile=$(ulimit -n); echo nproc=$(ulimit -u)
+echo cpu=$(ulimit -t); echo as=$(ulimit -v); echo nofile=$(ulimit -n); echo nproc=$(ulimit -u); echo fsize=$(ulimit -f)
 echo uid=$(id -u)
 for f in /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do [ -r $f ] && echo mem=$(cat $f) && break; done
 for f in /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max; do [ -r $f ] && echo pids=$(cat $f) && break; done
@@ -312,6 +317,9 @@ func (ctr *container) probe(ctx context.Context, c *Containment, uid uint32) (co
 			got.limits.OpenFiles = num(v)
 		case "nproc":
 			got.limits.Processes = num(v)
+		case "fsize":
+			// Read by /bin/sh, whose blocks are 512 bytes (as set).
+			got.limits.FileSize = num(v) * fileBlock("/bin/sh")
 		case "uid":
 			got.uid = num(v)
 		case "mem":
@@ -386,12 +394,13 @@ func (c *Containment) describeContainer(env Environment, digest events.Digest, g
 		limit(FeatureAddressSpace, l.AddressSpace, got.limits.AddressSpace),
 		limit(FeatureCPU, l.CPUSeconds, got.limits.CPUSeconds),
 		limit(FeatureOpenFiles, l.OpenFiles, got.limits.OpenFiles),
+		limit(FeatureFileSize, l.FileSize, got.limits.FileSize),
 		cgroup(FeatureMemory, env.Memory, got.memory),
 		cgroup(FeatureCPUQuota, env.MilliCPUs, got.milliCPUs),
 		cgroup(FeaturePids, env.Pids, got.pids),
 		feat(FeatureContainer, events.ContainmentActive, 0, fmt.Sprintf("%s container %s; commands run with %s", c.engine.orDefault(), "per attempt", got.shell)),
 		feat(FeatureImage, events.ContainmentActive, 0, fmt.Sprintf("the image's file system; the workspace is mounted at %s", env.Workdir)),
-		feat(FeatureEnvironment, events.ContainmentActive, 0, "the image's PATH; HOME, TMPDIR, LANG, LC_ALL and the case's env only"),
+		feat(FeatureEnvironment, events.ContainmentActive, 0, "the image's PATH; HOME, TMPDIR (and TMP, TEMP), LANG, LC_ALL and the case's env only"),
 	}
 	procs := limit(FeatureProcesses, l.Processes, got.limits.Processes)
 	if procs.State == events.ContainmentActive && got.uid == 0 {
@@ -447,12 +456,14 @@ func (ctr *container) containerDir(dir string) string {
 
 // containerEnv is a command's environment in the container: the caller's,
 // but PATH is the image's (the host's means nothing there) and HOME and
-// TMPDIR are the attempt's directories as mounted.
+// TMPDIR (and TMP, TEMP) are the attempt's directories as mounted.
 func containerEnv(env []string) []string {
-	out := []string{"HOME=" + ContainerHome, "TMPDIR=" + ContainerTmp}
+	out := []string{"HOME=" + ContainerHome, "TMPDIR=" + ContainerTmp, "TMP=" + ContainerTmp, "TEMP=" + ContainerTmp}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != "PATH" && k != "HOME" && k != "TMPDIR" {
+		switch k {
+		case "PATH", "HOME", "TMPDIR", "TMP", "TEMP":
+		default:
 			out = append(out, kv)
 		}
 	}

@@ -13,15 +13,28 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// probeScript prints what a contained process sees: its limits, its uid
-// and its network namespace.
-const probeScript = `ulimit -t; ulimit -v; ulimit -n; ulimit -u; id -u; readlink /proc/self/ns/net`
+// probeScript prints, one key=value a line, what a contained process
+// sees: its limits, its uid, its network and mount namespaces, whether
+// process 1 is visible, the mode and owner of its directory and whether it
+// may write there, and its mounts.
+const probeScript = `echo cpu=$(ulimit -t); echo as=$(ulimit -v); echo nofile=$(ulimit -n); echo nproc=$(ulimit -u); echo fsize=$(ulimit -f)
+echo uid=$(id -u)
+echo net=$(readlink /proc/self/ns/net)
+echo mnt=$(readlink /proc/self/ns/mnt)
+if [ -e /proc/1/cmdline ]; then echo proc1=visible; else echo proc1=hidden; fi
+echo dir=$(stat -c %a:%u .)
+if : > .factline-probe 2>/dev/null; then echo write=ok; fi
+while IFS= read -r l; do echo "mount=$l"; done < /proc/self/mountinfo`
 
 // probed is what one probe run saw.
 type probed struct {
-	limits Limits
-	uid    uint64
-	netns  string
+	limits       Limits
+	uid          uint64
+	netns, mntns string
+	procHidden   bool   // process 1 is not visible
+	dir          string // mode:uid of the command's directory
+	wrote        bool   // it could write its directory
+	mounts       []mount
 }
 
 // Probe finds out, once at start, which of the asked features
@@ -40,6 +53,9 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	dir := cfg.WorkDir
 	if dir == "" {
 		dir = os.TempDir()
+	}
+	if cfg.TmpSize == 0 {
+		cfg.TmpSize = DefaultTmpSize
 	}
 	c := &Containment{bash: bash, engine: cfg.Engine}
 	base, err := c.probe(ctx, dir)
@@ -61,6 +77,22 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	if cfg.Network {
 		asked = append(asked, "net")
 	}
+	for _, m := range []struct {
+		f  string
+		on bool
+	}{{"tmp", cfg.PrivateTmp}, {"ro", cfg.ReadOnlyHost}, {"proc", cfg.PrivateProc}} {
+		switch {
+		case !m.on:
+		case !root:
+			// Only a thread of its own can hold the attempt's mount
+			// namespace, and without CAP_SYS_ADMIN a process with many
+			// threads cannot make one (a user namespace would need a
+			// process of one thread).
+			unsupported[m.f] = fmt.Sprintf("a mount namespace per attempt needs root (CAP_SYS_ADMIN); the service runs as uid %d", os.Geteuid())
+		default:
+			asked = append(asked, m.f)
+		}
+	}
 	for _, f := range asked {
 		try := &Containment{bash: bash}
 		apply(try, f, cfg, root)
@@ -78,6 +110,15 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 		return nil, fmt.Errorf("containment probe: the features that work alone fail together: %w", err)
 	}
 	c.record = c.describe(cfg, got, base, root, unsupported)
+	// What an attempt's uid leaves outside its directories is searched for
+	// unless nothing outside them was writable.
+	if c.dropUID {
+		tmp, _ := c.record.Feature(FeaturePrivateTmp)
+		ro, _ := c.record.Feature(FeatureReadOnlyHost)
+		if tmp.State != events.ContainmentActive || ro.State != events.ContainmentActive {
+			c.sweep = append(slices.Clone(sharedPlaces), dir)
+		}
+	}
 	return c, nil
 }
 
@@ -91,16 +132,24 @@ var limitFeatures = []struct {
 	{FeatureAddressSpace, func(l *Limits) *uint64 { return &l.AddressSpace }},
 	{FeatureOpenFiles, func(l *Limits) *uint64 { return &l.OpenFiles }},
 	{FeatureProcesses, func(l *Limits) *uint64 { return &l.Processes }},
+	{FeatureFileSize, func(l *Limits) *uint64 { return &l.FileSize }},
 }
 
 // apply turns on, in c, the asked feature f: one resource limit (by its
-// feature name), "uid" or "net".
+// feature name), "uid", "net", or a part of the attempt's mount namespace
+// ("tmp", "ro", "proc").
 func apply(c *Containment, f string, cfg Config, root bool) {
 	switch f {
 	case "uid":
 		c.dropUID = true
 	case "net":
 		c.netns, c.userns = true, !root
+	case "tmp":
+		c.mounts.tmp, c.mounts.tmpSize = true, cfg.TmpSize
+	case "ro":
+		c.mounts.readOnly = true
+	case "proc":
+		c.mounts.proc = true
 	default:
 		for _, l := range limitFeatures {
 			if l.name == f {
@@ -110,24 +159,26 @@ func apply(c *Containment, f string, cfg Config, root bool) {
 	}
 }
 
-// probe runs probeScript contained as c says and reads what it saw.
+// probe runs probeScript contained as c says, as an attempt's command in
+// a directory of its own below dir, and reads what it saw.
 func (c *Containment) probe(ctx context.Context, dir string) (probed, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	sb := c.ForAttempt()
-	argv := c.wrap(probeScript)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	cmd.SysProcAttr = sb.sysProcAttr()
-	out, err := cmd.CombinedOutput()
-	sb.killAll()
+	pd, err := probeDir(dir)
 	if err != nil {
-		return probed{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		return probed{}, err
 	}
-	lines := strings.Fields(string(out))
-	if len(lines) != 6 {
-		return probed{}, fmt.Errorf("unexpected probe output %q", out)
+	defer os.RemoveAll(pd)
+	sb := c.ForAttempt(pd)
+	defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
+	res, err := sb.Run(ctx, Command{Script: probeScript, Dir: pd, Env: []string{"PATH=" + os.Getenv("PATH")}, OutputCap: 1 << 20})
+	switch {
+	case err != nil:
+		return probed{}, err
+	case res.TimedOut:
+		return probed{}, fmt.Errorf("timed out: %s", strings.TrimSpace(res.Output))
+	case res.ExitCode != 0:
+		return probed{}, fmt.Errorf("exit status %d: %s", res.ExitCode, strings.TrimSpace(res.Output))
 	}
 	num := func(s string) uint64 {
 		if s == "unlimited" {
@@ -136,11 +187,57 @@ func (c *Containment) probe(ctx context.Context, dir string) (probed, error) {
 		n, _ := strconv.ParseUint(s, 10, 64)
 		return n
 	}
-	return probed{
-		limits: Limits{CPUSeconds: num(lines[0]), AddressSpace: num(lines[1]) * 1024, OpenFiles: num(lines[2]), Processes: num(lines[3])},
-		uid:    num(lines[4]),
-		netns:  lines[5],
-	}, nil
+	var got probed
+	keys := map[string]bool{}
+	for _, line := range strings.Split(res.Output, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		keys[k] = true
+		switch k {
+		case "cpu":
+			got.limits.CPUSeconds = num(v)
+		case "as":
+			got.limits.AddressSpace = num(v) * 1024
+		case "nofile":
+			got.limits.OpenFiles = num(v)
+		case "nproc":
+			got.limits.Processes = num(v)
+		case "fsize":
+			got.limits.FileSize = num(v) * fileBlock(c.bashPath())
+		case "uid":
+			got.uid = num(v)
+		case "net":
+			got.netns = v
+		case "mnt":
+			got.mntns = v
+		case "proc1":
+			got.procHidden = v == "hidden"
+		case "dir":
+			got.dir = v
+		case "write":
+			got.wrote = v == "ok"
+		case "mount":
+			if m, ok := parseMountInfo(v); ok {
+				got.mounts = append(got.mounts, m)
+			}
+		}
+	}
+	for _, k := range []string{"cpu", "as", "nofile", "nproc", "fsize", "uid", "net", "mnt", "proc1", "dir"} {
+		if !keys[k] {
+			return probed{}, fmt.Errorf("unexpected probe output %q", res.Output)
+		}
+	}
+	return got, nil
+}
+
+// bashPath is the shell commands run with.
+func (c *Containment) bashPath() string {
+	if c == nil || c.bash == "" {
+		return "bash"
+	}
+	return c.bash
 }
 
 // describe records each feature with its effective value, read back from
@@ -169,6 +266,7 @@ func (c *Containment) describe(cfg Config, got, base probed, root bool, unsuppor
 	fs := []events.ContainmentFeature{
 		limit(FeatureAddressSpace, cfg.Limits.AddressSpace, got.limits.AddressSpace),
 		limit(FeatureCPU, cfg.Limits.CPUSeconds, got.limits.CPUSeconds),
+		limit(FeatureFileSize, cfg.Limits.FileSize, got.limits.FileSize),
 	}
 	switch {
 	case !cfg.Network:
@@ -186,7 +284,7 @@ func (c *Containment) describe(cfg Config, got, base probed, root bool, unsuppor
 		procs = feat(FeatureProcesses, events.ContainmentUnsupported, 0, "RLIMIT_NPROC does not bind root, and commands run as root (no unprivileged user)")
 	}
 	fs = append(fs, procs,
-		feat(FeatureEnvironment, events.ContainmentActive, 0, "PATH, HOME, TMPDIR, LANG, LC_ALL and the case's env only"),
+		feat(FeatureEnvironment, events.ContainmentActive, 0, "PATH, HOME, TMPDIR (and TMP, TEMP), LANG, LC_ALL and the case's env only"),
 		feat(FeatureSession, events.ContainmentActive, 0, "own session and process group, killed as a whole"))
 	switch {
 	case !root:
@@ -200,6 +298,8 @@ func (c *Containment) describe(cfg Config, got, base probed, root bool, unsuppor
 	default:
 		fs = append(fs, feat(FeatureUser, events.ContainmentActive, 0, "a fresh uid per attempt; every process of it is killed after each command"))
 	}
+	fs = append(fs, c.describeMounts(cfg, got, base, unsupported)...)
+	fs = append(fs, c.describeOwnUser(cfg, got, root)...)
 	slices.SortFunc(fs, func(a, b events.ContainmentFeature) int { return strings.Compare(a.Name, b.Name) })
 	return events.Containment{Provider: "process", Features: fs}
 }

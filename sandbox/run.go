@@ -79,13 +79,17 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	if err := s.handOver(); err != nil {
 		return Result{}, err
 	}
+	start, err := s.starter()
+	if err != nil {
+		return Result{}, fmt.Errorf("start command: %w", err)
+	}
 	argv := c.wrap(cmd.Script)
 	proc := exec.Command(argv[0], argv[1:]...)
 	proc.Dir = cmd.Dir
 	// Never nil: a nil Env would hand the caller's whole environment over.
 	proc.Env = append([]string{}, cmd.Env...)
 	proc.SysProcAttr = s.sysProcAttr()
-	sv, err := supervise(ctx, proc, cmd.OutputCap, func() {
+	sv, err := supervise(ctx, proc, cmd.OutputCap, start(proc), func() {
 		// Whatever the command left running goes too. The session
 		// leader's pid is its process group: kill the group, not just
 		// bash, and then whatever else the sandbox's user runs.

@@ -35,25 +35,35 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 }
 
 // killAll kills every process of the sandbox's user, also those that left
-// the command's session. It repeats until none is left alive, since a
-// process may fork while the others are being killed; the process limit
-// bounds how many there can be. Zombies are skipped: they are dead and
-// their parent (or init) reaps them. It reports whether none is left.
+// the command's session. It reports whether none is left.
 func (s *Sandbox) killAll() bool {
 	if s == nil || s.uid == 0 {
 		return true
 	}
+	killUID(s.uid)
+	return len(processesOf(s.uid)) == 0
+}
+
+// killUID kills every process of uid. It repeats until none is left
+// alive, since a process may fork while the others are being killed; the
+// process limit bounds how many there can be. Zombies are skipped: they
+// are dead and their parent (or init) reaps them. It returns how many
+// processes it signalled.
+func killUID(uid uint32) int {
+	n := 0
 	for range 200 {
-		pids := processesOf(s.uid)
+		pids := processesOf(uid)
 		if len(pids) == 0 {
-			return true
+			return n
 		}
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return len(processesOf(s.uid)) == 0
+	return n
 }
 
 // signalAll sends SIGKILL once to every process of the sandbox's user.

@@ -36,3 +36,27 @@ func owner(path string) (uint32, uint64) {
 
 // loopbackDown needs Linux network namespaces.
 func loopbackDown(int) error { return errors.New("network namespaces are a Linux feature") }
+
+// newMountNS needs Linux mount namespaces; the probe never asks for one
+// elsewhere (it is root only, and records the feature unsupported).
+func newMountNS(nsOptions, []string) (*mountNS, error) {
+	return nil, errors.New("mount namespaces are a Linux feature")
+}
+
+// mountNS is never made here.
+type mountNS struct{}
+
+func (*mountNS) do(f func()) { f() }
+func (*mountNS) close()      {}
+
+// sweepFiles needs Linux file ownership as sandbox_linux reads it.
+func sweepFiles(uint32, []string) (int, error) { return 0, nil }
+
+// Self needs Linux's /proc.
+func Self() (Owner, error) { return Owner{}, errors.New("owners are told apart by Linux's /proc") }
+
+// liveness cannot be told here: nothing is taken for dead.
+func (Owner) liveness() liveness { return ownerUnknown }
+
+// killUID is a no-op where processes cannot be listed by user.
+func killUID(uint32) int { return 0 }

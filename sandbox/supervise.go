@@ -25,14 +25,20 @@ type supervised struct {
 // output is drained for at most two seconds: a process that escaped even
 // the kill cannot keep the call open. An error is returned only when proc
 // cannot be started.
-func supervise(ctx context.Context, proc *exec.Cmd, outCap int, kill func()) (supervised, error) {
+//
+// start, when not nil, starts proc (on the thread of the attempt's mount
+// namespace); nil is proc.Start.
+func supervise(ctx context.Context, proc *exec.Cmd, outCap int, start func() error, kill func()) (supervised, error) {
 	out := &capBuffer{max: max(outCap, 0)}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return supervised{}, err
 	}
 	proc.Stdout, proc.Stderr = pw, pw
-	err = proc.Start()
+	if start == nil {
+		start = proc.Start
+	}
+	err = start()
 	pw.Close()
 	if err != nil {
 		pr.Close()

@@ -13,8 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/audit"
+	"github.com/factline/factline/services/grader"
+	"github.com/factline/factline/services/grader/grade"
 )
 
 // newAuditCmd checks the log's invariants and exits non-zero naming
@@ -95,14 +98,22 @@ func (o *auditFlags) run(ctx context.Context, out io.Writer) error {
 	}); err != nil {
 		return err
 	}
+	if opts.Origins, err = cacheOrigins(ctx, b, facts); err != nil {
+		return err
+	}
+	grading, unknown := casePlans(ctx, b, facts)
+	opts.Grading = grading
 	violations = append(violations, audit.Check(facts, opts)...)
 	if o.asJSON {
-		if err := writeAuditJSON(out, len(facts), violations, undecodable); err != nil {
+		if err := writeAuditJSON(out, len(facts), violations, undecodable, unknown); err != nil {
 			return err
 		}
 	} else {
 		for _, v := range violations {
 			fmt.Fprintln(out, v)
+		}
+		if unknown > 0 {
+			fmt.Fprintf(out, "note: the cases of %d runs are not in this store (a copy holds facts, not blobs): their grades are re-derived under the plan their facts record\n", unknown)
 		}
 	}
 	if len(violations) > 0 || bad > 0 {
@@ -123,7 +134,7 @@ type auditMessage struct {
 
 // writeAuditJSON writes the audit as one JSON object; the exit status
 // says the same as "holds".
-func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable []auditMessage) error {
+func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable []auditMessage, casesUnknown int) error {
 	type violation struct {
 		Suite  string `json:"suite"`
 		Run    string `json:"run"`
@@ -135,7 +146,10 @@ func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable 
 		Holds       bool           `json:"holds"`
 		Violations  []violation    `json:"violations"`
 		Undecodable []auditMessage `json:"undecodable"`
-	}{Facts: facts, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable}
+		// CasesUnknown counts the runs whose case the store does not
+		// hold: their grades were re-derived from the facts alone.
+		CasesUnknown int `json:"cases_unknown"`
+	}{Facts: facts, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable, CasesUnknown: casesUnknown}
 	if doc.Undecodable == nil {
 		doc.Undecodable = []auditMessage{}
 	}
@@ -161,4 +175,61 @@ func readSinkRecords(path string) (map[string]int, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// cacheOrigins loads the runs that the audited cached replies cite and the
+// audited facts do not hold (a re-run's hits cite the suite it re-runs):
+// the audit checks each hit against the reply committed there.
+func cacheOrigins(ctx context.Context, b *bus.Bus, facts []events.Fact) ([]events.Fact, error) {
+	have := map[[2]string]bool{}
+	for _, f := range facts {
+		have[[2]string{f.Suite, f.Run}] = true
+	}
+	var out []events.Fact
+	for _, f := range facts {
+		r, ok := f.Body.(events.ModelReplied)
+		if !ok || r.Cached == nil {
+			continue
+		}
+		key := [2]string{r.Cached.Suite, r.Cached.Run}
+		if have[key] || events.ValidateToken("suite", key[0]) != nil || events.ValidateToken("run", key[1]) != nil {
+			continue // audited already, or no run's name: the audit says the origin is missing
+		}
+		have[key] = true
+		log, err := b.LoadRun(ctx, key[0], key[1])
+		if err != nil {
+			return nil, fmt.Errorf("load %s/%s, which a cached reply cites: %w", key[0], key[1], err)
+		}
+		out = append(out, log.Facts()...)
+	}
+	return out, nil
+}
+
+// casePlans returns the grading plans of the audited runs' cases, read as
+// the grader reads them (the case and treatment blobs the run.requested
+// names), and how many runs' cases the store does not hold.
+func casePlans(ctx context.Context, b *bus.Bus, facts []events.Fact) (func(suite, run string) (grade.Policy, bool), int) {
+	loader := caseload.New(0)
+	plans := map[[2]string]grade.Policy{}
+	unknown := 0
+	for _, f := range facts {
+		req, ok := f.Body.(events.RunRequested)
+		if !ok {
+			continue
+		}
+		key := [2]string{f.Suite, f.Run}
+		if _, done := plans[key]; done {
+			continue
+		}
+		eff, err := loader.ForRequest(ctx, b, req)
+		if err != nil {
+			unknown++
+			continue
+		}
+		plans[key] = grader.Plan(eff.Case.Grading)
+	}
+	return func(suite, run string) (grade.Policy, bool) {
+		p, ok := plans[[2]string{suite, run}]
+		return p, ok
+	}, unknown
 }

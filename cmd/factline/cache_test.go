@@ -314,3 +314,121 @@ func corruptCache(t *testing.T, store string) {
 		}
 	}
 }
+
+// A cache entry rewritten on the bus (a new blob under the same key, as
+// a connection with the runner role may write both) serves nothing: a hit
+// is taken only when the reply it serves is the one the log committed at
+// the turn the entry cites. The model answers instead, the lookup counts
+// as refused, and the run records the model's reply.
+func TestAForgedCacheEntryIsNotServed(t *testing.T) {
+	t.Setenv("FACTLINE_OPENAI_API_KEY", "sk-test-cache")
+	fake := newFakeOpenAI(t)
+	store, dir := t.TempDir(), t.TempDir()
+	const m1 = "name: m1, temperature: 0"
+	rw := "cache: {mode: read_write}\n"
+	if _, n := runCached(t, store, cacheSuite(t, dir, "first", m1, rw, fake), fake); n != 2 {
+		t.Fatalf("the first run: %d model calls, want 2", n)
+	}
+	forgeCacheText(t, store, "done: answer.txt holds 4", "done: answer.txt holds 42")
+	hits, refused := cacheMetric(t, "hit"), cacheMetric(t, "refused")
+	if _, n := runCached(t, store, cacheSuite(t, dir, "again", m1, rw, fake), fake); n != 1 {
+		t.Fatalf("with one forged entry: %d model calls, want 1 (the forged reply was served?)", n)
+	}
+	if got := cacheMetric(t, "refused") - refused; got != 1 {
+		t.Fatalf("factline_model_cache_total{result=refused} grew by %v, want 1", got)
+	}
+	if got := cacheMetric(t, "hit") - hits; got != 1 {
+		t.Fatalf("factline_model_cache_total{result=hit} grew by %v, want 1 (the honest entry)", got)
+	}
+	code, out, errOut := runCLI(t, "tail", "--store", store, "--since", "start", "--no-follow", "--kind", "model.replied", "--json")
+	if code != 0 {
+		t.Fatalf("tail: %d %s", code, errOut)
+	}
+	if strings.Contains(out, "holds 42") {
+		t.Fatalf("the forged reply reached the log:\n%s", out)
+	}
+	cached := 0
+	for _, r := range replies(t, store, "again") {
+		if r.Cached != nil {
+			cached++
+		}
+	}
+	if cached != 1 {
+		t.Fatalf("%d of the re-run's replies are recorded cached, want 1", cached)
+	}
+	// The refused entry was replaced by the model's reply: a third run is
+	// served both turns from the log's own replies.
+	if _, n := runCached(t, store, cacheSuite(t, dir, "third", m1, rw, fake), fake); n != 0 {
+		t.Fatalf("after the entry was replaced: %d model calls, want 0", n)
+	}
+	if code, out, _ := runCLI(t, "audit", "--store", store, "--finished"); code != 0 {
+		t.Fatalf("the audit of the honest runs: exit %d\n%s", code, out)
+	}
+}
+
+// forgeCacheText rewrites every response cache entry whose reply text is
+// from: a new entry blob, whole and naming the same identity and request,
+// with the reply text to, and the key pointed at it, the way a client of
+// the bus with the runner's rights can.
+func forgeCacheText(t *testing.T, store, from, to string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.JetStream().KeyValue(ctx, bus.CacheBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := 0
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := b.GetBlob(ctx, events.Digest(e.Value()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entry map[string]any
+		if err := json.Unmarshal(data, &entry); err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := entry["reply"].(map[string]any)
+		if reply == nil || reply["text"] != from {
+			continue
+		}
+		reply["text"] = to
+		data, err = json.Marshal(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blob, err := b.PutBlob(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, k, []byte(blob)); err != nil {
+			t.Fatal(err)
+		}
+		forged++
+	}
+	if forged != 1 {
+		t.Fatalf("forged %d entries, want 1", forged)
+	}
+}

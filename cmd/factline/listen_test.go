@@ -189,7 +189,7 @@ func TestServeListenIsLoopbackAndNeedsTheStoresCredential(t *testing.T) {
 		t.Fatalf("the first start's command after a restart: %d %q", code, errOut)
 	}
 	code, _, errOut = runCLI(t, "serve", "--services", "meter", "--store", store, "--listen", ":0")
-	if code != 1 || !strings.Contains(errOut, "already served at "+url) {
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("is held by process %d", os.Getpid())) || !strings.Contains(errOut, url) {
 		t.Errorf("a second server on a served store: %d %q", code, errOut)
 	}
 }

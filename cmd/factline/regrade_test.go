@@ -39,6 +39,11 @@ func TestRegradeAppendsNewRevisions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "unchanged at revision 2") {
 		t.Fatalf("regrade again: exit %d, %s %s", code, out, errOut)
 	}
+	// The audit re-derives both revisions and the conflict between them
+	// under the grader's rules: an honest regrade holds every invariant.
+	if code, out, _ := runCLI(t, "audit", "--store", store, "--finished"); code != 0 {
+		t.Fatalf("the audit of a regraded suite: exit %d\n%s", code, out)
+	}
 }
 
 func TestRegradeRefusesWhatItCannotDo(t *testing.T) {

@@ -75,7 +75,6 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	mode := t.fsync.get()
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out, errOut)
 	if o.asJSON {
@@ -109,32 +108,25 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 				return err
 			}
 		}
-		if err := notServed(store); err != nil {
-			return err
-		}
+		// This process opens the store's server, or attaches to the process
+		// that has and runs its own services beside that one's.
+		t.store = store
 		abs, _ := filepath.Abs(store)
 		// The server's one log line that matters here: a write that failed
-		// for want of disk space (watchDisk tells the follower).
+		// for want of disk space (watchDisk tells the follower). Only the
+		// holder's server logs to it; an attached run still names the
+		// store's disk when the holder's server stops storing.
 		progress.disk = &spaceWatch{dir: abs}
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: mode, Logger: progress.disk})
-		if err != nil {
-			return err
-		}
-		nc, err := srv.Connect()
-		if err != nil {
-			srv.Shutdown()
-			return err
-		}
-		if b, err = bus.Open(ctx, nc, bus.Config{}); err != nil {
-			nc.Close()
-			srv.Shutdown()
+		t.serverLog = progress.disk
+		var release func()
+		if b, release, err = t.open(ctx); err != nil {
 			return err
 		}
 		// The services stop before the connection closes (deferred calls
 		// run last first): closed under them, they would warn instead of
 		// stopping quietly.
 		closeBus = func() {}
-		defer func() { nc.Close(); srv.Shutdown() }()
+		defer release()
 		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow}.fleetOptions(nil))
 		if err != nil {
 			return err
@@ -142,7 +134,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		defer f.Stop()
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
-		progress.note("embedded JetStream in %s (fsync: %s); all five services in this process", abs, mode)
+		progress.note("%s; all five services in this process", t.conn.describe())
 	}
 	defer closeBus()
 

@@ -18,6 +18,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
@@ -48,8 +49,10 @@ type serveOptions struct {
 // through the bus, so any subset can run in any process.
 func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	run := []kit.Option{kit.WithWorkers(o.instances)}
+	var grade []kit.Option
 	if o.workDir != "" {
 		run = append(run, runner.WithWorkDir(o.workDir))
+		grade = append(grade, grader.WithWorkDir(o.workDir))
 	}
 	if o.extensions != nil {
 		run = append(run, runner.WithExtensions(o.extensions))
@@ -60,7 +63,7 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	return fleet.Options{
 		Services: names,
 		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
-		Per:      map[string][]kit.Option{fleet.Runner: run},
+		Per:      map[string][]kit.Option{fleet.Runner: run, fleet.Grader: grade},
 		Workers:  o.workers,
 	}
 }
@@ -104,8 +107,8 @@ func newServeCmd() *cobra.Command {
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
 	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
-	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces (default: the OS temp dir)")
-	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s); every instance of a service must agree")
+	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces and graders restore candidates (default: the OS temp dir)")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s; a runner's at least 2s, see docs/resume.md); every instance of a service must agree")
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
@@ -147,6 +150,11 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 	if o.ackWait < 0 || (o.ackWait > 0 && o.ackWait < time.Second) {
 		return usageError{"--ack-wait must be at least 1s"}
 	}
+	if slices.Contains(names, fleet.Runner) {
+		if err := runner.CheckAckWait(o.ackWait); err != nil {
+			return usageError{"--ack-wait: " + err.Error()}
+		}
+	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}
 	}
@@ -175,7 +183,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		b, closeBus, err = openEmbedded(ctx, t.store, t.fsync.get(), plan, out)
+		b, closeBus, err = openEmbedded(ctx, t, plan, out)
 		if err != nil {
 			return err
 		}
@@ -184,8 +192,8 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 			return usageError{"--allow-remote and --no-auth go with --listen"}
 		}
 		b, closeBus, err = t.open(ctx)
-		if err == nil && t.embedded {
-			printEmbedded(out, t.store, t.fsync.get())
+		if err == nil && t.conn != nil {
+			fmt.Fprintln(out, t.conn.describe())
 		}
 	}
 	if err != nil {
@@ -217,59 +225,20 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 	return f.Wait()
 }
 
-// openEmbedded starts an embedded server on a store that also listens for
-// other processes, as plan says, and prints how they connect. Unless
-// plan opts out, every client must hold the store's credential, which
-// the first such start writes into the store.
-func openEmbedded(ctx context.Context, store string, mode bus.Durability, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
-	if at, err := servedAt(store); err != nil {
-		return nil, nil, err
-	} else if at != "" {
-		return nil, nil, fmt.Errorf("store %s is already served at %s by another process: stop that one first, or run this one with --store %s and without --listen to join it", store, at, store)
-	}
-	var seed []byte
-	var credPath string
-	var made bool
-	if plan.auth {
-		var err error
-		if credPath, seed, made, err = storeCredential(store, true); err != nil {
-			return nil, nil, err
-		}
-	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: plan.addr, ClientSeed: seed, Durability: mode})
+// openEmbedded makes this process the store's holder, serving it to other
+// processes as plan says, and prints how they connect. Unless plan opts
+// out, every client must hold the store's credential, which the first
+// start writes into the store. A store another process holds is refused,
+// naming that process: its server already has the files open.
+func openEmbedded(ctx context.Context, t *target, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
+	s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, listen: &plan})
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := srv.Connect()
-	if err != nil {
-		srv.Shutdown()
-		return nil, nil, err
-	}
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		nc.Close()
-		srv.Shutdown()
-		return nil, nil, err
-	}
-	local := localURL(srv.Server().Addr())
-	unrecord, err := recordServed(store, local)
-	if err != nil {
-		nc.Close()
-		srv.Shutdown()
-		return nil, nil, err
-	}
-	printEmbedded(out, store, mode)
-	printHowToConnect(out, store, srv.Server().Addr(), local, plan, credPath, made)
-	return b, func() { unrecord(); nc.Close(); srv.Shutdown() }, nil
-}
-
-// printEmbedded says where the embedded server keeps the log and how
-// durably.
-func printEmbedded(out io.Writer, store string, mode bus.Durability) {
-	if abs, err := filepath.Abs(store); err == nil {
-		store = abs
-	}
-	fmt.Fprintf(out, "embedded JetStream in %s (fsync: %s)\n", store, mode)
+	t.conn, t.embedded = s, true
+	fmt.Fprintln(out, s.describe())
+	printHowToConnect(out, t.store, s.srv.Server().Addr(), s.rec.url, plan, s.credPath, s.madeCred)
+	return s.b, s.close, nil
 }
 
 // printHowToConnect tells the operator, on the command's own output, how

@@ -22,9 +22,9 @@ func TestServeFsync(t *testing.T) {
 	if out := srv.out.String(); !strings.Contains(out, "(fsync: always)") || !strings.Contains(out, "serving meter") {
 		t.Fatalf("serve --listen, default fsync: %q %q", out, srv.errOut.String())
 	}
-	// A store another process serves keeps that process's durability.
+	// A store another process holds keeps that process's durability.
 	code, _, errOut := runCLI(t, "serve", "--services", "meter", "--store", store, "--fsync", "interval")
-	if code != 2 || !strings.Contains(errOut, "--fsync") || !strings.Contains(errOut, "served by another process") {
+	if code != 2 || !strings.Contains(errOut, "--fsync interval") || !strings.Contains(errOut, "is held by process") || !strings.Contains(errOut, "fsync: always") {
 		t.Errorf("serve --fsync on a served store: %d %q", code, errOut)
 	}
 	srv.stop()
@@ -71,5 +71,28 @@ func TestServeWorkers(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("--workers %s: exit %d, stdout %q, stderr %q; want 2 and %q", c.workers, code, out, errOut, c.want)
 		}
+	}
+}
+
+// An ack wait too short for a runner to fence its external effects (an
+// in-progress ack the server confirms and a read of the run's newest
+// claim, both done before each send with a margin to spare) is a usage
+// error that names the minimum and why; services other than the runner
+// send nothing and keep the older floor.
+func TestServeRefusesAnAckWaitTooShortToFence(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--services", "runner", "--ack-wait", "1500ms", "--nats", "nats://127.0.0.1:1"},
+		{"serve", "--ack-wait", "1s", "--nats", "nats://127.0.0.1:1"}, // every service, the runner among them
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--ack-wait") || !strings.Contains(errOut, "at least 2s") || !strings.Contains(errOut, "external effect") {
+			t.Errorf("factline %v: exit %d, stderr %q; want exit 2 naming the 2s minimum and why", args, code, errOut)
+		}
+	}
+	// Without a runner, 1s is still enough: the command gets as far as
+	// connecting (and fails there, on a port nobody serves).
+	code, _, errOut := runCLI(t, "serve", "--services", "meter", "--ack-wait", "1s", "--nats", "nats://127.0.0.1:1")
+	if code == 2 || strings.Contains(errOut, "--ack-wait") {
+		t.Errorf("serve --services meter --ack-wait 1s: exit %d, stderr %q; want it accepted", code, errOut)
 	}
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -35,11 +33,19 @@ type target struct {
 	// for the commands that take --fsync.
 	fsync durabilityFlag
 	// embedded is set once open has started an embedded server on the
-	// store (rather than reaching one another process serves).
+	// store: this process holds it (rather than attaching to the process
+	// that does).
 	embedded bool
+	// conn is this process's use of a --store once open has opened it:
+	// as its holder, or attached to the holder's server.
+	conn *storeConn
 	// compressFacts creates FACTS compressed where open creates it
 	// (setup --compress).
 	compressFacts bool
+	// serverLog receives the log of an embedded server this process
+	// starts on the store ('run' watches it for a full disk); nil
+	// silences it.
+	serverLog server.Logger
 }
 
 // errFsyncNotEmbedded is --fsync given where no embedded server starts.
@@ -48,8 +54,8 @@ var errFsyncNotEmbedded = usageError{"--fsync applies to an embedded server (--s
 // readsExisting marks the target as one the command only reads.
 func (t *target) readsExisting() *target { t.existing = true; return t }
 
-// storeExists reports whether dir holds a JetStream store (or is served
-// by another process, which made one).
+// storeExists reports whether dir holds a JetStream store (or is held by
+// another process, which is making one).
 func storeExists(dir string) bool {
 	if st, err := os.Stat(filepath.Join(dir, "jetstream")); err == nil && st.IsDir() {
 		return true
@@ -61,7 +67,7 @@ func storeExists(dir string) bool {
 // flags adds the connection flags to a command that opens the log: every
 // such command takes them, each in its own flag set.
 func (t *target) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store to open (one a 'serve --listen' process serves is reached through it, with the store's credential)")
+	fs.StringVar(&t.store, "store", "", "directory of an embedded JetStream store: this process opens its server, or attaches to the process that has (docs/operations.md#one-store-one-server)")
 	fs.StringVar(&t.url, "nats", "", "URL of a NATS server or cluster (e.g. nats://127.0.0.1:4222)")
 	fs.IntVar(&t.replicas, "replicas", 1, "with --nats: replicas the streams have (or, for setup, get): 1 on one server, 3 on a three-node cluster")
 	markConnection(fs, "store", "nats", "replicas")
@@ -101,58 +107,18 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 		if t.existing && !storeExists(t.store) {
 			return nil, nil, fmt.Errorf("no store at %s: it holds no JetStream data (is the path right? factline run --store %s makes one)", t.store, t.store)
 		}
-		// A store another process serves is reached through that server:
-		// opening its files a second time would make two servers write
-		// them.
-		at, err := servedAt(t.store)
+		// One process at a time runs the store's server; every other
+		// attaches to it (storeconn.go): two servers on one directory
+		// would each overwrite what the other wrote.
+		s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, compressFacts: t.compressFacts, logger: t.serverLog})
 		if err != nil {
 			return nil, nil, err
 		}
-		if at != "" {
-			if t.fsync.set {
-				return nil, nil, usageError{fmt.Sprintf("--fsync: store %s is served by another process at %s, whose own --fsync decides", t.store, at)}
-			}
-			return t.dialServed(ctx, at)
-		}
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.store, Durability: t.fsync.get()})
-		if err != nil {
-			return nil, nil, err
-		}
-		nc, err := srv.Connect()
-		if err != nil {
-			srv.Shutdown()
-			return nil, nil, err
-		}
-		b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.Default(), CompressFacts: t.compressFacts})
-		if err != nil {
-			nc.Close()
-			srv.Shutdown()
-			return nil, nil, fmt.Errorf("open store %s: %w", t.store, err)
-		}
-		t.embedded = true
-		return b, func() { nc.Close(); srv.Shutdown() }, nil
+		t.conn = s
+		t.embedded = s.holds()
+		return s.b, s.close, nil
 	}
 	return nil, nil, usageError{"say where the log is: --store DIR or --nats URL"}
-}
-
-// dialServed connects to the server another process serves the store at,
-// with the store's credential (none when that server runs --no-auth and
-// the store never had one).
-func (t *target) dialServed(ctx context.Context, at string) (*bus.Bus, func(), error) {
-	var c credentials
-	path, _, _, err := storeCredential(t.store, false)
-	switch {
-	case err == nil:
-		c.nkey = path
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, nil, err
-	}
-	b, g, err := dial(ctx, at, &c, bus.Config{Logger: slog.Default()})
-	if err != nil {
-		return nil, nil, fmt.Errorf("store %s is served by another process at %s: %w", t.store, at, err)
-	}
-	t.guard = g
-	return b, b.Conn().Close, nil
 }
 
 // durabilityFlag is --fsync: the durability of an embedded server the

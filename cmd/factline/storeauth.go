@@ -6,33 +6,21 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/nats-io/nkeys"
 
 	"github.com/factline/factline/bus"
 )
 
-// Files a store directory holds for the processes that share it (see
-// docs/security.md#a-store-served-to-other-processes).
-const (
-	// storeCredentialFile holds the nkey seed of the one NATS user a
-	// store's embedded server admits when 'serve --listen' serves it. It
-	// is made at the first such start (mode 0600) and kept, so clients
-	// that copied it keep working across restarts.
-	storeCredentialFile = "nats-client.nk"
-	// storeServedFile holds, while a 'serve --listen' process serves the
-	// store, the URL it serves it at on this machine; --store commands of
-	// other processes connect there instead of opening the files a second
-	// time.
-	storeServedFile = "nats-url"
-)
+// storeCredentialFile holds the nkey seed of the one NATS user a store's
+// embedded server admits (see docs/security.md#a-store-served-to-other-processes).
+// It is made the first time a process opens the store (mode 0600) and
+// kept, so clients that copied it keep working across restarts.
+const storeCredentialFile = "nats-client.nk"
 
 // listenPlan is how 'serve --listen' serves a store to other processes.
 type listenPlan struct {
@@ -125,53 +113,6 @@ func readCredential(path string) ([]byte, error) {
 	return seed, nil
 }
 
-// servedAt returns the URL at which another process serves the store, or
-// "" when none does. A record left by a process that died (nothing
-// listens there any more) counts as none.
-func servedAt(dir string) (string, error) {
-	path := filepath.Join(dir, storeServedFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("store %s: %w", dir, err)
-	}
-	raw := strings.TrimSpace(string(data))
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("store %s: %s holds %q, not a NATS URL; remove it if no 'factline serve' serves this store", dir, path, raw)
-	}
-	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("store %s is recorded as served at %s, which does not answer: %w (remove %s if no 'factline serve' serves this store)", dir, raw, err, path)
-	}
-	conn.Close()
-	return raw, nil
-}
-
-// recordServed writes the URL the store is served at, for --store
-// commands of other processes; the returned function removes it again.
-func recordServed(dir, clientURL string) (func(), error) {
-	path := filepath.Join(dir, storeServedFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(clientURL+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("record the store as served: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("record the store as served: %w", err)
-	}
-	return func() {
-		// Only our own record: a later server may have replaced it.
-		if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == clientURL {
-			_ = os.Remove(path)
-		}
-	}, nil
-}
-
 // localURL is the URL processes on this machine reach a listener at: an
 // unspecified address (0.0.0.0, ::) is reached through loopback.
 func localURL(addr net.Addr) string {
@@ -193,16 +134,4 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// notServed refuses to start a second server on a store another process
-// serves: two servers on one directory would corrupt it. It names the way
-// to reach the one that serves it.
-func notServed(dir string) error {
-	u, err := servedAt(dir)
-	if err != nil || u == "" {
-		return err
-	}
-	return usageError{fmt.Sprintf("store %s is served by another process at %s; submit to it with --nats %s --nkey %s (or stop that 'factline serve' first)",
-		dir, u, u, filepath.Join(dir, storeCredentialFile))}
 }

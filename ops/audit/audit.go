@@ -1,8 +1,11 @@
 // Package audit checks the committed log against the invariants every
 // factline service keeps. It is a pure function of the facts (and,
-// optionally, an external sink's own record of effects), so it can run on a
-// live stream, an export or a test's log alike, and it trusts nothing the
-// services say about themselves.
+// optionally, an external sink's own record of effects and the grading
+// plans of the runs' cases), so it can run on a live stream, an export or
+// a test's log alike, and it trusts nothing the services say about
+// themselves: every recorded decision it can re-derive (a cached reply, a
+// grade, a suite's report) it derives again with the owner's own pure core
+// and compares.
 package audit
 
 import (
@@ -11,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/grader/grade"
 )
 
 // Violation is one broken invariant.
@@ -45,6 +49,9 @@ const (
 	// RuleEffectRecorded: the sink applied an operation the log settled
 	// as not applied: the log claims less than happened.
 	RuleEffectRecorded = "effect-recorded"
+	// The rules that re-derive recorded decisions are RuleCacheOrigin
+	// (cached.go), RuleVerdictDerived and RuleConflictDerived (grades.go)
+	// and RuleReportDerived (reports.go).
 )
 
 // run gathers what one run's facts say.
@@ -66,6 +73,7 @@ type run struct {
 	sealed      bool
 	verdicts    int
 	lastKinds   []events.Kind
+	facts       []events.Fact // the run's facts, in log order
 }
 
 // Options say what else the audit knows.
@@ -77,6 +85,17 @@ type Options struct {
 	// a started run that never ended is then a violation, not work in
 	// progress.
 	Finished bool
+	// Origins are facts of runs outside those audited (another suite's),
+	// read only as the calls that cached replies cite. The audited facts
+	// are read first.
+	Origins []events.Fact
+	// Grading, when not nil, returns the grading plan the case of a run
+	// declares (its instruments, whether each is required and binds, the
+	// requirement it vetoes, whether an advisory one may be missing), and
+	// false when the case is not known. A verdict is then re-derived under
+	// the case's word for every instrument and version it declares; without
+	// it, under what the run's own facts record.
+	Grading func(suite, run string) (grade.Policy, bool)
 }
 
 // Check audits facts (in log order).
@@ -84,7 +103,13 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	sink := opts.Sink
 	runs := map[string]*run{}
 	var order []string
+	suites := map[string][]events.Fact{}
+	var suiteOrder []string
 	for _, f := range facts {
+		if _, ok := suites[f.Suite]; !ok {
+			suiteOrder = append(suiteOrder, f.Suite)
+		}
+		suites[f.Suite] = append(suites[f.Suite], f)
 		if f.Run == events.SuiteScope {
 			continue
 		}
@@ -97,6 +122,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 			order = append(order, key)
 		}
 		r.positions = append(r.positions, f.Position)
+		r.facts = append(r.facts, f)
 		if r.ended > 0 {
 			r.lastKinds = append(r.lastKinds, f.Kind())
 		}
@@ -104,9 +130,18 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	}
 	var out []Violation
 	intendedOps := map[string]bool{}
+	origins := originsOf(runs, opts.Origins)
 	for _, key := range order {
 		r := runs[key]
 		out = append(out, r.check(opts.Finished)...)
+		out = append(out, checkCached(r, origins)...)
+		var declared *grade.Policy
+		if opts.Grading != nil {
+			if p, ok := opts.Grading(r.suite, r.name); ok {
+				declared = &p
+			}
+		}
+		out = append(out, checkGrades(r, declared)...)
 		for op, in := range r.intended {
 			intendedOps[op] = true
 			if sink == nil || in.Effect != events.EffectExternal {
@@ -127,6 +162,9 @@ func Check(facts []events.Fact, opts Options) []Violation {
 			}
 		}
 	}
+	for _, suite := range suiteOrder {
+		out = append(out, checkReports(suite, suites[suite])...)
+	}
 	if sink != nil {
 		ops := make([]string, 0, len(sink))
 		for op := range sink {
@@ -144,6 +182,22 @@ func Check(facts []events.Fact, opts Options) []Violation {
 		}
 	}
 	return out
+}
+
+// originsOf finds a run's facts among the audited runs, else among
+// extra, facts given only as origins.
+func originsOf(runs map[string]*run, extra []events.Fact) runFacts {
+	more := map[string][]events.Fact{}
+	for _, f := range extra {
+		key := f.Suite + "/" + f.Run
+		more[key] = append(more[key], f)
+	}
+	return func(suite, name string) []events.Fact {
+		if r := runs[suite+"/"+name]; r != nil {
+			return r.facts
+		}
+		return more[suite+"/"+name]
+	}
 }
 
 func (r *run) observe(f events.Fact) {

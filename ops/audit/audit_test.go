@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,20 +10,42 @@ import (
 )
 
 type runLog struct {
-	t     *testing.T
-	facts []events.Fact
+	t          *testing.T
+	facts      []events.Fact
+	suite, run string // "s" and "r" when empty
 }
 
 func (l *runLog) add(b events.Body) {
 	l.t.Helper()
+	suite, run := cmp.Or(l.suite, "s"), cmp.Or(l.run, "r")
 	pos := uint64(len(l.facts) + 1)
-	f, err := events.NewFact(events.Meta{Suite: "s", Run: "r", TaskGeneration: 1, Position: pos,
+	gen := uint32(1)
+	if b.Kind().SuiteScoped() {
+		run, gen = events.SuiteScope, 0
+		pos = 1
+		for _, f := range l.facts {
+			if f.Run == events.SuiteScope {
+				pos++
+			}
+		}
+	} else {
+		pos = 1
+		for _, f := range l.facts {
+			if f.Run == run {
+				pos++
+			}
+		}
+	}
+	f, err := events.NewFact(events.Meta{Suite: suite, Run: run, TaskGeneration: gen, Position: pos,
 		Producer: events.Producer{Service: b.Kind().Owner(), Instance: "t"}}, b)
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	l.facts = append(l.facts, f)
 }
+
+// last is the fact added last.
+func (l *runLog) last() events.Fact { return l.facts[len(l.facts)-1] }
 
 // clean builds a run with one external call that took effect.
 func clean(t *testing.T) *runLog {
@@ -39,7 +62,12 @@ func clean(t *testing.T) *runLog {
 	l.add(events.StopDecided{Decision: events.StopDecision{DecisionID: "d", Turn: 1, TaskGeneration: 1, Result: events.Finish(events.StopFinish{Status: events.FinishIncomplete, Reason: "x"})}})
 	l.add(events.CandidateSealed{SnapshotDigest: d})
 	l.add(events.RunEnded{Status: events.RunIncomplete, Reason: "x"})
-	l.add(events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: "r", SnapshotID: d, Revision: 1, Result: events.VerdictFail()}})
+	res := events.InstrumentResult{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed, Detail: "exit 1"}
+	l.add(events.GradeInstrument{SnapshotDigest: d, Result: res})
+	veto := events.GradeVeto{Instrument: "tests", Requirement: "tests", Reason: "exit 1", Binding: true,
+		Evidence: []events.EvidenceRef{events.EvidenceRef(l.last().ID.String())}}
+	l.add(events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: "r", SnapshotID: d, Revision: 1,
+		Instruments: []events.InstrumentResult{res}, Vetoes: []events.GradeVeto{veto}, Result: events.VerdictFail()}})
 	return l
 }
 

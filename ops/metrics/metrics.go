@@ -71,7 +71,7 @@ var (
 	ModelTokens    = counter("factline_model_tokens_total", "Tokens the providers reported, by provider and direction (input, output).", "provider", "direction")
 	ModelUnknown   = counter("factline_model_usage_unknown_total", "Replies that came without usage, by provider (counted apart, never as zero).", "provider")
 	ModelErrors    = counter("factline_model_errors_total", "Model calls that failed, by provider and error kind.", "provider", "kind")
-	ModelCache     = counter("factline_model_cache_total", "Response cache lookups of treatments that read the cache, by provider and result (hit; miss; refused: an entry that did not verify).", "provider", "result")
+	ModelCache     = counter("factline_model_cache_total", "Response cache lookups of treatments that read the cache, by provider and result (hit; miss; refused: an entry that did not verify, or whose reply is not the one the log committed at the call it cites; the model was called instead).", "provider", "result")
 	ToolSeconds    = histogram("factline_tool_dispatch_duration_seconds", "Tool run time, by tool.", toolBuckets, "tool")
 	ToolDispatches = counter("factline_tool_dispatches_total", "Settled tool calls, by tool and disposition.", "tool", "disposition")
 )

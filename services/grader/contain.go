@@ -25,8 +25,11 @@ func (s *Service) probe() {
 	cfg := sandbox.DefaultConfig(s.cfg.workDir)
 	if s.cfg.contain != nil {
 		cfg = *s.cfg.contain
-		cfg.WorkDir = s.cfg.workDir
 	}
+	s.engine = cfg.Engine
+	// What dead graders left here goes before this one adds its own.
+	s.reap(context.Background())
+	cfg.WorkDir = s.cfg.workDir
 	s.containment, s.probeErr = sandbox.Probe(context.Background(), cfg)
 	if s.probeErr != nil {
 		s.sh.Log.Error("command containment: probe failed; command instruments will be errored", "err", s.probeErr)
@@ -58,4 +61,23 @@ func summary(rec *events.Containment) string {
 		parts = append(parts, p)
 	}
 	return rec.Provider + " " + strings.Join(parts, " ")
+}
+
+// siteKind names the graders' directories in a work dir.
+const siteKind = "grader"
+
+// reap removes what dead graders left in the work dir: the copies of
+// candidates their commands ran on, those commands' processes and
+// leftover files, and their containers (sandbox.Reap). It runs when a
+// grader starts and before each grading, so that a grader taking over
+// another's work on this host never leaves the dead one's behind. Failing
+// to reap is logged, never fatal.
+func (s *Service) reap(ctx context.Context) {
+	r, err := sandbox.Reap(ctx, s.cfg.workDir, siteKind, s.engine)
+	if !r.Empty() {
+		s.sh.Log.Info("removed what dead graders left", "dirs", r.Dirs, "containers", r.Containers, "processes", r.Processes, "files", r.Files)
+	}
+	if err != nil {
+		s.sh.Log.Warn("removing what dead graders left failed", "err", err)
+	}
 }

@@ -77,8 +77,10 @@ var spec = kit.Spec{
 }
 
 // WithWorkDir sets where candidates are restored (default the OS temporary
-// directory). Every instrument run gets a fresh directory below it, removed
-// afterwards. An empty dir is refused.
+// directory). Every instrument run gets a fresh directory there, named
+// after the grader's process and removed afterwards; what dead graders
+// left there is removed when a grader starts and before each grading
+// (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
 	return kit.Own("WithWorkDir", func(c *config) error {
 		if dir == "" {
@@ -123,6 +125,8 @@ type Service struct {
 	// the probe failed (probeErr), and then every command is errored.
 	containment *sandbox.Containment
 	probeErr    error
+	// engine is the container engine commands with an environment use.
+	engine sandbox.Engine
 }
 
 // New returns a grader instance on b, configured by the kit's shared
@@ -190,6 +194,9 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		return err
 	}
 	defer unlock()
+	// A grading taken over from a grader that died here finds its
+	// leftovers gone.
+	s.reap(ctx)
 	log, err := s.sh.Runs.LoadThrough(ctx, suite, run, through)
 	if err != nil {
 		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)
@@ -242,6 +249,14 @@ func checkedGrading(kase *cases.Case, g *cases.Grading) (*cases.Grading, error) 
 		return nil, fmt.Errorf("grader: regrade: %w", err)
 	}
 	return back.Grading, nil
+}
+
+// Plan is the grading plan the core decides a case's verdicts under: what
+// the grader grades a run of the case by, and what the audit re-derives its
+// verdicts with (ops/audit).
+func Plan(g *cases.Grading) grade.Policy {
+	p, _ := planOf(g)
+	return p
 }
 
 // planOf turns a case's grading section into the core's plan, keeping each

@@ -61,10 +61,13 @@ func (e *instrumentEnv) close() {
 // restore materialises the candidate into a fresh directory and returns the
 // directory holding it (ws), a home and a tmp beside it.
 func (e *instrumentEnv) restore(ctx context.Context) (string, error) {
-	dir, err := os.MkdirTemp(e.s.cfg.workDir, "grade-"+e.job.run+"-")
+	// Named after this process, so that the next grader here can tell
+	// whether it is still in use.
+	site, err := sandbox.OpenSite(e.s.cfg.workDir, siteKind, "grade-"+e.job.run)
 	if err != nil {
 		return "", err
 	}
+	dir := site.Dir()
 	e.dirs = append(e.dirs, dir)
 	for _, d := range []string{"home", "tmp"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
@@ -351,14 +354,15 @@ func ensureDir(root *os.Root, dir string) error {
 }
 
 // commandEnv is the minimal environment of a command: a PATH, a HOME and a
-// TMPDIR outside the candidate, a locale, and what the case adds. Nothing
+// TMPDIR (TMP and TEMP alike) outside the candidate, a locale, and what the case adds. Nothing
 // else of the grader's environment (keys, tokens) reaches it.
 func commandEnv(dir string, extra map[string]string) []string {
 	p := os.Getenv("PATH")
 	if p == "" {
 		p = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := []string{"PATH=" + p, "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp"), "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	tmp := filepath.Join(dir, "tmp")
+	env := []string{"PATH=" + p, "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)

@@ -55,11 +55,18 @@ type attempt struct {
 	ws        Workspace
 	env       tools.Env
 	started   time.Time
-	gen       uint32 // current task generation
-	epoch     uint64 // source epoch: 1 + applied mutations so far
-	ctl       *controls
-	work      context.Context // model calls and tools; a cancel stops it
-	dir       string
+	// began is when this attempt began, on this runner's clock: a send
+	// of an earlier attempt started before it (see effect.quiet).
+	began time.Time
+	// hold is this attempt's lease on the run's delivery (nil for an
+	// attempt that only ends a run given up): external effects are sent
+	// only under it (fence).
+	hold  *bus.Lease
+	gen   uint32 // current task generation
+	epoch uint64 // source epoch: 1 + applied mutations so far
+	ctl   *controls
+	work  context.Context // model calls and tools; a cancel stops it
+	dir   string
 	// claimID is the message ID of this attempt's claim once it is
 	// committed: the attempt holds the run while that claim is the newest.
 	claimID string
@@ -70,6 +77,8 @@ type attempt struct {
 	// respCache is the treatment's response cache, once a call looked
 	// (nil: off, or not looked yet).
 	respCache *responseCache
+	// origin is the run the last cache hit cited, as loaded to check it.
+	origin *originRun
 	// queued is the time the run's model calls waited for fleet-wide
 	// limit slots: not charged to the wall-time budget (limits.go).
 	queued time.Duration
@@ -390,6 +399,9 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	}
 	replied := repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
 	replied.Cached = cached
+	if a.respCache != nil {
+		replied.CacheIdentity = a.respCache.identity
+	}
 	replied.QueueWaitMs = uint64(reply.QueueWait.Milliseconds())
 	_, err = a.commit(ctx, key(p.Turn), replied)
 	return ending{}, false, err

@@ -13,15 +13,20 @@ import (
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/ops/metrics"
+	"github.com/factline/factline/services/runner/step"
 )
 
 // The response cache: a model call whose rendered request (the digest
 // turn.started committed) an earlier call of the same model identity sent
 // takes that call's reply instead of calling the model. The bus holds,
 // under a digest of (identity, request), the digest of an entry blob that
-// names both again beside the reply; a reader trusts an entry only when
-// the blob is whole and names the identity and the request it looked up,
-// so a corrupt or foreign entry is a miss, never someone else's reply.
+// names both again beside the reply and the call that first got it; a
+// reader trusts an entry only when the blob is whole and names the
+// identity and the request it looked up, and only serves its reply when
+// the log holds that very reply at the call the entry cites (step.
+// CheckCached). The cache is an index into the append-only log, never a
+// second source of truth: an entry rewritten by anyone who may write the
+// bucket and the blobs is a refused hit, never a forged reply.
 
 // cacheFormat names the entry format and seeds the key: an entry of
 // another format is never read as this one.
@@ -133,9 +138,10 @@ func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request eve
 		count("miss")
 		return models.Reply{}, nil, false, nil
 	}
-	miss := func(err error) (models.Reply, *events.CachedReply, bool, error) {
+	miss := func(err error, attrs ...any) (models.Reply, *events.CachedReply, bool, error) {
 		count("refused")
-		a.svc.log.Warn("response cache: entry refused; calling the model", "suite", a.suite, "run", a.run, "entry", value, "err", err)
+		attrs = append([]any{"suite", a.suite, "run", a.run, "entry", value}, attrs...)
+		a.svc.log.Warn("response cache: entry refused; calling the model", append(attrs, "err", err)...)
 		return models.Reply{}, nil, false, nil
 	}
 	entry := events.Digest(value)
@@ -158,8 +164,55 @@ func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request eve
 	from := &events.CachedReply{Entry: entry, Suite: e.Suite, Run: e.Run, Turn: e.Turn, Cost: u.Cost}
 	u.Cost = new(uint64) // served from the log of an earlier call: nothing is billed
 	reply.Usage = &u
+	if err := a.checkOrigin(ctx, c, request, reply, from); err != nil {
+		if bus.Transient(err) {
+			return models.Reply{}, nil, false, err
+		}
+		return miss(err, "origin", fmt.Sprintf("%s/%s turn %d", from.Suite, from.Run, from.Turn))
+	}
 	count("hit")
 	return reply, from, true, nil
+}
+
+// checkOrigin loads the run a cache entry cites and checks that the reply
+// it would serve is the reply that run committed at the turn it names, to
+// the same request under the same identity (step.CheckCached). Only a bus
+// that failed under it is a transient error; anything else refuses the hit.
+func (a *attempt) checkOrigin(ctx context.Context, c *responseCache, request events.Digest, reply models.Reply, from *events.CachedReply) error {
+	if err := events.ValidateToken("the entry's suite", from.Suite); err != nil {
+		return err
+	}
+	if err := events.ValidateToken("the entry's run", from.Run); err != nil {
+		return err
+	}
+	served := repliedFact(max(from.Turn, 1), a.model.Provider(), redactReply(a.svc.secrets, reply))
+	served.Cached, served.CacheIdentity = from, c.identity
+	facts, err := a.originFacts(ctx, from.Suite, from.Run, from.Turn)
+	if err != nil {
+		return err
+	}
+	return step.CheckCached(served, request, step.FindOrigin(facts, from.Turn))
+}
+
+// originFacts returns the facts of the run a cache entry cites. An
+// attempt's hits usually all cite one earlier run: it is kept, and loaded
+// again only when it does not hold the turn asked for yet.
+func (a *attempt) originFacts(ctx context.Context, suite, run string, turn uint32) ([]events.Fact, error) {
+	if o := a.origin; o != nil && o.suite == suite && o.run == run && step.FindOrigin(o.facts, turn).Replied != nil {
+		return o.facts, nil
+	}
+	log, err := a.svc.bus.LoadRun(ctx, suite, run)
+	if err != nil {
+		return nil, fmt.Errorf("load the run the cache entry cites, %s/%s: %w", suite, run, err)
+	}
+	a.origin = &originRun{suite: suite, run: run, facts: log.Facts()}
+	return a.origin.facts, nil
+}
+
+// originRun is the run an attempt's last cache hit cited, as loaded.
+type originRun struct {
+	suite, run string
+	facts      []events.Fact
 }
 
 // cacheStore writes a reply the model gave into the cache. A reply whose usage

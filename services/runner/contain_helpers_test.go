@@ -48,14 +48,15 @@ func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	logs := &lockedBuffer{}
-	svc, err := runner.New(b, append([]kit.Option{runner.WithWorkDir(reachableDir(t)), kit.WithWorkers(1), runner.WithDecisionTimeout(time.Minute),
+	work := reachableDir(t)
+	svc, err := runner.New(b, append([]kit.Option{runner.WithWorkDir(work), kit.WithWorkers(1), runner.WithDecisionTimeout(time.Minute),
 		kit.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)...)
 	must(t, err)
 	done := make(chan struct{}, 2)
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	return &env{t: t, b: b, ctx: ctx}, logs
+	return &env{t: t, b: b, ctx: ctx, work: work}, logs
 }
 
 // leakyModel plays a script but puts a secret where the script says

@@ -1,9 +1,12 @@
 package runner_test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/sandbox"
@@ -82,5 +85,47 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 	}
 	if net, _ := rec.Feature(sandbox.FeatureNetwork); net.State != events.ContainmentActive && net.State != events.ContainmentUnsupported {
 		t.Errorf("network_isolation was asked for: %+v", net)
+	}
+}
+
+// By default a run's commands get TMPDIR, TMP and TEMP in the attempt's
+// own directory, and as root a /tmp of their own: what one writes there
+// never reaches the host, and run.claimed says so. The attempt's directory
+// in the work dir is named after the runner's process.
+func TestCommandsWriteTheirOwnTmp(t *testing.T) {
+	e, _ := startWith(t)
+	name := "factline-runner-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	script := `turns:
+  - calls:
+      - {id: tmp, name: run_command, args: {command: "echo x > /tmp/` + name + ` && echo \"$TMPDIR|$TMP|$TEMP\""}}
+`
+	log, _ := e.run(fixtureCase(t, "{steps: 3}"), script, "own-tmp")
+	_, err := os.Lstat(filepath.Join("/tmp", name))
+	if err == nil {
+		t.Cleanup(func() { _ = os.Remove(filepath.Join("/tmp", name)) })
+	}
+	rec := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment
+	tmp, _ := rec.Feature(sandbox.FeaturePrivateTmp)
+	if os.Geteuid() != 0 {
+		if tmp.State != events.ContainmentUnsupported {
+			t.Fatalf("not root, yet private_tmp is %+v", tmp)
+		}
+		t.Skipf("a private /tmp needs root and the test runs as uid %d; run.claimed says so: %s", os.Geteuid(), tmp.Detail)
+	}
+	if tmp.State != events.ContainmentActive || tmp.Limit != sandbox.DefaultTmpSize {
+		t.Errorf("private_tmp: %+v", tmp)
+	}
+	if err == nil {
+		t.Errorf("/tmp/%s, written by the run's command, is on the host", name)
+	}
+	d := kinds(log, events.KindDispatchComplete)[0].Body.(events.DispatchCompleted)
+	var obs struct {
+		Output string `json:"output"`
+	}
+	must(t, jsonUnmarshal(d.Output, &obs))
+	dirs := strings.Split(strings.TrimSpace(obs.Output), "|")
+	if d.Error != nil || len(dirs) != 3 || dirs[0] != dirs[1] || dirs[0] != dirs[2] ||
+		!strings.HasPrefix(dirs[0], e.work+"/factline-runner.") || !strings.HasSuffix(dirs[0], "/tmp") {
+		t.Errorf("TMPDIR|TMP|TEMP = %q (%+v), want one directory in the attempt's below %s", obs.Output, d.Error, e.work)
 	}
 }

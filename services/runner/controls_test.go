@@ -3,6 +3,7 @@ package runner_test
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,24 +69,40 @@ func TestCancelDuringLongCommand(t *testing.T) {
 }
 
 func cancelDuringLongCommand(t *testing.T, e *env, run string, last bool) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The command writes its child's pid in its workspace (it can write
+	// nothing else of the host); the test finds it below the work dir.
+	pidFile := func() string {
+		var found string
+		_ = filepath.WalkDir(e.work, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Name() == "child.pid" && strings.Contains(p, "."+run+"-") {
+				found = p
+			}
+			return nil
+		})
+		return found
+	}
 	next := "      - {id: next, name: write_file, args: {path: next.txt, content: never}}\n"
 	if last {
 		next = ""
 	}
 	s := fmt.Sprintf(`turns:
   - calls:
-      - {id: long, name: run_command, args: {command: "sleep 300 & echo $! > %s; wait", timeout_seconds: 600}}
+      - {id: long, name: run_command, args: {command: "sleep 300 & echo $! > child.pid; wait", timeout_seconds: 600}}
 %s  - calls:
       - {id: after, name: write_file, args: {path: after.txt, content: too late}}
-`, pidFile, next)
+`, next)
 	e.start(fixtureCase(t, "{steps: 6}"), s, run)
 	e.waitFact(run, func(f events.Fact) bool { return f.Kind() == events.KindDispatchIntended })
-	for {
-		if b, err := os.ReadFile(pidFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			break
+	var pidText string
+	for deadline := time.Now().Add(time.Minute); pidText == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never wrote child.pid in its workspace below %s", e.work)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if p := pidFile(); p != "" {
+			if b, err := os.ReadFile(p); err == nil {
+				pidText = strings.TrimSpace(string(b))
+			}
+		}
 	}
 	must(t, e.b.SendControl(e.ctx, "suite", run, events.Control{Signal: events.SignalCancel, Reason: "operator changed their mind"}))
 	log, end := e.wait(run)
@@ -116,8 +133,7 @@ func cancelDuringLongCommand(t *testing.T, e *env, run string, last bool) {
 		}
 	}
 	assertNoTurnAfter(t, log)
-	b, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, _ := strconv.Atoi(pidText)
 	// Killed: gone, or a zombie waiting to be reaped by init.
 	deadline := time.Now().Add(10 * time.Second)
 	for syscall.Kill(pid, 0) == nil {

@@ -30,6 +30,11 @@ type effect struct {
 	// the observation and the handoff.
 	known []string
 	sends int
+	// quiet is when no send of the operation can still be on its way to
+	// the sink: the end of this attempt's last send, or, for one an
+	// earlier attempt may have sent, the attempt's start and the tool's
+	// timeout (see lookupSettled).
+	quiet time.Time
 }
 
 // finding is what reconciling an operation of unknown outcome found.
@@ -55,6 +60,12 @@ const (
 func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (events.CompletedDispatch, *ending, error) {
 	d := events.CompletedDispatch{CallID: e.call.ID, EvidenceRef: step.EvidenceRef(e.turn, e.call.ID), Tool: e.call.Name,
 		Disposition: events.DispositionExecuted, Mutation: events.MutationNotApplicable, Verification: events.NotVerifier()}
+	if mayHaveRun {
+		// Whoever sent it earlier did so before this attempt began (a
+		// runner's send starts within its hold, which ended before this
+		// attempt's delivery), and gave up on it within the tool's timeout.
+		e.quiet = a.began.Add(a.inFlight(e.in.Tool))
+	}
 	for {
 		if mayHaveRun {
 			f, note, err := a.reconcile(ctx, &e)
@@ -73,7 +84,15 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 		if err := sendBackoff(ctx, e.sends); err != nil {
 			return d, nil, err
 		}
+		// Nothing is sent, the first time or again, unless the run is
+		// still this attempt's and stays so until the send has left.
+		if err := a.fence(ctx); err != nil {
+			return d, nil, err
+		}
 		res, interrupted := a.send(ctx, &e)
+		if res.Outcome == events.OutcomeUnknown {
+			e.quiet = time.Now()
+		}
 		var err error
 		d.Mutation, err = a.mutation(ctx, e.tool.Contract(), res)
 		if _, past := workspaceLimit(err); past {
@@ -103,7 +122,11 @@ func (a *attempt) settleEffect(ctx context.Context, e effect, mayHaveRun bool) (
 			// that is no proof the effect was stopped. Only a look (no
 			// effect) may still settle it; the run then ends either way.
 			d.Disposition = events.DispositionCanceled
-			if f, note := a.lookup(ctx, e.in.OperationID); f == findingApplied || f == findingNotApplied {
+			f, note, err := a.lookupSettled(ctx, e.in.OperationID, e.quiet)
+			if err != nil {
+				return d, nil, err
+			}
+			if f == findingApplied || f == findingNotApplied {
 				e.known = append(e.known, note)
 				d.Digest, d.Outcome = a.ws.Digest(), events.OutcomeApplied
 				if f == findingNotApplied {
@@ -161,8 +184,8 @@ func knownFailure(code string) bool {
 // deduplicates, then a person. It says what it found and how.
 func (a *attempt) reconcile(ctx context.Context, e *effect) (finding, string, error) {
 	op := e.in.OperationID
-	if f, note := a.lookup(ctx, op); f != findingUnknown {
-		return f, note, nil
+	if f, note, err := a.lookupSettled(ctx, op, e.quiet); err != nil || f != findingUnknown {
+		return f, note, err
 	}
 	if h := a.kase.HTTP; e.in.Tool == "http_call" && h != nil && h.Dedupe {
 		return findingResend, "the endpoint deduplicates by Idempotency-Key", nil
@@ -205,7 +228,7 @@ func (a *attempt) lookup(ctx context.Context, op string) (finding, string) {
 	if err != nil {
 		return findingUnknown, fmt.Sprintf("the status lookup failed: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := statusClient.Do(req)
 	if err != nil {
 		return findingUnknown, fmt.Sprintf("the status lookup failed: %v", err)
 	}
@@ -215,6 +238,9 @@ func (a *attempt) lookup(ctx context.Context, op string) (finding, string) {
 		return findingApplied, "the status lookup reports it took effect"
 	case http.StatusNotFound:
 		return findingNotApplied, "the status lookup reports it did not take effect"
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return findingUnknown, fmt.Sprintf("the status lookup answered %s to %q (redirects are not followed)", resp.Status, resp.Header.Get("Location"))
 	}
 	return findingUnknown, fmt.Sprintf("the status lookup answered %s", resp.Status)
 }
@@ -321,7 +347,11 @@ func (a *attempt) settleOpen(ctx context.Context, end ending) error {
 				d.Mutation, d.Outcome = events.MutationNotApplicable, events.OutcomeUnknown
 				res = tools.Result{Err: &events.ToolError{Code: tools.CodeOutcomeUnknown,
 					Message: fmt.Sprintf("operation %s (%s) was in flight when the run ended %s (%s): it may or may not have taken effect", in.OperationID, in.Tool, end.Status, end.Reason)}}
-				if f, note := a.lookup(ctx, in.OperationID); f == findingApplied || f == findingNotApplied {
+				f, note, err := a.lookupSettled(ctx, in.OperationID, a.began.Add(a.inFlight(in.Tool)))
+				if err != nil {
+					return err
+				}
+				if f == findingApplied || f == findingNotApplied {
 					d.Outcome = events.OutcomeApplied
 					if f == findingNotApplied {
 						d.Outcome = events.OutcomeNotApplied

@@ -212,3 +212,76 @@ func assertNoTurnAfter(t *testing.T, log bus.RunLog) {
 		}
 	}
 }
+
+// lateSink applies the first POST of each operation only after late has
+// passed, long after its caller gave up waiting for the answer, as a slow
+// sink behind a queue does; later POSTs it applies at once. It answers
+// status lookups from what it has applied so far.
+type lateSink struct {
+	mu      sync.Mutex
+	late    time.Duration
+	posts   map[string]int
+	applied map[string]int
+}
+
+func (s *lateSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		s.mu.Lock()
+		n := s.applied[strings.TrimPrefix(r.URL.Path, "/status/")]
+		s.mu.Unlock()
+		if n > 0 {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	s.posts[key]++
+	first := s.posts[key] == 1
+	s.mu.Unlock()
+	if first {
+		time.Sleep(s.late) // whether or not the caller still waits
+	}
+	s.mu.Lock()
+	s.applied[key]++
+	s.mu.Unlock()
+	fmt.Fprintf(w, `{"order":%q}`, key)
+}
+
+// A status lookup that answers "not found" right after a send timed out
+// is no proof the send never took effect: the sink may still be applying
+// it. The runner waits out the settle window after a lost answer before it
+// takes a "not found" as "not applied" and sends again; here the sink
+// applies the first send within that window, and the lookup after it
+// finds it.
+func TestTimedOutEffectIsNotResentOnANotFoundWithinTheSettleWindow(t *testing.T) {
+	e := start(t)
+	sk := &lateSink{late: time.Second, posts: map[string]int{}, applied: map[string]int{}}
+	hs := httptest.NewServer(sk)
+	defer hs.Close()
+	kase := fixtureCase(t, "{steps: 6}")
+	kase.HTTP = &cases.HTTPPolicy{Allow: []string{hs.URL + "/"}, Status: hs.URL + "/status/{operation}",
+		Timeout: cases.Duration(300 * time.Millisecond)}
+	kase.Tools = append(kase.Tools, "http_call")
+	script := fmt.Sprintf(`turns:
+  - calls:
+      - {id: order, name: http_call, args: {url: "%s/orders", body: '{"sku": 7}'}}
+      - {id: done, name: task_complete, args: {status: done, evidence: [t1/order]}}
+`, hs.URL)
+	log, end := e.run(kase, script, "late-sink")
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s/%q, want done", end.Status, end.Reason)
+	}
+	sk.mu.Lock()
+	posts, applied := sk.posts["late-sink/t1/order"], sk.applied["late-sink/t1/order"]
+	sk.mu.Unlock()
+	if posts != 1 || applied != 1 {
+		t.Fatalf("the sink got %d POSTs and applied %d, want the one send, applied once", posts, applied)
+	}
+	if d := dispatches(log)["t1/order"]; d.Dispatch.Outcome != events.OutcomeApplied {
+		t.Fatalf("the call settled %q (%s), want applied", d.Dispatch.Outcome, d.Output)
+	}
+}

@@ -47,3 +47,21 @@ func (a *attempt) closeSandbox() {
 		a.svc.log.Warn("removing the attempt's container failed", "suite", a.suite, "run", a.run, "err", err)
 	}
 }
+
+// siteKind names the runners' directories in a work dir.
+const siteKind = "runner"
+
+// reap removes what dead runners left in the work dir: their attempts'
+// directories, processes, leftover files and containers
+// (sandbox.Reap). It runs when a runner starts and before each attempt,
+// so that a takeover on this host never leaves the dead runner's behind.
+// Failing to reap is logged, never fatal: the attempt itself is sound.
+func (s *Service) reap(ctx context.Context) {
+	r, err := sandbox.Reap(ctx, s.workDir, siteKind, s.engine)
+	if !r.Empty() {
+		s.log.Info("removed what dead runners left", "dirs", r.Dirs, "containers", r.Containers, "processes", r.Processes, "files", r.Files)
+	}
+	if err != nil {
+		s.log.Warn("removing what dead runners left failed", "err", err)
+	}
+}

@@ -335,7 +335,7 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 	first, _ := strconv.Atoi(starts[0])
 	extensionstest.WaitGone(t, first)
 
-	heir, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+	heir, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(runner.MinAckWait), kit.WithInstance("heir"),
 		runner.WithApprovalTimeout(2*time.Second), runner.WithExtensions(allow))
 	must(t, err)
 	rctx, stop := context.WithCancel(ctx)

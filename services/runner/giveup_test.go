@@ -144,7 +144,7 @@ func stoppedRunner(t *testing.T, ctx context.Context, b *bus.Bus, maxDeliver int
 	t.Helper()
 	newRunner := func() *runner.Service {
 		svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), runner.WithDecisionTimeout(time.Minute),
-			kit.WithConsumer(bus.ConsumerConfig{AckWait: time.Second, MaxDeliver: maxDeliver}))
+			kit.WithConsumer(bus.ConsumerConfig{AckWait: runner.MinAckWait, MaxDeliver: maxDeliver}))
 		must(t, err)
 		return svc
 	}

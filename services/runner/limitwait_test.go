@@ -117,7 +117,7 @@ func TestAModelSlotWaitIsNotChargedAfterATakeover(t *testing.T) {
 		t.Fatalf("the child runner did not die by SIGKILL: %v", err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"))
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(runner.MinAckWait), kit.WithInstance("heir"))
 	must(t, err)
 	done := make(chan struct{})
 	go func() { _ = svc.Run(rctx); close(done) }()

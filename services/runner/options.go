@@ -51,7 +51,9 @@ func WithModels(f ModelFactory) kit.Option {
 }
 
 // WithWorkDir sets where attempt directories are made (default the OS
-// temporary directory). An empty dir is refused.
+// temporary directory), each named after the runner's process; what dead
+// runners left there is removed when a runner starts and before each
+// attempt (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
 	return kit.Own("WithWorkDir", func(c *config) error {
 		if dir == "" {

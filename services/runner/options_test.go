@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,16 @@ func TestRunnerRefusesASuiteCache(t *testing.T) {
 func TestRunnerRefusesAnotherServicesOption(t *testing.T) {
 	type judgeSettings struct{ judge string }
 	refusedOption(t, kit.Own("WithJudge", func(j *judgeSettings) error { j.judge = "x"; return nil }), "WithJudge")
+}
+
+// An ack wait too short to fence external effects is refused, by either
+// option that sets it, naming the minimum; the minimum itself is taken.
+func TestRunnerRefusesAnAckWaitItCannotFence(t *testing.T) {
+	refusedOption(t, kit.WithAckWait(MinAckWait-time.Millisecond), "WithAckWait")
+	refusedOption(t, kit.WithConsumer(bus.ConsumerConfig{AckWait: time.Second}), "WithAckWait")
+	b, _ := bustest.Start(t)
+	if _, err := New(b, kit.WithAckWait(time.Second)); err == nil || !strings.Contains(err.Error(), "at least 2s") {
+		t.Errorf("ack wait 1s: %v, want a refusal naming the 2s minimum", err)
+	}
+	kittest.Must(New(b, kit.WithAckWait(MinAckWait)))
 }

@@ -47,7 +47,7 @@ func runChild(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	opts := []kit.Option{runner.WithWorkDir(os.Getenv("FACTLINE_TEST_WORKDIR")), kit.WithAckWait(time.Second), kit.WithInstance("doomed"),
+	opts := []kit.Option{runner.WithWorkDir(os.Getenv("FACTLINE_TEST_WORKDIR")), kit.WithAckWait(runner.MinAckWait), kit.WithInstance("doomed"),
 		runner.WithAfterCommit(func(events.Fact) {
 			if n++; n == crashAt {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -188,7 +188,7 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p fleet
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(time.Second), kit.WithInstance("heir"),
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithAckWait(runner.MinAckWait), kit.WithInstance("heir"),
 		runner.WithApprovalTimeout(2*time.Second))
 	must(t, err)
 	done := make(chan struct{})

@@ -24,6 +24,8 @@ type env struct {
 	t   *testing.T
 	b   *bus.Bus
 	ctx context.Context
+	// work is the runner's work dir (empty where a test did not say).
+	work string
 }
 
 func start(t *testing.T) *env { return startTuned(t, nil, nil) }
@@ -35,7 +37,8 @@ func startTuned(t *testing.T, tune func(*bus.Bus) []kit.Option, hook func(*runne
 	t.Helper()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	opts := []kit.Option{runner.WithWorkDir(t.TempDir()), kit.WithWorkers(2), runner.WithDecisionTimeout(time.Minute)}
+	work := t.TempDir()
+	opts := []kit.Option{runner.WithWorkDir(work), kit.WithWorkers(2), runner.WithDecisionTimeout(time.Minute)}
 	if tune != nil {
 		opts = append(opts, tune(b)...)
 	}
@@ -50,7 +53,7 @@ func startTuned(t *testing.T, tune func(*bus.Bus) []kit.Option, hook func(*runne
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	return &env{t: t, b: b, ctx: ctx}
+	return &env{t: t, b: b, ctx: ctx, work: work}
 }
 
 // fixtureCase writes a case whose check passes when answer.txt holds 4.

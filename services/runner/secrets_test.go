@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner"
 )
@@ -32,8 +33,11 @@ func TestSecretsNeverReachTheLog(t *testing.T) {
 	t.Setenv(secrets.EnvSecretFiles, secretFile)
 
 	// The runner builds its redactor from the environment (Config.Secrets
-	// nil), as factline serve does.
-	e, logs := startWith(t, runner.WithModels(leakyModels(key)))
+	// nil), as factline serve does. Its commands share the host's /tmp,
+	// where the secret file is, so that the command can print it.
+	contain := sandbox.DefaultConfig("")
+	contain.PrivateTmp, contain.ReadOnlyHost = false, false
+	e, logs := startWith(t, runner.WithModels(leakyModels(key)), runner.WithContainment(contain))
 	script := fmt.Sprintf(`turns:
   - text: "I will use the key @@SECRET@@ now."
     calls:

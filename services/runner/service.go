@@ -76,6 +76,8 @@ type Service struct {
 	slotLease time.Duration
 	// containment is what the host grants commands, probed in New.
 	containment *sandbox.Containment
+	// engine is the container engine attempts with an environment use.
+	engine sandbox.Engine
 	// beforeClaim, set by tests only, runs just before an attempt commits
 	// its claim: the window in which another attempt may still settle work.
 	beforeClaim func(ctx context.Context, suite, run string)
@@ -119,6 +121,10 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckAckWait(sh.Consumer().AckWait); err != nil {
+		// Set by WithAckWait or WithConsumer.
+		return nil, &kit.OptionError{Service: events.OwnerRunner, Option: "WithAckWait", Reason: err.Error()}
+	}
 	if c.secrets == nil {
 		if c.secrets, err = secrets.FromEnvironment(); err != nil {
 			return nil, fmt.Errorf("runner: %w", err)
@@ -134,8 +140,11 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	contain := sandbox.DefaultConfig(s.workDir)
 	if c.contain != nil {
 		contain = *c.contain
-		contain.WorkDir = s.workDir
 	}
+	s.engine = contain.Engine
+	// What dead runners left here goes before this one adds its own.
+	s.reap(context.Background())
+	contain.WorkDir = s.workDir
 	if s.containment, err = sandbox.Probe(context.Background(), contain); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -171,7 +180,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 		}
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
-	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
@@ -213,11 +222,11 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		}
 		if stopped {
 			log.Info("not run: the suite stopped early")
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 			return a.finish(ctx, ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
 		}
 	}
-	a, err := s.prepare(ctx, suite, run, req, rl)
+	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return lostLease(err) // the run ended or another runner claimed it meanwhile
@@ -226,7 +235,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now()}
+			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
 			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
@@ -261,13 +270,15 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return lostLease(err)
 	}
 	if err != nil {
-		if ctx.Err() != nil || bus.Transient(err) {
+		if ctx.Err() != nil || bus.Transient(err) || errors.Is(err, errUnfenced) {
 			// Shutting down: the delivery is handed back and whoever takes
 			// it next resumes from the log. Or the bus failed under the
 			// run (a restart, a leader election, a full store): the bus
 			// runs this delivery again in place once it is back, without
 			// spending its delivery budget, and the attempt resumes from
-			// the log the same way.
+			// the log the same way. Or an external effect could not be
+			// fenced in time: the run is handed back, and whoever takes
+			// it next reconciles the operation before anything else.
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
@@ -292,8 +303,8 @@ func inputErr(what string, err error) error {
 var errBadInput = errors.New("bad run request")
 
 // prepare claims the run and sets up its attempt.
-func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog) (*attempt, error) {
-	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), epoch: 1, gen: 1}
+func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog, hold *bus.Lease) (*attempt, error) {
+	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), began: time.Now(), hold: hold, epoch: 1, gen: 1}
 	a.lease = step.CurrentLease(rl.Facts()) + 1
 	for _, r := range rl.Records {
 		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
@@ -341,10 +352,15 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	a.dir, err = os.MkdirTemp(s.workDir, "factline-"+run+"-")
+	// A takeover removes what a dead runner left on this host first. The
+	// attempt's directory is named after this process, so that the next
+	// runner here can tell whether it is still in use.
+	s.reap(ctx)
+	site, err := sandbox.OpenSite(s.workDir, siteKind, run)
 	if err != nil {
 		return nil, err
 	}
+	a.dir = site.Dir()
 	home := filepath.Join(a.dir, "home")
 	tmp := filepath.Join(a.dir, "tmp")
 	for _, d := range []string{home, tmp} {
@@ -373,7 +389,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			return nil, err
 		}
 	}
-	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.Allows, Sandbox: sb}
+	a.env = tools.Env{Root: a.ws, Environ: minimalEnv(home, tmp, kase.Env), AllowURL: kase.HTTP.CheckURL, Sandbox: sb}
 	// The claim comes after the extensions started, so that it records
 	// what this runner admitted: their source, version and capabilities.
 	// Its containment is the attempt's: a container's is read back from
@@ -448,7 +464,8 @@ func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, cla
 }
 
 // minimalEnv is the environment commands run with: a PATH, a HOME and a
-// TMPDIR outside the workspace (so caches never count as work), a locale,
+// TMPDIR (TMP and TEMP alike) of the attempt's own outside the workspace
+// (so caches never count as work), a locale,
 // and what the case adds. Nothing else of the runner's environment (keys,
 // tokens) reaches a command.
 func minimalEnv(home, tmp string, extra map[string]string) []string {
@@ -456,7 +473,7 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}

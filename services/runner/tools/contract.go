@@ -125,8 +125,9 @@ type Env struct {
 	// Operation is the current call's operation ID (external effects send
 	// it as their idempotency key).
 	Operation string
-	// AllowURL says whether http_call may reach a URL.
-	AllowURL func(url string) bool
+	// AllowURL says whether http_call may reach a URL: nil when it may,
+	// otherwise why not (nil func: nothing is allowed).
+	AllowURL func(url string) error
 	// Sandbox contains commands (nil: only their own session and the
 	// minimal environment).
 	Sandbox *sandbox.Sandbox

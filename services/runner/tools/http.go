@@ -26,11 +26,17 @@ type HTTPCall struct {
 // DefaultHTTPTimeout bounds an http_call whose case sets no timeout.
 const DefaultHTTPTimeout = 30 * time.Second
 
-// CodeURLNotAllowed refuses a URL outside the case's allowed prefixes.
+// CodeURLNotAllowed refuses a URL that no entry of the case's http.allow
+// covers, or that is ambiguous (userinfo, a percent-encoded host, a dot
+// segment).
 const CodeURLNotAllowed = "URL_NOT_ALLOWED"
 
 // CodeHTTPStatus reports an error status from the endpoint.
 const CodeHTTPStatus = "HTTP_STATUS"
+
+// CodeHTTPRedirect reports a redirect that says the endpoint did not act
+// on the request (300, 301, 307, 308). Redirects are never followed.
+const CodeHTTPRedirect = "HTTP_REDIRECT"
 
 // CodeOutcomeUnknown settles an external call whose answer was lost after
 // the request may have reached the sink, when nothing could establish
@@ -60,8 +66,12 @@ type httpArgs struct{ URL, Body string }
 func (HTTPCall) Precheck(env Env, raw json.RawMessage) *Result {
 	var a httpArgs
 	_ = json.Unmarshal(raw, &a)
-	if env.AllowURL == nil || !env.AllowURL(a.URL) {
-		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call", a.URL)
+	why := errors.New("the task allows no endpoint")
+	if env.AllowURL != nil {
+		why = env.AllowURL(a.URL)
+	}
+	if why != nil {
+		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call: %v", a.URL, why)
 		return &res
 	}
 	return nil
@@ -71,16 +81,24 @@ func (HTTPCall) Precheck(env Env, raw json.RawMessage) *Result {
 // call has a connection of its own: net/http resends a request that
 // carries an Idempotency-Key when a reused connection fails, and a sink
 // that does not deduplicate would then apply it twice without anyone
-// having decided to send it again.
-var effectClient = &http.Client{Transport: &http.Transport{
-	Proxy:             http.ProxyFromEnvironment,
-	DisableKeepAlives: true,
-}}
+// having decided to send it again. It follows no redirect: the allowlist
+// checked the URL the call names, and a redirect would carry the body
+// and the Idempotency-Key to a host nobody checked.
+var effectClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:             http.ProxyFromEnvironment,
+		DisableKeepAlives: true,
+	},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
 
 // Run implements Tool. The result's Outcome says what the sink did as far
 // as its answer shows: applied (2xx), not_applied (the request never left,
-// or the sink refused it with a 4xx) or unknown (the answer was lost after
-// a connection to the sink was open, or the sink failed with a 5xx).
+// the sink refused it with a 4xx, or redirected it elsewhere without
+// acting: 300, 301, 307, 308) or unknown (the answer was lost after a
+// connection to the sink was open, the sink failed with a 5xx, or it
+// answered with another redirect, such as the 302 or 303 a server sends
+// after acting on a POST).
 func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 	var a httpArgs
 	_ = json.Unmarshal(raw, &a)
@@ -113,6 +131,8 @@ func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
 	out := fmt.Sprintf("HTTP %d\n%s", resp.StatusCode, body)
 	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return redirected(a.URL, resp, body)
 	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported:
 		// The sink failed while handling the request: it may have done part
 		// or all of it.
@@ -122,6 +142,24 @@ func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 		return Result{Output: out, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPStatus, Message: resp.Status}}
 	}
 	return Result{Output: out, Outcome: events.OutcomeApplied}
+}
+
+// redirected settles a call the endpoint answered with a redirect, which
+// is not followed. The output records the status and the Location. A
+// redirect that sends the request elsewhere says this endpoint did not
+// act on it: not applied. Any other 3xx (302 and 303 above all, which
+// servers send after acting on a POST to point at its result) may follow
+// an effect: unknown, for the runner to reconcile.
+func redirected(url string, resp *http.Response, body []byte) Result {
+	loc := resp.Header.Get("Location")
+	out := fmt.Sprintf("HTTP %d\nLocation: %s\n%s", resp.StatusCode, loc, body)
+	switch resp.StatusCode {
+	case http.StatusMultipleChoices, http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return Result{Output: out, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPRedirect,
+			Message: fmt.Sprintf("POST %s: the endpoint answered %s to %q without acting on it; redirects are not followed", url, resp.Status, loc)}}
+	}
+	return Result{Output: out, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
+		Message: fmt.Sprintf("POST %s: the endpoint answered %s to %q, which may follow an effect; redirects are not followed: it may or may not have taken effect", url, resp.Status, loc)}}
 }
 
 // lostAnswer names how an answer was lost.

@@ -1,0 +1,123 @@
+package audit
+
+import (
+	"fmt"
+
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter/measure"
+)
+
+// RuleReportDerived: every suite.reported says what the meter's pure core
+// (measure.Build) makes of the suite's facts before it: a complete report
+// with the same counts of attempts and outcomes, rebuilt where the meter
+// builds one (after the suite's submission, a run.ended, a grade.verdict
+// or its suite.stopped).
+const RuleReportDerived = "report-derived"
+
+// reportCounts are the counts a suite.reported carries.
+type reportCounts struct {
+	attempts, passed, failed, pending, invalid, abstained, excluded uint32
+}
+
+func countsOf(r events.SuiteReported) reportCounts {
+	return reportCounts{r.Attempts, r.Passed, r.Failed, r.Pending, r.Invalid, r.Abstained, r.Excluded}
+}
+
+func (c reportCounts) String() string {
+	return fmt.Sprintf("attempts=%d passed=%d failed=%d pending=%d invalid=%d abstained=%d excluded=%d",
+		c.attempts, c.passed, c.failed, c.pending, c.invalid, c.abstained, c.excluded)
+}
+
+// rebuilt is a complete report the log yields, and the fact it was
+// rebuilt through.
+type rebuilt struct {
+	counts  reportCounts
+	through events.Fact
+}
+
+// checkReports rebuilds a suite's reports from its facts (in log order)
+// and checks every suite.reported against them. A report may be recorded
+// some facts after the one it was built through (other runs go on
+// committing while the meter stores it), so a suite.reported agrees when
+// any complete report rebuilt before it has its counts. Reports are built
+// only where the meter builds them and only once every planned attempt is
+// settled, so the audit costs no more than the meter did.
+func checkReports(suite string, facts []events.Fact) []Violation {
+	left := 0
+	for _, f := range facts {
+		if _, ok := f.Body.(events.SuiteReported); ok {
+			left++
+		}
+	}
+	if left == 0 {
+		return nil
+	}
+	var out []Violation
+	log, counter := measure.NewLog(suite), measure.NewCounter(suite)
+	// The counter lets go of a settled attempt's facts and asks for them
+	// again when its run has another fact: they are all here.
+	byRun := map[string][]int{}
+	for i, f := range facts {
+		byRun[f.Run] = append(byRun[f.Run], i)
+	}
+	seen := map[reportCounts]bool{}
+	var last *rebuilt
+	for i, f := range facts {
+		if rep, ok := f.Body.(events.SuiteReported); ok {
+			left--
+			if rc := countsOf(rep); !seen[rc] {
+				derived := "no complete report can be rebuilt from the log before it"
+				if last != nil {
+					derived = fmt.Sprintf("the report rebuilt from the log through the %s says %s", factOf(last.through), last.counts)
+				}
+				out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
+					"suite.reported %s of report %s says %s; %s", factAt(f), short(rep.ReportDigest), rc, derived)})
+			}
+		}
+		log.Apply(f)
+		if err := counter.Apply(f, earlierIn(facts, byRun, i)); err != nil {
+			out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
+				"the suite's count cannot take the %s: %v", factOf(f), err)})
+		}
+		if left == 0 || log.Submitted == nil || !buildsAfter(f.Kind()) {
+			continue
+		}
+		if uint64(counter.Tally().Settled) < measure.Size(*log.Submitted) {
+			continue
+		}
+		r := measure.Build(log)
+		if !r.Complete {
+			continue
+		}
+		rc := countsOf(r.Reported(""))
+		seen[rc] = true
+		last = &rebuilt{counts: rc, through: f}
+	}
+	return out
+}
+
+// earlierIn gives a Counter a run's facts before the i-th fact of the
+// log, from byRun (each run's indexes into facts, in order).
+func earlierIn(facts []events.Fact, byRun map[string][]int, i int) measure.Earlier {
+	return func(run string) ([]events.Fact, error) {
+		var out []events.Fact
+		for _, j := range byRun[run] {
+			if j >= i {
+				break
+			}
+			out = append(out, facts[j])
+		}
+		return out, nil
+	}
+}
+
+// buildsAfter says whether the meter builds the suite's report after
+// folding a fact of kind k: the facts it is delivered, and the
+// suite.stopped it appends itself.
+func buildsAfter(k events.Kind) bool {
+	switch k {
+	case events.KindSuiteSubmitted, events.KindRunEnded, events.KindGradeVerdict, events.KindSuiteStopped:
+		return true
+	}
+	return false
+}
