@@ -133,7 +133,11 @@ func runSized(b *testing.B, bin, suite string, n int) sized {
 				if i, ok := rssAt[marks]; ok {
 					res.rss[i] = rss
 				}
-				b.Logf("%d runs: %d/%d ended after %s, RSS %.0f MiB", n, e, n, at[marks].Round(time.Second), rss)
+				// On stderr as it goes too: a 100k suite takes long enough
+				// that whoever runs it wants to see where it is.
+				line := fmt.Sprintf("%d runs: %d/%d ended after %s, RSS %.0f MiB", n, e, n, at[marks].Round(time.Second), rss)
+				b.Log(line)
+				fmt.Fprintln(os.Stderr, line)
 				marks++
 			}
 			mu.Unlock()
