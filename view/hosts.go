@@ -47,6 +47,6 @@ func refuseHost(w http.ResponseWriter, host string, allowed map[string]bool) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusMisdirectedRequest)
 	fmt.Fprintf(w, "factline view does not answer to the host %q: it answers to %s only. "+
-		"Open it by one of those names, or start it with --allow-host NAME (docs/viewer.md#host-names).\n",
+		"Open it by one of those names, or start it with --allow-host NAME (docs/viewer.md#listening-and-host-names).\n",
 		host, strings.Join(names, ", "))
 }

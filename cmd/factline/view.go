@@ -63,7 +63,7 @@ func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	}
 	// The pages answer to the names this machine's loopback has and to
 	// the ones given, nothing else: a page elsewhere that rebinds its own
-	// name to this address is refused (docs/viewer.md#host-names).
+	// name to this address is refused (docs/viewer.md#listening-and-host-names).
 	cfg := view.Config{File: o.file, Hosts: append([]string{addr.given}, o.hosts...)}
 	source := o.file
 	if o.file != "" {
