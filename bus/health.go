@@ -137,6 +137,7 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 	defer cancel()
 	start := time.Now()
 	_, err := b.js.PublishMsg(pctx, m)
+	err = serverError(err)
 	b.noteWriteLog(err, false)
 	switch {
 	case err == nil:

@@ -42,6 +42,10 @@ type Config struct {
 	// address (DNS rebinding) cannot read the log. Empty entries are
 	// ignored.
 	Hosts []string
+	// Heartbeat is how often an idle event stream sends a comment, so
+	// that a proxy between it and the browser does not close it (default
+	// 15s).
+	Heartbeat time.Duration
 }
 
 // Server serves the pages. Run feeds it; it is an http.Handler.
@@ -70,6 +74,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = 200 * time.Millisecond
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
 	}
 	t, err := loadTemplates()
 	if err != nil {

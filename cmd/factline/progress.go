@@ -41,6 +41,9 @@ type progress struct {
 	// disk watches the embedded server's store for a full disk (nil with
 	// --nats: the server's disk is not this machine's to look at).
 	disk *spaceWatch
+	// wait, when set, is the runs waiting for a person, from the
+	// runners' live status (waiting.go).
+	wait *waiting
 }
 
 func newProgress(out, errOut io.Writer) *progress {
@@ -112,8 +115,12 @@ func (p *progress) tally() measure.Tally {
 // line is the progress line. Called with mu held.
 func (p *progress) line(elapsed time.Duration) string {
 	t := p.tally()
-	return fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
+	line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
 		t.Ended, t.Graded, t.Passed, elapsed)
+	if p.wait != nil {
+		line += p.wait.summary(!p.tty)
+	}
+	return line
 }
 
 // render rewrites the terminal's progress line in place. Called with mu
@@ -192,6 +199,11 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	go watchStore(ctx, b, &lastFact, cancel)
 	if p.disk != nil {
 		go watchDisk(ctx, p.disk, &lastFact, cancel)
+	}
+	if p.wait != nil {
+		watching := make(chan struct{})
+		go func() { defer close(watching); p.watchStatus(ctx, b, suite) }()
+		defer func() { cancel(nil); <-watching }()
 	}
 	reported := false
 	var from uint64
@@ -284,6 +296,9 @@ func (p *progress) fact(r bus.Raw, earlier measure.Earlier, done func()) error {
 	}
 	if err := p.counter.Apply(f, earlier); err != nil {
 		return err
+	}
+	if p.wait != nil {
+		p.wait.fact(f.Run, f.At)
 	}
 	switch f.Body.(type) {
 	case events.RunRequested:

@@ -125,6 +125,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 		if after.Revision != before.Revision {
 			changed++
 			fmt.Fprintf(out, "%s: revision %d, %s (was revision %d, %s)\n", run, after.Revision, after.Result.Type(), before.Revision, before.Result.Type())
+			sayDisputed(out, suite, run, after, log.Facts())
 		} else {
 			fmt.Fprintf(out, "%s: unchanged at revision %d, %s\n", run, after.Revision, after.Result.Type())
 		}
@@ -152,6 +153,25 @@ func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Gradi
 		}
 	}
 	return &out, touched
+}
+
+// sayDisputed tells, for each grade.conflict the new revision v appended,
+// what it does to the report and how the dispute is settled: a later
+// revision that appends no conflict of its own (one that agrees with the
+// revision before it). Grading again under the same plan appends nothing,
+// so it takes a new version of the instrument.
+func sayDisputed(out io.Writer, suite, run string, v events.GraderVerdict, facts []events.Fact) {
+	for _, f := range facts {
+		c, ok := f.Body.(events.GradeConflict)
+		if !ok || c.Revision != v.Revision || c.SnapshotDigest != v.SnapshotID {
+			continue
+		}
+		fmt.Fprintf(out, "%s: revision %d conflicts with revision %d on %s (%s): the attempt is now disputed — the report counts it "+
+			"neither passed nor failed, and the suite is not complete — until a later revision that agrees with the one before it settles it: "+
+			"check %s, then grade the run again under a new version of it: factline regrade %s --run %s --grading FILE "+
+			"(docs/grading.md#re-grades-revisions-and-conflicts)\n",
+			run, c.Revision, c.ConflictsWith, c.Instrument, c.Reason, c.Instrument, suite, run)
+	}
 }
 
 // latestVerdict is the newest grade revision among facts.
