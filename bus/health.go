@@ -19,6 +19,14 @@ import (
 // docs/operations.md says how to recover.
 var ErrStoreFull = errors.New("the NATS store is full")
 
+// ErrNotStoring says that JetStream answers but stores nothing: a write
+// went unacknowledged while the server answered a request that reads. A
+// server whose disk filled before its own store limit does this (it logs
+// "no space left on device" and leaves the stream that could not write
+// storing nothing until it restarts); docs/operations.md#a-full-disk says
+// how to recover.
+var ErrNotStoring = errors.New("JetStream answers but stores nothing")
+
 // ErrStreamMissing says that a stream factline needs does not exist and
 // this connection may not create it (see docs/security.md: only the admin
 // role manages streams).
@@ -117,14 +125,17 @@ const probeSubject = "$O." + BlobBucket + ".C.factline-probe"
 
 // CheckWritable writes a few bytes to the store, replacing the previous
 // probe (a subject rollup keeps one), and reports whether JetStream took
-// them: ErrStoreFull when it refused them for want of space. A suite's
-// follower asks when nothing has happened for a while, since a full store
-// shows only to a writer.
+// them: ErrStoreFull when it refused them for want of space, ErrNotStoring
+// when it left them unacknowledged but answered a read right after (a
+// full disk: the server neither stores nor refuses). A suite's follower
+// asks when nothing has happened for a while, since a full store shows
+// only to a writer.
 func (b *Bus) CheckWritable(ctx context.Context) error {
 	m := &nats.Msg{Subject: probeSubject, Data: []byte("probe"), Header: nats.Header{}}
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
+	start := time.Now()
 	_, err := b.js.PublishMsg(pctx, m)
 	err = serverError(err)
 	b.noteWriteLog(err, false)
@@ -133,6 +144,15 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 		return nil
 	case StoreFull(err):
 		return storeFullErr(err)
+	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) && b.nc.IsConnected():
+		// No answer at all: a server that is away answers nothing else
+		// either; one that answers a read is up and not storing.
+		actx, cancel := apiCtx(ctx)
+		defer cancel()
+		if _, aerr := b.js.AccountInfo(actx); aerr == nil {
+			return fmt.Errorf("%w: a write went unacknowledged for %s while the server answered (a full disk does this: nats-server logs \"no space left on device\")",
+				ErrNotStoring, time.Since(start).Round(time.Second))
+		}
 	}
 	return fmt.Errorf("write probe: %w", err)
 }

@@ -82,6 +82,15 @@ func (d *Dataset) normalise(field string) error {
 	return nil
 }
 
+// MaxDataLine bounds a line of a data file, in bytes: a JSONL record is
+// one line, and a CSV line (a record, or a part of a quoted field that
+// spans lines) is held whole while it is read.
+const MaxDataLine = cases.MaxFileBytes
+
+// byteOrderMark is UTF-8's byte order mark, which some editors and
+// spreadsheet exports put at the start of a file.
+const byteOrderMark = "\xef\xbb\xbf"
+
 // record is one record of a data file: its fields and the line it starts
 // on.
 type record struct {
@@ -95,6 +104,13 @@ type record struct {
 func readRecords(path string, r io.Reader, fn func(record) error) (events.Digest, int, error) {
 	h := sha256.New()
 	r = io.TeeReader(r, h)
+	// A byte order mark counts in the digest (it is in the file) and in
+	// nothing else: not an error, not part of the first field's name.
+	br := bufio.NewReader(r)
+	if start, _ := br.Peek(len(byteOrderMark)); string(start) == byteOrderMark {
+		_, _ = br.Discard(len(byteOrderMark))
+	}
+	r = br
 	n := 0
 	var err error
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
@@ -114,7 +130,7 @@ func readRecords(path string, r io.Reader, fn func(record) error) (events.Digest
 
 func readJSONL(path string, r io.Reader, fn func(record) error) (int, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), cases.MaxFileBytes)
+	sc.Buffer(make([]byte, 64<<10), MaxDataLine)
 	n, line := 0, 0
 	for sc.Scan() {
 		line++
@@ -131,24 +147,111 @@ func readJSONL(path string, r io.Reader, fn func(record) error) (int, error) {
 		if dec.More() {
 			return n, &DataError{File: path, Line: line, Msg: "more than one JSON value on the line"}
 		}
+		if key := duplicateKey(text); key != "" {
+			return n, &DataError{File: path, Line: line, Field: key,
+				Msg: "the key is in the record twice: JSON leaves which value counts to the reader, so name each key once"}
+		}
 		raw, _ := json.Marshal(fields)
 		n++
 		if err := fn(record{line: line, fields: fields, raw: raw}); err != nil {
 			return n, err
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return n, &DataError{File: path, Line: line + 1, Msg: tooLong}
+	} else if err != nil {
 		return n, &DataError{File: path, Line: line + 1, Msg: err.Error()}
 	}
 	return n, nil
 }
 
+// tooLong says a line passed MaxDataLine.
+var tooLong = fmt.Sprintf("the line is longer than the limit of %d bytes", MaxDataLine)
+
+// duplicateKey returns where the JSON value in text names a key twice in
+// one object (a path: "q", "meta.n", "list[1].k"), "" when it does not.
+// text is known to decode.
+func duplicateKey(text []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	key, _ := duplicateIn(dec, "")
+	return key
+}
+
+// duplicateIn reads one value from dec, checking its objects' keys.
+func duplicateIn(dec *json.Decoder, at string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			key, _ := k.(string)
+			path := key
+			if at != "" {
+				path = at + "." + key
+			}
+			if seen[key] {
+				return path, nil
+			}
+			seen[key] = true
+			if dup, err := duplicateIn(dec, path); dup != "" || err != nil {
+				return dup, err
+			}
+		}
+		_, err = dec.Token() // }
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if dup, err := duplicateIn(dec, fmt.Sprintf("%s[%d]", at, i)); dup != "" || err != nil {
+				return dup, err
+			}
+		}
+		_, err = dec.Token() // ]
+	}
+	return "", err
+}
+
+// lineLimit passes a reader's bytes on until a line passes MaxDataLine,
+// then fails with a *DataError naming it: the CSV reader holds a line
+// whole, however long.
+type lineLimit struct {
+	r    io.Reader
+	path string
+	line int // the line being read, from 1
+	len  int // its bytes so far
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			l.line++
+			l.len = 0
+			continue
+		}
+		if l.len++; l.len > MaxDataLine {
+			return 0, &DataError{File: l.path, Line: l.line, Msg: tooLong}
+		}
+	}
+	return n, err
+}
+
 func readCSV(path string, r io.Reader, fn func(record) error) (int, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(&lineLimit{r: r, path: path, line: 1})
 	cr.ReuseRecord = false
 	header, err := cr.Read()
 	if err == io.EOF {
 		return 0, nil
+	}
+	var long *DataError
+	if errors.As(err, &long) {
+		return 0, long
 	}
 	if err != nil {
 		return 0, &DataError{File: path, Line: 1, Msg: err.Error()}
@@ -165,6 +268,9 @@ func readCSV(path string, r io.Reader, fn func(record) error) (int, error) {
 		row, err := cr.Read()
 		if err == io.EOF {
 			return n, nil
+		}
+		if errors.As(err, &long) {
+			return n, long
 		}
 		if err != nil {
 			// FieldPos knows nothing of a record that did not parse.

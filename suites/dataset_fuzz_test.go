@@ -15,6 +15,9 @@ func FuzzReadRecords(f *testing.F) {
 	f.Add([]byte("id,q\na,\"one, two\"\nb,x,extra\n"), true)
 	f.Add([]byte("id,id\n1,2\n"), true)
 	f.Add([]byte("\"unterminated\n"), true)
+	f.Add([]byte("\xef\xbb\xbf{\"id\": \"a\"}\n"), false)
+	f.Add([]byte("\xef\xbb\xbfid,q\na,b\n"), true)
+	f.Add([]byte("{\"a\": {\"b\": 1, \"b\": 2}, \"c\": [{\"d\": 1, \"d\": 1}]}\n"), false)
 	f.Fuzz(func(t *testing.T, data []byte, csv bool) {
 		name := "d.jsonl"
 		if csv {

@@ -138,3 +138,68 @@ func TestTheDatasetDigestFollowsTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A data file saved with a UTF-8 byte order mark (as some editors and
+// spreadsheet exports write one) reads as without it, in JSONL and in
+// CSV: not an error, and not a first column whose name silently starts
+// with an invisible character. The mark still counts in the file's digest.
+func TestAByteOrderMarkIsSkipped(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	for _, c := range []struct{ name, data string }{
+		{"d.jsonl", "{\"id\": \"a\", \"q\": \"x\"}\n{\"id\": \"b\", \"q\": \"y\"}\n"},
+		{"d.csv", "id,q\na,x\nb,y\n"},
+	} {
+		plain, err := Load(datasetSuite(t, c.name, c.data, plainTmpl, "  id: id\n"))
+		if err != nil {
+			t.Fatalf("%s without a mark: %v", c.name, err)
+		}
+		marked, err := Load(datasetSuite(t, c.name, bom+c.data, plainTmpl, "  id: id\n"))
+		if err != nil {
+			t.Errorf("%s with a byte order mark: %v", c.name, err)
+			continue
+		}
+		if len(marked.Cases) != 2 || marked.Cases[0].ID != "a" || marked.Cases[0].Instruction != "x" {
+			t.Errorf("%s with a byte order mark: cases %+v", c.name, marked.Cases)
+		}
+		if marked.Dataset.Digest == plain.Dataset.Digest || marked.Dataset.Records != 2 {
+			t.Errorf("%s: the mark must count in the digest (%s) and leave 2 records (%d)", c.name, marked.Dataset.Digest, marked.Dataset.Records)
+		}
+	}
+}
+
+// A line longer than a reader takes is an error that names the line and
+// the limit, for JSONL and CSV alike (CSV had no limit, and held the line
+// whole, however long).
+func TestALineOverTheLimitIsRefusedNamingLineAndLimit(t *testing.T) {
+	long := strings.Repeat("x", MaxDataLine+1)
+	for _, c := range []struct{ name, data, want string }{
+		{"d.jsonl", "{\"id\": \"a\", \"q\": \"x\"}\n{\"id\": \"b\", \"q\": \"" + long + "\"}\n", "d.jsonl:2: the line is longer than the limit of 1048576 bytes"},
+		{"d.csv", "id,q\na,x\nb," + long + "\n", "d.csv:3: the line is longer than the limit of 1048576 bytes"},
+		{"d.csv", "id,q\na,\"x\n" + long + "\"\n", "d.csv:3: the line is longer than the limit of 1048576 bytes"},
+	} {
+		_, err := Load(datasetSuite(t, c.name, c.data, plainTmpl, "  id: id\n"))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "token too long") {
+			t.Errorf("%s with a line of %d bytes: %v, want %q", c.name, len(long), err, c.want)
+		}
+	}
+}
+
+// A JSON record that names a key twice is refused, naming the line and
+// the key (at any depth): JSON leaves it to the reader which value
+// counts, and the record's author meant one.
+func TestAJSONRecordWithADuplicateKeyIsRefused(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{"{\"id\": \"a\", \"q\": \"x\"}\n{\"id\": \"b\", \"q\": \"y\", \"q\": \"z\"}\n", `d.jsonl:2: q: the key is in the record twice`},
+		{"{\"id\": \"a\", \"q\": \"x\", \"meta\": {\"n\": 1, \"n\": 2}}\n", `d.jsonl:1: meta.n: the key is in the record twice`},
+		{"{\"id\": \"a\", \"q\": \"x\", \"list\": [{\"k\": 1}, {\"k\": 2, \"k\": 3}]}\n", `d.jsonl:1: list[1].k: the key is in the record twice`},
+	} {
+		_, err := Load(datasetSuite(t, "d.jsonl", c.data, plainTmpl, "  id: id\n"))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.data, err, c.want)
+		}
+	}
+	// The same key in two objects is no duplicate.
+	if ids := caseIDs(t, datasetSuite(t, "d.jsonl", "{\"id\": \"a\", \"q\": \"x\", \"l\": [{\"k\": 1}, {\"k\": 2}]}\n", plainTmpl, "  id: id\n")); len(ids) != 1 {
+		t.Fatalf("ids %v", ids)
+	}
+}

@@ -35,6 +35,13 @@ type Config struct {
 	// Retry is the first wait before the feed reads again after losing
 	// the server (default 200ms, doubling up to 5s).
 	Retry time.Duration
+	// Hosts are the host names (or addresses) the pages answer to
+	// besides this machine's loopback names, 127.0.0.1, localhost and
+	// ::1: a request whose Host header names any other is refused with
+	// 421, so that a page elsewhere that points its own name at this
+	// address (DNS rebinding) cannot read the log. Empty entries are
+	// ignored.
+	Hosts []string
 	// Heartbeat is how often an idle event stream sends a comment, so
 	// that a proxy between it and the browser does not close it (default
 	// 15s).
@@ -48,6 +55,7 @@ type Server struct {
 	mux   *http.ServeMux
 	pages *templates
 	blobs *blobCache
+	hosts map[string]bool // the Host names answered, normalised (hostName)
 
 	mu      sync.Mutex
 	model   *pages.Model
@@ -74,13 +82,18 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: newBlobCache(blobCacheBytes)}
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: newBlobCache(blobCacheBytes),
+		hosts: allowedHosts(cfg.Hosts)}
 	s.routes()
 	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if name := hostName(r.Host); !s.hosts[name] {
+		refuseHost(w, r.Host, s.hosts)
+		return
+	}
 	h := w.Header()
 	// Every byte the viewer serves is its own: no script, style or image
 	// from elsewhere, and facts' text is never taken for markup.

@@ -28,22 +28,26 @@ type progress struct {
 	tty    bool
 	start  time.Time
 
-	mu        sync.Mutex
-	suite     string
-	planned   int
-	requested map[string]bool
+	mu      sync.Mutex
+	suite   string
+	planned int
+	// requested counts the run.requested facts seen: what tells a missing
+	// meter from a missing runner.
+	requested int
 	counter   *measure.Counter // counts as the report counts
 	lastLine  string
 	lastPrint time.Time
 	warned    map[string]bool // the idle warnings already given
+	// disk watches the embedded server's store for a full disk (nil with
+	// --nats: the server's disk is not this machine's to look at).
+	disk *spaceWatch
 	// wait, when set, is the runs waiting for a person, from the
 	// runners' live status (waiting.go).
 	wait *waiting
 }
 
 func newProgress(out, errOut io.Writer) *progress {
-	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), requested: map[string]bool{},
-		warned: map[string]bool{}}
+	return &progress{out: out, errOut: errOut, tty: isTerminal(out), start: time.Now(), warned: map[string]bool{}}
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -160,14 +164,14 @@ func (p *progress) warnIdle(url string) {
 	}
 	after := time.Since(p.start).Truncate(time.Second)
 	var key, msg string
-	if len(p.requested) == 0 {
+	if p.requested == 0 {
 		key = "meter"
 		msg = fmt.Sprintf("no run of suite %q has been requested after %s: no meter serves %s. "+
 			"Start the services (all five) with: factline serve --nats %s", p.suite, after, url, url)
 	} else {
 		key = "runner"
 		msg = fmt.Sprintf("no runner has taken a run of suite %q after %s (%d of %d runs requested, none started). "+
-			"Start one with: factline serve --services runner --nats %s", p.suite, after, len(p.requested), p.planned, url)
+			"Start one with: factline serve --services runner --nats %s", p.suite, after, min(p.requested, p.planned), p.planned, url)
 	}
 	if p.warned[key] {
 		return
@@ -193,6 +197,9 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	var lastFact atomic.Int64
 	lastFact.Store(time.Now().UnixNano())
 	go watchStore(ctx, b, &lastFact, cancel)
+	if p.disk != nil {
+		go watchDisk(ctx, p.disk, &lastFact, cancel)
+	}
 	if p.wait != nil {
 		watching := make(chan struct{})
 		go func() { defer close(watching); p.watchStatus(ctx, b, suite) }()
@@ -201,23 +208,26 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	reported := false
 	var from uint64
 	for try := 0; ; try++ {
+		unread := false // a fact failed to count: read on from it
 		last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true, FromSeq: from}, func(r bus.Raw) error {
 			lastFact.Store(time.Now().UnixNano())
+			if err := p.fact(r, earlierFacts(ctx, b, suite, r.Seq), func() { reported = true; cancel(nil) }); err != nil {
+				unread = true
+				return err
+			}
 			from = r.Seq + 1
-			return p.fact(r, func() { reported = true; cancel(nil) })
+			return nil
 		})
 		if reported {
 			return nil
 		}
-		if cause := context.Cause(ctx); errors.Is(cause, bus.ErrStoreFull) {
-			p.finish()
-			return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
-				"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
+		if err := p.storeStopped(context.Cause(ctx)); err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return err
 		}
-		if last >= from {
+		if last >= from && !unread {
 			from = last + 1
 		}
 		slog.Warn("following the suite was interrupted; reading on", "after", from, "err", err)
@@ -227,9 +237,54 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	}
 }
 
+// storeStopped says why a store that stopped taking writes ended the
+// follow, and how to go on (nil for any other cause).
+func (p *progress) storeStopped(cause error) error {
+	var disk *diskFullError
+	switch {
+	case errors.As(cause, &disk):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing. %s", cause, p.summary(), disk.remedy())
+	case errors.Is(cause, bus.ErrNotStoring) && p.disk != nil:
+		// The embedded server's disk is this machine's: say how full.
+		p.finish()
+		d := &diskFullError{dir: p.disk.dir, free: freeSpace(p.disk.dir), server: cause.Error()}
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing. %s", d, p.summary(), d.remedy())
+	case errors.Is(cause, bus.ErrNotStoring):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing, but a stream that could not write stores nothing "+
+			"until its server restarts: free space on the server's disk and restart nats-server (docs/operations.md#a-full-disk), "+
+			"then run this command again to follow the suite to its report", cause, p.summary())
+	case errors.Is(cause, bus.ErrStoreFull):
+		p.finish()
+		return fmt.Errorf("%w; %s. The services hold their work and lose nothing: free space on the server "+
+			"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
+	}
+	return nil
+}
+
+// earlierFacts reads back a run's facts committed before stream sequence
+// seq, for a counter that let the run go once it settled.
+func earlierFacts(ctx context.Context, b *bus.Bus, suite string, seq uint64) measure.Earlier {
+	return func(run string) ([]events.Fact, error) {
+		log, err := b.LoadRun(ctx, suite, run)
+		if err != nil {
+			return nil, err
+		}
+		var out []events.Fact
+		for _, r := range log.Records {
+			if r.Seq < seq {
+				out = append(out, r.Fact)
+			}
+		}
+		return out, nil
+	}
+}
+
 // fact updates the progress with one committed fact of the suite; done is
-// called when the suite is reported.
-func (p *progress) fact(r bus.Raw, done func()) error {
+// called when the suite is reported. Its memory follows the runs in
+// flight: the counter lets a run's facts go once it is settled.
+func (p *progress) fact(r bus.Raw, earlier measure.Earlier, done func()) error {
 	f, err := r.Fact()
 	if err != nil {
 		return nil
@@ -239,13 +294,15 @@ func (p *progress) fact(r bus.Raw, done func()) error {
 	if p.counter == nil {
 		p.counter = measure.NewCounter(f.Suite)
 	}
-	p.counter.Apply(f)
+	if err := p.counter.Apply(f, earlier); err != nil {
+		return err
+	}
 	if p.wait != nil {
 		p.wait.fact(f.Run, f.At)
 	}
 	switch f.Body.(type) {
 	case events.RunRequested:
-		p.requested[f.Run] = true
+		p.requested++
 		return nil
 	case events.RunClaimed, events.RunEnded, events.GradeVerdict:
 	case events.SuiteReported:

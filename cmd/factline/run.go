@@ -119,6 +119,13 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// This process opens the store's server, or attaches to the process
 		// that has and runs its own services beside that one's.
 		t.store = store
+		abs, _ := filepath.Abs(store)
+		// The server's one log line that matters here: a write that failed
+		// for want of disk space (watchDisk tells the follower). Only the
+		// holder's server logs to it; an attached run still names the
+		// store's disk when the holder's server stops storing.
+		progress.disk = &spaceWatch{dir: abs}
+		t.serverLog = progress.disk
 		var release func()
 		if b, release, err = t.open(ctx); err != nil {
 			return err
@@ -133,7 +140,6 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 		defer f.Stop()
-		abs, _ := filepath.Abs(store)
 		localStore = abs
 		// The runs of this process's runner that wait for a person are
 		// said on the progress line; a fleet's live status is not the

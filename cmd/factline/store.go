@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -41,6 +42,10 @@ type target struct {
 	// compressFacts creates FACTS compressed where open creates it
 	// (setup --compress).
 	compressFacts bool
+	// serverLog receives the log of an embedded server this process
+	// starts on the store ('run' watches it for a full disk); nil
+	// silences it.
+	serverLog server.Logger
 }
 
 // errFsyncNotEmbedded is --fsync given where no embedded server starts.
@@ -105,7 +110,7 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 		// One process at a time runs the store's server; every other
 		// attaches to it (storeconn.go): two servers on one directory
 		// would each overwrite what the other wrote.
-		s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, compressFacts: t.compressFacts})
+		s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, compressFacts: t.compressFacts, logger: t.serverLog})
 		if err != nil {
 			return nil, nil, err
 		}

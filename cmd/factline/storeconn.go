@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
@@ -32,6 +33,9 @@ type storeOptions struct {
 	// serves it as the plan says instead of on a private loopback port.
 	listen        *listenPlan
 	compressFacts bool
+	// logger receives the log of the server this process starts on the
+	// store, as its holder or on taking it over (nil: silenced).
+	logger server.Logger
 }
 
 // storeConn is a process's use of a store directory. One process at a
@@ -162,7 +166,7 @@ func (s *storeConn) serve(ctx context.Context, l *storeLock) error {
 			return err
 		}
 	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: plan.addr, ClientSeed: s.seed, Durability: s.opts.fsync})
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: plan.addr, ClientSeed: s.seed, Durability: s.opts.fsync, Logger: s.opts.logger})
 	if err != nil {
 		return err
 	}
@@ -313,7 +317,7 @@ func (s *storeConn) takeOver() (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: "127.0.0.1:-1", ClientSeed: s.seed, Durability: s.rec.fsync})
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: "127.0.0.1:-1", ClientSeed: s.seed, Durability: s.rec.fsync, Logger: s.opts.logger})
 	if err != nil {
 		l.release()
 		return false, err

@@ -17,7 +17,8 @@ const storeIdle = 2 * time.Second
 
 // watchStore stops a suite's follower (stop, with the cause) when the
 // store is full: two write probes in a row, storeIdle apart and after
-// storeIdle without a fact, refused for want of space. Other failures
+// storeIdle without a fact, refused for want of space, or left
+// unacknowledged by a server that answers (a full disk). Other failures
 // (a server restarting) are ridden out.
 func watchStore(ctx context.Context, b *bus.Bus, lastFact *atomic.Int64, stop context.CancelCauseFunc) {
 	t := time.NewTicker(storeIdle)
@@ -34,7 +35,7 @@ func watchStore(ctx context.Context, b *bus.Bus, lastFact *atomic.Int64, stop co
 			continue
 		}
 		err := b.CheckWritable(ctx)
-		if !errors.Is(err, bus.ErrStoreFull) {
+		if !errors.Is(err, bus.ErrStoreFull) && !errors.Is(err, bus.ErrNotStoring) {
 			refused = 0
 			continue
 		}

@@ -39,7 +39,9 @@ func newViewCmd() *cobra.Command {
 	fs := c.Flags()
 	o.t.flags(fs)
 	fs.StringVar(&o.file, "file", "", "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
-	fs.StringVar(&o.listen, "listen", defaultViewListen, "host:port to serve the pages on (port 0 picks a free one)")
+	fs.StringVar(&o.listen, "listen", defaultViewListen, "serve the pages at PORT or :PORT (this machine only) or HOST:PORT (port 0 picks a free one)")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); whoever reaches it reads every fact, and the traffic is not encrypted")
+	fs.StringSliceVar(&o.hosts, "allow-host", nil, "a host name the pages also answer to (the Host header browsers send), besides 127.0.0.1, localhost, [::1] and --listen's host; for a wildcard --listen reached by name")
 	return c
 }
 
@@ -47,14 +49,22 @@ func newViewCmd() *cobra.Command {
 type viewFlags struct {
 	t            target
 	file, listen string
+	allowRemote  bool
+	hosts        []string
 }
 
 func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
-	host, _, err := net.SplitHostPort(o.listen)
+	addr, err := parseListen(o.listen)
 	if err != nil {
-		return usageError{fmt.Sprintf("--listen %q: %v (want host:port, e.g. %s)", o.listen, err, defaultViewListen)}
+		return err
 	}
-	cfg := view.Config{File: o.file}
+	if !addr.loopback && !o.allowRemote {
+		return addr.refuseRemote(o.listen, "whoever reaches it reads every fact")
+	}
+	// The pages answer to the names this machine's loopback has and to
+	// the ones given, nothing else: a page elsewhere that rebinds its own
+	// name to this address is refused (docs/viewer.md#listening-and-host-names).
+	cfg := view.Config{File: o.file, Hosts: append([]string{addr.given}, o.hosts...)}
 	source := o.file
 	if o.file != "" {
 		if o.t.store != "" || o.t.url != "" {
@@ -82,11 +92,11 @@ func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	if err := s.Load(ctx); err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", o.listen)
+	l, err := net.Listen("tcp", addr.String())
 	if err != nil {
 		return listenError("--listen", o.listen, err)
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if !addr.loopback {
 		fmt.Fprintf(errOut, "warning: serving the log on %s, beyond this machine: whoever reaches it reads every fact\n", l.Addr())
 	}
 	fmt.Fprintf(out, "factline view: http://%s/ (%s)\n", l.Addr(), source)

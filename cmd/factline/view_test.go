@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -17,10 +18,19 @@ var viewURL = regexp.MustCompile(`factline view: (http://127\.0\.0\.1:\d+/)`)
 // the URL it serves.
 func startView(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := startViewOut(t, args...)
+	return url
+}
+
+// startViewOut is startView that also returns what the command says on
+// stderr.
+func startViewOut(t *testing.T, args ...string) (string, *lockedBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut lockedBuffer
+	var out lockedBuffer
+	errOut := &lockedBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"view", "--listen", "127.0.0.1:0"}, args...), &out, &errOut) }()
+	go func() { done <- run(ctx, append([]string{"view", "--listen", "127.0.0.1:0"}, args...), &out, errOut) }()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
@@ -30,7 +40,7 @@ func startView(t *testing.T, args ...string) string {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := viewURL.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], errOut
 		}
 		select {
 		case code := <-done:
@@ -96,7 +106,8 @@ func TestViewRefusesWhatItCannotServe(t *testing.T) {
 		{[]string{"view", "--store", filepath.Join(dir, "typo")}, 1, "no store at"},
 		{[]string{"view"}, 2, "say where the log is"},
 		{[]string{"view", "stray"}, 2, `view takes no arguments, got "stray"`},
-		{[]string{"view", "--store", dir, "--listen", "7070"}, 2, `--listen "7070": address 7070: missing port in address (want host:port`},
+		{[]string{"view", "--store", dir, "--listen", "seventy"}, 2, `--listen "seventy": want PORT, :PORT or HOST:PORT`},
+		{[]string{"view", "--store", dir, "--listen", "0.0.0.0:0"}, 2, "--listen 0.0.0.0:0 can be reached from other hosts: add --allow-remote to mean it (whoever reaches it reads every fact"},
 	} {
 		code, _, errOut := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
@@ -127,5 +138,73 @@ func assertStreams(t *testing.T, url string) {
 	n, err := resp.Body.Read(buf)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(buf[:n]), "retry:") {
 		t.Fatalf("event stream: %d %q %v", resp.StatusCode, buf[:n], err)
+	}
+}
+
+// 'view --listen' reads an address by serve's rule: a bare port, :PORT
+// and localhost:PORT are this machine only, bound on 127.0.0.1 and said to
+// be so; an address other hosts reach needs --allow-remote, for view as
+// for serve. The pages answer to this machine's loopback names, the
+// --listen host and --allow-host names, and refuse any other Host (421):
+// a page elsewhere that rebinds its name to the viewer reads nothing.
+func TestViewListensAsServeDoesAndAnswersOnlyItsHostNames(t *testing.T) {
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("demo: %s", errOut)
+	}
+	export := filepath.Join(t.TempDir(), "demo.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", export); code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	for _, form := range []string{":%d", "localhost:%d", "%d"} {
+		port := freePort(t)
+		listen := fmt.Sprintf(form, port)
+		url, errOut := startViewOut(t, "--file", export, "--listen", listen)
+		if got := tcpListeners(t, port); len(got) != 1 || got[0] != "127.0.0.1" {
+			t.Errorf("view --listen %s listens on %v, want 127.0.0.1 only", listen, got)
+		}
+		if want := fmt.Sprintf("http://127.0.0.1:%d/", port); url != want {
+			t.Errorf("view --listen %s serves %s, want %s", listen, url, want)
+		}
+		if strings.Contains(errOut.String(), "beyond this machine") {
+			t.Errorf("view --listen %s says %q of an address on loopback", listen, errOut.String())
+		}
+	}
+	for _, args := range [][]string{
+		{"view", "--file", export, "--listen", "0.0.0.0:0"},
+		{"serve", "--services", "meter", "--store", t.TempDir(), "--listen", "0.0.0.0:0"},
+	} {
+		if code, _, errOut := runCLI(t, args...); code != 2 || !strings.Contains(errOut, "can be reached from other hosts: add --allow-remote to mean it") {
+			t.Errorf("factline %v: exit %d, %q; want 2 saying --allow-remote is needed", args, code, errOut)
+		}
+	}
+
+	url := startView(t, "--file", export, "--allow-host", "fl.example")
+	for host, want := range map[string]int{
+		"127.0.0.1":         http.StatusOK,
+		"localhost:7070":    http.StatusOK,
+		"[::1]:7070":        http.StatusOK,
+		"fl.example":        http.StatusOK,
+		"rebound.example":   http.StatusMisdirectedRequest,
+		"127.0.0.1.nip.io":  http.StatusMisdirectedRequest,
+		"fl.example.evil.x": http.StatusMisdirectedRequest,
+	} {
+		req, err := http.NewRequest(http.MethodGet, url+"api/suites", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: status %d, want %d (%.200s)", host, resp.StatusCode, want, body)
+		}
+		if want != http.StatusOK && (strings.Contains(string(body), "demo") || !strings.Contains(string(body), "does not answer to the host")) {
+			t.Errorf("Host %s: the refusal says %q; it must say why and show nothing of the log", host, body)
+		}
 	}
 }

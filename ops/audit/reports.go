@@ -54,9 +54,15 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 	}
 	var out []Violation
 	log, counter := measure.NewLog(suite), measure.NewCounter(suite)
+	// The counter lets go of a settled attempt's facts and asks for them
+	// again when its run has another fact: they are all here.
+	byRun := map[string][]int{}
+	for i, f := range facts {
+		byRun[f.Run] = append(byRun[f.Run], i)
+	}
 	seen := map[reportCounts]bool{}
 	var last *rebuilt
-	for _, f := range facts {
+	for i, f := range facts {
 		if rep, ok := f.Body.(events.SuiteReported); ok {
 			left--
 			if rc := countsOf(rep); !seen[rc] {
@@ -69,7 +75,10 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 			}
 		}
 		log.Apply(f)
-		counter.Apply(f)
+		if err := counter.Apply(f, earlierIn(facts, byRun, i)); err != nil {
+			out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
+				"the suite's count cannot take the %s: %v", factOf(f), err)})
+		}
 		if left == 0 || log.Submitted == nil || !buildsAfter(f.Kind()) {
 			continue
 		}
@@ -85,6 +94,21 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 		last = &rebuilt{counts: rc, through: f}
 	}
 	return out
+}
+
+// earlierIn gives a Counter a run's facts before the i-th fact of the
+// log, from byRun (each run's indexes into facts, in order).
+func earlierIn(facts []events.Fact, byRun map[string][]int, i int) measure.Earlier {
+	return func(run string) ([]events.Fact, error) {
+		var out []events.Fact
+		for _, j := range byRun[run] {
+			if j >= i {
+				break
+			}
+			out = append(out, facts[j])
+		}
+		return out, nil
+	}
 }
 
 // buildsAfter says whether the meter builds the suite's report after

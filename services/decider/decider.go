@@ -108,7 +108,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{sh: sh, cfg: c, folds: kit.NewFolds[stop.State]()}, nil
+	return &Service{sh: sh, cfg: c, folds: kit.NewFolds[stop.State](sh.RunCacheSize())}, nil
 }
 
 // Run consumes stall.observed until ctx is done, then returns nil (or the

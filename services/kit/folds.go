@@ -7,8 +7,8 @@ import (
 	"github.com/factline/factline/bus"
 )
 
-// FoldCacheSize bounds the runs whose fold a Folds keeps, as a service's
-// run cache bounds the runs whose log it keeps.
+// FoldCacheSize bounds the runs whose fold a Folds keeps by default, as a
+// service's run cache bounds the runs whose log it keeps.
 const FoldCacheSize = 1024
 
 // Folds keeps, per run, a service's fold (the pure core's state) of the
@@ -23,6 +23,7 @@ const FoldCacheSize = 1024
 // the start.
 type Folds[S any] struct {
 	mu   sync.Mutex
+	max  int
 	runs map[string]*list.Element
 	lru  list.List // of *foldEntry[S]; front = most recent
 }
@@ -36,8 +37,16 @@ type foldEntry[S any] struct {
 	seq uint64
 }
 
-// NewFolds returns an empty fold cache.
-func NewFolds[S any]() *Folds[S] { return &Folds[S]{runs: map[string]*list.Element{}} }
+// NewFolds returns an empty fold cache of at most size runs (FoldCacheSize
+// when size < 1). A service passes its run cache's size
+// (Shell.RunCacheSize): a fold is of use only while its run's log is
+// cached too.
+func NewFolds[S any](size int) *Folds[S] {
+	if size < 1 {
+		size = FoldCacheSize
+	}
+	return &Folds[S]{max: size, runs: map[string]*list.Element{}}
+}
 
 // Take removes and returns the run's fold and how many of records it
 // covers, if it covers a prefix of records no longer than upto; otherwise
@@ -76,7 +85,7 @@ func (c *Folds[S]) Put(suite, run string, st S, records []bus.Record, n int) {
 		delete(c.runs, key)
 	}
 	c.runs[key] = c.lru.PushFront(&foldEntry[S]{key: key, st: st, n: n, seq: records[n-1].Seq})
-	for c.lru.Len() > FoldCacheSize {
+	for c.lru.Len() > c.max {
 		old := c.lru.Back()
 		c.lru.Remove(old)
 		delete(c.runs, old.Value.(*foldEntry[S]).key)

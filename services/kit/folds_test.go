@@ -20,7 +20,7 @@ func records(seqs ...uint64) []bus.Record {
 // stopped after must still be at its place, and it must not go past the
 // point the caller folds to. Anything else folds from the start.
 func TestAFoldIsUsedOnlyOnTheLogItFolded(t *testing.T) {
-	f := kit.NewFolds[string]()
+	f := kit.NewFolds[string](0)
 	log := records(3, 8, 9, 15)
 	f.Put("s", "r", "fold of 3", log, 3)
 	if _, _, ok := f.Take("s", "r", records(3, 8, 10, 15), 4); ok {
@@ -49,7 +49,7 @@ func TestAFoldIsUsedOnlyOnTheLogItFolded(t *testing.T) {
 // The cache keeps at most FoldCacheSize runs, the least recently used
 // going first.
 func TestFoldsAreBounded(t *testing.T) {
-	f := kit.NewFolds[int]()
+	f := kit.NewFolds[int](0)
 	log := records(1)
 	for i := range kit.FoldCacheSize + 1 {
 		f.Put("s", fmt.Sprint("r", i), i, log, 1)

@@ -53,15 +53,21 @@ type Service struct {
 // maxReported bounds the reported marks kept (a few bytes each).
 const maxReported = 1 << 16
 
-// suiteState is a suite's folded facts up to a stream sequence.
+// suiteState is a suite's count of its settled attempts up to a stream
+// sequence: the facts of its runs in flight and a few bytes per planned
+// attempt, never every run's facts (the report reads them back once the
+// suite is complete).
 type suiteState struct {
-	mu   sync.Mutex
-	log  *measure.Log
-	last uint64
+	mu    sync.Mutex
+	suite string
+	count *measure.Counter
+	last  uint64
 	// stopping is the suite's early-stopping rule (nil: none), read from
-	// its spec once stoppingRead.
+	// its spec once stoppingRead; stopSeen the grade changes the last
+	// decision saw.
 	stopping     *measure.Stopping
 	stoppingRead bool
+	stopSeen     uint64
 }
 
 // New returns a meter instance on b, configured by the kit's shared
@@ -200,14 +206,27 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	if err := s.refresh(ctx, st, through); err != nil {
 		return err
 	}
-	if st.log.Submitted == nil {
+	if st.count.Submitted() == nil {
 		return nil // runs of a suite the meter did not plan
 	}
 	if err := s.stopEarly(ctx, suite, st); err != nil {
 		return err
 	}
-	r := measure.Build(st.log)
+	if !st.count.Complete() {
+		return nil
+	}
+	// Complete: the report reads the suite back, through the fact the
+	// count last folded (once per report, not once per fact).
+	l := measure.NewLog(suite)
+	if _, err := readSuite(ctx, s.sh.Bus, l, 0, st.last, func(bus.BadRecord) {}); err != nil {
+		return err
+	}
+	r := measure.Build(l)
 	if !r.Complete {
+		// The count and the report disagree: report nothing rather than
+		// a suite that is not complete.
+		s.sh.Log.Error("the count says the suite is complete, its report does not", "suite", suite, "through", st.last,
+			"tally", fmt.Sprintf("%+v", st.count.Tally()))
 		return nil
 	}
 	data, err := measure.EncodeJSON(r)
@@ -279,7 +298,7 @@ func (s *Service) state(suite string) *suiteState {
 	if st, ok := s.cache[suite]; ok {
 		return st
 	}
-	st := &suiteState{log: measure.NewLog(suite)}
+	st := &suiteState{suite: suite, count: measure.NewCounter(suite)}
 	s.cache[suite] = st
 	s.order = append(s.order, suite)
 	for len(s.order) > s.sh.SuiteCache {
@@ -289,18 +308,48 @@ func (s *Service) state(suite string) *suiteState {
 	return st
 }
 
-// refresh folds the suite's facts committed since the state's last
-// sequence, through at least the sequence through.
+// refresh counts the suite's facts committed since the state's last
+// sequence, through at least the sequence through. A fact of a run the
+// count let go of has the run's earlier facts read back.
 func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) error {
-	last, err := readSuite(ctx, s.sh.Bus, st.log, st.last+1, through, func(bad bus.BadRecord) {
-		if errors.Is(bad.Err, events.ErrSubjectMismatch) {
-			s.sh.Log.Warn("left a forged fact out of the report", "suite", st.log.Suite, "seq", bad.Seq, "subject", bad.Subject, "err", bad.Err)
+	_, err := s.sh.Bus.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(st.suite), FromSeq: st.last + 1, Through: through}, func(raw bus.Raw) error {
+		f, err := raw.Fact()
+		if err != nil {
+			if errors.Is(err, events.ErrSubjectMismatch) {
+				s.sh.Log.Warn("left a forged fact out of the report", "suite", st.suite, "seq", raw.Seq, "subject", raw.Subject, "err", err)
+			}
+			st.last = raw.Seq // the consumers dead-letter it; it holds no fact of the suite
+			return nil
 		}
+		if err := st.count.Apply(f, s.earlier(ctx, f.Suite, raw.Seq)); err != nil {
+			return err
+		}
+		// What was counted before a failed read stays counted: the retry
+		// goes on from there instead of counting it twice.
+		st.last = raw.Seq
+		return nil
 	})
-	// What was folded before a failed read stays folded: the retry goes on
-	// from there instead of folding it twice.
-	st.last = max(st.last, last)
-	return err
+	if err != nil {
+		return fmt.Errorf("meter: read suite %s: %w", st.suite, err)
+	}
+	return nil
+}
+
+// earlier reads back a run's facts committed before stream sequence seq.
+func (s *Service) earlier(ctx context.Context, suite string, seq uint64) measure.Earlier {
+	return func(run string) ([]events.Fact, error) {
+		log, err := s.sh.Bus.LoadRun(ctx, suite, run)
+		if err != nil {
+			return nil, err
+		}
+		var out []events.Fact
+		for _, r := range log.Records {
+			if r.Seq < seq {
+				out = append(out, r.Fact)
+			}
+		}
+		return out, nil
+	}
 }
 
 // readSuite folds the suite's facts from stream sequence from on into l and

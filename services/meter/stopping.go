@@ -17,13 +17,13 @@ func (s *Service) stoppingOf(ctx context.Context, st *suiteState) (*measure.Stop
 	if st.stoppingRead {
 		return st.stopping, nil
 	}
-	data, err := s.blob(ctx, "suite spec", st.log.Submitted.SpecDigest)
+	data, err := s.blob(ctx, "suite spec", st.count.Submitted().SpecDigest)
 	if err != nil {
 		return nil, err
 	}
 	var spec suites.Spec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, bus.Permanent(fmt.Errorf("meter: suite spec %s: %w", st.log.Submitted.SpecDigest, err))
+		return nil, bus.Permanent(fmt.Errorf("meter: suite spec %s: %w", st.count.Submitted().SpecDigest, err))
 	}
 	st.stoppingRead = true
 	if sp := spec.Stopping; sp != nil {
@@ -41,8 +41,15 @@ func (s *Service) stopEarly(ctx context.Context, suite string, st *suiteState) e
 	if err != nil || rule == nil {
 		return err
 	}
-	body, stop := measure.StopDecision(st.log, *rule)
+	// The decision changes only when a grade does (it costs a pass over
+	// the planned attempts).
+	changes := st.count.GradeChanges()
+	if changes == st.stopSeen {
+		return nil
+	}
+	body, stop := st.count.StopDecision(*rule)
 	if !stop {
+		st.stopSeen = changes
 		return nil
 	}
 	recs, err := s.sh.Bus.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
@@ -57,8 +64,11 @@ func (s *Service) stopEarly(ctx context.Context, suite string, st *suiteState) e
 	if err != nil {
 		return fmt.Errorf("meter: stop %s early: %w", suite, err)
 	}
+	st.stopSeen = changes
 	if len(recs) > 0 && !recs[0].Duplicate {
-		st.log.Apply(recs[0].Fact)
+		if err := st.count.Apply(recs[0].Fact, nil); err != nil {
+			return err
+		}
 		s.sh.Log.Info("suite stopped early", "suite", suite, "comparison", body.Comparison, "reason", body.Reason,
 			"pairs", body.Pairs, "low", body.Low, "high", body.High)
 	}

@@ -78,7 +78,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{sh: sh, folds: kit.NewFolds[stall.State]()}, nil
+	return &Service{sh: sh, folds: kit.NewFolds[stall.State](sh.RunCacheSize())}, nil
 }
 
 // Run consumes turn.completed until ctx is done, then returns nil (or the

@@ -122,21 +122,30 @@ func (l *Log) Apply(f events.Fact) {
 	}
 	a := l.Runs[f.Run]
 	if a == nil {
-		a = &Attempt{Verdicts: map[events.Digest]events.GraderVerdict{}}
+		a = newAttempt()
 		l.Runs[f.Run] = a
 	}
+	if b, ok := f.Body.(events.RunRequested); ok && a.Requested == nil && b.RetryOf != "" {
+		if l.RetriedBy == nil {
+			l.RetriedBy = map[string]string{}
+		}
+		if _, taken := l.RetriedBy[b.RetryOf]; !taken {
+			l.RetriedBy[b.RetryOf] = f.Run
+		}
+	}
+	a.apply(f, l.applied)
+}
+
+func newAttempt() *Attempt { return &Attempt{Verdicts: map[events.Digest]events.GraderVerdict{}} }
+
+// apply folds one fact of the attempt's run; at is how many facts of the
+// suite were folded with it, recorded as GradedAt when it is the newest
+// verdict.
+func (a *Attempt) apply(f events.Fact, at int) {
 	switch b := f.Body.(type) {
 	case events.RunRequested:
 		if a.Requested == nil {
 			a.Requested = &b
-			if b.RetryOf != "" {
-				if l.RetriedBy == nil {
-					l.RetriedBy = map[string]string{}
-				}
-				if _, taken := l.RetriedBy[b.RetryOf]; !taken {
-					l.RetriedBy[b.RetryOf] = f.Run
-				}
-			}
 		}
 	case events.RunClaimed:
 		a.Claimed = true
@@ -153,7 +162,7 @@ func (l *Log) Apply(f events.Fact) {
 		v := b.Verdict
 		if old, ok := a.Verdicts[v.SnapshotID]; !ok || v.Revision > old.Revision {
 			a.Verdicts[v.SnapshotID] = v
-			a.GradedAt = l.applied
+			a.GradedAt = at
 		}
 	case events.GradeConflict:
 		a.Conflicts = append(a.Conflicts, b)

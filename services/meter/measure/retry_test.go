@@ -37,8 +37,11 @@ func TestARetryReplacesTheRunItRetriesOnceAndHidesNothing(t *testing.T) {
 		t.Fatalf("row %+v", row)
 	}
 	c := NewCounter("s")
-	for _, f := range l.facts {
-		c.Apply(f)
+	reads := 0
+	for i, f := range l.facts {
+		if err := c.Apply(f, earlierIn(l.facts, i, &reads)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if tl := c.Tally(); tl.Ended != 2 || tl.Passed != 2 || tl.Settled != 2 {
 		t.Fatalf("tally %+v: want the retry counted in place of the run it retries", tl)

@@ -62,29 +62,11 @@ func Size(s events.SuiteSubmitted) uint64 {
 // the runs.
 func Members(s events.SuiteSubmitted) iter.Seq[Member] {
 	return func(yield func(Member) bool) {
-		prefix := make([]string, 0, len(s.Cases)*len(s.Treatments))
-		shared := map[string]int{}
-		for _, c := range s.Cases {
-			for _, t := range s.Treatments {
-				p := basePrefix(c.ID, t.ID)
-				prefix = append(prefix, p)
-				shared[p]++
-			}
-		}
+		x := newRosterIndex(s)
 		for trial := uint32(1); trial <= s.Trials; trial++ {
-			i := 0
-			for _, c := range s.Cases {
-				for _, t := range s.Treatments {
-					p := prefix[i]
-					i++
-					m := Member{Case: c.ID, Treatment: t.ID, Trial: trial, Run: p + "-t" + strconv.FormatUint(uint64(trial), 10)}
-					if shared[p] > 1 || len(m.Run) > maxRunID {
-						sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", m.Case, m.Treatment, m.Trial)))
-						m.Run = m.Run[:min(len(m.Run), maxRunID-9)] + "-" + hex.EncodeToString(sum[:4])
-					}
-					if !yield(m) {
-						return
-					}
+			for pair := range x.prefix {
+				if !yield(x.member(pair, trial)) {
+					return
 				}
 			}
 			if trial == ^uint32(0) {
@@ -92,6 +74,88 @@ func Members(s events.SuiteSubmitted) iter.Seq[Member] {
 			}
 		}
 	}
+}
+
+// rosterIndex names a suite's members without listing them: member i of
+// the roster (in Members' order) is trial i/pairs+1 of case × treatment
+// pair i%pairs.
+type rosterIndex struct {
+	s      events.SuiteSubmitted
+	prefix []string // by pair (case-major): the "<case>-<treatment>" part of its run IDs
+	shared []bool   // by pair: another pair has the same prefix
+	// byPrefix lists the pairs of each prefix, for naming a run's member
+	// from its ID (only where asked: Members never needs it).
+	byPrefix map[string][]int
+}
+
+func newRosterIndex(s events.SuiteSubmitted) rosterIndex {
+	x := rosterIndex{s: s, prefix: make([]string, 0, len(s.Cases)*len(s.Treatments))}
+	count := map[string]int{}
+	for _, c := range s.Cases {
+		for _, t := range s.Treatments {
+			p := basePrefix(c.ID, t.ID)
+			x.prefix = append(x.prefix, p)
+			count[p]++
+		}
+	}
+	x.shared = make([]bool, len(x.prefix))
+	for i, p := range x.prefix {
+		x.shared[i] = count[p] > 1
+	}
+	return x
+}
+
+// members returns the roster indexes (trial-1)*pairs+pair of the members
+// whose run ID is run, read off the ID: "<prefix>-t<trial>", or that with
+// "-<8 hex digits>" after it where prefixes collide. An ID shortened to
+// fit a run token names no trial and gives none.
+func (x *rosterIndex) members(run string) []int {
+	if x.byPrefix == nil {
+		x.byPrefix = map[string][]int{}
+		for i, p := range x.prefix {
+			x.byPrefix[p] = append(x.byPrefix[p], i)
+		}
+	}
+	base := run
+	if i := len(run) - 9; i > 0 && run[i] == '-' && isHex(run[i+1:]) {
+		base = run[:i]
+	}
+	cut := strings.LastIndex(base, "-t")
+	if cut < 0 {
+		return nil
+	}
+	trial, err := strconv.ParseUint(base[cut+2:], 10, 32)
+	if err != nil || trial < 1 || trial > uint64(x.s.Trials) {
+		return nil
+	}
+	var out []int
+	for _, pair := range x.byPrefix[base[:cut]] {
+		if x.member(pair, uint32(trial)).Run == run {
+			out = append(out, int(trial-1)*len(x.prefix)+pair)
+		}
+	}
+	return out
+}
+
+func isHex(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// member is trial of the case × treatment pair, with its run ID.
+func (x rosterIndex) member(pair int, trial uint32) Member {
+	nt := len(x.s.Treatments)
+	c, t := x.s.Cases[pair/nt], x.s.Treatments[pair%nt]
+	m := Member{Case: c.ID, Treatment: t.ID, Trial: trial, Run: x.prefix[pair] + "-t" + strconv.FormatUint(uint64(trial), 10)}
+	if x.shared[pair] || len(m.Run) > maxRunID {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", m.Case, m.Treatment, m.Trial)))
+		m.Run = m.Run[:min(len(m.Run), maxRunID-9)] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return m
 }
 
 // basePrefix is the "<case>-<treatment>" part of a base run ID, made a run

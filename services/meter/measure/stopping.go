@@ -64,20 +64,29 @@ func StopDecision(l *Log, s Stopping) (events.SuiteStopped, bool) {
 		}
 		m[key{row.Case, row.Trial}] = side{score, at}
 	}
-	type pair struct {
-		d  float64
-		at int
-	}
-	var pairs []pair
+	var pairs []stopPair
 	for k, a := range seen[s.A] {
 		if b, ok := seen[s.B][k]; ok {
-			pairs = append(pairs, pair{b.score - a.score, max(a.at, b.at)})
+			pairs = append(pairs, stopPair{b.score - a.score, max(a.at, b.at)})
 		}
 	}
+	return decideStop(pairs, s)
+}
+
+// stopPair is a graded pair of A and B: the difference B − A, and when
+// its second grade arrived.
+type stopPair struct {
+	d  float64
+	at int
+}
+
+// decideStop feeds the pairs to the confidence sequence in the order
+// their second grade arrived and says whether the suite stops.
+func decideStop(pairs []stopPair, s Stopping) (events.SuiteStopped, bool) {
 	if len(pairs) < max(s.MinPairs, 1) {
 		return events.SuiteStopped{}, false
 	}
-	slices.SortFunc(pairs, func(x, y pair) int { return cmp.Compare(x.at, y.at) })
+	slices.SortFunc(pairs, func(x, y stopPair) int { return cmp.Compare(x.at, y.at) })
 	seq := stats.NewPairedSequence(1 - s.Confidence)
 	for _, p := range pairs {
 		seq.Add(p.d)
@@ -97,4 +106,55 @@ func StopDecision(l *Log, s Stopping) (events.SuiteStopped, bool) {
 		Confidence: uint32(math.Round(s.Confidence * 1000)),
 		Low:        int32(math.Floor(lo * 1000)), High: int32(math.Ceil(hi * 1000)), Scorer: s.Scorer,
 	}, true
+}
+
+// StopDecision is StopDecision of the log the counter folded: the same
+// pairs, in the same order, from what the counter keeps of each attempt.
+// It costs O(planned attempts); call it again only when GradeChanges
+// moved.
+func (c *Counter) StopDecision(s Stopping) (events.SuiteStopped, bool) {
+	if c.stopped || c.sub == nil {
+		return events.SuiteStopped{}, false
+	}
+	ta, okA := c.treats[s.A]
+	tb, okB := c.treats[s.B]
+	if !okA || !okB {
+		return events.SuiteStopped{}, false
+	}
+	// As the report's rows do, the last of repeated IDs wins.
+	a, b := ta[len(ta)-1], tb[len(tb)-1]
+	nt, pairs := len(c.sub.Treatments), len(c.roster.prefix)
+	score := func(r rowCode) float64 {
+		if r.outcome() == OutcomePassed {
+			return 1
+		}
+		return 0
+	}
+	var out []stopPair
+	visit := func(i int, code rowCode) {
+		pair := i % pairs
+		ci := pair / nt
+		if pair%nt != a || !code.graded() {
+			return
+		}
+		if ids := c.cases[c.sub.Cases[ci].ID]; ids[len(ids)-1] != ci {
+			return
+		}
+		j := i - a + b
+		other := c.codes.get(j)
+		if !other.graded() {
+			return
+		}
+		out = append(out, stopPair{score(other) - score(code), int(max(c.gradedAt.get(i), c.gradedAt.get(j)))})
+	}
+	if c.codes.sparse != nil {
+		for i, code := range c.codes.sparse {
+			visit(i, code)
+		}
+	} else {
+		for i, code := range c.codes.dense {
+			visit(i, code)
+		}
+	}
+	return decideStop(out, s)
 }
