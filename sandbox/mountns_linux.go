@@ -102,6 +102,7 @@ func (o nsOptions) setup(dirs []string) error {
 		hold = append(hold, held{cleanPath(d), fd})
 	}
 	ours := map[string]bool{}
+	var covering []string // our tmpfs mounts: what was mounted below them is out of reach
 	if o.tmp {
 		opts := "mode=1777,size=" + strconv.FormatUint(o.tmpSize, 10)
 		for _, p := range tmpPlaces {
@@ -112,6 +113,7 @@ func (o nsOptions) setup(dirs []string) error {
 				return fmt.Errorf("mount a tmpfs on %s: %w", p, err)
 			}
 			ours[p] = true
+			covering = append(covering, p)
 		}
 		// The host's message queue file system would create queues in the
 		// host's IPC namespace: this one shows the attempt's own.
@@ -134,7 +136,11 @@ func (o nsOptions) setup(dirs []string) error {
 		ours[h.path] = true
 	}
 	if o.readOnly {
-		if err := readOnlyMounts(ours); err != nil {
+		var bound []string
+		for _, h := range hold {
+			bound = append(bound, h.path)
+		}
+		if err := readOnlyMounts(ours, covering, bound); err != nil {
 			return err
 		}
 	}
@@ -156,14 +162,21 @@ var kernelOwned = []string{"/proc", "/sys", "/dev"}
 
 // readOnlyMounts makes every mount of the thread's namespace read-only
 // but the kernel's own trees and ours (the tmpfs and the bound
-// directories), keeping each mount's other flags.
-func readOnlyMounts(ours map[string]bool) error {
+// directories), keeping each mount's other flags. A host mount below one
+// of our tmpfs mounts (covering) is hidden by it and left alone: its path
+// now names a directory of the tmpfs (made again to bind a held directory
+// there), which a remount refuses as no mount. What the bound directories
+// brought with them (below bound) is reachable and is made read-only.
+func readOnlyMounts(ours map[string]bool, covering, bound []string) error {
 	mounts, err := mountInfo("/proc/thread-self/mountinfo")
 	if err != nil {
 		return err
 	}
 	for _, m := range mounts {
 		if ours[m.point] || slices.Contains(m.opts, "ro") || under(m.point, kernelOwned) {
+			continue
+		}
+		if under(m.point, covering) && !under(m.point, bound) {
 			continue
 		}
 		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)

@@ -331,3 +331,35 @@ func testFilesLeftInSharedPlacesAreRemoved(t *testing.T, config func(string) Con
 	}
 	recordActive(t, c, FeatureLeftovers)
 }
+
+// A work dir on a mount of its own below /tmp (a disk or a tmpfs mounted
+// there, as an operator gives the fleet a scratch disk) is held through the
+// private /tmp that covers its mount: the probe admits it and an attempt's
+// commands run in it as in any other work dir. The covered mount itself is
+// out of the attempt's reach, not a mount to make read-only.
+func TestAWorkDirOnItsOwnMountBelowTmpIsHeld(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("mounting a file system below /tmp needs root; the test runs as uid %d", os.Geteuid())
+	}
+	work, err := os.MkdirTemp("/tmp", "factline-own-mount-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(work) })
+	if err := syscall.Mount("tmpfs", work, "tmpfs", 0, "mode=0711,size=64m"); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v", work, err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(work, syscall.MNT_DETACH) })
+	c, err := Probe(context.Background(), DefaultConfig(work))
+	if err != nil {
+		t.Fatalf("probe of a work dir on its own mount below /tmp: %v", err)
+	}
+	recordActive(t, c, FeaturePrivateTmp)
+	a := newHostAttempt(t, c, work)
+	if res := a.run("echo kept > made && echo private > /tmp/x && cat /tmp/x"); failed(res) || res.Output != "private\n" {
+		t.Fatalf("a command in the work dir: %+v", res)
+	}
+	if data, err := os.ReadFile(filepath.Join(a.ws, "made")); err != nil || string(data) != "kept\n" {
+		t.Fatalf("the workspace holds %q (%v), want what the command wrote", data, err)
+	}
+}
