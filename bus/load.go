@@ -94,6 +94,18 @@ func (l RunLog) Ended() bool {
 	return false
 }
 
+// Requested returns the run's run.requested, which names the case,
+// treatment and trial it runs; false when the log holds none (a run
+// whose request was never committed, or a log read from its middle).
+func (l RunLog) Requested() (events.RunRequested, bool) {
+	for _, r := range l.Records {
+		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
+			return rr, true
+		}
+	}
+	return events.RunRequested{}, false
+}
+
 // NextPosition is the position the run's next fact takes.
 func (l RunLog) NextPosition() uint64 {
 	if n := len(l.Records); n > 0 {

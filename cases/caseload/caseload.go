@@ -37,17 +37,11 @@ func New(max int) *Cache {
 // given. A run without run.requested, a missing blob or a blob that does not
 // decode is a permanent error: no retry can make it readable.
 func (c *Cache) Effective(ctx context.Context, b *bus.Bus, log bus.RunLog) (cases.Effective, error) {
-	var req *events.RunRequested
-	for _, r := range log.Records {
-		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
-			req = &rr
-			break
-		}
-	}
-	if req == nil {
+	req, ok := log.Requested()
+	if !ok {
 		return cases.Effective{}, bus.Permanent(errors.New("the run has no run.requested, so its case and stall policy are unknown"))
 	}
-	return c.ForRequest(ctx, b, *req)
+	return c.ForRequest(ctx, b, req)
 }
 
 // ForRequest returns the case under its treatment that a run.requested

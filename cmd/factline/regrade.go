@@ -103,7 +103,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 			return err
 		}
 		before := latestVerdict(log.Facts())
-		req, _ := requestOf(log.Facts())
+		req, _ := log.Requested()
 		eff, err := policies.ForRequest(ctx, b, req)
 		if err != nil {
 			return fmt.Errorf("%s: %w", run, err)
@@ -163,13 +163,4 @@ func latestVerdict(facts []events.Fact) events.GraderVerdict {
 		}
 	}
 	return v
-}
-
-func requestOf(facts []events.Fact) (events.RunRequested, bool) {
-	for _, f := range facts {
-		if r, ok := f.Body.(events.RunRequested); ok {
-			return r, true
-		}
-	}
-	return events.RunRequested{}, false
 }

@@ -161,10 +161,8 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
 			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
 		recs, err := s.sh.Bus.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
-			for _, r := range log.Records {
-				if _, ok := r.Fact.Body.(events.RunRequested); ok {
-					return nil, nil
-				}
+			if _, ok := log.Requested(); ok {
+				return nil, nil
 			}
 			f, err := s.sh.Fact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
 				Causation: submitted.ID.String()}, body)

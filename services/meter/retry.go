@@ -30,10 +30,8 @@ func (s *Service) Retry(ctx context.Context, suite string, only []string) ([]mea
 	for _, r := range retries {
 		body := r.Request
 		_, err := s.sh.Bus.Commit(ctx, nil, suite, r.Run, func(log bus.RunLog) ([]bus.Pending, error) {
-			for _, rec := range log.Records {
-				if _, ok := rec.Fact.Body.(events.RunRequested); ok {
-					return nil, nil
-				}
+			if _, ok := log.Requested(); ok {
+				return nil, nil
 			}
 			f, err := s.sh.Fact(events.Meta{Suite: suite, Run: r.Run, TaskGeneration: 1, Position: log.NextPosition()}, body)
 			return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(r.Run)}}, err
