@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // ErrBlobNotFound is returned when no blob has the requested digest.
@@ -79,7 +80,7 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 			return nil, err
 		}
 		b.log.Warn("blob read failed; trying again", "digest", d, "attempt", attempt+1, "err", err)
-		if serr := sleepCtx(ctx, backoff(min(attempt, 4))); serr != nil {
+		if serr := sleep.For(ctx, backoff(min(attempt, 4))); serr != nil {
 			return nil, err
 		}
 	}

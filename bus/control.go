@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // SendControl publishes a control signal for a run on the CONTROL stream.
@@ -95,7 +96,7 @@ func (w *controlWatch) run(ctx context.Context) {
 		if try == 0 || try%10 == 9 {
 			w.b.log.Warn("control watch interrupted; watching again", "filter", w.filter, "err", err)
 		}
-		if sleepCtx(ctx, infraBackoff(try)) != nil {
+		if sleep.For(ctx, infraBackoff(try)) != nil {
 			return
 		}
 	}
@@ -170,7 +171,7 @@ func (b *Bus) checkControl(ctx context.Context, m jetstream.Msg, seq uint64) (ev
 	b.log.Warn("refusing a control signal", "subject", m.Subject(), "reason", reason)
 	for try := 0; ; try++ {
 		err := b.deadLetter(ctx, ControlStream, ControlConsumer, m.Subject(), seq, 1, m.Data(), reason)
-		if err == nil || !Transient(err) || try >= 5 || sleepCtx(ctx, infraBackoff(try)) != nil {
+		if err == nil || !Transient(err) || try >= 5 || sleep.For(ctx, infraBackoff(try)) != nil {
 			if err != nil {
 				b.log.Error("could not dead-letter a refused control signal; it stays refused", "subject", m.Subject(), "err", err)
 			}

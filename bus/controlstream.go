@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/internal/sleep"
 )
 
 // controlConfig is the CONTROL stream: control signals and live status.
@@ -126,7 +128,7 @@ func (b *Bus) reensure() {
 			}
 			// Not answered yet: a server that just came back may still be
 			// recovering its streams.
-			if sleepCtx(ctx, infraBackoff(try)) != nil || b.nc.IsClosed() {
+			if sleep.For(ctx, infraBackoff(try)) != nil || b.nc.IsClosed() {
 				return
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // RunLog is one run's committed facts in stream order.
@@ -564,10 +565,8 @@ func (c *RunCache) LoadThrough(ctx context.Context, suite, run string, seq uint6
 		if i == len(behindWaits) {
 			return RunLog{}, fmt.Errorf("load %s/%s through sequence %d: have %d: %w", suite, run, seq, log.LastSeq, ErrBehind)
 		}
-		select {
-		case <-time.After(behindWaits[i] * time.Millisecond):
-		case <-ctx.Done():
-			return RunLog{}, ctx.Err()
+		if err := sleep.For(ctx, behindWaits[i]*time.Millisecond); err != nil {
+			return RunLog{}, err
 		}
 	}
 }

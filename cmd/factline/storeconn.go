@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // attachWait is how long a process waits for the holder of a store to
@@ -127,7 +128,7 @@ func openStore(ctx context.Context, dir string, opts storeOptions) (*storeConn, 
 			slog.Warn("waiting for the process holding the store to serve it", "store", dir, "holder", h.String(), "for", attachWait)
 			warned = true
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep.For(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
