@@ -116,7 +116,7 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 	var data []byte
 	for name := d; ; {
 		if len(chain) > 0 {
-			if cached, ok := b.rebuilt.peek(name); ok {
+			if cached, ok := b.rebuilt.Get(name); ok {
 				data = cached
 				break
 			}
@@ -164,7 +164,7 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 		}
 	}
 	if len(chain) > 0 {
-		b.rebuilt.put(d, data)
+		b.rebuilt.Put(d, bytes.Clone(data)) // data goes to the caller, who may change it
 	}
 	return data, nil
 }

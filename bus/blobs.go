@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,8 +88,8 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 }
 
 func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
-	if data, ok := b.rebuilt.get(d); ok {
-		return data, nil
+	if data, ok := b.rebuilt.Get(d); ok {
+		return bytes.Clone(data), nil // the caller may change what it gets
 	}
 	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/internal/bytecache"
 )
 
 // Names of the streams and buckets factline uses.
@@ -20,6 +22,9 @@ const (
 	PositionsBucket = "POSITIONS"
 	deadPrefix      = "dead"
 )
+
+// rebuiltCacheBytes bounds the blobs rebuilt from deltas a bus keeps.
+const rebuiltCacheBytes = 8 << 20
 
 // Config holds the stream settings Open ensures.
 type Config struct {
@@ -74,8 +79,12 @@ type Bus struct {
 	health health
 	// kick asks keepStreams to look at the streams again.
 	kick chan struct{}
-	// rebuilt keeps the blobs last rebuilt from deltas (see readBlob).
-	rebuilt rebuiltCache
+	// rebuilt keeps the blobs last rebuilt from deltas, so that a reader
+	// going through a run's turns in order (the viewer, an audit) follows
+	// one delta a turn instead of the whole chain each time (see
+	// readBlob). Every entry was checked against its digest when it was
+	// rebuilt.
+	rebuilt *bytecache.Cache
 	// storedWakes says FACTS republishes stop decisions once stored
 	// (wake.go); a stream made before it did not.
 	storedWakes atomic.Bool
@@ -92,7 +101,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1)}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1),
+		rebuilt: bytecache.New(rebuiltCacheBytes, rebuiltCacheBytes/4)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/bytecache"
 	"github.com/factline/factline/view/pages"
 )
 
@@ -43,7 +44,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	pages *templates
-	blobs *blobCache
+	blobs *bytecache.Cache
 
 	mu      sync.Mutex
 	model   *pages.Model
@@ -67,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: newBlobCache(blobCacheBytes)}
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: bytecache.New(blobCacheBytes, blobCacheBytes)}
 	s.routes()
 	return s, nil
 }
