@@ -139,8 +139,7 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 // storeFullErr says what JetStream answered to a write it refused for want
 // of space, as an ErrStoreFull.
 func storeFullErr(err error) error {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
+	if apiErr := asAPIError(err); apiErr != nil {
 		return fmt.Errorf("%w (JetStream refused a write: %s, error %d)", ErrStoreFull, apiErr.Description, apiErr.ErrorCode)
 	}
 	return fmt.Errorf("%w: %v", ErrStoreFull, err)

@@ -3,8 +3,6 @@ package bus_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -14,96 +12,24 @@ import (
 	"github.com/factline/factline/bus/bustest"
 )
 
-// freezer is a loopback TCP proxy in front of a server that can stop
-// passing the server's bytes to the client while keeping the connection
-// open: every answer is lost, as when a stream leader dies after taking a
+// freezer is a loopback proxy in front of a server that can stop passing
+// the server's bytes to the client while keeping the connection open:
+// every answer is lost, as when a stream leader dies after taking a
 // request, and nothing tells the client.
-type freezer struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	frozen chan struct{} // closed while frozen
-	conns  []net.Conn
-}
+type freezer struct{ p *bustest.Proxy }
 
-func startFreezer(t *testing.T, target string) *freezer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{ln: ln}
-	t.Cleanup(f.close)
-	go f.serve(target)
-	return f
-}
-
-func (f *freezer) url() string { return "nats://" + f.ln.Addr().String() }
-
-func (f *freezer) serve(target string) {
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		f.mu.Lock()
-		f.conns = append(f.conns, c, s)
-		f.mu.Unlock()
-		go func() { _, _ = io.Copy(s, c) }()
-		go f.toClient(c, s)
-	}
-}
-
-// toClient copies the server's bytes to the client until frozen, then
-// swallows them.
-func (f *freezer) toClient(c, s net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := s.Read(buf)
-		if err != nil {
-			return
-		}
-		f.mu.Lock()
-		frozen := f.frozen != nil
-		f.mu.Unlock()
-		if frozen {
-			continue
-		}
-		if _, err := c.Write(buf[:n]); err != nil {
-			return
-		}
-	}
-}
-
-func (f *freezer) freeze() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.frozen = make(chan struct{})
-}
-
-func (f *freezer) close() {
-	_ = f.ln.Close()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.conns {
-		_ = c.Close()
-	}
-}
+func (f freezer) freeze() { f.p.LoseAnswers() }
 
 // behindFreezer starts a server on loopback and a bus connected to it
 // through a freezer, with a caller's deadline far beyond any bound under
 // test.
-func behindFreezer(t *testing.T) (*bus.Bus, *freezer, context.Context) {
+func behindFreezer(t *testing.T) (*bus.Bus, freezer, context.Context) {
 	t.Helper()
 	_, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
-	fz := startFreezer(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	fz := freezer{bustest.StartProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"), nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	b, err := bus.Dial(ctx, fz.url(), bus.Config{})
+	b, err := bus.Dial(ctx, fz.p.URL(), bus.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

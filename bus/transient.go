@@ -47,8 +47,7 @@ func Transient(err error) bool {
 		// "timeout": the server will answer again.
 		return dg.Status == "503" || dg.Status == "408"
 	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
+	if apiErr := asAPIError(err); apiErr != nil {
 		switch {
 		case apiErr.Code == 503:
 			return true // e.g. JetStream temporarily unavailable during an election
@@ -70,8 +69,8 @@ func Transient(err error) bool {
 // off instead; that answers "JetStream not enabled", which Transient
 // covers.)
 func StoreFull(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
+	apiErr := asAPIError(err)
+	if apiErr == nil {
 		return false
 	}
 	switch apiErr.ErrorCode {
@@ -83,4 +82,22 @@ func StoreFull(err error) bool {
 			strings.Contains(d, "no space") || strings.Contains(d, "resources")
 	}
 	return false
+}
+
+// asAPIError is the JetStream API error err carries, from either of
+// nats.go's APIs (nil when it carries none): the jetstream package's, or
+// the legacy one, whose errors are of another type with the same fields.
+// KV watches (a model limit's slot listing) and push subscriptions still
+// make their consumers through the legacy API, so its answers (a 503
+// while a cluster replaces a node, a full store) must count the same.
+func asAPIError(err error) *jetstream.APIError {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var legacy *nats.APIError
+	if errors.As(err, &legacy) {
+		return &jetstream.APIError{Code: legacy.Code, ErrorCode: jetstream.ErrorCode(legacy.ErrorCode), Description: legacy.Description}
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ var (
 )
 
 // faultTrials is how many trials of each case and treatment the fault
-// suite runs: 8 cases × 2 treatments × 2 trials = 32 runs per test.
+// suite runs: 9 cases × 2 treatments × 2 trials = 36 runs per test.
 const faultTrials = 2
 
 // faultFree runs the fault suite once without faults, in this process, and

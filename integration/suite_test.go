@@ -329,6 +329,14 @@ func withoutWallTime(r measure.Report) string {
 	for i := range r.Attempts {
 		r.Attempts[i].Millis = nil
 	}
+	r.Comparisons = append([]measure.Comparison(nil), r.Comparisons...)
+	for i, c := range r.Comparisons {
+		if c.Usage != nil {
+			u := *c.Usage
+			u.WallMillis = nil
+			r.Comparisons[i].Usage = &u
+		}
+	}
 	b, _ := measure.EncodeJSON(r)
 	return string(b)
 }

@@ -2,7 +2,8 @@
 // Wilson score interval of a proportion, McNemar's exact test for paired
 // binary outcomes, the unbiased pass@k estimator, the case-clustered
 // standard error of a mean, and a paired cluster bootstrap with a fixed,
-// documented random source. Nothing here does I/O or reads the clock; the
+// documented random source, of a difference of means and of a relative
+// difference (ΣA/ΣB − 1). Nothing here does I/O or reads the clock; the
 // same inputs always give the same outputs, bit for bit.
 //
 // The tests pin every function to reference values computed independently

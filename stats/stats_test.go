@@ -309,3 +309,80 @@ func TestQuantileType7(t *testing.T) {
 		}
 	}
 }
+
+// Tokens of two treatments on the same (case, trial) pairs, as in
+// testdata/reference.py's usage example.
+var ratioExample = [][]Pair{
+	{{1200, 1500}, {1100, 1600}},
+	{{900, 900}},
+	{{3000, 4200}, {2800, 4100}, {2900, 3900}},
+	{{500, 650}},
+	{{2000, 1800}, {2100, 2500}},
+	{{700, 1000}, {650, 1000}, {800, 950}},
+}
+
+func TestPairedRatioReference(t *testing.T) {
+	for _, c := range []struct {
+		resamples   int
+		seed        uint64
+		est, lo, hi float64
+	}{
+		{DefaultResamples, DefaultSeed, -0.22614107883817428, -0.28031496062992128, -0.088319088319088315},
+		{999, 7, -0.22614107883817428, -0.2806534639056199, -0.096428571428571433},
+	} {
+		r, err := PairedRatio(ratioExample, c.resamples, c.seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Interval == nil || !near(r.Estimate, c.est, tol) || !near(r.Interval.Lo, c.lo, tol) || !near(r.Interval.Hi, c.hi, tol) {
+			t.Errorf("seed %d: %+v (interval %v), want %v [%v, %v]", c.seed, r, r.Interval, c.est, c.lo, c.hi)
+		}
+		if r.Pairs != 12 || r.Clusters != 6 || r.Resamples != c.resamples || r.Seed != c.seed || r.ZeroTotals != 0 {
+			t.Errorf("bookkeeping: %+v", r)
+		}
+	}
+}
+
+// The relative difference resamples the same cases as the difference of
+// means with the same seed: both intervals come from one set of draws.
+func TestPairedRatioDrawsAsThePairedBootstrap(t *testing.T) {
+	// With B a constant 1 per pair and every cluster one pair, ΣA/ΣB − 1
+	// is mean(A) − 1 and mean(A) − mean(B) is mean(A) − 1 too.
+	var cls [][]Pair
+	for i := range 9 {
+		cls = append(cls, []Pair{{A: float64(i % 4), B: 1}})
+	}
+	r, err := PairedRatio(cls, 2000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := PairedBootstrap(cls, 2000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(r.Estimate, d.Estimate, 1e-12) || !near(r.Interval.Lo, d.Interval.Lo, 1e-12) || !near(r.Interval.Hi, d.Interval.Hi, 1e-12) {
+		t.Fatalf("ratio %+v %v, difference %+v", r, r.Interval, d)
+	}
+}
+
+// ΣB = 0 has no relative difference; a resample whose B total is 0 leaves
+// the interval undefined rather than dropping that resample.
+func TestPairedRatioUndefined(t *testing.T) {
+	if _, err := PairedRatio([][]Pair{{{1, 0}}, {{2, 0}}}, 100, 1); !errors.Is(err, ErrInput) {
+		t.Errorf("a zero B total gave %v", err)
+	}
+	if _, err := PairedRatio([][]Pair{{}, nil}, 100, 1); !errors.Is(err, ErrInput) {
+		t.Errorf("no pairs gave %v", err)
+	}
+	r, err := PairedRatio([][]Pair{{{1, 0}}, {{2, 4}}}, 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(r.Estimate, -0.25, 1e-12) || r.Interval != nil || r.ZeroTotals == 0 || r.ZeroTotals == 200 {
+		t.Errorf("a resample with B total 0: %+v (interval %v)", r, r.Interval)
+	}
+	same, _ := PairedRatio([][]Pair{{{5, 5}, {3, 3}}, {{7, 7}}}, 300, 2)
+	if same.Estimate != 0 || same.Interval == nil || *same.Interval != (Interval{}) {
+		t.Errorf("identical usage: %+v", same)
+	}
+}

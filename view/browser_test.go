@@ -114,14 +114,14 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // The suites page shows the demo suite complete, with every one of its
-// 42 planned attempts ended.
+// 48 planned attempts ended.
 func TestBrowserTheSuitesPageShowsTheDemoComplete(t *testing.T) {
 	ctx := testCtx(t)
 	_, h := serveCaughtUp(t, ctx, demo(t))
 	b := tab(t)
 	do(t, b, "open the suites page", chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-suite="demo"]`)))
 	row := eval[map[string]string](t, b, `Object.fromEntries([...document.querySelectorAll('tr[data-suite="demo"] td[data-field]')].map(td => [td.dataset.field, td.textContent.trim()]))`)
-	if row["state"] != "complete · reported" || row["planned"] != "42" || row["ended"] != "42" || row["running"] != "0" {
+	if row["state"] != "complete · reported" || row["planned"] != "48" || row["ended"] != "48" || row["running"] != "0" {
 		t.Fatalf("the demo's row: %v", row)
 	}
 	if loc := eval[string](t, b, `location.pathname`); loc != "/suites" {

@@ -94,7 +94,7 @@ func TestEveryPageIsRebuiltFromAnExportAsTheLiveViewerServedIt(t *testing.T) {
 	}
 	check("/api/suites", m.Suites())
 	sp, ok := m.Suite("demo")
-	if !ok || !sp.Submitted || len(sp.Runs) != 42 {
+	if !ok || !sp.Submitted || len(sp.Runs) != 48 {
 		t.Fatalf("the rebuilt demo page: submitted %t, %d runs", sp.Submitted, len(sp.Runs))
 	}
 	check("/api/suites/demo", sp)

@@ -182,6 +182,12 @@ func TestTwoRunsOnOneStoreBothComplete(t *testing.T) {
 // the end of every turn, while other processes steer and cancel it.
 func writeSlowSuite(t *testing.T) string {
 	t.Helper()
+	return writeSlowSuiteWith(t, "valid_outcomes: [done, blocked, incomplete, exhausted, needs_human, cancelled]\n")
+}
+
+// writeSlowSuiteWith writes the slow suite with extra lines in suite.yaml.
+func writeSlowSuiteWith(t *testing.T, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	var script strings.Builder
 	script.WriteString("turns:\n")
@@ -189,10 +195,7 @@ func writeSlowSuite(t *testing.T) string {
 		fmt.Fprintf(&script, "  - calls: [{id: look%d, name: list_files, args: {dir: \".\"}}]\n    delay: 1s\n    usage: {input_tokens: 100, output_tokens: 10, cost: 1}\n", i)
 	}
 	for name, data := range map[string]string{
-		// Cancelled counts, so the suite is measured only once the
-		// cancelled run's candidate is graded.
-		"suite.yaml": "name: slow\ncases: [{path: case.yaml}]\ntreatments: [{path: treatment.yaml}]\ntrials: 1\n" +
-			"valid_outcomes: [done, blocked, incomplete, exhausted, needs_human, cancelled]\n",
+		"suite.yaml": "name: slow\ncases: [{path: case.yaml}]\ntreatments: [{path: treatment.yaml}]\ntrials: 1\n" + extra,
 		"case.yaml": "id: slow\ninstruction: Look around until told otherwise.\nfixture: fixture\nbudget: {steps: 200}\n" +
 			"tools: [list_files, task_complete]\ngrading:\n  instruments:\n    - {id: unchanged, kind: scope, allow: ['*.tmp']}\n",
 		"treatment.yaml": "id: scripted\nmodel: {provider: scripted, scripts: scripts}\n" +
@@ -240,6 +243,35 @@ func TestControlsReachTheRunnerOfALocalRun(t *testing.T) {
 		t.Fatalf("the run exited %d", code)
 	}
 	checkReport(t, "slow", r.out.String(), "slow", 1)
+	if code, out, errOut := factline(t, "audit", "--store", store); code != 0 {
+		t.Fatalf("audit: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A run the report excludes (cancelled, not a valid outcome) is measured
+// without its grade, but its candidate is still owed one: a local run stops
+// its services only once the grader has graded every sealed candidate of
+// the suite, so the store it leaves passes the audit.
+func TestALocalRunStopsOnlyAfterItsExcludedRunsAreGraded(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	r := startFactline(t, "run", writeSlowSuiteWith(t, ""), "--store", store, "--fsync", "interval", "--json")
+	const run = "slow-scripted-t1"
+	eventually(t, time.Minute, "the slow run's first turn", func() bool {
+		if r.exited() {
+			t.Fatalf("the run exited %d before its first turn", r.code)
+		}
+		if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
+			return false
+		}
+		_, out, _ := factline(t, "tail", "--store", store, "--run", run, "--kind", "turn.started", "--since", "start", "--no-follow")
+		return strings.Contains(out, "turn.started")
+	})
+	if code, out, errOut := factline(t, "cancel", run, "--reason", "enough", "--store", store, "--wait", "30s"); code != 0 {
+		t.Fatalf("cancel from another process: %d %q %q", code, out, errOut)
+	}
+	if code := r.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("the run exited %d: %s", code, r.errOut.String())
+	}
 	if code, out, errOut := factline(t, "audit", "--store", store); code != 0 {
 		t.Fatalf("audit: %d\n%s\n%s", code, out, errOut)
 	}

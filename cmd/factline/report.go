@@ -46,7 +46,7 @@ func newReportCmd() *cobra.Command {
 	t.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "the report as JSON")
 	fs.BoolVar(&asCSV, "csv", false, "the per-treatment table as CSV")
-	fs.BoolVar(&asSVG, "svg", false, "an SVG chart of pass rates with interval bars")
+	fs.BoolVar(&asSVG, "svg", false, "an SVG chart of pass rates with interval bars, each labelled N passed of M graded")
 	fs.BoolVar(&wide, "wide", false, "the table with every column (pending, invalid, harness errors, clustered SE, pass@k for 1, 2, 5, 10 … n, wall, evaluator cost)")
 	fs.StringVar(&by, "by", "treatment", "treatment (the report) or case: one row per case and treatment with its trials, pass rate, pass@1, pass@n and usage")
 	return c

@@ -82,6 +82,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	}
 	// What an interrupted or timed-out run leaves, and how to go on.
 	var goesOn string
+	var localStore string // the store whose services run in this process, if any
 	var idle idleWatch
 
 	var b *bus.Bus
@@ -126,6 +127,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 		defer f.Stop()
 		abs, _ := filepath.Abs(store)
+		localStore = abs
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
 		progress.note("%s; all five services in this process", t.conn.describe())
@@ -166,6 +168,13 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		return err
 	}
 	progress.finish()
+	if localStore != "" {
+		// This process's services stop with it: first let the grader
+		// finish what it owes the suite.
+		if err := awaitOwedGrades(ctx, b, suite.File.Name, progress, localStore); err != nil {
+			return err
+		}
+	}
 	report, err := meter.Report(ctx, b, suite.File.Name)
 	if err != nil {
 		return err

@@ -99,7 +99,7 @@ func TestRunDemoSuite(t *testing.T) {
 	var runs []struct {
 		Run, Case, Treatment, Status, Reason string
 	}
-	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 42 {
+	if err := json.Unmarshal([]byte(runsJSON), &runs); err != nil || len(runs) != 48 {
 		t.Fatalf("%d runs (%v)", len(runs), err)
 	}
 	want := map[string]string{ // case/treatment → status and a word of the reason
@@ -108,6 +108,8 @@ func TestRunDemoSuite(t *testing.T) {
 		"over-budget/stall-on": "exhausted budget_preflight", "over-budget/stall-off": "exhausted budget_preflight",
 		"needs-key/stall-on": "blocked deploy.key", "needs-key/stall-off": "blocked deploy.key",
 		"cheat/stall-on": "done", "poll-job/stall-on": "done", "read-only/stall-on": "done",
+		// The stall handler's feedback is what the misread case recovers on.
+		"misread/stall-on": "done", "misread/stall-off": "exhausted step_limit",
 	}
 	for _, r := range runs {
 		w, ok := want[r.Case+"/"+r.Treatment]
@@ -126,14 +128,65 @@ func TestRunDemoSuite(t *testing.T) {
 		f := strings.Fields(l)
 		if len(f) > 2 && strings.HasSuffix(l, "result=passed") {
 			c := strings.TrimPrefix(f[2], "demo/")
-			passed[c[:strings.Index(c, "-stall")]] = true
+			passed[c[:strings.LastIndex(c, "-t")]] = true
 		}
 	}
 	for c, should := range map[string]bool{"fix-sum": true, "poll-job": true, "read-only": true,
 		"cheat": false, "stuck-loop": false, "over-budget": false, "needs-key": false} {
-		if passed[c] != should {
-			t.Errorf("case %s passed=%v, want %v", c, passed[c], should)
+		if passed[c+"-stall-on"] != should || passed[c+"-stall-off"] != should {
+			t.Errorf("case %s passed=%v/%v, want %v", c, passed[c+"-stall-on"], passed[c+"-stall-off"], should)
 		}
+	}
+	if !passed["misread-stall-on"] || passed["misread-stall-off"] {
+		t.Errorf("misread passed with the stall handler on %v, off %v: want only on", passed["misread-stall-on"], passed["misread-stall-off"])
+	}
+
+	// The headline comparison says what the stall handler changes: the
+	// misread case's three pairs pass only with it on, and the runs it
+	// cuts short spend fewer tokens, each with its interval and pairs.
+	var cmp struct {
+		Comparisons []struct {
+			A, B, Label string
+			Pairs       int
+			RateA       float64 `json:"rate_a"`
+			RateB       float64 `json:"rate_b"`
+			McNemar     struct {
+				OnlyA int `json:"only_a"`
+				OnlyB int `json:"only_b"`
+			}
+			Usage map[string]struct {
+				Unit     string
+				Pairs    int
+				LeftOut  int `json:"left_out"`
+				Relative struct {
+					Estimate float64
+					Interval *struct{ Lo, Hi float64 }
+				}
+			}
+		}
+		Units map[string]string
+	}
+	printed, _ := json.Marshal(report)
+	if err := json.Unmarshal(printed, &cmp); err != nil || len(cmp.Comparisons) != 1 {
+		t.Fatalf("comparisons: %v %+v", err, cmp)
+	}
+	c := cmp.Comparisons[0]
+	if c.A != "stall-on" || c.Label != "ablation" || c.Pairs != 24 || c.McNemar.OnlyA != 3 || c.McNemar.OnlyB != 0 || c.RateA-c.RateB != 0.125 {
+		t.Errorf("the headline comparison: %+v", c)
+	}
+	for _, fig := range []string{"tokens", "input_tokens", "output_tokens", "cost", "turns"} {
+		u := c.Usage[fig]
+		if u.Pairs != 24 || u.LeftOut != 0 || u.Relative.Estimate >= 0 || u.Relative.Interval == nil || u.Unit == "" {
+			t.Errorf("%s: %+v, want 24 pairs and stall-on spending less", fig, u)
+		}
+	}
+	if cmp.Units["cost"] != "cost units" || cmp.Units["wall"] != "ms" {
+		t.Errorf("units %v", cmp.Units)
+	}
+	// The chart's bars say what they count, in words.
+	if svg, err := os.ReadFile(filepath.Join(outDir, "report.svg")); err != nil ||
+		!strings.Contains(string(svg), "12 passed of 24 graded") || !strings.Contains(string(svg), "9 passed of 24 graded") {
+		t.Errorf("report.svg does not label its bars N passed of M graded: %v", err)
 	}
 }
 

@@ -23,13 +23,14 @@ type ParseError struct {
 	Line   int    // 1-based; 0 when unknown
 	Column int    // 1-based; 0 when unknown
 	Turn   int    // 1-based; 0 when the error is not inside a turn
+	Branch int    // 1-based; 0 when the error is not inside a branch of the turn
 	Call   int    // 1-based; 0 when the error is not inside a call
 	Field  string // the key at fault; "" when the error is about no one key
 	Msg    string // what is wrong
 }
 
-// Error formats the error as "file:line:col: turn T, call C: field: msg",
-// leaving out the parts that are unknown.
+// Error formats the error as "file:line:col: turn T, branch B, call C:
+// field: msg", leaving out the parts that are unknown.
 func (e *ParseError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -39,6 +40,9 @@ func (e *ParseError) Error() string {
 	b.WriteString(": ")
 	if e.Turn > 0 {
 		fmt.Fprintf(&b, "turn %d", e.Turn)
+		if e.Branch > 0 {
+			fmt.Fprintf(&b, ", branch %d", e.Branch)
+		}
 		if e.Call > 0 {
 			fmt.Fprintf(&b, ", call %d", e.Call)
 		}
@@ -73,7 +77,8 @@ var finishes = []string{models.FinishStop, models.FinishToolCalls, models.Finish
 // Known keys, for unknown-field messages.
 var (
 	scriptKeys = "model, turns"
-	turnKeys   = "text, calls, usage, reserve, finish, error, retry_after, delay"
+	turnKeys   = "text, calls, usage, reserve, finish, error, retry_after, delay, branches"
+	branchKeys = "request_contains, text, calls, usage, reserve, finish, error, retry_after, delay"
 	callKeys   = "id, name, args, args_raw"
 	usageKeys  = "input_tokens, output_tokens, cost"
 )
@@ -96,6 +101,10 @@ type rawTurn struct {
 	Delay      *string  `yaml:"delay"`
 	// Cost is decoded only to say where a cost belongs (usage.cost).
 	Cost ast.Node `yaml:"cost"`
+	// Branches are a turn's alternative replies; RequestContains is what
+	// selects a branch. Each is refused where it does not belong.
+	Branches        ast.Node `yaml:"branches"`
+	RequestContains *string  `yaml:"request_contains"`
 }
 
 type rawCall struct {
@@ -119,6 +128,7 @@ var goFields = map[string]string{
 	"RetryAfter": "retry_after", "Delay": "delay", "Cost": "cost", "ID": "id",
 	"Name": "name", "Args": "args", "ArgsRaw": "args_raw",
 	"InputTokens": "input_tokens", "OutputTokens": "output_tokens",
+	"Branches": "branches", "RequestContains": "request_contains",
 }
 
 // scriptParser holds the state of one Parse.
@@ -128,7 +138,7 @@ type scriptParser struct {
 
 // where locates an error inside the script.
 type where struct {
-	turn, call int
+	turn, branch, call int
 }
 
 // Parse parses and validates a script; name is used in errors (usually the
@@ -204,10 +214,77 @@ func (p *scriptParser) parse(data []byte) (*Model, error) {
 }
 
 func (p *scriptParser) parseTurn(w where, node ast.Node) (turn, error) {
+	keys := turnKeys
+	if w.branch > 0 {
+		keys = branchKeys
+	}
 	var raw rawTurn
 	if err := yaml.NodeToValue(node, &raw, yaml.Strict()); err != nil {
-		return turn{}, p.yamlError(w, node, err, turnKeys)
+		return turn{}, p.yamlError(w, node, err, keys)
 	}
+	if w.branch == 0 {
+		if at := valueOf(node, "request_contains"); at != nil {
+			return turn{}, p.errAt(w, at, "request_contains", "only a branch has request_contains (see branches)")
+		}
+	} else if err := p.checkBranch(w, node, raw); err != nil {
+		return turn{}, err
+	}
+	t, err := p.parseReply(w, node, raw)
+	if err != nil {
+		return turn{}, err
+	}
+	if w.branch > 0 {
+		t.when = *raw.RequestContains
+	}
+	if w.branch == 0 && raw.Branches != nil {
+		if t.branches, err = p.parseBranches(w, raw.Branches); err != nil {
+			return turn{}, err
+		}
+	}
+	return t, nil
+}
+
+// checkBranch checks what only a branch has: the text that selects it,
+// and no branches of its own.
+func (p *scriptParser) checkBranch(w where, node ast.Node, raw rawTurn) error {
+	if at := valueOf(node, "branches"); at != nil {
+		return p.errAt(w, at, "branches", "a branch has no branches of its own: list the alternatives on the turn")
+	}
+	if raw.RequestContains == nil {
+		return p.errAt(w, node, "request_contains", "a branch needs request_contains: the text whose presence in the request selects it")
+	}
+	if *raw.RequestContains == "" {
+		return p.errAt(w, valueOf(node, "request_contains"), "request_contains", "empty text matches every request: give the text that selects the branch")
+	}
+	return nil
+}
+
+// parseBranches parses a turn's alternative replies, in order.
+func (p *scriptParser) parseBranches(w where, node ast.Node) ([]turn, error) {
+	if _, null := node.(*ast.NullNode); null {
+		return nil, nil
+	}
+	seq, ok := node.(*ast.SequenceNode)
+	if !ok {
+		return nil, p.errAt(w, node, "branches", "want a list of branches, each a mapping with request_contains and a reply")
+	}
+	out := make([]turn, 0, len(seq.Values))
+	for i, bn := range seq.Values {
+		bw := where{turn: w.turn, branch: i + 1}
+		if !isMapping(bn) {
+			return nil, p.errAt(bw, entryNode(seq, i), "", "a branch is a mapping with request_contains and the reply it gives")
+		}
+		t, err := p.parseTurn(bw, bn)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// parseReply parses the reply a turn or a branch gives.
+func (p *scriptParser) parseReply(w where, node ast.Node, raw rawTurn) (turn, error) {
 	var t turn
 	if at := valueOf(node, "cost"); at != nil {
 		return turn{}, p.errAt(w, at, "cost",
@@ -290,7 +367,7 @@ func (p *scriptParser) parseCalls(w where, callsNode ast.Node) ([]models.ToolCal
 	ids := make(map[string]int, len(seq.Values))
 	explicit := make(map[string]bool, len(seq.Values))
 	for i, node := range seq.Values {
-		cw := where{turn: w.turn, call: i + 1}
+		cw := where{turn: w.turn, branch: w.branch, call: i + 1}
 		if !isMapping(node) {
 			return nil, p.errAt(cw, entryNode(seq, i), "", "a call is a mapping with a name")
 		}
@@ -399,7 +476,7 @@ func (p *scriptParser) duration(w where, node ast.Node, key, s string) (time.Dur
 
 // errAt builds a ParseError at node's position (unknown when node is nil).
 func (p *scriptParser) errAt(w where, node ast.Node, field, msg string) *ParseError {
-	e := &ParseError{File: p.file, Turn: w.turn, Call: w.call, Field: field, Msg: msg}
+	e := &ParseError{File: p.file, Turn: w.turn, Branch: w.branch, Call: w.call, Field: field, Msg: msg}
 	e.Line, e.Column = position(node)
 	return e
 }
@@ -455,7 +532,7 @@ func keyOf(node ast.Node, tk *token.Token) string {
 // yamlError turns an error of the YAML library into a ParseError; known
 // lists the keys valid where an unknown key was found.
 func (p *scriptParser) yamlError(w where, node ast.Node, err error, known string) *ParseError {
-	e := &ParseError{File: p.file, Turn: w.turn, Call: w.call, Msg: err.Error()}
+	e := &ParseError{File: p.file, Turn: w.turn, Branch: w.branch, Call: w.call, Msg: err.Error()}
 	var ye yaml.Error
 	if !errors.As(err, &ye) {
 		return e

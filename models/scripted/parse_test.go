@@ -145,7 +145,7 @@ func TestParseBad(t *testing.T) {
 		{"empty turn entry", "turns:\n  -\n  - text: a\n", "s.yaml:2:3: turn 1: a turn is a mapping (write {} for an empty reply)"},
 		{"scalar turn", "turns:\n  - text: a\n  - 5\n", "s.yaml:3:5: turn 2: a turn is a mapping (write {} for an empty reply)"},
 		{"unknown turn key", "turns:\n  - text: hi\n    bogus: 1\n",
-			"s.yaml:3:5: turn 1: bogus: unknown key (known keys: text, calls, usage, reserve, finish, error, retry_after, delay)"},
+			"s.yaml:3:5: turn 1: bogus: unknown key (known keys: text, calls, usage, reserve, finish, error, retry_after, delay, branches)"},
 		{"text not a string", "turns:\n  - text: [1, 2]\n", "s.yaml:2:11: turn 1: text: want a string, got a list"},
 		{"reserve not an integer", "turns:\n  - reserve: abc\n", "s.yaml:2:14: turn 1: reserve: want an integer, got a string"},
 		{"negative reserve", "turns:\n  - reserve: -1\n",

@@ -1,13 +1,16 @@
 // Package scripted is a deterministic model driven by a YAML script, for
 // examples, tests and benchmarks. Turn n of a run gets turn n of the script:
-// its text, tool calls, usage, finish reason, a typed error or a delay. The
-// script format is documented in docs/scripted-model.md.
+// its text, tool calls, usage, finish reason, a typed error or a delay, or,
+// when the request holds a text one of the turn's branches names, that
+// branch's reply. The script format is documented in
+// docs/scripted-model.md.
 package scripted
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/factline/factline/internal/sleep"
@@ -21,7 +24,8 @@ const Provider = "scripted"
 const DefaultName = "script"
 
 // Model replays a parsed script. Its script is immutable once parsed and
-// it is safe for concurrent use: it answers by Request.Turn, and the only
+// it is safe for concurrent use: it answers by Request.Turn (and the
+// request's messages, for a turn with branches), and the only
 // state it keeps between calls is Render's cache of messages it rendered
 // before, which never changes what Render returns.
 type Model struct {
@@ -40,6 +44,26 @@ type turn struct {
 	errKind    models.ErrorKind // "" for a reply
 	retryAfter time.Duration
 	delay      time.Duration
+	// branches are the turn's alternative replies, in order: the first
+	// whose when occurs in a message of the request answers instead.
+	branches []turn
+	// when is a branch's selecting text ("" for a turn).
+	when string
+}
+
+// reply picks what the turn answers req: the first branch whose text
+// occurs in the content of one of the request's messages, else the turn
+// itself. Content is what the model reads (the task, tool results, the
+// harness's feedback); a call's arguments are not searched.
+func (t turn) reply(req models.Request) turn {
+	for _, b := range t.branches {
+		for _, msg := range req.Messages {
+			if strings.Contains(msg.Content, b.when) {
+				return b
+			}
+		}
+	}
+	return t
 }
 
 var _ models.Model = (*Model)(nil)
@@ -55,16 +79,17 @@ func (m *Model) Len() int { return len(m.turns) }
 // Provider returns "scripted".
 func (m *Model) Provider() string { return Provider }
 
-// Reserve returns the reserve the script gives turn req.Turn, 0 for a turn
-// outside the script.
+// Reserve returns the reserve the script gives turn req.Turn (the
+// branch's, when one answers req), 0 for a turn outside the script.
 func (m *Model) Reserve(req models.Request) uint64 {
 	if req.Turn < 1 || req.Turn > len(m.turns) {
 		return 0
 	}
-	return m.turns[req.Turn-1].reserve
+	return m.turns[req.Turn-1].reply(req).reserve
 }
 
-// Complete answers with script turn req.Turn (1-based). It first waits the
+// Complete answers with script turn req.Turn (1-based), or with the first
+// of its branches whose text occurs in a message of req. It first waits the
 // turn's delay, if any, honouring ctx: when ctx ends first (or had already
 // ended) it returns an error wrapping ctx.Err(), which is a *models.Error of
 // kind ErrTimeout when ctx's deadline passed. A turn with an error returns a
@@ -80,7 +105,7 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 		return models.Reply{}, &models.Error{Kind: models.ErrExhausted, Provider: Provider,
 			Err: fmt.Errorf("turn %d: the script has %d turns", req.Turn, len(m.turns))}
 	}
-	t := m.turns[req.Turn-1]
+	t := m.turns[req.Turn-1].reply(req)
 	if err := sleep.For(ctx, t.delay); err != nil {
 		return models.Reply{}, contextError(req.Turn, err)
 	}

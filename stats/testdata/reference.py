@@ -133,3 +133,38 @@ example = [
 ]
 print("bootstrap", "%.17g %.17g %.17g" % paired_bootstrap(example, 10000, 20260601))
 print("bootstrap7", "%.17g %.17g %.17g" % paired_bootstrap(example, 999, 7))
+
+
+def paired_ratio(clusters, resamples, seed):
+    # The relative difference sum(A)/sum(B) - 1 of paired usage figures,
+    # resampled by cluster with the same draws as paired_bootstrap.
+    cls = [c for c in clusters if c]
+    sa = [sum(a for a, _ in c) for c in cls]
+    sb = [sum(b for _, b in c) for c in cls]
+    r = SplitMix64(seed)
+    stats = []
+    for _ in range(resamples):
+        x, y = 0, 0
+        for _ in cls:
+            j = r.below(len(cls))
+            x += sa[j]
+            y += sb[j]
+        stats.append(Fraction(x, y) - 1)
+    stats.sort()
+    est = Fraction(sum(sa), sum(sb)) - 1
+    lo, hi = quantile7(stats, 0.025), quantile7(stats, 0.975)
+    return float(est), float(lo), float(hi)
+
+
+# Tokens of two treatments on the same (case, trial) pairs: B spends more
+# on most cases, and one case is a tie.
+usage = [
+    [(1200, 1500), (1100, 1600)],
+    [(900, 900)],
+    [(3000, 4200), (2800, 4100), (2900, 3900)],
+    [(500, 650)],
+    [(2000, 1800), (2100, 2500)],
+    [(700, 1000), (650, 1000), (800, 950)],
+]
+print("ratio", "%.17g %.17g %.17g" % paired_ratio(usage, 10000, 20260601))
+print("ratio7", "%.17g %.17g %.17g" % paired_ratio(usage, 999, 7))

@@ -34,6 +34,15 @@ type CaseRow struct {
 	// response cache answered, and their tokens (part of Tokens).
 	CachedCalls  int    `json:"cached_calls"`
 	CachedTokens uint64 `json:"cached_tokens"`
+	// InputTokens and OutputTokens split Tokens over the ended trials
+	// whose split is known; SplitUnknown counts the others.
+	InputTokens  *uint64 `json:"input_tokens"`
+	OutputTokens *uint64 `json:"output_tokens"`
+	SplitUnknown int     `json:"split_unknown"`
+	// Turns sums the ended trials' model turns, WallMillis their wall
+	// time in milliseconds.
+	Turns      uint64 `json:"turns"`
+	WallMillis uint64 `json:"wall_millis"`
 }
 
 // ByCase regroups a report's attempts by case and treatment, in the
@@ -74,6 +83,18 @@ func ByCase(r Report) []CaseRow {
 			}
 			row.CachedCalls += a.CachedCalls
 			row.CachedTokens += a.CachedTokens
+			if a.InputTokens != nil {
+				add(&row.InputTokens, *a.InputTokens)
+				add(&row.OutputTokens, *a.OutputTokens)
+			} else {
+				row.SplitUnknown++
+			}
+			if a.Turns != nil {
+				row.Turns += uint64(*a.Turns)
+			}
+			if a.Millis != nil {
+				row.WallMillis += *a.Millis
+			}
 		}
 	}
 	for i := range out {
@@ -96,27 +117,27 @@ func ByCase(r Report) []CaseRow {
 
 // WriteCaseTable writes the rows as a table; a "cached" column (calls the
 // response cache answered) only when some row has one, so that a suite
-// without a cache keeps its width.
+// without a cache keeps its width. pass@1 of one case is its pass rate,
+// so the table shows the rate once (JSON and CSV keep both).
 func WriteCaseTable(w io.Writer, rows []CaseRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	anyCached := false
 	for _, r := range rows {
 		anyCached = anyCached || r.CachedCalls > 0
 	}
-	head := "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@1\tpass@n\ttokens\tcost"
+	head := "case\ttreatment\ttrials\tpassed\tfailed\tother\tpass rate\tpass@n\ttokens\tcost (" + UnitCost + ")"
 	if anyCached {
 		head += "\tcached"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		p1, pn := "-", "-"
+		pn := "-"
 		if len(r.PassAtK) > 0 {
-			p1 = fmt.Sprintf("%.3f", r.PassAtK[0].Value)
 			last := r.PassAtK[len(r.PassAtK)-1]
-			pn = fmt.Sprintf("%.3f (n=%d)", last.Value, last.K)
+			pn = fmt.Sprintf("%.1f%% (n=%d)", 100*last.Value, last.K)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", r.Case, r.Treatment, r.Trials, r.Passed, r.Failed, r.Other,
-			pct(r.PassRate), p1, pn, known(r.Tokens, r.TokensUnknown), known(r.Cost, r.CostUnknown))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s", r.Case, r.Treatment, r.Trials, r.Passed, r.Failed, r.Other,
+			pct(r.PassRate), pn, known(r.Tokens, r.TokensUnknown), known(r.Cost, r.CostUnknown))
 		if anyCached {
 			fmt.Fprintf(tw, "\t%d", r.CachedCalls)
 		}
@@ -139,7 +160,8 @@ func WriteCaseJSON(w io.Writer, rows []CaseRow) error {
 func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"case", "treatment", "trials", "graded", "passed", "failed", "other", "pass_rate", "pass_at_1", "pass_at_n", "n",
-		"tokens", "tokens_unknown", "cost", "cost_unknown", "cached_calls", "cached_tokens"})
+		"tokens", "tokens_unknown", "cost_units", "cost_unknown", "cached_calls", "cached_tokens",
+		"input_tokens", "output_tokens", "split_unknown", "turns", "wall_millis"})
 	for _, r := range rows {
 		rate, p1, pn, n := "", "", "", ""
 		if r.PassRate != nil {
@@ -152,7 +174,8 @@ func WriteCaseCSV(w io.Writer, rows []CaseRow) error {
 		}
 		_ = cw.Write([]string{r.Case, r.Treatment, itoa(r.Trials), itoa(r.Graded), itoa(r.Passed), itoa(r.Failed), itoa(r.Other),
 			rate, p1, pn, n, cell(r.Tokens), itoa(r.TokensUnknown), cell(r.Cost), itoa(r.CostUnknown),
-			itoa(r.CachedCalls), strconv.FormatUint(r.CachedTokens, 10)})
+			itoa(r.CachedCalls), strconv.FormatUint(r.CachedTokens, 10),
+			cell(r.InputTokens), cell(r.OutputTokens), itoa(r.SplitUnknown), strconv.FormatUint(r.Turns, 10), strconv.FormatUint(r.WallMillis, 10)})
 	}
 	cw.Flush()
 	return cw.Error()

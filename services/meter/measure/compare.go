@@ -43,6 +43,10 @@ type Comparison struct {
 	// bootstrap interval; nil when Withheld says why not.
 	Difference *stats.Difference `json:"difference"`
 	McNemar    *McNemar          `json:"mcnemar"`
+	// Usage compares what the two treatments consumed (tokens, cost,
+	// turns, wall time), paired on case and trial; nil when no pair of
+	// ended attempts exists or the identities refuse the comparison.
+	Usage *UsageComparison `json:"usage"`
 	// Withheld names the statistics the comparison refuses and why: all
 	// the paired ones when the identities do not match (or are unknown),
 	// the bootstrap interval when the pairs come from fewer than two cases
@@ -105,12 +109,16 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 			onlyB++
 		}
 	}
-	if c.Pairs == 0 {
-		return c
-	}
+	usage := compareUsage(rows, a, b)
 	if c.Label == LabelUnknown {
 		// Pairs of agents nobody can name measure nothing one could act on.
-		c.Withheld = "the paired rates, their difference and interval, and McNemar: " + c.Note
+		if c.Pairs > 0 || usage != nil {
+			c.Withheld = "the paired rates, their difference and interval, McNemar and the usage differences: " + c.Note
+		}
+		return c
+	}
+	c.Usage = usage
+	if c.Pairs == 0 {
 		return c
 	}
 	c.RateA, c.RateB = ptr(sa/float64(c.Pairs)), ptr(sb/float64(c.Pairs))

@@ -50,6 +50,47 @@ type Attempt struct {
 	// CachedTokens their tokens (input and output, as first reported).
 	CachedCalls  int
 	CachedTokens uint64
+	// Replies sums the usage the run's model.replied facts reported.
+	Replies ReplyUsage
+}
+
+// ReplyUsage sums the usage of a run's model replies: the tokens split
+// into input and output, and the parts of them a provider may report
+// (prompt-cached input, reasoning output), each with the count of replies
+// that left it unknown.
+type ReplyUsage struct {
+	// Calls counts the replies; Unknown those without usage.
+	Calls, Unknown int
+	Input, Output  uint64
+	// CachedInput sums the replies' cached_input_tokens; CachedInputUnknown
+	// counts replies with usage that did not report it.
+	CachedInput        uint64
+	CachedInputUnknown int
+	// Reasoning sums the replies' reasoning_tokens; ReasoningUnknown counts
+	// replies with usage that did not report it.
+	Reasoning        uint64
+	ReasoningUnknown int
+}
+
+// add folds one reply's usage.
+func (r *ReplyUsage) add(u *events.Usage) {
+	r.Calls++
+	if u == nil {
+		r.Unknown++
+		return
+	}
+	r.Input += u.InputTokens
+	r.Output += u.OutputTokens
+	if u.CachedInputTokens == nil {
+		r.CachedInputUnknown++
+	} else {
+		r.CachedInput += *u.CachedInputTokens
+	}
+	if u.ReasoningTokens == nil {
+		r.ReasoningUnknown++
+	} else {
+		r.Reasoning += *u.ReasoningTokens
+	}
 }
 
 // NewLog returns the empty state of one suite.
@@ -125,6 +166,7 @@ func (l *Log) Apply(f events.Fact) {
 			a.Judged = append(a.Judged, *b.Judge)
 		}
 	case events.ModelReplied:
+		a.Replies.add(b.Usage)
 		if b.Cached != nil {
 			a.CachedCalls++
 			if b.Usage != nil {

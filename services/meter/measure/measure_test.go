@@ -220,7 +220,8 @@ func TestReportColumns(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("A:\n got %+v\nwant %+v", got, want)
 	}
-	if !reflect.DeepEqual(a.Usage, Usage{Tokens: u64(307), TokensKnown: 5, TokensUnknown: 1, Cost: u64(12), CostKnown: 6, WallMillis: 6000, WallKnown: 6}) {
+	if !reflect.DeepEqual(a.Usage, Usage{Tokens: u64(307), TokensKnown: 5, TokensUnknown: 1, Cost: u64(12), CostKnown: 6, WallMillis: 6000, WallKnown: 6,
+		SplitUnknown: 6, Turns: 6}) {
 		t.Fatalf("A usage %+v: an unknown token count must be counted apart, not as 0", a.Usage)
 	}
 	if *a.PassRate != 0.5 {

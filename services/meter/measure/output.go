@@ -81,49 +81,99 @@ func num(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// WriteTable writes the report as a terminal table that fits 100
-// columns: a heading, one row per treatment with the attempts ended of
-// planned, the counts that decide it (what is neither passed nor failed is
-// "other", broken down below the table), pass rate with its interval,
-// pass@1 and pass@n, and usage; then the comparisons. WriteWideTable has
-// every column.
+// WriteTable writes the report as terminal tables that fit 100 columns:
+// a heading; one row per treatment with the attempts ended of planned,
+// the counts that decide it (what is neither passed nor failed is
+// "other", broken down below the tables), pass rate with its interval,
+// pass@1 and pass@n; then what the ended attempts consumed, each column
+// with its unit; then the comparisons. WriteWideTable has every column.
 func WriteTable(w io.Writer, r Report) error {
 	writeHeading(w, r)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	head := []string{"treatment", "ended", "passed", "failed", "other", "pass rate", "95% Wilson", "pass@1"}
+	head := []string{"treatment", "ended/planned", "passed", "failed", "other", "pass rate", "95% Wilson", "pass@1"}
 	if r.Trials > 1 {
 		head = append(head, fmt.Sprintf("pass@%d", r.Trials))
 	}
-	head = append(head, "tokens", "cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	var notes []string
 	for _, t := range r.Treatments {
 		other := t.Pending + t.Invalid + t.Abstained + t.Excluded + t.Awaiting + t.Disputed
-		ci := "-"
-		if t.Wilson != nil {
-			ci = fmt.Sprintf("[%.1f, %.1f]", 100*t.Wilson.Lo, 100*t.Wilson.Hi)
-		}
 		cells := []string{t.Treatment, fmt.Sprintf("%d/%d", t.Ended, t.Planned), itoa(t.Passed), itoa(t.Failed), itoa(other),
-			pct(t.PassRate), ci, passAt(t, 1, "%.3f")}
+			pct(t.PassRate), wilson(t), passAt(t, 1)}
 		if r.Trials > 1 {
-			cells = append(cells, passAt(t, int(r.Trials), "%.3f"))
+			cells = append(cells, passAt(t, int(r.Trials)))
 		}
-		cells = append(cells, total(t.Usage.Tokens, t.Usage.TokensUnknown), total(t.Usage.Cost, t.Usage.CostUnknown))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 		if n := breakdown(t); n != "" {
-			notes = append(notes, fmt.Sprintf("  %s: %s", t.Treatment, n))
+			notes = append(notes, wrap(fmt.Sprintf("  %s: %s", t.Treatment, n), 100, "    "))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeUsage(w, r); err != nil {
+		return err
+	}
 	if len(notes) > 0 {
+		fmt.Fprintln(w)
 		fmt.Fprintln(w, "other, and what the columns leave out (report --wide, --json or --csv has every column):")
 		for _, n := range notes {
 			fmt.Fprintln(w, n)
 		}
 	}
 	return writeComparisons(w, r)
+}
+
+// writeUsage writes the narrow report's second table: what each
+// treatment's ended attempts consumed, every column with its unit.
+func writeUsage(w io.Writer, r Report) error {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "usage, summed over the ended attempts (cost in %s, the unit of prices and budgets):\n", UnitCost)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join([]string{"treatment", "ended", "turns", "input tokens", "output tokens", "tokens",
+		"cost (" + UnitCost + ")", "wall (s)"}, "\t")+"\t")
+	for _, t := range r.Treatments {
+		u := t.Usage
+		turns, wall := "-", "-"
+		if t.Ended > 0 {
+			turns = strconv.FormatUint(u.Turns, 10)
+		}
+		if u.WallKnown > 0 {
+			wall = seconds(u.WallMillis, "%.1f")
+		}
+		cells := []string{t.Treatment, itoa(t.Ended), turns, total(u.InputTokens, u.SplitUnknown), total(u.OutputTokens, u.SplitUnknown),
+			total(u.Tokens, u.TokensUnknown), total(u.Cost, u.CostUnknown), wall}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// wrap breaks a line at spaces so that no line passes width columns
+// (a word longer than that stays whole), indenting the lines after the
+// first.
+func wrap(line string, width int, indent string) string {
+	var b strings.Builder
+	col := 0
+	for i, word := range strings.Split(line, " ") {
+		n := len([]rune(word))
+		switch {
+		case i == 0:
+		case col+1+n > width:
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(word)
+		col += n
+	}
+	return b.String()
+}
+
+// seconds renders milliseconds as seconds in format.
+func seconds(millis uint64, format string) string {
+	return fmt.Sprintf(format, float64(millis)/1000)
 }
 
 // total is a usage cell of the narrow table: the known total, with a "+"
@@ -156,11 +206,19 @@ func breakdown(t TreatmentReport) string {
 	if u := t.Usage; u.TokensUnknown > 0 || u.CostUnknown > 0 {
 		parts = append(parts, fmt.Sprintf("tokens unknown for %d, cost for %d", u.TokensUnknown, u.CostUnknown))
 	}
+	if u := t.Usage; u.SplitUnknown > u.TokensUnknown {
+		// Where the tokens are unknown, so is their split: count the rest.
+		more := ""
+		if u.TokensUnknown > 0 {
+			more = " more"
+		}
+		parts = append(parts, fmt.Sprintf("the input/output split unknown for %d%s", u.SplitUnknown-u.TokensUnknown, more))
+	}
 	if u := t.Usage; u.CachedCalls > 0 {
 		parts = append(parts, "served from the response cache "+cached(u.CachedCalls, u.CachedTokens))
 	}
 	if e := t.Evaluator; e.Calls > 0 {
-		parts = append(parts, "evaluator cost "+evaluator(e))
+		parts = append(parts, "evaluator cost in "+UnitCost+" "+evaluator(e))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -216,18 +274,27 @@ func WriteWideTable(w io.Writer, r Report) error {
 	for _, k := range ks {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
-	head = append(head, "tokens", "cost", "cached", "wall", "evaluator cost")
+	head = append(head, "turns", "input tokens", "output tokens", "prompt-cached input", "reasoning", "tokens", "cost ("+UnitCost+")",
+		"response cache", "wall (s)", "evaluator cost ("+UnitCost+")")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, t := range r.Treatments {
 		cells := []string{t.Treatment, itoa(t.Planned), itoa(t.Started), itoa(t.Ended), itoa(t.Graded), itoa(t.Passed),
 			itoa(t.Failed), itoa(t.Pending), itoa(t.Invalid), itoa(t.Abstained), itoa(t.Excluded), itoa(t.HarnessErrors), itoa(t.Retried),
 			itoa(t.Awaiting), itoa(t.Disputed), pct(t.PassRate), wilson(t), num(t.ClusteredSE, "%.3f")}
 		for _, k := range ks {
-			cells = append(cells, passAt(t, k, "%.3f"))
+			cells = append(cells, passAt(t, k))
 		}
 		u := t.Usage
-		cells = append(cells, known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown), cached(u.CachedCalls, u.CachedTokens),
-			fmt.Sprintf("%.1fs", float64(u.WallMillis)/1000), evaluator(t.Evaluator))
+		turns, wall := "-", "-"
+		if t.Ended > 0 {
+			turns = strconv.FormatUint(u.Turns, 10)
+		}
+		if u.WallKnown > 0 {
+			wall = seconds(u.WallMillis, "%.1f")
+		}
+		cells = append(cells, turns, known(u.InputTokens, u.SplitUnknown), known(u.OutputTokens, u.SplitUnknown),
+			known(u.CachedInputTokens, t.Ended-u.CachedInputKnown), known(u.ReasoningTokens, t.Ended-u.ReasoningKnown),
+			known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown), cached(u.CachedCalls, u.CachedTokens), wall, evaluator(t.Evaluator))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -236,37 +303,123 @@ func WriteWideTable(w io.Writer, r Report) error {
 	return writeComparisons(w, r)
 }
 
-// writeComparisons writes the comparisons below a table.
+// writeComparisons writes the comparisons below a table: per pair of
+// treatments, the paired difference of the pass rate in points and the
+// paired relative difference of every usage figure, each with its
+// interval, its pairs and the figures per attempt it compares.
 func writeComparisons(w io.Writer, r Report) error {
-	if len(r.Comparisons) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "comparisons (paired on case and trial; cluster bootstrap, %d resamples, seed %d; McNemar exact):\n",
-			r.Method.BootstrapResamples, r.Method.BootstrapSeed)
+	if len(r.Comparisons) == 0 {
+		return nil
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "comparisons of A vs B, paired on case and trial: the pass rate as A − B in points, usage as\n"+
+		"A/B − 1 in percent (a pair whose figure is unknown on a side is left out, counted as unknown);\n"+
+		"95%% intervals by cluster bootstrap over cases (%d resamples, seed %d); McNemar exact:\n",
+		r.Method.BootstrapResamples, r.Method.BootstrapSeed)
 	for _, c := range r.Comparisons {
 		fmt.Fprintf(w, "  %s vs %s: %s", c.A, c.B, c.Label)
 		if len(c.Differences) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(c.Differences, ", "))
 		}
-		if c.Label == LabelUnknown && c.Note != "" {
-			fmt.Fprintf(w, ": %s", c.Note)
-		}
-		fmt.Fprintf(w, "; %d pairs", c.Pairs)
-		if c.Difference != nil {
-			d := c.Difference
-			fmt.Fprintf(w, "; %s − %s = %+.1f pts [%+.1f, %+.1f]", c.A, c.B, 100*d.Estimate, 100*d.Interval.Lo, 100*d.Interval.Hi)
-		} else if c.RateA != nil && c.RateB != nil {
-			fmt.Fprintf(w, "; %s − %s = %+.1f pts", c.A, c.B, 100*(*c.RateA-*c.RateB))
-		}
-		if c.McNemar != nil {
-			fmt.Fprintf(w, "; McNemar %d/%d p=%.4g", c.McNemar.OnlyA, c.McNemar.OnlyB, c.McNemar.P)
-		}
-		if c.Withheld != "" {
-			fmt.Fprintf(w, "; withheld: %s", c.Withheld)
+		if c.Label == LabelUnknown {
+			if c.Note != "" {
+				fmt.Fprintf(w, ": %s", c.Note)
+			}
+			fmt.Fprintf(w, "; %d pairs graded", c.Pairs)
+			if c.Withheld != "" {
+				fmt.Fprintf(w, "; withheld: %s", c.Withheld)
+			}
+			fmt.Fprintln(w)
+			continue
 		}
 		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "    pass rate\t%s\t%s\n", rateDifference(c), ratePairs(c))
+		if u := c.Usage; u != nil {
+			for _, m := range []struct {
+				name string
+				p    *PairedUsage
+			}{{"tokens", u.Tokens}, {"input tokens", u.InputTokens}, {"output tokens", u.OutputTokens},
+				{"cost", u.Cost}, {"turns", u.Turns}, {"wall time", u.WallMillis}} {
+				fmt.Fprintf(tw, "    %s\t%s\t%s\n", m.name, relative(m.p), usagePairsCell(m.p))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// rateDifference renders the pass rate's paired difference in points,
+// with its interval where one is given.
+func rateDifference(c Comparison) string {
+	switch {
+	case c.Difference != nil:
+		d := c.Difference
+		return fmt.Sprintf("%+.1f pts [%+.1f, %+.1f]", 100*d.Estimate, 100*d.Interval.Lo, 100*d.Interval.Hi)
+	case c.RateA != nil && c.RateB != nil:
+		return fmt.Sprintf("%+.1f pts (no interval)", 100*(*c.RateA-*c.RateB))
+	}
+	return "-"
+}
+
+// ratePairs says what the pass rate's difference rests on.
+func ratePairs(c Comparison) string {
+	s := fmt.Sprintf("%d pairs graded", c.Pairs)
+	if c.RateA != nil && c.RateB != nil {
+		s += fmt.Sprintf("; %.1f%% vs %.1f%%", 100**c.RateA, 100**c.RateB)
+	}
+	if c.McNemar != nil {
+		s += fmt.Sprintf("; McNemar %d/%d p=%.4g", c.McNemar.OnlyA, c.McNemar.OnlyB, c.McNemar.P)
+	}
+	if c.Withheld != "" {
+		s += "; withheld: " + c.Withheld
+	}
+	return s
+}
+
+// relative renders a usage figure's relative difference with its
+// interval, or why it has none.
+func relative(p *PairedUsage) string {
+	switch {
+	case p == nil || p.Pairs == 0:
+		return "-"
+	case p.Relative == nil:
+		return "- (B's total is 0)"
+	}
+	x := p.Relative
+	switch {
+	case x.Interval != nil:
+		return fmt.Sprintf("%+.1f%% [%+.1f, %+.1f]", 100*x.Estimate, 100*x.Interval.Lo, 100*x.Interval.Hi)
+	case x.Clusters < 2:
+		return fmt.Sprintf("%+.1f%% (no interval: the pairs come from %d case)", 100*x.Estimate, x.Clusters)
+	}
+	return fmt.Sprintf("%+.1f%% (no interval: %d resamples have a B total of 0)", 100*x.Estimate, x.ZeroTotals)
+}
+
+// usagePairsCell says how many pairs a usage figure rests on, how many
+// were left out, and the figures per attempt it compares, in their unit.
+func usagePairsCell(p *PairedUsage) string {
+	if p == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d pairs", p.Pairs)
+	if p.LeftOut > 0 {
+		s += fmt.Sprintf(", %d unknown", p.LeftOut)
+	}
+	if p.MeanA == nil || p.MeanB == nil {
+		return s
+	}
+	a, b, unit := *p.MeanA, *p.MeanB, p.Unit
+	format := "%.1f vs %.1f"
+	switch unit {
+	case UnitTokens:
+		format = "%.0f vs %.0f"
+	case UnitWall:
+		a, b, unit, format = a/1000, b/1000, "s", "%.2f vs %.2f"
+	}
+	return s + "; " + fmt.Sprintf(format, a, b) + " " + unit + " per attempt"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -312,10 +465,11 @@ func cell(total *uint64) string {
 	return strconv.FormatUint(*total, 10)
 }
 
-func passAt(t TreatmentReport, k int, format string) string {
+// passAt renders pass@k as a percentage, as the pass rate is.
+func passAt(t TreatmentReport, k int) string {
 	for _, p := range t.PassAtK {
 		if p.K == k {
-			return fmt.Sprintf(format, p.Value)
+			return fmt.Sprintf("%.1f%%", 100*p.Value)
 		}
 	}
 	return "-"
@@ -331,9 +485,10 @@ func WriteCSV(w io.Writer, r Report) error {
 	for k := 1; k <= int(r.Trials); k++ {
 		head = append(head, fmt.Sprintf("pass_at_%d", k))
 	}
-	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost", "cost_known", "cost_unknown", "wall_millis", "wall_known",
-		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost", "evaluator_cost_unknown", "evaluator_millis",
-		"cached_calls", "cached_tokens")
+	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost_units", "cost_known", "cost_unknown", "wall_millis", "wall_known",
+		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost_units", "evaluator_cost_unknown", "evaluator_millis",
+		"cached_calls", "cached_tokens", "turns", "input_tokens", "output_tokens", "split_known", "split_unknown",
+		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -365,7 +520,9 @@ func WriteCSV(w io.Writer, r Report) error {
 			cell(u.Cost), itoa(u.CostKnown), itoa(u.CostUnknown), strconv.FormatUint(u.WallMillis, 10), itoa(u.WallKnown))
 		e := t.Evaluator
 		rec = append(rec, itoa(e.Calls), cell(e.Tokens), itoa(e.TokensUnknown), cell(e.Cost), itoa(e.CostUnknown), strconv.FormatUint(e.Millis, 10),
-			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10))
+			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10), strconv.FormatUint(u.Turns, 10),
+			cell(u.InputTokens), cell(u.OutputTokens), itoa(u.SplitKnown), itoa(u.SplitUnknown),
+			cell(u.CachedInputTokens), itoa(u.CachedInputKnown), cell(u.ReasoningTokens), itoa(u.ReasoningKnown))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -404,7 +561,7 @@ func WriteSVG(w io.Writer, r Report) error {
 	for i, t := range r.Treatments {
 		cx := left + i*slot + slot/2
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", cx, top+plotH+18, esc(t.Treatment))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%d/%d graded</text>`+"\n", cx, top+plotH+34, t.Passed, t.Graded)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%d passed of %d graded</text>`+"\n", cx, top+plotH+34, t.Passed, t.Graded)
 		if t.PassRate == nil {
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="middle" fill="#999">no graded attempt</text>`+"\n", cx, y(0.5))
 			continue

@@ -39,6 +39,29 @@ type Method struct {
 	BootstrapSeed      uint64  `json:"bootstrap_seed"`
 }
 
+// Units names the unit of each usage figure of a report, so that a
+// reader of its JSON need not guess: tokens are tokens, cost is in the
+// integer cost units that prices (per million tokens) and budgets are
+// declared in (docs/models.md), wall time in milliseconds, turns in model
+// turns (each one model call).
+type Units struct {
+	Tokens string `json:"tokens"`
+	Cost   string `json:"cost"`
+	Wall   string `json:"wall"`
+	Turns  string `json:"turns"`
+}
+
+// The units of every report.
+const (
+	UnitTokens = "tokens"
+	UnitCost   = "cost units"
+	UnitWall   = "ms"
+	UnitTurns  = "model turns"
+)
+
+// reportUnits are the units of every report.
+var reportUnits = Units{Tokens: UnitTokens, Cost: UnitCost, Wall: UnitWall, Turns: UnitTurns}
+
 // Report is the meter stick's account of one suite.
 type Report struct {
 	Suite         string                `json:"suite"`
@@ -62,6 +85,7 @@ type Report struct {
 	// started then end cancelled (reason suite_stopped) and are excluded.
 	StoppedEarly *events.SuiteStopped `json:"stopped_early,omitempty"`
 	Method       Method               `json:"method"`
+	Units        Units                `json:"units"`
 	Treatments   []TreatmentReport    `json:"treatments"`
 	Comparisons  []Comparison         `json:"comparisons"`
 	Attempts     []AttemptRow         `json:"attempts"`
@@ -142,6 +166,23 @@ type Usage struct {
 	// of Tokens, served without calling the model.
 	CachedCalls  int    `json:"cached_calls"`
 	CachedTokens uint64 `json:"cached_tokens"`
+	// InputTokens and OutputTokens split Tokens, summed over the
+	// SplitKnown attempts whose replies account for their spent tokens;
+	// SplitUnknown counts the ended attempts whose split is not known.
+	InputTokens  *uint64 `json:"input_tokens"`
+	OutputTokens *uint64 `json:"output_tokens"`
+	SplitKnown   int     `json:"split_known"`
+	SplitUnknown int     `json:"split_unknown"`
+	// CachedInputTokens is the part of InputTokens the provider read from
+	// its prompt cache and ReasoningTokens the part of OutputTokens spent
+	// on hidden reasoning, each summed over the attempts whose every reply
+	// reported it (CachedInputKnown, ReasoningKnown); nil when none did.
+	CachedInputTokens *uint64 `json:"cached_input_tokens"`
+	CachedInputKnown  int     `json:"cached_input_known"`
+	ReasoningTokens   *uint64 `json:"reasoning_tokens"`
+	ReasoningKnown    int     `json:"reasoning_known"`
+	// Turns sums the ended attempts' model turns (run.ended's spent.steps).
+	Turns uint64 `json:"turns"`
 }
 
 // add sums a known figure into a total that is nil until one is known.
@@ -168,6 +209,15 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// Turns is the model turns the run took (spent.steps).
+	Turns *uint32 `json:"turns,omitempty"`
+	// InputTokens and OutputTokens split Tokens when the run's replies
+	// account for it; CachedInputTokens and ReasoningTokens are their
+	// parts when every reply reported them. Absent: unknown.
+	InputTokens       *uint64 `json:"input_tokens,omitempty"`
+	OutputTokens      *uint64 `json:"output_tokens,omitempty"`
+	CachedInputTokens *uint64 `json:"cached_input_tokens,omitempty"`
+	ReasoningTokens   *uint64 `json:"reasoning_tokens,omitempty"`
 	// CachedCalls and CachedTokens are the attempt's model calls the
 	// response cache answered, and their tokens.
 	CachedCalls  int    `json:"cached_calls,omitempty"`
@@ -214,7 +264,7 @@ func ptr[T any](v T) *T { return &v }
 // same graded attempts always give the same report.
 func Build(l *Log) Report {
 	r := Report{Suite: l.Suite, Method: Method{Z: stats.Z95, Interval: "wilson",
-		BootstrapResamples: stats.DefaultResamples, BootstrapSeed: stats.DefaultSeed}}
+		BootstrapResamples: stats.DefaultResamples, BootstrapSeed: stats.DefaultSeed}, Units: reportUnits}
 	if l.Submitted == nil {
 		return r
 	}
@@ -272,6 +322,8 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	}
 	e := a.Ended
 	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	out.Turns = ptr(e.Spent.Steps)
+	out.split(a.Replies, e.Spent.Tokens)
 	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
 		// Never run: whatever the suite counts, it says nothing of the agent.
 		out.Outcome, out.Reason = OutcomeExcluded, "not run: the suite stopped early"
@@ -316,6 +368,24 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		out.Outcome, out.Reason = OutcomeAbstained, res.Reason
 	}
 	return out
+}
+
+// split sets the attempt's input and output tokens, and the parts of them
+// every reply reported, when its replies account for the tokens it spent:
+// each had usage and together they make spent.tokens. Where they do not (a
+// log without the replies, a reply without usage) the split stays
+// unknown rather than guessed.
+func (out *AttemptRow) split(r ReplyUsage, tokens *uint64) {
+	if tokens == nil || r.Unknown > 0 || r.Input+r.Output != *tokens {
+		return
+	}
+	out.InputTokens, out.OutputTokens = ptr(r.Input), ptr(r.Output)
+	if r.CachedInputUnknown == 0 {
+		out.CachedInputTokens = ptr(r.CachedInput)
+	}
+	if r.ReasoningUnknown == 0 {
+		out.ReasoningTokens = ptr(r.Reasoning)
+	}
 }
 
 // verdictOf returns the grade the report counts: the newest revision for
@@ -406,6 +476,24 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			}
 			u.CachedCalls += a.CachedCalls
 			u.CachedTokens += a.CachedTokens
+			if a.InputTokens != nil {
+				add(&u.InputTokens, *a.InputTokens)
+				add(&u.OutputTokens, *a.OutputTokens)
+				u.SplitKnown++
+			} else {
+				u.SplitUnknown++
+			}
+			if a.CachedInputTokens != nil {
+				add(&u.CachedInputTokens, *a.CachedInputTokens)
+				u.CachedInputKnown++
+			}
+			if a.ReasoningTokens != nil {
+				add(&u.ReasoningTokens, *a.ReasoningTokens)
+				u.ReasoningKnown++
+			}
+			if a.Turns != nil {
+				u.Turns += uint64(*a.Turns)
+			}
 		}
 		for _, j := range a.Judged {
 			e := &t.Evaluator
