@@ -130,7 +130,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		localStore = abs
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
-		progress.note("%s; all five services in this process", t.conn.describe())
+		progress.note("%s; all five services in this process", t.conn.Describe())
 	}
 	defer closeBus()
 
