@@ -2,8 +2,10 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +81,11 @@ type Bus struct {
 	health health
 	// kick asks keepStreams to look at the streams again.
 	kick chan struct{}
+	// closed ends keepStreams (Close).
+	closed    chan struct{}
+	closeOnce sync.Once
+	// ownsConn: Dial made nc, so Close closes it.
+	ownsConn bool
 	// rebuilt keeps the blobs last rebuilt from deltas, so that a reader
 	// going through a run's turns in order (the viewer, an audit) follows
 	// one delta a turn instead of the whole chain each time (see
@@ -101,7 +108,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1),
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1), closed: make(chan struct{}),
 		rebuilt: bytecache.New(rebuiltCacheBytes, rebuiltCacheBytes/4)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
@@ -113,6 +120,23 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	return b, nil
 }
 
+// errClosed is a use of a bus after Close.
+var errClosed = errors.New("bus: closed")
+
+// Close ends the bus's own work on its connection: the stream keeper
+// stops and the subscription its direct gets share is given back. A bus
+// Dial made also closes its connection; one Open made leaves it to the
+// caller, who owns it. Close may be called more than once.
+func (b *Bus) Close() {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.replies.stop()
+		if b.ownsConn {
+			b.nc.Close()
+		}
+	})
+}
+
 // Conn returns the underlying connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
@@ -120,8 +144,8 @@ func (b *Bus) Conn() *nats.Conn { return b.nc }
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // Dial connects to a NATS server or cluster by URL (comma-separated for
-// several seeds) and opens the bus on it. Close the bus's connection when
-// done (b.Conn().Close()).
+// several seeds) and opens the bus on it. The bus owns the connection:
+// Close closes it (as b.Conn().Close() does).
 func Dial(ctx context.Context, url string, cfg Config, opts ...nats.Option) (*Bus, error) {
 	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1)}, opts...)
 	nc, err := nats.Connect(url, opts...)
@@ -133,5 +157,6 @@ func Dial(ctx context.Context, url string, cfg Config, opts ...nats.Option) (*Bu
 		nc.Close()
 		return nil, err
 	}
+	b.ownsConn = true
 	return b, nil
 }
