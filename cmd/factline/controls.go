@@ -111,7 +111,7 @@ func sendControl(ctx context.Context, t *target, run string, c events.Control, w
 	if err != nil {
 		return err
 	}
-	if err := b.SendControl(ctx, suite, run, c); err != nil {
+	if err := b.Controls().Send(ctx, suite, run, c); err != nil {
 		return err
 	}
 	if wait == 0 {

@@ -123,7 +123,7 @@ func (c *responseCache) verify(data []byte, request events.Digest) (cacheEntry, 
 // (the run resumes from the log): whatever else is wrong with an entry
 // makes it a miss.
 func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request events.Digest) (models.Reply, *events.CachedReply, bool, error) {
-	value, ok, err := a.svc.bus.CachedEntry(ctx, c.key(request))
+	value, ok, err := a.svc.bus.Responses().Get(ctx, c.key(request))
 	if err != nil {
 		if bus.Transient(err) {
 			return models.Reply{}, nil, false, err
@@ -228,7 +228,7 @@ func (a *attempt) cacheStore(ctx context.Context, c *responseCache, request even
 	if err == nil {
 		var entry events.Digest
 		if entry, err = a.svc.bus.PutBlob(ctx, data); err == nil {
-			err = a.svc.bus.PutCacheEntry(ctx, c.key(request), entry)
+			err = a.svc.bus.Responses().Put(ctx, c.key(request), entry)
 		}
 	}
 	if err != nil {

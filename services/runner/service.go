@@ -251,7 +251,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a.work, a.ctl = work, newControls(stopWork)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	sigs, err := s.bus.WatchControls(watchCtx, suite, run)
+	sigs, err := s.bus.Controls().Watch(watchCtx, suite, run)
 	if err != nil {
 		// Only a suite or run that is no subject token fails here (the
 		// watch itself rides out the bus failing under it): no retry
