@@ -66,7 +66,7 @@ func Publish(ctx context.Context, blobs workspace.Blobs, s *Suite) (*Published, 
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: %w", spec.Name, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: store the spec: %w", spec.Name, err)
 	}
@@ -101,7 +101,7 @@ func PublishCase(ctx context.Context, blobs workspace.Blobs, c *cases.Case) (eve
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("case %s: %w", c.ID, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("case %s: %w", c.ID, err)
 	}
@@ -118,7 +118,7 @@ func PublishTreatment(ctx context.Context, blobs workspace.Blobs, t *cases.Treat
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
 	}

@@ -32,7 +32,7 @@ func (s *Server) blob(ctx context.Context, d events.Digest) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, blobWait)
 	defer cancel()
-	b, err := s.cfg.Bus.GetBlob(ctx, d)
+	b, err := s.cfg.Bus.Blobs().Get(ctx, d)
 	if err != nil {
 		return nil, err
 	}

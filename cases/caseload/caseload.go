@@ -85,7 +85,7 @@ func (c *Cache) ForRequest(ctx context.Context, b *bus.Bus, req events.RunReques
 }
 
 func blob(ctx context.Context, b *bus.Bus, what string, d events.Digest) ([]byte, error) {
-	data, err := b.GetBlob(ctx, d)
+	data, err := b.Blobs().Get(ctx, d)
 	if errors.Is(err, bus.ErrBlobNotFound) {
 		return nil, bus.Permanent(fmt.Errorf("%s blob: %w", what, err))
 	}

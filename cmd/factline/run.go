@@ -134,7 +134,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	}
 	defer closeBus()
 
-	pub, err := suites.Publish(ctx, b, suite)
+	pub, err := suites.Publish(ctx, b.Blobs(), suite)
 	if err != nil {
 		return err
 	}

@@ -29,11 +29,11 @@ func PublishYAML(t testing.TB, ctx context.Context, b *bus.Bus, caseText string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cd, err := b.PutBlob(ctx, cdata)
+	cd, err := b.Blobs().Put(ctx, cdata)
 	if err != nil {
 		t.Fatal(err)
 	}
-	td, err := b.PutBlob(ctx, tdata)
+	td, err := b.Blobs().Put(ctx, tdata)
 	if err != nil {
 		t.Fatal(err)
 	}

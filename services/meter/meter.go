@@ -181,7 +181,7 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 }
 
 func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byte, error) {
-	data, err := s.sh.Bus.GetBlob(ctx, d)
+	data, err := s.sh.Bus.Blobs().Get(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("meter: %s blob: %w", what, err)
 	}
@@ -212,7 +212,7 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	if err != nil {
 		return err
 	}
-	digest, err := s.sh.Bus.PutBlob(ctx, data)
+	digest, err := s.sh.Bus.Blobs().Put(ctx, data)
 	if err != nil {
 		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}

@@ -113,7 +113,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 
 	// What the model was offered: the allowlisted tools, not the withheld one.
 	started := kinds(log, events.KindTurnStarted)[0].Body.(events.TurnStarted)
-	req, err := e.b.GetBlob(e.ctx, started.ContextDigest)
+	req, err := e.b.Blobs().Get(e.ctx, started.ContextDigest)
 	must(t, err)
 	if !strings.Contains(string(req), "testsrv__echo") || strings.Contains(string(req), "testsrv__secret") {
 		t.Fatalf("the model's tools: %s", req)

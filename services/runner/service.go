@@ -115,7 +115,7 @@ var spec = kit.Spec{
 func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	c := config{models: Models, workDir: os.TempDir(), decisionTimeout: 10 * time.Minute, approvalTimeout: time.Hour}
 	if b != nil {
-		c.workspaces = StoredWorkspaces{Blobs: b}
+		c.workspaces = StoredWorkspaces{Blobs: b.Blobs()}
 	}
 	sh, err := kit.New(b, spec, &c, opts...)
 	if err != nil {
@@ -184,7 +184,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
-		if data, err := s.bus.GetBlob(ctx, req.CaseDigest); err == nil {
+		if data, err := s.bus.Blobs().Get(ctx, req.CaseDigest); err == nil {
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
@@ -314,7 +314,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			break
 		}
 	}
-	caseData, err := s.bus.GetBlob(ctx, req.CaseDigest)
+	caseData, err := s.bus.Blobs().Get(ctx, req.CaseDigest)
 	if err != nil {
 		return nil, inputErr(fmt.Sprintf("case %s", req.Case), err)
 	}
@@ -322,7 +322,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
 	}
-	treatData, err := s.bus.GetBlob(ctx, req.TreatmentDigest)
+	treatData, err := s.bus.Blobs().Get(ctx, req.TreatmentDigest)
 	if err != nil {
 		return nil, inputErr(fmt.Sprintf("treatment %s", req.Treatment), err)
 	}
