@@ -85,6 +85,7 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
 			jetstream.WithMsgID(scopeMsgID(suite, id)))
 		cancel()
+		err = serverError(err)
 		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
 		b.noteWrite(err)
 		if err != nil {
@@ -203,6 +204,7 @@ func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
 		}
 		return Record{Fact: a.p.Fact, Seq: ack.Sequence, Subject: a.fut.Msg().Subject, MsgID: a.id, Duplicate: ack.Duplicate}, nil
 	case err := <-a.fut.Err():
+		err = serverError(err)
 		if isConflict(err) {
 			metrics.AppendConflicts.WithLabelValues().Inc()
 			return Record{}, &ConflictError{Suite: a.suite, Run: a.run, Expected: a.expect, Err: err}

@@ -44,7 +44,7 @@ func (h *Controls) Send(ctx context.Context, suite, run string, c events.Control
 	// it by the run's subject, so that the same ID sent to another run is
 	// another signal, and a resend to this run is the same one.
 	if _, err := b.js.Publish(pctx, subj, data, jetstream.WithMsgID(subj+"/"+c.ID)); err != nil {
-		return fmt.Errorf("send %s to %s/%s: %w", c.Signal, suite, run, err)
+		return fmt.Errorf("send %s to %s/%s: %w", c.Signal, suite, run, serverError(err))
 	}
 	return nil
 }

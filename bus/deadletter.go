@@ -51,6 +51,7 @@ func (b *Bus) deadLetter(ctx context.Context, stream, consumer string, subject s
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
 	_, err := b.js.PublishMsg(pctx, m, jetstream.WithMsgID(id))
+	err = serverError(err)
 	b.noteWrite(err)
 	if err != nil {
 		return fmt.Errorf("dead-letter %s seq %d: %w", subject, seq, err)

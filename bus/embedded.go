@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -152,6 +154,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			host = "127.0.0.1"
 		}
 		opts.Host, opts.Port = host, port
+		if err := portFree(host, port); err != nil {
+			return nil, fmt.Errorf("embedded server: %w", err)
+		}
 	}
 	if client != nil {
 		pub, err := client.PublicKey()
@@ -169,6 +174,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if host == "" {
 			// As for the client port: no host means this machine only.
 			host = "127.0.0.1"
+		}
+		if err := portFree(host, port); err != nil {
+			return nil, fmt.Errorf("embedded server: cluster %w", err)
 		}
 		opts.Cluster.Name = c.Name
 		opts.Cluster.Host, opts.Cluster.Port = host, port
@@ -191,6 +199,21 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded server: not ready after %v", wait)
 	}
 	return &Embedded{srv: srv, cfg: cfg, client: client}, nil
+}
+
+// portFree fails, as net.Listen does (errors.Is syscall.EADDRINUSE), when
+// another process listens on a given port: nats-server itself would only
+// log it and never become ready, leaving its caller to time out saying
+// nothing of why. (Port -1 or 0 is any free one.)
+func portFree(host string, port int) error {
+	if port <= 0 {
+		return nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 // clientKey reads a user nkey seed.

@@ -126,6 +126,7 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
 	_, err := b.js.PublishMsg(pctx, m)
+	err = serverError(err)
 	b.noteWriteLog(err, false)
 	switch {
 	case err == nil:

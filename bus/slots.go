@@ -261,7 +261,7 @@ func publishTTL(ctx context.Context, js jetstream.JetStream, bucket, key string,
 	msg := &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: value, Header: nats.Header{}}
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
 	if err != nil {
-		return 0, err
+		return 0, serverError(err)
 	}
 	return ack.Sequence, nil
 }

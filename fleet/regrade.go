@@ -34,6 +34,8 @@ type Regraded struct {
 	Skipped bool
 	// Before and After are the run's newest verdict before and after.
 	Before, After events.GraderVerdict
+	// Facts are the run's facts after the regrade (nil when skipped).
+	Facts []events.Fact
 }
 
 // Changed says the regrade appended a new revision.
@@ -97,7 +99,8 @@ func Regrade(ctx context.Context, b *bus.Bus, suite string, opts RegradeOptions,
 		if err != nil {
 			return 0, err
 		}
-		done(Regraded{Run: run, Case: req.Case, Before: before, After: latestVerdict(log.Facts())})
+		facts := log.Facts()
+		done(Regraded{Run: run, Case: req.Case, Before: before, After: latestVerdict(facts), Facts: facts})
 	}
 	return len(runs), nil
 }

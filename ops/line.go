@@ -10,6 +10,11 @@ import (
 	"github.com/factline/factline/events"
 )
 
+// NoToolCall is what a line says of a model reply with no tool call, and
+// of the turn it completed: the runner reads such a reply as a proposal
+// to finish with no evidence, which the stop decider judges.
+const NoToolCall = "the model made no tool call"
+
 // Line renders one committed fact as a single readable line: sequence, time,
 // suite/run, kind and the fields that matter for that kind.
 func Line(seq uint64, f events.Fact) string {
@@ -36,7 +41,11 @@ func Summary(f events.Fact) string {
 		for i, c := range b.Calls {
 			names[i] = c.Name
 		}
-		line := fmt.Sprintf("turn=%d calls=[%s] %s", b.Turn, strings.Join(names, ","), usage)
+		calls := "calls=[" + strings.Join(names, ",") + "]"
+		if len(b.Calls) == 0 {
+			calls = NoToolCall
+		}
+		line := fmt.Sprintf("turn=%d %s %s", b.Turn, calls, usage)
 		if c := b.Cached; c != nil {
 			// Served by the response cache: the model was not called.
 			line += " cached"
@@ -55,7 +64,14 @@ func Summary(f events.Fact) string {
 		return fmt.Sprintf("turn=%d %s %s mutation=%s verification=%s", b.Turn, d.CallID, d.Disposition, d.Mutation, d.Verification.Type())
 	case events.TurnCompleted:
 		e := b.Evidence
-		return fmt.Sprintf("turn=%d intent=%s dispatches=%d", e.Turn, e.ActorIntent.Type(), len(e.Dispatches))
+		line := fmt.Sprintf("turn=%d intent=%s dispatches=%d", e.Turn, e.ActorIntent.Type(), len(e.Dispatches))
+		if len(e.Dispatches) == 0 {
+			// Every call of a reply is settled into the turn's evidence,
+			// refused ones too: none means the reply had none, and the
+			// runner read it as a proposal to finish.
+			line += " (" + NoToolCall + ")"
+		}
+		return line
 	case events.StallObserved:
 		action := "none"
 		if a := b.Observation.Action; a != nil {

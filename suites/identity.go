@@ -33,7 +33,7 @@ const (
 	// ComponentContext is the effective context policy.
 	ComponentContext = "context"
 	// ComponentStall is the effective stall policy (thresholds, repair
-	// budget, escalation target).
+	// budget, escalation target), in the form StallComponentVersion says.
 	ComponentStall = "stall"
 	// ComponentEnvironment is the container environment commands run in
 	// (only when the case or its treatment names one): the image by
@@ -44,6 +44,34 @@ const (
 	// another agent than one whose every call reaches the model.
 	ComponentCache = "cache"
 )
+
+// StallComponentVersion is the form of the stall component's value: 2 is
+// snake_case keys as every other value has, with "version": 2 first.
+// Version 1 (no version key) wrote Go's field names ("RepeatedFailure":2);
+// the meter compares the two forms by their thresholds
+// (measure.DiffComponents), so facts written before still compare right.
+// The change is the only one version 2 makes to an identity.
+const StallComponentVersion = 2
+
+// stallComponent is the stall component's value at StallComponentVersion.
+type stallComponent struct {
+	Version              int    `json:"version"`
+	RepeatedFailure      int    `json:"repeated_failure"`
+	RepeatedObservation  int    `json:"repeated_observation"`
+	RepeatedError        int    `json:"repeated_error"`
+	IdleTurns            int    `json:"idle_turns"`
+	Alternation          int    `json:"alternation"`
+	FailingVerifications int    `json:"failing_verifications"`
+	RepairBudget         int    `json:"repair_budget"`
+	EscalateTo           string `json:"escalate_to,omitempty"`
+}
+
+func stallComponentOf(l cases.StallLimits) stallComponent {
+	return stallComponent{Version: StallComponentVersion, RepeatedFailure: l.RepeatedFailure,
+		RepeatedObservation: l.RepeatedObservation, RepeatedError: l.RepeatedError, IdleTurns: l.IdleTurns,
+		Alternation: l.Alternation, FailingVerifications: l.FailingVerifications, RepairBudget: l.RepairBudget,
+		EscalateTo: l.EscalateTo}
+}
 
 // AgentIdentity returns the agent identity of a case run under a treatment
 // (seed 001, section 1: model contract, harness version, capability
@@ -79,7 +107,7 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 		{ComponentContext, eff.Context},
 		{ComponentHarness, harness},
 		{ComponentModel, mc},
-		{ComponentStall, eff.Stall},
+		{ComponentStall, stallComponentOf(eff.Stall)},
 	}
 	if len(c.Extensions) > 0 {
 		// Only then, so that the identity of a case without extensions

@@ -153,7 +153,8 @@ var SubmitMsgID = events.MessageID(events.SuiteScope, events.KindSuiteSubmitted)
 
 // Submit commits suite.submitted for a published suite, as the submitter;
 // the meter then requests its runs. Submitting the same suite again is a
-// no-op; submitting another roster under the same name is ErrSuiteExists.
+// no-op; submitting another roster under the same name is an *ExistsError
+// (errors.Is ErrSuiteExists) saying what differs.
 func Submit(ctx context.Context, b *bus.Bus, p *Published, instance string) error {
 	name := p.Submitted.Name
 	_, err := b.Commit(ctx, nil, name, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
@@ -162,13 +163,25 @@ func Submit(ctx context.Context, b *bus.Bus, p *Published, instance string) erro
 				if s.SpecDigest == p.Submitted.SpecDigest {
 					return nil, nil
 				}
-				return nil, fmt.Errorf("%w: %s has spec %s, not %s", ErrSuiteExists, name, s.SpecDigest, p.Submitted.SpecDigest)
+				return nil, &ExistsError{Name: name, Had: s.SpecDigest, Want: p.Submitted.SpecDigest}
 			}
 		}
 		f, err := events.NewFact(events.Meta{Suite: name, Run: events.SuiteScope, Position: log.NextPosition(),
 			Producer: events.Producer{Service: events.OwnerSubmitter, Instance: instance}}, p.Submitted)
 		return []bus.Pending{{Fact: f, MsgID: SubmitMsgID}}, err
 	})
+	var exists *ExistsError
+	if errors.As(err, &exists) {
+		// What differs, read from the spec the log holds: the refusal
+		// then says what the edit changed. Unread, it names the digests.
+		if data, gerr := b.Blobs().Get(ctx, exists.Had); gerr == nil {
+			var had Spec
+			if json.Unmarshal(data, &had) == nil {
+				exists.Differs = DiffSpecs(had, p.Spec)
+			}
+		}
+		return exists
+	}
 	if err != nil {
 		return fmt.Errorf("submit suite %s: %w", name, err)
 	}

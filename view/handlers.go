@@ -62,8 +62,12 @@ type suiteData struct {
 	Report *reportView
 	Head   []string
 	Rows   []treatmentRow
-	Plots  []template.HTML
-	Err    string
+	// ZeroCounts are the count columns left out of the table for being 0
+	// in every treatment, and SkippedPassAtK the pass@k columns left out
+	// of a long run of them (fitReport).
+	ZeroCounts, SkippedPassAtK []string
+	Plots                      []template.HTML
+	Err                        string
 	// MaxRuns bounds the run list the page shows: a suite of thousands
 	// of runs is read through its grid.
 	MaxRuns int
@@ -99,7 +103,7 @@ func (s *Server) suitePage(w http.ResponseWriter, r *http.Request) {
 			d.Err = err.Error()
 		} else {
 			d.Report = rep
-			d.Head, d.Rows = reportTable(rep)
+			d.Head, d.Rows, d.ZeroCounts, d.SkippedPassAtK = fitReport(reportTable(rep))
 			d.Plots = []template.HTML{passRatePlot(rep), mixPlot(p.Mix)}
 			if len(rep.Comparisons) > 0 {
 				d.Plots = append(d.Plots, differencePlot(rep))

@@ -186,3 +186,32 @@ func TestAViewerOfAnEmptyStoreSaysHowToRunTheDemo(t *testing.T) {
 		}
 	}
 }
+
+// An event stream's heartbeat ends with its stream: closed by the browser
+// at any instant, even between two beats a millisecond apart, the stream
+// writes nothing after its handler has returned (the race detector sees
+// such a write).
+func TestAClosedEventStreamWritesNothingAfterItsHandler(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	_, h := serve(t, view.Config{Bus: b, Heartbeat: time.Millisecond})
+	for i := range 40 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/events?since=0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", i, res.Status)
+		}
+		buf := make([]byte, 64)
+		if _, err := res.Body.Read(buf); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		time.Sleep(time.Duration(i%5) * time.Millisecond)
+		res.Body.Close()
+	}
+}

@@ -36,6 +36,10 @@ type Config struct {
 	// Retry is the first wait before the feed reads again after losing
 	// the server (default 200ms, doubling up to 5s).
 	Retry time.Duration
+	// Heartbeat is how often an idle event stream sends a comment, so
+	// that a proxy between it and the browser does not close it (default
+	// 15s).
+	Heartbeat time.Duration
 }
 
 // Server serves the pages. Run feeds it; it is an http.Handler.
@@ -63,6 +67,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = 200 * time.Millisecond
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
 	}
 	t, err := loadTemplates()
 	if err != nil {

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,10 +14,6 @@ import (
 	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/ops"
 )
-
-// heartbeat is how often an idle event stream sends a comment, so that a
-// proxy or the browser does not take a quiet run for a dead connection.
-const heartbeat = 15 * time.Second
 
 // liveFact is the data of one event: the fact, as an operator's line.
 type liveFact struct {
@@ -92,12 +89,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if write("retry: 1000\n\n") != nil {
 		return
 	}
+	// The heartbeat stops before the handler returns: a write after it
+	// would race the server finishing the response.
+	beat, stopBeat := context.WithCancel(ctx)
+	beaten := make(chan struct{})
+	defer func() { stopBeat(); <-beaten }()
 	go func() {
-		t := time.NewTicker(heartbeat)
+		defer close(beaten)
+		t := time.NewTicker(s.cfg.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-beat.Done():
 				return
 			case <-t.C:
 				_ = write(": alive\n\n")

@@ -78,15 +78,18 @@ func (c *credentials) options() ([]nats.Option, error) {
 	if c.creds != "" {
 		methods++
 		if _, err := os.Stat(c.creds); err != nil {
-			return nil, usageError{fmt.Sprintf("--creds: %v", err)}
+			return nil, fileError{fmt.Errorf("--creds: %w", err)}
 		}
 		opts = append(opts, nats.UserCredentials(c.creds))
 	}
 	if c.nkey != "" {
 		methods++
+		if _, err := os.Stat(c.nkey); err != nil {
+			return nil, fileError{fmt.Errorf("--nkey: %w", err)}
+		}
 		o, err := nats.NkeyOptionFromSeed(c.nkey)
 		if err != nil {
-			return nil, usageError{fmt.Sprintf("--nkey %s: %v", c.nkey, err)}
+			return nil, fileError{fmt.Errorf("--nkey %s: %w", c.nkey, err)}
 		}
 		opts = append(opts, o)
 	}
@@ -125,11 +128,11 @@ func (c *credentials) readPassword() (string, error) {
 	case c.passwordFile != "":
 		data, err := os.ReadFile(c.passwordFile)
 		if err != nil {
-			return "", usageError{fmt.Sprintf("--password-file: %v", err)}
+			return "", fileError{fmt.Errorf("--password-file: %w", err)}
 		}
 		pw := strings.TrimRight(string(data), "\r\n")
 		if pw == "" {
-			return "", usageError{fmt.Sprintf("--password-file %s is empty", c.passwordFile)}
+			return "", fileError{fmt.Errorf("--password-file %s is empty", c.passwordFile)}
 		}
 		return pw, nil
 	}

@@ -55,10 +55,10 @@ func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) err
 	}
 	data, err := io.ReadAll(io.LimitReader(in, maxRawMessage+1))
 	if err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return fmt.Errorf("read the message: %w", err)
 	}
 	if len(data) > maxRawMessage {
-		return fmt.Errorf("decode: the message is over %d bytes; no fact is", maxRawMessage)
+		return fmt.Errorf("the message is over %d bytes; no fact is", maxRawMessage)
 	}
 	if subject != "" {
 		_, err = events.DecodeStored(subject, data)
@@ -66,14 +66,16 @@ func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) err
 		_, err = events.Decode(data)
 	}
 	if err != nil {
+		// The command's name says what failed; the decoder's error says
+		// why, starting with the field it refused ("fact: …", "kind: …").
 		if errors.Is(err, events.ErrSubjectMismatch) {
-			return fmt.Errorf("decode: refused: %w", err)
+			return fmt.Errorf("refused: %w", err)
 		}
-		return fmt.Errorf("decode: not a fact: %w", err)
+		return fmt.Errorf("not a fact (%w)", err)
 	}
 	var wire map[string]any
 	if err := msgpack.Unmarshal(data, &wire); err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return fmt.Errorf("the message's map: %w", err)
 	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)

@@ -23,6 +23,18 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// fileError marks a file the command was given (a suite, an allowlist, a
+// credential) that is missing, unreadable or malformed: exit status 2,
+// like a usage error, since the input was wrong and nothing ran, but with
+// no pointer to --help, which says nothing about the file. The message
+// names the file, and where in it when that is known.
+type fileError struct{ err error }
+
+func (e fileError) Error() string { return e.err.Error() }
+
+// Unwrap keeps the file's error matchable (fs.ErrNotExist …).
+func (e fileError) Unwrap() error { return e.err }
+
 // errNoCommand is bare "factline": the command list has been printed to
 // stderr, and the exit status is 2 with nothing more to say.
 var errNoCommand = errors.New("no command given")
@@ -77,6 +89,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, errNoCommand):
+		return 2
+	case errors.As(err, new(fileError)):
+		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)
 		return 2
 	case errors.As(err, new(usageError)) || !ran && !errors.As(err, new(*PermissionError)):
 		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)

@@ -37,6 +37,9 @@ type progress struct {
 	lastLine  string
 	lastPrint time.Time
 	warned    map[string]bool // the idle warnings already given
+	// wait, when set, is the runs waiting for a person, from the
+	// runners' live status (waiting.go).
+	wait *waiting
 }
 
 func newProgress(out, errOut io.Writer) *progress {
@@ -109,8 +112,12 @@ func (p *progress) tally() measure.Tally {
 // line is the progress line. Called with mu held.
 func (p *progress) line(elapsed time.Duration) string {
 	t := p.tally()
-	return fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
+	line := fmt.Sprintf("runs: %d/%d started, %d ended, %d graded, %d passed — %s", t.Started, p.planned,
 		t.Ended, t.Graded, t.Passed, elapsed)
+	if p.wait != nil {
+		line += p.wait.summary(!p.tty)
+	}
+	return line
 }
 
 // render rewrites the terminal's progress line in place. Called with mu
@@ -187,6 +194,11 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 	var lastFact atomic.Int64
 	lastFact.Store(time.Now().UnixNano())
 	go watchStore(ctx, b, &lastFact, cancel)
+	if p.wait != nil {
+		watching := make(chan struct{})
+		go func() { defer close(watching); p.watchStatus(ctx, b, suite) }()
+		defer func() { cancel(nil); <-watching }()
+	}
 	reported := false
 	var from uint64
 	for try := 0; ; try++ {
@@ -229,6 +241,9 @@ func (p *progress) fact(r bus.Raw, done func()) error {
 		p.counter = measure.NewCounter(f.Suite)
 	}
 	p.counter.Apply(f)
+	if p.wait != nil {
+		p.wait.fact(f.Run, f.At)
+	}
 	switch f.Body.(type) {
 	case events.RunRequested:
 		p.requested[f.Run] = true

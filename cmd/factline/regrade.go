@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
@@ -81,6 +82,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 		case r.Changed():
 			changed++
 			fmt.Fprintf(out, "%s: revision %d, %s (was revision %d, %s)\n", r.Run, r.After.Revision, r.After.Result.Type(), r.Before.Revision, r.Before.Result.Type())
+			sayDisputed(out, suite, r.Run, r.After, r.Facts)
 		default:
 			fmt.Fprintf(out, "%s: unchanged at revision %d, %s\n", r.Run, r.After.Revision, r.After.Result.Type())
 		}
@@ -94,4 +96,23 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	}
 	fmt.Fprintf(out, "regraded %d of %d runs of %s, %d with a new revision; 'factline report %s' reads them\n", regraded, chosen, suite, changed, suite)
 	return nil
+}
+
+// sayDisputed tells, for each grade.conflict the new revision v appended,
+// what it does to the report and how the dispute is settled: a later
+// revision that appends no conflict of its own (one that agrees with the
+// revision before it). Grading again under the same plan appends nothing,
+// so it takes a new version of the instrument.
+func sayDisputed(out io.Writer, suite, run string, v events.GraderVerdict, facts []events.Fact) {
+	for _, f := range facts {
+		c, ok := f.Body.(events.GradeConflict)
+		if !ok || c.Revision != v.Revision || c.SnapshotDigest != v.SnapshotID {
+			continue
+		}
+		fmt.Fprintf(out, "%s: revision %d conflicts with revision %d on %s (%s): the attempt is now disputed — the report counts it "+
+			"neither passed nor failed, and the suite is not complete — until a later revision that agrees with the one before it settles it: "+
+			"check %s, then grade the run again under a new version of it: factline regrade %s --run %s --grading FILE "+
+			"(docs/grading.md#re-grades-revisions-and-conflicts)\n",
+			run, c.Revision, c.ConflictsWith, c.Instrument, c.Reason, c.Instrument, suite, run)
+	}
 }

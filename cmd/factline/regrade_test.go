@@ -30,9 +30,17 @@ func TestRegradeAppendsNewRevisions(t *testing.T) {
 			t.Errorf("regrade output lacks %q:\n%s", want, out)
 		}
 	}
+	// The flip is a grade.conflict: regrade says the attempt is now
+	// disputed, what that does to the report, and how it is settled.
+	for _, want := range []string{"fix-sum-stall-on-t1: revision 2 conflicts with revision 1 on tests", "now disputed",
+		"the suite is not complete", "settles it", "factline regrade tiny --run fix-sum-stall-on-t1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("regrade output lacks %q:\n%s", want, out)
+		}
+	}
 	code, out, _ = runCLI(t, "report", "tiny", "--store", store, "--json")
-	if code != 0 || !strings.Contains(out, `"revision": 2`) {
-		t.Fatalf("the report does not read revision 2:\n%s", out)
+	if code != 0 || !strings.Contains(out, `"revision": 2`) || !strings.Contains(out, `"outcome": "disputed"`) {
+		t.Fatalf("the report does not read revision 2 as disputed:\n%s", out)
 	}
 	// Again with the same file: the results are reused, nothing changes.
 	code, out, errOut = runCLI(t, "regrade", "tiny", "--grading", grading, "--run", "fix-sum-stall-on-t1", "--store", store)

@@ -87,9 +87,7 @@ func runReport(ctx context.Context, t *target, suite string, format reportFormat
 		err = measure.WriteSVG(out, r)
 	default:
 		warnTo = out
-		if err = measure.WriteTable(out, r); err != nil {
-			err = fmt.Errorf("report: %w", err)
-		}
+		err = measure.WriteTable(out, r)
 	}
 	if err != nil {
 		return err

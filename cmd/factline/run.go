@@ -69,11 +69,18 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	}
 	suite, err := suites.Load(suitePath)
 	if err != nil {
-		return usageError{err.Error()}
+		return fileError{err}
 	}
 	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
+	}
+	if t.url == "" {
+		// A fleet's runners have their own allowlists; the embedded
+		// runner has this one, so its refusals are known now.
+		if err := checkExtensions(suite, allow); err != nil {
+			return err
+		}
 	}
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out, errOut)
@@ -128,6 +135,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		defer f.Stop()
 		abs, _ := filepath.Abs(store)
 		localStore = abs
+		// The runs of this process's runner that wait for a person are
+		// said on the progress line; a fleet's live status is not the
+		// submitter's to read (docs/security.md).
+		progress.wait = newWaiting("--store " + shellWord(abs))
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
 		progress.note("%s; all five services in this process", t.conn.Describe())
@@ -142,6 +153,15 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	progress.note("suite %q: %d cases × %d treatments × %d trials = %d runs", suite.File.Name,
 		len(pub.Submitted.Cases), len(pub.Submitted.Treatments), pub.Submitted.Trials, planned)
 	if err := suites.Submit(ctx, b, pub, "factline-run"); err != nil {
+		var exists *suites.ExistsError
+		if errors.As(err, &exists) {
+			elsewhere := "use another store (a new --store DIR, or no --store: run makes one)"
+			if t.url != "" {
+				elsewhere = "submit it to another NATS server"
+			}
+			return fmt.Errorf("%w. To run the edited suite, rename the suite (name: in %s) or %s; "+
+				"to go on with the suite this log holds, run the file it was submitted from", exists, suitePath, elsewhere)
+		}
 		return err
 	}
 	follow := ctx
@@ -189,7 +209,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		return measure.WriteJSON(out, report)
 	}
 	fmt.Fprintln(out)
-	return measure.WriteTable(out, report)
+	if err := measure.WriteTable(out, report); err != nil {
+		return err
+	}
+	return writeWhys(out, report)
 }
 
 // errGaveUp is the cause of a run's --timeout.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,7 +80,7 @@ func extensionsFlag(fs *pflag.FlagSet) (load func() (*extensions.Allowlist, erro
 		}
 		l, err := extensions.Load(*path)
 		if err != nil {
-			return nil, usageError{err.Error()}
+			return nil, fileError{err}
 		}
 		return l, nil
 	}
@@ -184,6 +186,9 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		b, closeBus, err = openEmbedded(ctx, t, plan, out)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return listenError("--listen", plan.addr, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -277,7 +282,7 @@ func printHowToConnect(out io.Writer, store string, addr net.Addr, local string,
 func serveMetrics(addr string, health func() error) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, listenError("--metrics", addr, err)
 	}
 	srv := &http.Server{Handler: metrics.Handler(health), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

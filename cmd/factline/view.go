@@ -84,7 +84,7 @@ func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return err
+		return listenError("--listen", o.listen, err)
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		fmt.Fprintf(errOut, "warning: serving the log on %s, beyond this machine: whoever reaches it reads every fact\n", l.Addr())

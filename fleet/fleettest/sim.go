@@ -143,9 +143,14 @@ func (s *Sim) Step(ctx context.Context, intent events.ActorIntent, calls ...SimC
 }
 
 // Await polls the run until find returns true. The deadline only guards
-// against a hang; nothing is measured.
+// against a hang; nothing is measured. It is ctx's where ctx has one (a
+// test that gives a long suite minutes means minutes on a busy machine),
+// else a minute.
 func Await(ctx context.Context, b *bus.Bus, suite, run string, find func(bus.RunLog) bool) error {
-	deadline := time.Now().Add(60 * time.Second)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(60 * time.Second)
+	}
 	for {
 		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {

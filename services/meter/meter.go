@@ -338,7 +338,7 @@ func Report(ctx context.Context, b *bus.Bus, suite string) (measure.Report, erro
 // events.ErrSubjectMismatch). A reader that shows the report names them.
 func ReportWithSkipped(ctx context.Context, b *bus.Bus, suite string) (measure.Report, []bus.BadRecord, error) {
 	if err := events.ValidateToken("suite", suite); err != nil {
-		return measure.Report{}, nil, fmt.Errorf("report: %w", err)
+		return measure.Report{}, nil, err
 	}
 	l := measure.NewLog(suite)
 	var skipped []bus.BadRecord
@@ -346,7 +346,7 @@ func ReportWithSkipped(ctx context.Context, b *bus.Bus, suite string) (measure.R
 		return measure.Report{}, skipped, err
 	}
 	if l.Submitted == nil {
-		return measure.Report{}, skipped, fmt.Errorf("report: suite %s was never submitted", suite)
+		return measure.Report{}, skipped, fmt.Errorf("suite %s was never submitted: this log has no suite.submitted of it", suite)
 	}
 	return measure.Build(l), skipped, nil
 }

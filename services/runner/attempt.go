@@ -36,10 +36,6 @@ func lostLease(err error) error {
 	return fmt.Errorf("%w: %w", bus.ErrHeldElsewhere, err)
 }
 
-// ending is how an attempt ends (the core's Ending, named as the shell
-// has always named it).
-type ending = step.Ending
-
 // attempt drives one run from its claim to its end.
 type attempt struct {
 	svc       *Service
@@ -228,11 +224,11 @@ func (a *attempt) load(ctx context.Context) (bus.RunLog, error) {
 
 // loop runs turns until the stop decider finishes the run or a limit ends
 // it. Each pass reads where the run stands and takes the next step.
-func (a *attempt) loop(ctx context.Context) (ending, error) {
+func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 	for {
 		log, err := a.view(ctx)
 		if err != nil {
-			return ending{}, err
+			return step.Ending{}, err
 		}
 		facts := log.Facts()
 		p := step.ReadProgress(facts)
@@ -246,70 +242,80 @@ func (a *attempt) loop(ctx context.Context) (ending, error) {
 		if unknown := step.UnknownOperations(facts); len(unknown) > 0 {
 			// Settled with an unknown outcome by an attempt that died before
 			// it could end the run: nothing more may happen in it.
-			return ending{Status: events.RunNeedsHuman, Reason: unknown[0].Reason()}, nil
+			return step.Ending{Status: events.RunNeedsHuman, Reason: unknown[0].Reason()}, nil
 		}
 		switch next, end := p.Next(); next {
 		case step.End:
 			return end, nil
 		case step.StartTurn:
 			if n, err := a.acceptSteers(ctx, p.Gen); err != nil {
-				return ending{}, err
+				return step.Ending{}, err
 			} else if n > 0 {
 				continue // a new generation: read the log again
 			}
 			a.status("turn", map[string]any{"turn": p.Turn + 1})
-			if end, ok, err := a.startTurn(ctx, facts, p.Turn+1); err != nil || ok {
+			if end, err := a.startTurn(ctx, facts, p.Turn+1); err != nil || end.Ends() {
 				return end, err
 			}
 		case step.AskModel:
-			if end, ok, err := a.askModel(ctx, facts, p); err != nil || ok {
+			if end, err := a.askModel(ctx, facts, p); err != nil || end.Ends() {
 				return end, err
 			}
 		case step.FinishTurn:
-			if end, ok, err := a.finishTurn(ctx, facts, p); err != nil || ok {
+			if end, err := a.finishTurn(ctx, facts, p); err != nil || end.Ends() {
 				return end, err
 			}
 		case step.AwaitDecision:
 			if _, err := a.awaitDecision(ctx, p.Turn); err != nil {
-				return ending{}, err
+				return step.Ending{}, err
 			}
 		}
 	}
 }
 
+// turnRequest is a turn's model request built from the facts before it,
+// and its size in estimated tokens; or, when the history cannot fit the
+// context policy, the run's end instead.
+type turnRequest struct {
+	req    models.Request
+	tokens int
+	end    step.Ending
+}
+
 // request builds the model request of a turn from the facts before it.
-func (a *attempt) request(facts []events.Fact, turn uint32) (models.Request, int, *ending, error) {
+func (a *attempt) request(facts []events.Fact, turn uint32) (turnRequest, error) {
 	msgs, tokens, err := history(a.kase.Instruction, facts, a.eff.Context)
 	var ce *step.ContextError
 	if errors.As(err, &ce) {
-		return models.Request{}, 0, &ending{Status: events.RunErrored, Reason: "context_budget: " + ce.Error()}, nil
+		return turnRequest{end: step.Ending{Status: events.RunErrored, Reason: "context_budget: " + ce.Error()}}, nil
 	}
 	if err != nil {
-		return models.Request{}, 0, nil, err
+		return turnRequest{}, err
 	}
-	return models.Request{Messages: msgs, Tools: a.registry.Specs(), Settings: a.settings(), Turn: int(turn)}, tokens, nil, nil
+	return turnRequest{req: models.Request{Messages: msgs, Tools: a.registry.Specs(), Settings: a.settings(), Turn: int(turn)}, tokens: tokens}, nil
 }
 
 // startTurn checks the limits and commits turn.started with the digest of
 // the exact request (stored as a blob).
-func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint32) (ending, bool, error) {
+func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint32) (step.Ending, error) {
 	if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
-		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true, nil
+		return step.Ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, nil
 	}
 	if wall := a.kase.Budget.Wall.Std(); wall > 0 && a.wallUsed() >= wall {
-		return step.Exhausted(ReasonWallLimit), true, nil
+		return step.Exhausted(ReasonWallLimit), nil
 	}
-	req, tokens, end, err := a.request(facts, turn)
-	if err != nil || end != nil {
-		return deref(end), end != nil, err
+	built, err := a.request(facts, turn)
+	if err != nil || built.end.Ends() {
+		return built.end, err
 	}
+	req, tokens := built.req, built.tokens
 	reserve := a.model.Reserve(req)
 	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
-		return step.Exhausted(reason), true, nil
+		return step.Exhausted(reason), nil
 	}
 	body, err := a.model.Render(req)
 	if err != nil {
-		return ending{}, false, fmt.Errorf("render request: %w", err)
+		return step.Ending{}, fmt.Errorf("render request: %w", err)
 	}
 	// The request is stored while turn.started is committed and the model
 	// is asked: the writes go to different streams, which the server makes
@@ -331,20 +337,13 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	if err == nil {
 		a.rendered = &renderedTurn{turn: turn, digest: digest, req: req, stored: stored}
 	}
-	return ending{}, false, err
-}
-
-func deref(e *ending) ending {
-	if e == nil {
-		return ending{}
-	}
-	return *e
+	return step.Ending{}, err
 }
 
 // askModel sends a started turn's request and commits the reply. After a
 // takeover the request is rebuilt from the facts before turn.started and
 // must be byte-identical to the one whose digest was committed.
-func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
+func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Progress) (step.Ending, error) {
 	var req models.Request
 	var stored <-chan storedRequest
 	if r := a.rendered; r != nil && r.turn == p.Turn && r.digest == p.Started.ContextDigest {
@@ -353,26 +352,26 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		// only prove what the commit already holds.
 		req, stored = r.req, r.stored
 	} else {
-		rebuilt, _, end, err := a.request(facts[:p.StartedAt], p.Turn)
-		if err != nil || end != nil {
-			return deref(end), end != nil, err
+		rebuilt, err := a.request(facts[:p.StartedAt], p.Turn)
+		if err != nil || rebuilt.end.Ends() {
+			return rebuilt.end, err
 		}
-		body, err := a.model.Render(rebuilt)
+		body, err := a.model.Render(rebuilt.req)
 		if err != nil {
-			return ending{}, false, fmt.Errorf("render request: %w", err)
+			return step.Ending{}, fmt.Errorf("render request: %w", err)
 		}
 		if got := events.DigestOf(body); got != p.Started.ContextDigest {
-			return ending{}, false, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
+			return step.Ending{}, fmt.Errorf("turn %d: the rebuilt request is %s, the committed one %s: the history is not reproducible", p.Turn, got, p.Started.ContextDigest)
 		}
 		// The runner that started the turn stored its request while it
 		// asked the model, and may have died before the store was done;
 		// a stored request is found and kept as it is.
 		blob, err := a.svc.bus.Blobs().PutAfter(ctx, body, nil)
 		if err != nil {
-			return ending{}, false, err
+			return step.Ending{}, err
 		}
 		a.lastRequest = blob
-		req = rebuilt
+		req = rebuilt.req
 	}
 	a.rendered = nil
 	reply, cached, err := a.answer(ctx, req, p.Turn, p.Started.ContextDigest)
@@ -380,22 +379,21 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		// Whatever the model answered, the request it was sent is kept.
 		s := <-stored
 		if s.err != nil {
-			return ending{}, false, s.err
+			return step.Ending{}, s.err
 		}
 		a.lastRequest = s.blob
 	}
 	if err != nil && ctx.Err() == nil && a.kase.Budget.Wall > 0 && a.wallUsed() >= a.kase.Budget.Wall.Std() {
-		return step.Exhausted(ReasonWallLimit), true, nil
+		return step.Exhausted(ReasonWallLimit), nil
 	}
 	if err != nil {
 		if sig := a.ctl.pendingCancel(); sig != nil {
-			end, err := a.acceptCancel(ctx, sig)
-			return end, err == nil, err
+			return a.acceptCancel(ctx, sig)
 		}
-		if end, ok := modelEnding(err); ok {
-			return end, true, nil
+		if end := modelEnding(err); end.Ends() {
+			return end, nil
 		}
-		return ending{}, false, err
+		return step.Ending{}, err
 	}
 	replied := repliedFact(p.Turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
 	replied.Cached = cached
@@ -404,56 +402,49 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 	}
 	replied.QueueWaitMs = uint64(reply.QueueWait.Milliseconds())
 	_, err = a.commit(ctx, key(p.Turn), replied)
-	return ending{}, false, err
+	return step.Ending{}, err
 }
 
 // finishTurn checks the reply against the budget, settles every call that
 // is not settled yet and commits turn.completed.
-func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (ending, bool, error) {
+func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (step.Ending, error) {
 	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.Replied.Usage, p.Started.Reserve); reason != "" {
-		return step.Exhausted(reason), true, nil
+		return step.Exhausted(reason), nil
 	}
 	if p.Replied.Finish == models.FinishRefusal {
-		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true, nil
+		return step.Ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, nil
 	}
-	dispatches, intent, end, err := a.dispatchAll(ctx, p)
-	if err != nil || end != nil {
-		return deref(end), end != nil, err
+	calls, err := a.dispatchAll(ctx, p)
+	if err != nil || calls.end.Ends() {
+		return calls.end, err
 	}
 	if sig := a.ctl.pendingCancel(); sig != nil {
 		// A cancel interrupted the reply, at its last call or before
 		// another: an interruption never completes a turn.
-		end, err := a.acceptCancel(ctx, sig)
-		return end, err == nil, err
+		return a.acceptCancel(ctx, sig)
 	}
 	// A steer that came while the turn ran is taken in before the turn is
 	// completed: the turn's evidence then belongs to an older generation,
 	// and a finish it proposes is stale.
 	if _, err := a.acceptSteers(ctx, a.gen); err != nil {
-		return ending{}, false, err
+		return step.Ending{}, err
 	}
-	if intent == nil {
-		in := events.Continue()
-		if len(p.Replied.Calls) == 0 {
-			// A natural finish is a proposal too; the decider judges it.
-			in = events.ProposeDone()
-		}
-		intent = &in
-	}
-	return ending{}, false, a.completeTurn(ctx, p.Turn, p.TurnGen, *intent, dispatches)
+	intent := step.TurnIntent(calls.intent, len(p.Replied.Calls))
+	return step.Ending{}, a.completeTurn(ctx, p.Turn, p.TurnGen, intent, calls.dispatches)
 }
 
-// modelEnding maps a model error to an honest ending where one applies.
-func modelEnding(err error) (ending, bool) {
+// modelEnding maps a model error to an honest ending where one applies
+// (the zero Ending where none does).
+func modelEnding(err error) step.Ending {
 	switch models.KindOf(err) {
 	case models.ErrExhausted:
-		return ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, true
+		return step.Ending{Status: events.RunIncomplete, Reason: ReasonExhausted}
 	case models.ErrRefused:
-		return ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, true
+		return step.Ending{Status: events.RunNeedsHuman, Reason: "model_refused"}
 	case "":
-		return ending{}, false
+		return step.Ending{}
 	}
-	return ending{Status: events.RunErrored, Reason: "model_error: " + err.Error()}, true
+	return step.Ending{Status: events.RunErrored, Reason: "model_error: " + err.Error()}
 }
 
 func (a *attempt) callModel(ctx context.Context, req models.Request) (models.Reply, error) {

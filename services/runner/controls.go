@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/runner/step"
 )
 
 // controls collects the control signals sent to a run. Signals are requests:
@@ -105,17 +106,17 @@ func (c *controls) takeSteers() []events.Control {
 
 // acceptCancel commits the acceptance of a cancel and ends the run. Nothing
 // the attempt does after this is an effect.
-func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (ending, error) {
+func (a *attempt) acceptCancel(ctx context.Context, sig *events.Control) (step.Ending, error) {
 	if _, err := a.commit(ctx, key(sig.ID), events.ControlAccepted{
 		Control: events.ControlRef{ID: sig.ID, Signal: events.SignalCancel}, Reason: sig.Reason,
 	}); err != nil {
-		return ending{}, err
+		return step.Ending{}, err
 	}
 	reason := "cancelled"
 	if sig.Reason != "" {
 		reason += ": " + sig.Reason
 	}
-	return ending{Status: events.RunCancelled, Reason: reason}, nil
+	return step.Ending{Status: events.RunCancelled, Reason: reason}, nil
 }
 
 // acceptSteers starts a new task generation for each steer: the

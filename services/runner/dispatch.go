@@ -18,51 +18,106 @@ import (
 // diagnostics; the observation the model sees is capped as usual.
 const checkOutputCap = 1 << 20
 
-// dispatchAll settles the calls of a turn's reply in order. Every call gets
-// a settled dispatch: a call that is malformed, unknown, not allowed or a
-// duplicate is rejected with a typed observation and the others still run.
-// Calls the log already settled (a takeover) are taken as they are; a call
-// intended but never settled is reconciled. A pending cancel stops it
-// before the next call (the calls not run are settled when the run ends);
-// so does an ending one call brings (an operation of unknown outcome). It
-// returns the turn's dispatches and the actor intent a task_complete call
-// carried, if any.
-func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) ([]events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	var out []events.CompletedDispatch
-	var intent *events.ActorIntent
+// replyCalls is what settling a reply's calls came to: their dispatches
+// in order, the actor intent a task_complete call carried, and the run's
+// end when a call ended it (an operation of unknown outcome).
+type replyCalls struct {
+	dispatches []events.CompletedDispatch
+	intent     *events.ActorIntent
+	end        step.Ending
+}
+
+// settled is one call settled: its dispatch, the actor intent it carried
+// (task_complete), and the run's end when it ends the run.
+type settled struct {
+	dispatch events.CompletedDispatch
+	intent   *events.ActorIntent
+	end      step.Ending
+}
+
+// dispatchAll settles the calls of a turn's reply in order, each as its
+// plan says (step.PlanCall): every call gets a settled dispatch, a call
+// rejected with a typed observation included, and the others still run. A
+// pending cancel stops it before the next call (the calls not run are
+// settled when the run ends); so does an ending one call brings (an
+// operation of unknown outcome).
+func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) (replyCalls, error) {
+	var out replyCalls
 	for _, call := range p.Replied.Calls {
-		if done, ok := p.Completed[call.ID]; ok {
-			out = append(out, done.Dispatch)
-			if in := settledIntent(call, done); in != nil {
-				intent = in
-			}
-			continue
-		}
-		if a.ctl.pendingCancel() != nil {
+		t := a.toolFor(call)
+		plan := step.PlanCall(p, call, t.view, a.ctl.pendingCancel() != nil)
+		if plan.Act() == step.PlanStop {
 			// An accepted cancel allows no further effect.
-			return out, intent, nil, nil
+			return out, nil
 		}
-		var d events.CompletedDispatch
-		var in *events.ActorIntent
-		var end *ending
-		var err error
-		if prev, ok := p.Intended[call.ID]; ok {
-			d, in, end, err = a.redispatch(ctx, p, call, prev)
-		} else {
-			d, in, end, err = a.dispatch(ctx, p.Turn, call)
-		}
+		s, err := a.carryOut(ctx, p, call, t, plan)
 		if err != nil {
-			return nil, nil, nil, err
+			return replyCalls{}, err
 		}
-		out = append(out, d)
-		if in != nil {
-			intent = in
+		out.dispatches = append(out.dispatches, s.dispatch)
+		if s.intent != nil {
+			out.intent = s.intent
 		}
-		if end != nil {
-			return out, intent, end, nil
+		if s.end.Ends() {
+			out.end = s.end
+			return out, nil
 		}
 	}
-	return out, intent, nil, nil
+	return out, nil
+}
+
+// callTool is what the runner's registry and case say of a call's tool:
+// the tool and the arguments it takes, or the registry's or the tool's
+// refusal of the call, and the view of it a plan is decided on.
+type callTool struct {
+	tool    tools.Tool // nil: not offered, or arguments its schema refuses
+	args    json.RawMessage
+	invalid *tools.Result // the registry's refusal
+	refused *tools.Result // the tool's precheck's refusal
+	view    step.Tool
+}
+
+// toolFor looks a call's tool up and checks the call against it, running
+// nothing.
+func (a *attempt) toolFor(call events.ToolCall) callTool {
+	tool, args, bad := a.registry.Check(call.Name, call.Args)
+	_, builtin := tools.BuiltinByName(call.Name)
+	t := callTool{tool: tool, args: args, invalid: bad,
+		view: step.Tool{Builtin: builtin, Allowed: contains(a.kase.Tools, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name)}}
+	if tool == nil {
+		return t
+	}
+	c := tool.Contract()
+	t.view.Effect = c.Effect
+	t.view.Approval = t.view.Approval || c.Approval == tools.ApprovalAlways
+	if pc, ok := tool.(tools.Prechecker); ok {
+		t.refused = pc.Precheck(a.env, args)
+		t.view.Refused = t.refused != nil
+	}
+	return t
+}
+
+// carryOut settles one call as its plan says.
+func (a *attempt) carryOut(ctx context.Context, p step.Progress, call events.ToolCall, t callTool, plan step.Plan) (settled, error) {
+	switch plan.Act() {
+	case step.PlanTake:
+		done := p.Completed[call.ID]
+		return settled{dispatch: done.Dispatch, intent: settledIntent(call, done)}, nil
+	case step.PlanReject:
+		op := a.operation(p.Turn, call.ID)
+		if in, ok := p.Intended[call.ID]; ok {
+			op = in.OperationID
+		}
+		return a.reject(ctx, p.Turn, call, t, plan, op)
+	case step.PlanRun, step.PlanSend:
+		return a.dispatch(ctx, p.Turn, call, t, plan)
+	case step.PlanReconcile:
+		// The workspace was restored to the last settled digest, but the
+		// effect may have reached its sink before the attempt that
+		// intended it died.
+		return a.settleEffect(ctx, effect{turn: p.Turn, call: call, in: p.Intended[call.ID], tool: t.tool, args: t.args}, true)
+	}
+	return settled{}, fmt.Errorf("call %s of turn %d: %s", call.ID, p.Turn, plan)
 }
 
 // settledIntent recovers the intent of an already settled task_complete
@@ -74,83 +129,67 @@ func settledIntent(call events.ToolCall, done events.DispatchCompleted) *events.
 	return tools.TaskComplete{}.Run(context.Background(), tools.Env{}, json.RawMessage(call.Args)).Intent
 }
 
-// redispatch settles a call a takeover found intended and never settled
-// (its runner died in between). The workspace was restored to the last
-// settled digest, so a workspace-local effect that may have happened is
-// gone with the old workspace: running the call again cannot double it.
-// An external effect may have reached its sink: it is reconciled under its
-// operation ID before anything else runs, never blindly repeated; one that
-// waited for a person's approval that was never accepted was not sent, and
-// waits again.
-func (a *attempt) redispatch(ctx context.Context, p step.Progress, call events.ToolCall, prev events.DispatchIntended) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	if !prev.Effect.IsEffect() {
-		return a.dispatch(ctx, p.Turn, call)
-	}
-	tool, args, _ := a.registry.Check(call.Name, call.Args)
-	needsApproval := a.needsApproval(call.Name) || (tool != nil && tool.Contract().Approval == tools.ApprovalAlways)
-	if needsApproval {
-		switch p.Approvals[call.ID] {
-		case "":
-			return a.dispatch(ctx, p.Turn, call)
-		case events.SignalReject:
-			d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(p.Turn, call.ID), Tool: call.Name,
-				Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
-				Digest: a.ws.Digest(), Outcome: events.OutcomeNotApplied}
-			return d, nil, nil, a.settle(ctx, p.Turn, d, tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", prev.OperationID))
-		}
-	}
-	d, end, err := a.settleEffect(ctx, effect{turn: p.Turn, call: call, in: prev, tool: tool, args: args}, true)
-	return d, nil, end, err
+// operation is the operation ID of a call: what its sink deduplicates by
+// and a person approves or resolves.
+func (a *attempt) operation(turn uint32, id events.CallID) string {
+	return fmt.Sprintf("%s/t%d/%s", a.run, turn, id)
 }
 
-func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
-	reject := func(res tools.Result) (events.CompletedDispatch, *events.ActorIntent, *ending, error) {
-		d.Disposition, d.Mutation, d.Digest = events.DispositionRejected, events.MutationNotApplied, a.ws.Digest()
-		return d, nil, nil, a.settle(ctx, turn, d, res)
+// reject settles a call rejected without running, with the observation its
+// plan's reason calls for; op is its operation ID.
+func (a *attempt) reject(ctx context.Context, turn uint32, call events.ToolCall, t callTool, plan step.Plan, op string) (settled, error) {
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name,
+		Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
+		Digest: a.ws.Digest(), Outcome: plan.Outcome()}
+	var res tools.Result
+	switch plan.Reason() {
+	case step.RejectDuplicate:
+		res = tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", step.OriginalID(call.ID))
+	case step.RejectNotAllowed:
+		res = tools.Fail(tools.CodeNotAllowed, "tool %q is not allowed in this task", call.Name)
+	case step.RejectInvalid:
+		res = *t.invalid
+	case step.RejectRefused:
+		res = *t.refused
+	case step.RejectApproval:
+		res = tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", op)
+	default:
+		return settled{}, fmt.Errorf("call %s of turn %d: %s", call.ID, turn, plan)
 	}
-	if step.IsDuplicate(call.ID) {
-		return reject(tools.Fail(tools.CodeDuplicateCall, "call id %q was already used in this reply; this call was not run", step.OriginalID(call.ID)))
-	}
-	if !contains(a.kase.Tools, call.Name) {
-		if _, known := tools.BuiltinByName(call.Name); known {
-			return reject(tools.Fail(tools.CodeNotAllowed, "tool %q is not allowed in this task", call.Name))
-		}
-	}
-	tool, args, bad := a.registry.Check(call.Name, call.Args)
-	if bad != nil {
-		return reject(*bad)
-	}
-	if pc, ok := tool.(tools.Prechecker); ok {
-		if bad := pc.Precheck(a.env, args); bad != nil {
-			return reject(*bad)
-		}
-	}
-	contract := tool.Contract()
+	return settled{dispatch: d}, a.settle(ctx, turn, d, res)
+}
+
+// dispatch commits a call's intent and, once a person approved it when its
+// plan asks for that, runs it: an external effect as a fenced send, any
+// other in the workspace.
+func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCall, t callTool, plan step.Plan) (settled, error) {
 	in := events.DispatchIntended{
-		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: fmt.Sprintf("%s/t%d/%s", a.run, turn, call.ID),
-		ArgsDigest: call.ArgsDigest, Effect: contract.Effect,
+		Turn: turn, CallID: call.ID, Tool: call.Name, OperationID: a.operation(turn, call.ID),
+		ArgsDigest: call.ArgsDigest, Effect: t.view.Effect,
 	}
 	if _, err := a.commit(ctx, key(turn, call.ID), in); err != nil {
-		return d, nil, nil, err
+		return settled{}, err
 	}
-	if a.needsApproval(call.Name) || contract.Approval == tools.ApprovalAlways {
+	if plan.AwaitsApproval() {
 		ok, err := a.approve(ctx, turn, call, in.OperationID)
 		if err != nil {
-			return d, nil, nil, err
+			return settled{}, err
 		}
-		if !ok {
-			if contract.Effect.IsEffect() {
-				d.Outcome = events.OutcomeNotApplied
-			}
-			return reject(tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", in.OperationID))
+		if plan = plan.Approved(ok); plan.Act() == step.PlanReject {
+			return a.reject(ctx, turn, call, t, plan, in.OperationID)
 		}
 	}
-	if contract.Effect.IsEffect() {
-		d, end, err := a.settleEffect(ctx, effect{turn: turn, call: call, in: in, tool: tool, args: args}, false)
-		return d, nil, end, err
+	if plan.Act() == step.PlanSend {
+		return a.settleEffect(ctx, effect{turn: turn, call: call, in: in, tool: t.tool, args: t.args}, false)
 	}
+	return a.runInWorkspace(ctx, turn, call, t, in)
+}
 
+// runInWorkspace runs a call whose effects stay in the workspace (a
+// declared check among them) and settles it with what it did.
+func (a *attempt) runInWorkspace(ctx context.Context, turn uint32, call events.ToolCall, t callTool, in events.DispatchIntended) (settled, error) {
+	tool, args, contract := t.tool, t.args, t.tool.Contract()
+	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name, Verification: events.NotVerifier()}
 	var res tools.Result
 	check, isCheck := a.checkOf(call.Name, args)
 	runCtx, cancel := a.withinWall(ctx)
@@ -187,7 +226,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		res.Err, d.Mutation, err = te, events.MutationNotApplied, nil
 	}
 	if err != nil {
-		return d, nil, nil, fmt.Errorf("workspace after %s: %w", call.Name, err)
+		return settled{}, fmt.Errorf("workspace after %s: %w", call.Name, err)
 	}
 	d.Digest = a.ws.Digest()
 	if isCheck {
@@ -205,7 +244,7 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 			res.Output, res.Truncated = out, true
 		}
 	}
-	return d, res.Intent, nil, a.settle(ctx, turn, d, res)
+	return settled{dispatch: d, intent: res.Intent}, a.settle(ctx, turn, d, res)
 }
 
 // mutation rescans the workspace after a call that may change it and says

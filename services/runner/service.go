@@ -174,13 +174,11 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 		return err
 	}
 	defer s.cache.Forget(suite, run)
-	for _, r := range rl.Records {
-		if _, ended := r.Fact.Body.(events.RunEnded); ended {
-			return nil
-		}
+	if rl.Ended() {
+		return nil
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
-	a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
+	a := s.newAttempt(suite, run, rl)
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
@@ -188,7 +186,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
-	return redactErr(s.secrets, a.finish(ctx, ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
+	return redactErr(s.secrets, a.finish(ctx, step.Ending{Status: events.RunErrored, Reason: "harness: gave up: " + reason}, rl))
 }
 
 // handle drives one requested run to its end.
@@ -222,8 +220,8 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		}
 		if stopped {
 			log.Info("not run: the suite stopped early")
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
-			return a.finish(ctx, ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
+			a := s.newAttempt(suite, run, rl)
+			return a.finish(ctx, step.Ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
 		}
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)
@@ -235,15 +233,12 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			// The run cannot start as requested: end it honestly so that
 			// it is not retried forever and the reason is in the log.
 			log.Warn("run cannot start", "err", err)
-			a := &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: time.Now(), began: time.Now()}
-			return a.finish(ctx, ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
+			a := s.newAttempt(suite, run, rl)
+			return a.finish(ctx, step.Ending{Status: events.RunErrored, Reason: startReason(err)}, rl)
 		}
 		return err
 	}
-	defer os.RemoveAll(a.dir)
-	// The container goes before the directories it mounts.
-	defer a.closeSandbox()
-	defer a.exts.Stop()
+	defer a.close()
 	metrics.RunsInFlight.WithLabelValues().Inc()
 	defer metrics.RunsInFlight.WithLabelValues().Dec()
 	work, stopWork := context.WithCancel(ctx)
@@ -263,8 +258,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	// The run's extension servers end with its last dispatch, before the
 	// candidate is sealed, and so does its container: none outlives the
 	// run's ending.
-	a.exts.Stop()
-	a.closeSandbox()
+	a.release()
 	if errors.Is(err, ErrLeaseLost) {
 		log.Warn("stopping: another runner holds the run", "err", err)
 		return lostLease(err)
@@ -282,7 +276,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
-		end = ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
+		end = step.Ending{Status: events.RunErrored, Reason: "harness: " + err.Error()}
 	}
 	log.Info("run ended", "status", end.Status, "reason", end.Reason)
 	return a.finish(ctx, end, rl)
@@ -302,10 +296,25 @@ func inputErr(what string, err error) error {
 // case, treatment or model): retrying cannot fix them.
 var errBadInput = errors.New("bad run request")
 
-// prepare claims the run and sets up its attempt.
-func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog, hold *bus.Lease) (*attempt, error) {
-	a := &attempt{svc: s, suite: suite, run: run, requested: req, started: time.Now(), began: time.Now(), hold: hold, epoch: 1, gen: 1}
-	a.lease = step.CurrentLease(rl.Facts()) + 1
+// newAttempt is an attempt at run under the lease after the newest its
+// log holds, begun now; its wall-time budget runs from now until prepare
+// finds an earlier claim.
+func (s *Service) newAttempt(suite, run string, rl bus.RunLog) *attempt {
+	now := time.Now()
+	return &attempt{svc: s, suite: suite, run: run, lease: step.CurrentLease(rl.Facts()) + 1, started: now, began: now}
+}
+
+// prepare claims the run and sets up its attempt. The attempt owns what it
+// opens (its directory, its sandbox, its extension servers): whatever
+// stops prepare, it closes them all before it returns.
+func (s *Service) prepare(ctx context.Context, suite, run string, req events.RunRequested, rl bus.RunLog, hold *bus.Lease) (_ *attempt, err error) {
+	a := s.newAttempt(suite, run, rl)
+	a.requested, a.hold, a.epoch, a.gen = req, hold, 1, 1
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	for _, r := range rl.Records {
 		if _, ok := r.Fact.Body.(events.RunClaimed); ok {
 			// The wall-time budget runs from the first claim: a takeover
@@ -378,14 +387,13 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	sb, err := a.sandbox(ctx, home, tmp)
 	if err != nil {
-		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
+	a.env.Sandbox = sb
 	if sb.UID() != 0 {
 		// The attempt's user may pass through its directory but not change
 		// it: it cannot swap the workspace for a link elsewhere.
 		if err := os.Chmod(a.dir, 0o711); err != nil {
-			_ = sb.Close(ctx)
 			return nil, err
 		}
 	}
@@ -396,13 +404,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	// inside it and names its image by digest.
 	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: sb.Record()}
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
-		a.closeSandbox()
-		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	if err := a.claimIdentity(&claim); err != nil {
-		a.exts.Stop()
-		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	if s.beforeClaim != nil {
@@ -415,9 +419,6 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		err = a.resettle(ctx, kase.FixtureDigest, from, rec.Seq)
 	}
 	if err != nil {
-		a.exts.Stop()
-		a.closeSandbox()
-		_ = os.RemoveAll(a.dir)
 		return nil, err
 	}
 	return a, nil
@@ -482,7 +483,7 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 
 // finish seals the candidate (when there is a workspace) and ends the run
 // with its handoff packet.
-func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
+func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) error {
 	if err := a.settleOpen(ctx, end); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return lostLease(err)
@@ -498,7 +499,7 @@ func (a *attempt) finish(ctx context.Context, end ending, rl bus.RunLog) error {
 			return fmt.Errorf("seal the candidate: %w", err)
 		}
 		if err != nil {
-			end = ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
+			end = step.Ending{Status: events.RunErrored, Reason: fmt.Sprintf("%s; sealing the candidate failed: %v", end.Reason, err)}
 		} else if _, err := a.commit(ctx, nil, events.CandidateSealed{
 			SnapshotDigest: snap, FixtureDigest: a.kase.FixtureDigest, Files: uint32(files),
 		}); err != nil {

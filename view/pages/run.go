@@ -86,7 +86,10 @@ type Turn struct {
 	// model limit (0: it did not wait).
 	QueueWait time.Duration `json:"queue_wait_ns,omitempty"`
 	Replied   bool          `json:"replied"`
-	Reply     string        `json:"reply,omitempty"`
+	// NoToolCall is set when the reply came with no tool call: the
+	// runner read it as a proposal to finish, with no evidence.
+	NoToolCall bool   `json:"no_tool_call,omitempty"`
+	Reply      string `json:"reply,omitempty"`
 	// ReplyBlob names the reply text moved to a blob (too large for a fact).
 	ReplyBlob events.Digest `json:"reply_blob,omitempty"`
 	// Cached is set when the response cache answered and the model was
@@ -360,7 +363,7 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 	}
 	if r := t.replied; r != nil {
 		out.Replied, out.Provider, out.Model, out.Finish, out.ReplyBlob = true, r.Provider, r.Model, r.Finish, r.TextDigest
-		out.Cached = r.Cached
+		out.Cached, out.NoToolCall = r.Cached, len(r.Calls) == 0
 		out.QueueWait = time.Duration(r.QueueWaitMs) * time.Millisecond
 		if u := r.Usage; u != nil {
 			out.Usage = &Usage{Input: u.InputTokens, Output: u.OutputTokens, Cost: u.Cost}

@@ -162,7 +162,7 @@ func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []
 		if len(comps) == 0 {
 			return LabelUnknown, nil, fmt.Sprintf("identity unknown: run %s recorded no identity components", r.Run)
 		}
-		if old, seen := m[r.Case]; seen && !slices.Equal(old, comps) {
+		if old, seen := m[r.Case]; seen && len(DiffComponents(old, comps)) > 0 {
 			return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s recorded different identities (%s differ)",
 				r.Treatment, r.Case, strings.Join(DiffComponents(old, comps), ", "))
 		}
@@ -205,15 +205,18 @@ func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []
 }
 
 // DiffComponents returns the names of the components whose values differ
-// between two identities (a component present in one only differs).
+// between two identities (a component present in one only differs). The
+// values are compared in the form every version of a component shares
+// (comparableValue): the stall component as version 1 wrote it equals the
+// same thresholds at version 2.
 func DiffComponents(a, b []events.Component) []string {
 	va := map[string]string{}
 	for _, c := range a {
-		va[c.Name] = c.Value
+		va[c.Name] = comparableValue(c.Name, c.Value)
 	}
 	vb := map[string]string{}
 	for _, c := range b {
-		vb[c.Name] = c.Value
+		vb[c.Name] = comparableValue(c.Name, c.Value)
 	}
 	var out []string
 	for n, v := range va {

@@ -209,6 +209,9 @@ type AttemptRow struct {
 	Tokens    *uint64          `json:"tokens,omitempty"`
 	Cost      *uint64          `json:"cost,omitempty"`
 	Millis    *uint64          `json:"millis,omitempty"`
+	// EndReason is the reason of the run's run.ended, as the runner gave
+	// it (why a harness error was one), once the run has ended.
+	EndReason string `json:"end_reason,omitempty"`
 	// Turns is the model turns the run took (spent.steps).
 	Turns *uint32 `json:"turns,omitempty"`
 	// InputTokens and OutputTokens split Tokens when the run's replies
@@ -321,7 +324,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	e := a.Ended
-	out.Status, out.Tokens, out.Cost, out.Millis = e.Status, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
+	out.Status, out.EndReason, out.Tokens, out.Cost, out.Millis = e.Status, e.Reason, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
 	out.Turns = ptr(e.Spent.Steps)
 	out.split(a.Replies, e.Spent.Tokens)
 	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {

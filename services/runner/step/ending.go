@@ -8,10 +8,14 @@ import (
 )
 
 // Ending is how a run ends: its status and the reason run.ended carries.
+// The zero Ending ends nothing: the run goes on.
 type Ending struct {
 	Status events.RunStatus
 	Reason string
 }
+
+// Ends says the run ends so: it has a status.
+func (e Ending) Ends() bool { return e.Status != "" }
 
 // Finished is the ending of a run the stop decider finished.
 func Finished(fin events.StopFinish) Ending {

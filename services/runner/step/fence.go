@@ -61,15 +61,15 @@ type Hold struct {
 	Now Nanos
 }
 
-// MaySend says why an external effect may not be sent now, or "" when it
+// maySend says why an external effect may not be sent now, or "" when it
 // may: the server confirmed the hold, a check of the run's newest claim
 // made since then found it this attempt's, and the send starts within the
 // fence window of the confirmed ack. Another runner is handed the run only
 // once the ack wait has passed without an ack, and sends only after it
 // claimed the run, which the check would have seen; a runner that takes
 // the run over after this window waits out the effect's settle window
-// before it believes a lookup that finds nothing (NotFoundWait).
-func MaySend(h Hold) string {
+// before it believes a lookup that finds nothing (notFoundWait).
+func maySend(h Hold) string {
 	switch {
 	case h.AckWait < MinAckWait:
 		return fmt.Sprintf("the ack wait %s is shorter than the %s a fence needs", span(h.AckWait), span(MinAckWait))
@@ -88,14 +88,14 @@ func MaySend(h Hold) string {
 	return ""
 }
 
-// NotFoundWait is how much longer a status lookup that finds nothing is no
+// notFoundWait is how much longer a status lookup that finds nothing is no
 // proof that an operation never took effect. Until quiet, no request of
 // it can still be on its way to the sink (every send that may have left
 // has given up waiting, or the runner that may have sent it lost its hold
 // that long before), and a slow sink may still apply what it received for
 // settle after that. sinceQuiet is the time since quiet (negative before
 // it); zero means the lookup's answer holds.
-func NotFoundWait(sinceQuiet, settle Nanos) Nanos { return max(0, settle-sinceQuiet) }
+func notFoundWait(sinceQuiet, settle Nanos) Nanos { return max(0, settle-sinceQuiet) }
 
 // span prints a span in whole seconds, or else in milliseconds.
 func span(n Nanos) string {

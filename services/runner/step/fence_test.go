@@ -15,7 +15,7 @@ func held(ackWait Nanos) Hold {
 // window.
 func TestMaySendUnderAConfirmedCheckedHold(t *testing.T) {
 	for _, aw := range []Nanos{MinAckWait, 5 * Second, 30 * Second} {
-		if why := MaySend(held(aw)); why != "" {
+		if why := maySend(held(aw)); why != "" {
 			t.Errorf("ack wait %s: refused: %s", span(aw), why)
 		}
 	}
@@ -26,7 +26,7 @@ func TestMaySendUnderAConfirmedCheckedHold(t *testing.T) {
 func TestNoSendWithoutAConfirmedHold(t *testing.T) {
 	h := held(5 * Second)
 	h.Renewed = false
-	if why := MaySend(h); !strings.Contains(why, "not confirmed") {
+	if why := maySend(h); !strings.Contains(why, "not confirmed") {
 		t.Fatalf("an unconfirmed hold: %q", why)
 	}
 }
@@ -36,17 +36,17 @@ func TestNoSendWithoutAConfirmedHold(t *testing.T) {
 func TestNoSendWithoutACheckAfterTheConfirmation(t *testing.T) {
 	h := held(5 * Second)
 	h.Checked = false
-	if why := MaySend(h); !strings.Contains(why, "not checked") {
+	if why := maySend(h); !strings.Contains(why, "not checked") {
 		t.Errorf("no check: %q", why)
 	}
 	h = held(5 * Second)
 	h.CheckedAt = -Millisecond
-	if why := MaySend(h); !strings.Contains(why, "before the hold was confirmed") {
+	if why := maySend(h); !strings.Contains(why, "before the hold was confirmed") {
 		t.Errorf("a check before the confirmation: %q", why)
 	}
 	h = held(5 * Second)
 	h.Now = h.CheckedAt - 1
-	if why := MaySend(h); !strings.Contains(why, "before the check") {
+	if why := maySend(h); !strings.Contains(why, "before the check") {
 		t.Errorf("a send before its check: %q", why)
 	}
 }
@@ -69,7 +69,7 @@ func TestNoSendPastTheFenceWindow(t *testing.T) {
 	} {
 		h := held(c.ackWait)
 		h.Now = c.now
-		why := MaySend(h)
+		why := maySend(h)
 		if (why == "") != c.ok {
 			t.Errorf("ack wait %s, %dns after the confirmation: %q, want allowed=%v", span(c.ackWait), c.now, why, c.ok)
 		}
@@ -82,7 +82,7 @@ func TestNoSendPastTheFenceWindow(t *testing.T) {
 // An ack wait below the minimum leaves no room for the check and the
 // margin: nothing is sent under it.
 func TestNoSendUnderAnAckWaitBelowTheMinimum(t *testing.T) {
-	if why := MaySend(held(MinAckWait - Millisecond)); !strings.Contains(why, "shorter than the 2s") {
+	if why := maySend(held(MinAckWait - Millisecond)); !strings.Contains(why, "shorter than the 2s") {
 		t.Fatalf("ack wait below the minimum: %q", why)
 	}
 	if FenceWindow(MinAckWait) != MinFenceWindow {
@@ -115,7 +115,7 @@ func TestNotFoundProvesNothingWithinTheSettleWindow(t *testing.T) {
 		{9 * Second, 5 * Second, 0},
 		{0, 0, 0}, // no settle window: only the sends themselves
 	} {
-		if got := NotFoundWait(c.sinceQuiet, c.settle); got != c.wait {
+		if got := notFoundWait(c.sinceQuiet, c.settle); got != c.wait {
 			t.Errorf("%s after quiet, settle %s: wait %s, want %s", span(c.sinceQuiet), span(c.settle), span(got), span(c.wait))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,5 +41,26 @@ func TestCoreImportsOnlyEventsAndStdlib(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no source files checked")
+	}
+}
+
+// A per-call decision is made here and only here: the types that carry one
+// have no exported field, so no other package can make one but their zero
+// value, which is no decision (the runner's guard test refuses a literal
+// of them outside this package, and the runner refuses a zero one).
+func TestDecisionsAreMadeOnlyHere(t *testing.T) {
+	for _, v := range []any{Plan{}, EffectStep{}, Left{}} {
+		typ := reflect.TypeOf(v)
+		if typ.NumField() == 0 {
+			t.Errorf("%s has no fields", typ)
+		}
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.IsExported() {
+				t.Errorf("%s.%s is exported: another package could make a %s", typ, f.Name, typ)
+			}
+		}
+	}
+	if (Plan{}).Act() != 0 || (EffectStep{}).Act() != 0 || (Left{}).Act() != 0 {
+		t.Error("a zero decision names an act")
 	}
 }
