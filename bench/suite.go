@@ -85,7 +85,7 @@ func submitSuite(ctx context.Context, b *bus.Bus, dir, name string, trials, turn
 	if err != nil {
 		return err
 	}
-	pub, err := suites.Publish(ctx, b, s)
+	pub, err := suites.Publish(ctx, b.Blobs(), s)
 	if err != nil {
 		return err
 	}

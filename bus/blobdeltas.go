@@ -29,7 +29,7 @@ const (
 // blob whose base is already this deep is stored whole.
 const MaxDeltaDepth = 32
 
-// BlobVersion is a blob as PutBlobAfter stored it, kept by its writer so
+// BlobVersion is a blob as PutAfter stored it, kept by its writer so
 // that the next version of the same content (the next turn's request) can
 // be stored as what changed since.
 type BlobVersion struct {
@@ -39,11 +39,12 @@ type BlobVersion struct {
 	depth  int
 }
 
-// PutBlobAfter stores data under its digest like PutBlob, as a delta of
+// PutAfter stores data under its digest like Put, as a delta of
 // prev when that pays: prev is not nil, its chain is shorter than
-// MaxDeltaDepth and the delta is under half of data. GetBlob returns the
+// MaxDeltaDepth and the delta is under half of data. Get returns the
 // whole bytes either way. A blob already stored is left as it is.
-func (b *Bus) PutBlobAfter(ctx context.Context, data []byte, prev *BlobVersion) (*BlobVersion, error) {
+func (h *Blobs) PutAfter(ctx context.Context, data []byte, prev *BlobVersion) (*BlobVersion, error) {
+	b := h.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	d := events.DigestOf(data)
@@ -78,8 +79,9 @@ type BlobStored struct {
 	Depth int
 }
 
-// StatBlob returns how the blob named by d is stored.
-func (b *Bus) StatBlob(ctx context.Context, d events.Digest) (BlobStored, error) {
+// Stat returns how the blob named by d is stored.
+func (h *Blobs) Stat(ctx context.Context, d events.Digest) (BlobStored, error) {
+	b := h.b
 	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return BlobStored{}, fmt.Errorf("stat blob %s: %w", d, ErrBlobNotFound)
@@ -116,7 +118,7 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 	var data []byte
 	for name := d; ; {
 		if len(chain) > 0 {
-			if cached, ok := b.rebuilt.peek(name); ok {
+			if cached, ok := b.rebuilt.Get(name); ok {
 				data = cached
 				break
 			}
@@ -164,7 +166,7 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 		}
 	}
 	if len(chain) > 0 {
-		b.rebuilt.put(d, data)
+		b.rebuilt.Put(d, bytes.Clone(data)) // data goes to the caller, who may change it
 	}
 	return data, nil
 }

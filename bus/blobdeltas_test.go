@@ -30,7 +30,7 @@ func grownRequest(n int) []byte {
 
 // Versions of a growing request stored one after another are stored as
 // what each added, at most MaxDeltaDepth deltas deep, and every one reads
-// back whole and exact, by GetBlob and by GetBlobTo, again and again.
+// back whole and exact, by Get and by GetTo, again and again.
 func TestBlobVersionsAreStoredAsDeltas(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
@@ -39,7 +39,7 @@ func TestBlobVersionsAreStoredAsDeltas(t *testing.T) {
 	var digests []events.Digest
 	for i := range n {
 		data := grownRequest(i)
-		v, err := b.PutBlobAfter(ctx, data, prev)
+		v, err := b.Blobs().PutAfter(ctx, data, prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,21 +53,21 @@ func TestBlobVersionsAreStoredAsDeltas(t *testing.T) {
 	wholes := 0
 	for i, d := range digests {
 		want := grownRequest(i)
-		got, err := b.GetBlob(ctx, d)
+		got, err := b.Blobs().Get(ctx, d)
 		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("version %d: GetBlob %d bytes, %v; want %d bytes", i, len(got), err, len(want))
+			t.Fatalf("version %d: Get %d bytes, %v; want %d bytes", i, len(got), err, len(want))
 		}
 		for range 2 { // a reader's changes never reach what the bus keeps
 			got[0] ^= 0xff
-			if got, err = b.GetBlob(ctx, d); err != nil || !bytes.Equal(got, want) {
+			if got, err = b.Blobs().Get(ctx, d); err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("version %d read again: %v", i, err)
 			}
 		}
 		var out bytes.Buffer
-		if m, err := b.GetBlobTo(ctx, d, &out); err != nil || m != int64(len(want)) || !bytes.Equal(out.Bytes(), want) {
-			t.Fatalf("version %d: GetBlobTo %d bytes, %v", i, m, err)
+		if m, err := b.Blobs().GetTo(ctx, d, &out); err != nil || m != int64(len(want)) || !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("version %d: GetTo %d bytes, %v", i, m, err)
 		}
-		st, err := b.StatBlob(ctx, d)
+		st, err := b.Blobs().Stat(ctx, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,33 +96,33 @@ func TestBlobVersionsOverWholeBlobs(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
 	old := grownRequest(3)
-	d, err := b.PutBlob(ctx, old)
+	d, err := b.Blobs().Put(ctx, old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.GetBlob(ctx, d); err != nil || !bytes.Equal(got, old) {
+	if got, err := b.Blobs().Get(ctx, d); err != nil || !bytes.Equal(got, old) {
 		t.Fatalf("whole blob: %v", err)
 	}
-	base, err := b.PutBlobAfter(ctx, old, nil) // already stored: left whole
+	base, err := b.Blobs().PutAfter(ctx, old, nil) // already stored: left whole
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := b.PutBlobAfter(ctx, grownRequest(4), base)
+	next, err := b.Blobs().PutAfter(ctx, grownRequest(4), base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := b.StatBlob(ctx, next.Digest); err != nil || st.Depth != 1 {
+	if st, err := b.Blobs().Stat(ctx, next.Digest); err != nil || st.Depth != 1 {
 		t.Fatalf("stored after a whole blob: %+v, %v; want a delta of depth 1", st, err)
 	}
 	other := bytes.Repeat([]byte("nothing in common "), 40)
-	v, err := b.PutBlobAfter(ctx, other, next)
+	v, err := b.Blobs().PutAfter(ctx, other, next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := b.StatBlob(ctx, v.Digest); err != nil || st.Depth != 0 || st.Size != uint64(len(other)) {
+	if st, err := b.Blobs().Stat(ctx, v.Digest); err != nil || st.Depth != 0 || st.Size != uint64(len(other)) {
 		t.Fatalf("unrelated version: %+v, %v; want it whole", st, err)
 	}
-	if got, err := b.GetBlob(ctx, next.Digest); err != nil || !bytes.Equal(got, grownRequest(4)) {
+	if got, err := b.Blobs().Get(ctx, next.Digest); err != nil || !bytes.Equal(got, grownRequest(4)) {
 		t.Fatalf("delta over a whole blob: %v", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestCorruptBlobDeltasAreRefused(t *testing.T) {
 	a, c := events.DigestOf([]byte("a")), events.DigestOf([]byte("c"))
 	putDelta(a, blobdelta.Delta{Base: string(missing), Middle: []byte("a")})
 	putDelta(c, blobdelta.Delta{Base: string(c), Middle: []byte("c")}) // its own base
-	base, err := b.PutBlob(ctx, []byte("base"))
+	base, err := b.Blobs().Put(ctx, []byte("base"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +161,12 @@ func TestCorruptBlobDeltasAreRefused(t *testing.T) {
 	bad := events.DigestOf([]byte("junk"))
 	putDelta(bad, blobdelta.Delta{Base: "not a digest", Middle: []byte("junk")})
 	for name, d := range map[string]events.Digest{"missing base": a, "cycle": c, "wrong bytes": wrong, "bad base name": bad} {
-		_, err := b.GetBlob(ctx, d)
+		_, err := b.Blobs().Get(ctx, d)
 		if !errors.Is(err, bus.ErrBlobCorrupt) {
-			t.Errorf("%s: GetBlob %v, want ErrBlobCorrupt", name, err)
+			t.Errorf("%s: Get %v, want ErrBlobCorrupt", name, err)
 		}
-		if _, err := b.GetBlobTo(ctx, d, &bytes.Buffer{}); !errors.Is(err, bus.ErrBlobCorrupt) {
-			t.Errorf("%s: GetBlobTo %v, want ErrBlobCorrupt", name, err)
+		if _, err := b.Blobs().GetTo(ctx, d, &bytes.Buffer{}); !errors.Is(err, bus.ErrBlobCorrupt) {
+			t.Errorf("%s: GetTo %v, want ErrBlobCorrupt", name, err)
 		}
 	}
 }
@@ -184,7 +184,7 @@ func BenchmarkGetBlobByDepth(b *testing.B) {
 		var prev *bus.BlobVersion
 		var out []events.Digest
 		for i := range n {
-			v, err := bb.PutBlobAfter(ctx, append(grownRequest(i), fmt.Sprintf(" %d", salt)...), prev)
+			v, err := bb.Blobs().PutAfter(ctx, append(grownRequest(i), fmt.Sprintf(" %d", salt)...), prev)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func BenchmarkGetBlobByDepth(b *testing.B) {
 				salt++
 				top := chain(salt, depth+1)[depth]
 				b.StartTimer()
-				if _, err := bb.GetBlob(ctx, top); err != nil {
+				if _, err := bb.Blobs().Get(ctx, top); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -213,7 +213,7 @@ func BenchmarkGetBlobByDepth(b *testing.B) {
 			ds := chain(salt, bus.MaxDeltaDepth+1)
 			b.StartTimer()
 			for _, d := range ds {
-				if _, err := bb.GetBlob(ctx, d); err != nil {
+				if _, err := bb.Blobs().Get(ctx, d); err != nil {
 					b.Fatal(err)
 				}
 			}

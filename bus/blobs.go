@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // ErrBlobNotFound is returned when no blob has the requested digest.
@@ -29,9 +31,18 @@ func boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, blobTimeout)
 }
 
-// PutBlob stores data under its content digest and returns the digest.
+// Blobs is a bus's handle on the BLOBS object store: content-addressed
+// payloads, whole or as deltas of an earlier version (blobdeltas.go), read
+// and written whole or streamed (blobstream.go).
+type Blobs struct{ b *Bus }
+
+// Blobs returns the bus's handle on the blob store.
+func (b *Bus) Blobs() *Blobs { return &Blobs{b: b} }
+
+// Put stores data under its content digest and returns the digest.
 // Storing the same bytes twice is free: the name already exists.
-func (b *Bus) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
+func (h *Blobs) Put(ctx context.Context, data []byte) (events.Digest, error) {
+	b := h.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	d := events.DigestOf(data)
@@ -60,11 +71,12 @@ func (b *Bus) blobInfo(ctx context.Context, d events.Digest) (*jetstream.ObjectI
 	return b.blobs.GetInfo(actx, d.Hex())
 }
 
-// GetBlob returns the bytes named by d, checking that they still match it.
+// Get returns the bytes named by d, checking that they still match it.
 // A read that stalls (its chunks stop coming, as when the stream's leader is
 // lost mid-transfer) is abandoned after blobAttempt and tried again, until
 // ctx or blobTimeout ends.
-func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
+func (h *Blobs) Get(ctx context.Context, d events.Digest) ([]byte, error) {
+	b := h.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	if err := d.Validate("digest"); err != nil {
@@ -79,15 +91,15 @@ func (b *Bus) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
 			return nil, err
 		}
 		b.log.Warn("blob read failed; trying again", "digest", d, "attempt", attempt+1, "err", err)
-		if serr := sleepCtx(ctx, backoff(min(attempt, 4))); serr != nil {
+		if serr := sleep.For(ctx, backoff(min(attempt, 4))); serr != nil {
 			return nil, err
 		}
 	}
 }
 
 func (b *Bus) getBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
-	if data, ok := b.rebuilt.get(d); ok {
-		return data, nil
+	if data, ok := b.rebuilt.Get(d); ok {
+		return bytes.Clone(data), nil // the caller may change what it gets
 	}
 	info, err := b.blobInfo(ctx, d)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {

@@ -14,12 +14,13 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// PutBlobFrom stores the size bytes read from r under d, the digest the
+// PutFrom stores the size bytes read from r under d, the digest the
 // caller computed of them, without holding them: the object store reads r
 // chunk by chunk. A blob already stored under d is not read again. Bytes
 // whose digest or length is not d's are removed again and reported as
 // ErrBlobCorrupt, so that no name ever holds content it does not name.
-func (b *Bus) PutBlobFrom(ctx context.Context, d events.Digest, size int64, r io.Reader) error {
+func (h *Blobs) PutFrom(ctx context.Context, d events.Digest, size int64, r io.Reader) error {
+	b := h.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	if err := d.Validate("digest"); err != nil {
@@ -43,12 +44,13 @@ func (b *Bus) PutBlobFrom(ctx context.Context, d events.Digest, size int64, r io
 	return nil
 }
 
-// GetBlobTo writes the blob named by d to w without holding it, checking
+// GetTo writes the blob named by d to w without holding it, checking
 // its digest as it goes, and returns how many bytes it wrote. On
 // ErrBlobCorrupt (or any error) w has received bytes that must be
-// discarded. Unlike GetBlob it makes one attempt, bounded like one of
-// GetBlob's: w cannot be rewound, so trying again is the caller's call.
-func (b *Bus) GetBlobTo(ctx context.Context, d events.Digest, w io.Writer) (int64, error) {
+// discarded. Unlike Get it makes one attempt, bounded like one of
+// Get's: w cannot be rewound, so trying again is the caller's call.
+func (bl *Blobs) GetTo(ctx context.Context, d events.Digest, w io.Writer) (int64, error) {
+	b := bl.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	if err := d.Validate("digest"); err != nil {

@@ -2,13 +2,17 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/internal/bytecache"
 )
 
 // Names of the streams and buckets factline uses.
@@ -20,6 +24,9 @@ const (
 	PositionsBucket = "POSITIONS"
 	deadPrefix      = "dead"
 )
+
+// rebuiltCacheBytes bounds the blobs rebuilt from deltas a bus keeps.
+const rebuiltCacheBytes = 8 << 20
 
 // Config holds the stream settings Open ensures.
 type Config struct {
@@ -74,8 +81,17 @@ type Bus struct {
 	health health
 	// kick asks keepStreams to look at the streams again.
 	kick chan struct{}
-	// rebuilt keeps the blobs last rebuilt from deltas (see readBlob).
-	rebuilt rebuiltCache
+	// closed ends keepStreams (Close).
+	closed    chan struct{}
+	closeOnce sync.Once
+	// ownsConn: Dial made nc, so Close closes it.
+	ownsConn bool
+	// rebuilt keeps the blobs last rebuilt from deltas, so that a reader
+	// going through a run's turns in order (the viewer, an audit) follows
+	// one delta a turn instead of the whole chain each time (see
+	// readBlob). Every entry was checked against its digest when it was
+	// rebuilt.
+	rebuilt *bytecache.Cache
 	// storedWakes says FACTS republishes stop decisions once stored
 	// (wake.go); a stream made before it did not.
 	storedWakes atomic.Bool
@@ -92,7 +108,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1)}
+	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		rebuilt: bytecache.New(rebuiltCacheBytes, rebuiltCacheBytes/4)}
 	if err := b.ensure(ctx); err != nil {
 		return nil, fmt.Errorf("open bus: %w", err)
 	}
@@ -103,6 +120,23 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	return b, nil
 }
 
+// errClosed is a use of a bus after Close.
+var errClosed = errors.New("bus: closed")
+
+// Close ends the bus's own work on its connection: the stream keeper
+// stops and the subscription its direct gets share is given back. A bus
+// Dial made also closes its connection; one Open made leaves it to the
+// caller, who owns it. Close may be called more than once.
+func (b *Bus) Close() {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.replies.stop()
+		if b.ownsConn {
+			b.nc.Close()
+		}
+	})
+}
+
 // Conn returns the underlying connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
@@ -110,8 +144,8 @@ func (b *Bus) Conn() *nats.Conn { return b.nc }
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // Dial connects to a NATS server or cluster by URL (comma-separated for
-// several seeds) and opens the bus on it. Close the bus's connection when
-// done (b.Conn().Close()).
+// several seeds) and opens the bus on it. The bus owns the connection:
+// Close closes it (as b.Conn().Close() does).
 func Dial(ctx context.Context, url string, cfg Config, opts ...nats.Option) (*Bus, error) {
 	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1)}, opts...)
 	nc, err := nats.Connect(url, opts...)
@@ -123,5 +157,6 @@ func Dial(ctx context.Context, url string, cfg Config, opts ...nats.Option) (*Bu
 		nc.Close()
 		return nil, err
 	}
+	b.ownsConn = true
 	return b, nil
 }

@@ -239,14 +239,14 @@ func TestAControlSignalIsWhatItsSubjectSays(t *testing.T) {
 	b, _ := bustest.Start(t)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sigs, err := b.WatchControls(wctx, "s", "r1")
+	sigs, err := b.Controls().Watch(wctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.JetStream().Publish(ctx, "ctl.s.r1.steer", []byte(`{"id":"sneaky","signal":"cancel","reason":"smuggled"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SendControl(ctx, "s", "r1", events.Control{ID: "real", Signal: events.SignalSteer, Instruction: "also add tests"}); err != nil {
+	if err := b.Controls().Send(ctx, "s", "r1", events.Control{ID: "real", Signal: events.SignalSteer, Instruction: "also add tests"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -275,7 +275,7 @@ func TestAControlWatchOutlivesLosingControl(t *testing.T) {
 	b, _ := bustest.Start(t)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sigs, err := b.WatchControls(wctx, "s", "r1")
+	sigs, err := b.Controls().Watch(wctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestAControlWatchOutlivesLosingControl(t *testing.T) {
 		t.Helper()
 		// Until CONTROL is back, a signal has no stream to go to.
 		waitFor(t, "CONTROL to take "+id, func() bool {
-			return b.SendControl(ctx, "s", "r1", events.Control{ID: id, Signal: events.SignalSteer, Instruction: id}) == nil
+			return b.Controls().Send(ctx, "s", "r1", events.Control{ID: id, Signal: events.SignalSteer, Instruction: id}) == nil
 		})
 	}
 	receive := func(id string) {
@@ -313,7 +313,7 @@ func TestControlOutlivesARestart(t *testing.T) {
 	ctx := testCtx(t)
 	r := bustest.StartRestartable(t)
 	b := r.Dial(ctx)
-	through, err := b.WatchControls(ctx, "s", "r1")
+	through, err := b.Controls().Watch(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestControlOutlivesARestart(t *testing.T) {
 			t.Fatalf("%s never arrived", id)
 		}
 	}
-	if err := b.SendControl(ctx, "s", "r1", events.Control{ID: "c1", Signal: events.SignalCancel, Reason: "wrong case"}); err != nil {
+	if err := b.Controls().Send(ctx, "s", "r1", events.Control{ID: "c1", Signal: events.SignalCancel, Reason: "wrong case"}); err != nil {
 		t.Fatal(err)
 	}
 	receive(through, "c1")
@@ -341,12 +341,12 @@ func TestControlOutlivesARestart(t *testing.T) {
 	if st := s.CachedInfo().Config.Storage; st != jetstream.FileStorage {
 		t.Fatalf("CONTROL is kept in %s", st)
 	}
-	after, err := b.WatchControls(ctx, "s", "r1")
+	after, err := b.Controls().Watch(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	receive(after, "c1")
-	if err := b.SendControl(ctx, "s", "r1", events.Control{ID: "c2", Signal: events.SignalSteer, Instruction: "and the docs"}); err != nil {
+	if err := b.Controls().Send(ctx, "s", "r1", events.Control{ID: "c2", Signal: events.SignalSteer, Instruction: "and the docs"}); err != nil {
 		t.Fatal(err)
 	}
 	receive(after, "c2")

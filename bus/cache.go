@@ -49,17 +49,26 @@ func (b *Bus) cacheKV(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// EnsureCache looks the response cache's bucket up and creates it when it
+// ResponseCache is a bus's handle on the response cache (the CACHE
+// bucket): not to be confused with a RunCache, which keeps run logs in a
+// service's memory.
+type ResponseCache struct{ b *Bus }
+
+// Responses returns the bus's handle on the response cache.
+func (b *Bus) Responses() *ResponseCache { return &ResponseCache{b: b} }
+
+// Ensure looks the response cache's bucket up and creates it when it
 // does not exist (factline setup, as an identity allowed to).
-func (b *Bus) EnsureCache(ctx context.Context) error {
-	_, err := b.cacheKV(ctx)
+func (h *ResponseCache) Ensure(ctx context.Context) error {
+	_, err := h.b.cacheKV(ctx)
 	return err
 }
 
-// CachedEntry returns what the response cache holds under key, and false
+// Get returns what the response cache holds under key, and false
 // when it holds nothing. The value is whatever was stored: the caller
 // checks it before trusting it.
-func (b *Bus) CachedEntry(ctx context.Context, key events.Digest) (string, bool, error) {
+func (h *ResponseCache) Get(ctx context.Context, key events.Digest) (string, bool, error) {
+	b := h.b
 	if err := key.Validate("cache key"); err != nil {
 		return "", false, fmt.Errorf("cache get: %w", err)
 	}
@@ -79,9 +88,10 @@ func (b *Bus) CachedEntry(ctx context.Context, key events.Digest) (string, bool,
 	return string(e.Value()), true, nil
 }
 
-// PutCacheEntry stores entry under key in the response cache, replacing
+// Put stores entry under key in the response cache, replacing
 // what was there: the newest reply of a model to a request wins.
-func (b *Bus) PutCacheEntry(ctx context.Context, key, entry events.Digest) error {
+func (h *ResponseCache) Put(ctx context.Context, key, entry events.Digest) error {
+	b := h.b
 	if err := key.Validate("cache key"); err != nil {
 		return fmt.Errorf("cache put: %w", err)
 	}

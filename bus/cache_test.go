@@ -20,22 +20,22 @@ func TestCacheEntries(t *testing.T) {
 		t.Fatalf("the cache bucket exists before anything cached: %v", err)
 	}
 	key := events.DigestOf([]byte("identity+request"))
-	if v, ok, err := b.CachedEntry(ctx, key); err != nil || ok || v != "" {
+	if v, ok, err := b.Responses().Get(ctx, key); err != nil || ok || v != "" {
 		t.Fatalf("empty cache: %q %v %v", v, ok, err)
 	}
 	first, second := events.DigestOf([]byte("entry 1")), events.DigestOf([]byte("entry 2"))
 	for _, e := range []events.Digest{first, second} {
-		if err := b.PutCacheEntry(ctx, key, e); err != nil {
+		if err := b.Responses().Put(ctx, key, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if v, ok, err := b.CachedEntry(ctx, key); err != nil || !ok || v != string(second) {
+	if v, ok, err := b.Responses().Get(ctx, key); err != nil || !ok || v != string(second) {
 		t.Fatalf("got %q %v %v, want %s", v, ok, err, second)
 	}
-	if _, _, err := b.CachedEntry(ctx, "not-a-digest"); err == nil {
+	if _, _, err := b.Responses().Get(ctx, "not-a-digest"); err == nil {
 		t.Fatal("a key that is no digest was looked up")
 	}
-	if err := b.PutCacheEntry(ctx, key, "nope"); err == nil {
+	if err := b.Responses().Put(ctx, key, "nope"); err == nil {
 		t.Fatal("an entry that is no digest was stored")
 	}
 }

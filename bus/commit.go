@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/factline/factline/internal/sleep"
 )
 
 // DecideFunc looks at a run's committed facts and returns what to append
@@ -98,7 +100,7 @@ func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, de
 			continue // the cache was behind: not contention, no backoff
 		}
 		b.log.Debug("append conflict; reloading", "suite", suite, "run", run, "attempt", attempt+1)
-		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+		if err := sleep.For(ctx, backoff(attempt)); err != nil {
 			return nil, err
 		}
 		attempt++
@@ -128,15 +130,4 @@ func splitCommitted(log RunLog, pending []Pending) (done []Record, rest []Pendin
 func backoff(attempt int) time.Duration {
 	base := time.Millisecond << min(attempt, 6)
 	return base + rand.N(base)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

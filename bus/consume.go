@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/ops/metrics"
 )
 
@@ -201,7 +202,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			b.wantStreams()
 		}
 		b.log.Warn("consumer interrupted; pulling again", "consumer", cfg.Name, "err", err)
-		if err := sleepCtx(ctx, backoff(min(attempt, 8))); err != nil {
+		if err := sleep.For(ctx, backoff(min(attempt, 8))); err != nil {
 			return nil
 		}
 		actx, cancel := apiCtx(ctx)
@@ -240,7 +241,7 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 		for m == nil {
 			if !b.nc.IsConnected() {
 				// See pull: a request made now would be answered to nobody.
-				if sleepCtx(ctx, infraBackoff(1)) == nil {
+				if sleep.For(ctx, infraBackoff(1)) == nil {
 					continue
 				}
 			}
@@ -443,7 +444,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, dl deli
 	}
 	if pause := b.pauseOnce(); pause > 0 {
 		b.log.Warn("fault: stalling a delivery without heartbeats", "consumer", cfg.Name, "seq", d.Seq, "for", pause)
-		_ = sleepCtx(ctx, pause)
+		_ = sleep.For(ctx, pause)
 	}
 	// A handler that failed because the bus itself did (Transient: a
 	// server restarting, a stream not back yet, a full store) is run again
@@ -519,7 +520,7 @@ func (b *Bus) untilUp(ctx context.Context, consumer string, lease *Lease, fn fun
 		if try == 0 || try%10 == 9 {
 			b.log.Warn("the bus failed under a delivery; trying it again in place", "consumer", consumer, "cause", cause, "try", try+1, "err", err)
 		}
-		if sleepCtx(ctx, infraBackoff(try)) != nil {
+		if sleep.For(ctx, infraBackoff(try)) != nil {
 			return err
 		}
 	}

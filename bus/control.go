@@ -12,12 +12,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
-// SendControl publishes a control signal for a run on the CONTROL stream.
-// It is only a request: the run's runner decides whether and when to accept
-// it, and commits control.accepted when it does.
-func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Control) error {
+// Controls is a bus's handle on the CONTROL stream: control signals sent
+// to runs and watched by their runners, and the runs' live status.
+type Controls struct{ b *Bus }
+
+// Controls returns the bus's handle on the CONTROL stream.
+func (b *Bus) Controls() *Controls { return &Controls{b: b} }
+
+// Send publishes a control signal for a run on the CONTROL stream. It is
+// only a request: the run's runner decides whether and when to accept it,
+// and commits control.accepted when it does.
+func (h *Controls) Send(ctx context.Context, suite, run string, c events.Control) error {
+	b := h.b
 	if c.ID == "" {
 		c.ID = events.NewID().String()
 	}
@@ -44,7 +53,7 @@ func (b *Bus) SendControl(ctx context.Context, suite, run string, c events.Contr
 // dead-lettered under: dead.CONTROL.runner (the runners watch controls).
 const ControlConsumer = "runner"
 
-// WatchControls delivers the control signals of one run, from the oldest
+// Watch delivers the control signals of one run, from the oldest
 // the CONTROL stream still holds, until ctx ends; the returned channel
 // closes then. The watch outlives the bus failing under it: a server
 // restart, a leader election, and CONTROL lost and made again (see
@@ -53,7 +62,8 @@ const ControlConsumer = "runner"
 // ctl.….steer), is refused: it is never delivered, and is dead-lettered
 // with the reason. It fails only for a suite or run that is no valid
 // subject token.
-func (b *Bus) WatchControls(ctx context.Context, suite, run string) (<-chan events.Control, error) {
+func (h *Controls) Watch(ctx context.Context, suite, run string) (<-chan events.Control, error) {
+	b := h.b
 	for what, tok := range map[string]string{"suite": suite, "run": run} {
 		if err := events.ValidateToken(what, tok); err != nil {
 			return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
@@ -95,7 +105,7 @@ func (w *controlWatch) run(ctx context.Context) {
 		if try == 0 || try%10 == 9 {
 			w.b.log.Warn("control watch interrupted; watching again", "filter", w.filter, "err", err)
 		}
-		if sleepCtx(ctx, infraBackoff(try)) != nil {
+		if sleep.For(ctx, infraBackoff(try)) != nil {
 			return
 		}
 	}
@@ -170,7 +180,7 @@ func (b *Bus) checkControl(ctx context.Context, m jetstream.Msg, seq uint64) (ev
 	b.log.Warn("refusing a control signal", "subject", m.Subject(), "reason", reason)
 	for try := 0; ; try++ {
 		err := b.deadLetter(ctx, ControlStream, ControlConsumer, m.Subject(), seq, 1, m.Data(), reason)
-		if err == nil || !Transient(err) || try >= 5 || sleepCtx(ctx, infraBackoff(try)) != nil {
+		if err == nil || !Transient(err) || try >= 5 || sleep.For(ctx, infraBackoff(try)) != nil {
 			if err != nil {
 				b.log.Error("could not dead-letter a refused control signal; it stays refused", "subject", m.Subject(), "err", err)
 			}
@@ -181,7 +191,8 @@ func (b *Bus) checkControl(ctx context.Context, m jetstream.Msg, seq uint64) (ev
 
 // PublishStatus publishes a run's live status (heartbeat, phase, progress)
 // on status.<suite>.<run>. Status may vanish; nothing is rebuilt from it.
-func (b *Bus) PublishStatus(suite, run string, status any) error {
+func (h *Controls) PublishStatus(suite, run string, status any) error {
+	b := h.b
 	subj, err := events.StatusSubject(suite, run)
 	if err != nil {
 		return err

@@ -16,12 +16,12 @@ func TestSameControlIDForTwoRunsIsTwoSignals(t *testing.T) {
 	b, _ := bustest.Start(t)
 	targets := [][2]string{{"s", "r1"}, {"s", "r2"}, {"other", "r1"}}
 	for _, tg := range targets {
-		if err := b.SendControl(ctx, tg[0], tg[1], events.Control{ID: "steer-1", Signal: events.SignalSteer, Instruction: "also x"}); err != nil {
+		if err := b.Controls().Send(ctx, tg[0], tg[1], events.Control{ID: "steer-1", Signal: events.SignalSteer, Instruction: "also x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tg := range targets {
-		ch, err := b.WatchControls(ctx, tg[0], tg[1])
+		ch, err := b.Controls().Watch(ctx, tg[0], tg[1])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/internal/sleep"
 )
 
 // controlConfig is the CONTROL stream: control signals and live status.
@@ -57,7 +59,7 @@ var goKeep = func(f func()) { go f() }
 // keepStreams ensures the streams again each time the connection comes
 // back (a restarted server may have lost what it kept in memory) and
 // whenever a user of the bus found one missing (wantStreams), until the
-// connection closes. ch carries the connection's CONNECTED and CLOSED
+// connection closes or the bus does. ch carries the connection's CONNECTED and CLOSED
 // events.
 func (b *Bus) keepStreams(ch chan nats.Status) {
 	defer b.nc.RemoveStatusListener(ch)
@@ -75,6 +77,8 @@ func (b *Bus) keepStreams(ch chan nats.Status) {
 			if st == nats.CLOSED {
 				return
 			}
+		case <-b.closed:
+			return
 		case <-b.kick:
 		case <-recheck.C:
 			b.health.mu.Lock()
@@ -126,7 +130,7 @@ func (b *Bus) reensure() {
 			}
 			// Not answered yet: a server that just came back may still be
 			// recovering its streams.
-			if sleepCtx(ctx, infraBackoff(try)) != nil || b.nc.IsClosed() {
+			if sleep.For(ctx, infraBackoff(try)) != nil || b.nc.IsClosed() {
 				return
 			}
 		}

@@ -22,9 +22,10 @@ func (b *Bus) LeaderLastSeq(ctx context.Context, stream, filter string) (uint64,
 	return b.leaderLastSeq(ctx, stream, filter)
 }
 
-// GetBlobOnce is one attempt of GetBlob, without its retries, so that a
+// GetOnce is one attempt of Get, without its retries, so that a
 // test can see one attempt's bound.
-func (b *Bus) GetBlobOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+func (h *Blobs) GetOnce(ctx context.Context, d events.Digest) ([]byte, error) {
+	b := h.b
 	return b.getBlobOnce(ctx, d)
 }
 

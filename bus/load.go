@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // RunLog is one run's committed facts in stream order.
@@ -92,6 +93,18 @@ func (l RunLog) Ended() bool {
 		}
 	}
 	return false
+}
+
+// Requested returns the run's run.requested, which names the case,
+// treatment and trial it runs; false when the log holds none (a run
+// whose request was never committed, or a log read from its middle).
+func (l RunLog) Requested() (events.RunRequested, bool) {
+	for _, r := range l.Records {
+		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
+			return rr, true
+		}
+	}
+	return events.RunRequested{}, false
 }
 
 // NextPosition is the position the run's next fact takes.
@@ -552,10 +565,8 @@ func (c *RunCache) LoadThrough(ctx context.Context, suite, run string, seq uint6
 		if i == len(behindWaits) {
 			return RunLog{}, fmt.Errorf("load %s/%s through sequence %d: have %d: %w", suite, run, seq, log.LastSeq, ErrBehind)
 		}
-		select {
-		case <-time.After(behindWaits[i] * time.Millisecond):
-		case <-ctx.Done():
-			return RunLog{}, ctx.Err()
+		if err := sleep.For(ctx, behindWaits[i]*time.Millisecond); err != nil {
+			return RunLog{}, err
 		}
 	}
 }

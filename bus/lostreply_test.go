@@ -44,15 +44,15 @@ func behindFreezer(t *testing.T) (*bus.Bus, freezer, context.Context) {
 func TestBlobReadWithLostAnswersFailsInBoundedTime(t *testing.T) {
 	t.Parallel()
 	b, fz, ctx := behindFreezer(t)
-	d, err := b.PutBlob(ctx, []byte("workspace bytes"))
+	d, err := b.Blobs().Put(ctx, []byte("workspace bytes"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetBlobOnce(ctx, d); err != nil {
+	if _, err := b.Blobs().GetOnce(ctx, d); err != nil {
 		t.Fatalf("before the answers are lost: %v", err)
 	}
 	fz.freeze()
-	_, err = b.GetBlobOnce(ctx, d)
+	_, err = b.Blobs().GetOnce(ctx, d)
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("a read with every answer lost: %v (caller's context: %v); want it to fail on its own bound first", err, ctx.Err())
 	}

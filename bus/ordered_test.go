@@ -24,7 +24,7 @@ func TestReadsAndWatchesLeaveNoConsumers(t *testing.T) {
 			t.Fatal(err)
 		}
 		wctx, stop := context.WithCancel(ctx)
-		ch, err := b.WatchControls(wctx, "s", "r")
+		ch, err := b.Controls().Watch(wctx, "s", "r")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ type replyMux struct {
 	once   sync.Once
 	err    error
 	prefix string // "<inbox>."
+	sub    *nats.Subscription
 	next   atomic.Uint64
 	mu     sync.Mutex
 	boxes  map[string]*replyBox
@@ -43,7 +44,7 @@ func newReplyMux(nc *nats.Conn) *replyMux {
 func (m *replyMux) open() (string, string, *replyBox, error) {
 	m.once.Do(func() {
 		m.prefix = m.nc.NewInbox() + "."
-		_, m.err = m.nc.Subscribe(m.prefix+"*", m.deliver)
+		m.sub, m.err = m.nc.Subscribe(m.prefix+"*", m.deliver)
 	})
 	if m.err != nil {
 		return "", "", nil, m.err
@@ -57,6 +58,15 @@ func (m *replyMux) open() (string, string, *replyBox, error) {
 }
 
 // close forgets a box; answers still on their way to it are dropped.
+// stop gives the shared subscription back; a direct get after it fails
+// with errClosed.
+func (m *replyMux) stop() {
+	m.once.Do(func() { m.err = errClosed })
+	if m.sub != nil {
+		_ = m.sub.Unsubscribe()
+	}
+}
+
 func (m *replyMux) close(token string) {
 	m.mu.Lock()
 	delete(m.boxes, token)

@@ -50,24 +50,24 @@ func TestBlobsByDigest(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
 	data := bytes.Repeat([]byte("workspace snapshot "), 100_000) // ~1.9 MB, several chunks
-	d, err := b.PutBlob(ctx, data)
+	d, err := b.Blobs().Put(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d != events.DigestOf(data) {
 		t.Fatalf("digest %s, want %s", d, events.DigestOf(data))
 	}
-	if d2, err := b.PutBlob(ctx, data); err != nil || d2 != d {
+	if d2, err := b.Blobs().Put(ctx, data); err != nil || d2 != d {
 		t.Fatalf("second put: %s, %v", d2, err)
 	}
-	got, err := b.GetBlob(ctx, d)
+	got, err := b.Blobs().Get(ctx, d)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get: %d bytes, %v", len(got), err)
 	}
-	if _, err := b.GetBlob(ctx, events.DigestOf([]byte("nope"))); !errors.Is(err, bus.ErrBlobNotFound) {
+	if _, err := b.Blobs().Get(ctx, events.DigestOf([]byte("nope"))); !errors.Is(err, bus.ErrBlobNotFound) {
 		t.Fatalf("missing blob: %v", err)
 	}
-	if _, err := b.GetBlob(ctx, "sha256:zz"); err == nil {
+	if _, err := b.Blobs().Get(ctx, "sha256:zz"); err == nil {
 		t.Fatal("malformed digest accepted")
 	}
 }

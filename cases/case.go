@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/fileerr"
 )
 
 // Case is one task as written in a case file.
@@ -147,31 +148,16 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 // Error is a problem in a case or treatment file, located as precisely as
-// the parser allows.
-type Error struct {
-	File  string // the file
-	Line  int    // 1-based line of the field in the file; 0 when unknown
-	Field string // the field path, e.g. checks[1].command
-	Msg   string
-}
-
-// Error renders the problem as "<file>[:<line>]: <field>: <message>".
-func (e *Error) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += fmt.Sprintf(":%d", e.Line)
-	}
-	if e.Field != "" {
-		loc += ": " + e.Field
-	}
-	return loc + ": " + e.Msg
-}
+// the parser allows: "<file>[:<line>][: <field>]: <message>".
+type Error = fileerr.Error[caseFile]
 
 // ErrInvalid matches every *Error with errors.Is.
 var ErrInvalid = errors.New("invalid case")
 
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+// caseFile makes Error the problem of a case or treatment file.
+type caseFile struct{}
+
+func (caseFile) Invalid() error { return ErrInvalid }
 
 // BuiltinTools are the tools a case may list; a case that lists none gets
 // them all.

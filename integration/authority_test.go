@@ -266,7 +266,7 @@ func TestRolePermissionsOnRealServer(t *testing.T) {
 	if n := stored(t, ctx, admin, bus.FactsStream, "fact.>"); n != 1 {
 		t.Fatalf("FACTS holds %d facts after the operator's attempts, want only the runner's 1", n)
 	}
-	if err := ops.SendControl(ctx, "s1", "r1", events.Control{Signal: events.SignalCancel, Reason: "test"}); err != nil {
+	if err := ops.Controls().Send(ctx, "s1", "r1", events.Control{Signal: events.SignalCancel, Reason: "test"}); err != nil {
 		t.Fatalf("ops sends cancel: %v (refused %v)", err, opsRefused.list())
 	}
 	if log, err := ops.LoadRun(ctx, "s1", "r1"); err != nil || len(log.Records) != 1 {

@@ -48,7 +48,7 @@ func TestSteerMakesOlderEvidenceStale(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := f.b.SendControl(f.ctx, "it", "steer", events.Control{Signal: events.SignalSteer,
+	if err := f.b.Controls().Send(f.ctx, "it", "steer", events.Control{Signal: events.SignalSteer,
 		Instruction: "Also keep answer.txt ending with a newline."}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestSteerDuringTheFinalTurnIsTakenIn(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.b.SendControl(f.ctx, "it", run, events.Control{ID: "steer-" + c.name, Signal: events.SignalSteer,
+			if err := f.b.Controls().Send(f.ctx, "it", run, events.Control{ID: "steer-" + c.name, Signal: events.SignalSteer,
 				Instruction: "Also keep answer.txt ending with a newline."}); err != nil {
 				t.Fatal(err)
 			}

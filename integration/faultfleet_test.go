@@ -54,7 +54,7 @@ func startFleetIn(t *testing.T, ctx context.Context, spec fleetSpec) {
 			case fleet.Runner:
 				// Its blobs on a connection of their own, as a runner
 				// process's workspaces would be.
-				opts = append(opts, runner.WithWorkDir(t.TempDir()), runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: spec.connect()}))
+				opts = append(opts, runner.WithWorkDir(t.TempDir()), runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: spec.connect().Blobs()}))
 			case fleet.Grader:
 				opts = append(opts, grader.WithWorkDir(t.TempDir()))
 			}

@@ -219,7 +219,7 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	stored, err := b.GetBlob(ctx, reported.ReportDigest)
+	stored, err := b.Blobs().Get(ctx, reported.ReportDigest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	before := reported()[0]
-	stored, err := admin.GetBlob(ctx, before.ReportDigest)
+	stored, err := admin.Blobs().Get(ctx, before.ReportDigest)
 	if err != nil {
 		t.Fatal(err)
 	}

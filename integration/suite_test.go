@@ -289,7 +289,7 @@ func finishE2E(t *testing.T, ctx context.Context, b *bus.Bus, p *suites.Publishe
 			}
 		}
 	}
-	data, err := b.GetBlob(ctx, out.reported.ReportDigest)
+	data, err := b.Blobs().Get(ctx, out.reported.ReportDigest)
 	if err != nil {
 		t.Fatal(err)
 	}

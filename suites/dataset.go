@@ -19,6 +19,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/fileerr"
 )
 
 // Dataset makes cases from the records of a data file: each selected
@@ -316,27 +317,14 @@ func jsonProblem(text []byte, err error) string {
 
 // DataError is a bad record of a data file, or a case made from one that
 // does not hold: it names the file, the line and, where there is one, the
-// field.
-type DataError struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
+// field. It matches ErrInvalid, and is told apart from a suite file's
+// *Error with errors.As.
+type DataError = fileerr.Error[dataFile]
 
-func (e *DataError) Error() string {
-	s := e.File
-	if e.Line > 0 {
-		s += fmt.Sprintf(":%d", e.Line)
-	}
-	if e.Field != "" {
-		s += ": " + e.Field
-	}
-	return s + ": " + e.Msg
-}
+// dataFile makes DataError the problem of a dataset's data file.
+type dataFile struct{}
 
-// Is makes every DataError match ErrInvalid.
-func (e *DataError) Is(target error) bool { return target == ErrInvalid }
+func (dataFile) Invalid() error { return ErrInvalid }
 
 // datasetCases reads the dataset d names (paths relative to the suite
 // file's directory dir, confined as every input is), selects its records

@@ -57,7 +57,7 @@ func BenchmarkDatasetSubmit5000(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.File.Name = fmt.Sprintf("big%d", i)
-		p, err := Publish(ctx, srv, s)
+		p, err := Publish(ctx, srv.Blobs(), s)
 		if err != nil {
 			b.Fatal(err)
 		}

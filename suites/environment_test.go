@@ -40,7 +40,7 @@ func TestImageDigestIsPartOfTheIdentity(t *testing.T) {
 	}
 	publish := func(image string) (*cases.Case, string, []events.Component) {
 		c := envCase(t, image)
-		ref, err := PublishCase(ctx, b, c)
+		ref, err := PublishCase(ctx, b.Blobs(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestAMissingImageFailsPublication(t *testing.T) {
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := PublishCase(ctx, b, envCase(t, "localhost/factline-no-such-image:1"))
+	_, err := PublishCase(ctx, b.Blobs(), envCase(t, "localhost/factline-no-such-image:1"))
 	var ie *sandbox.ImageError
 	if !errors.As(err, &ie) || !errors.Is(err, sandbox.ErrImageMissing) ||
 		!strings.Contains(err.Error(), `case tool: environment: environment image "localhost/factline-no-such-image:1": not found`) {

@@ -66,7 +66,7 @@ func Publish(ctx context.Context, blobs workspace.Blobs, s *Suite) (*Published, 
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: %w", spec.Name, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: store the spec: %w", spec.Name, err)
 	}
@@ -101,7 +101,7 @@ func PublishCase(ctx context.Context, blobs workspace.Blobs, c *cases.Case) (eve
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("case %s: %w", c.ID, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("case %s: %w", c.ID, err)
 	}
@@ -118,7 +118,7 @@ func PublishTreatment(ctx context.Context, blobs workspace.Blobs, t *cases.Treat
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
 	}
-	d, err := blobs.PutBlob(ctx, data)
+	d, err := blobs.Put(ctx, data)
 	if err != nil {
 		return events.Ref{}, fmt.Errorf("treatment %s: %w", t.ID, err)
 	}
@@ -174,7 +174,7 @@ func Submit(ctx context.Context, b *bus.Bus, p *Published, instance string) erro
 	if errors.As(err, &exists) {
 		// What differs, read from the spec the log holds: the refusal
 		// then says what the edit changed. Unread, it names the digests.
-		if data, gerr := b.GetBlob(ctx, exists.Had); gerr == nil {
+		if data, gerr := b.Blobs().Get(ctx, exists.Had); gerr == nil {
 			var had Spec
 			if json.Unmarshal(data, &had) == nil {
 				exists.Differs = DiffSpecs(had, p.Spec)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/fileerr"
 )
 
 // File is a suite file as written.
@@ -74,31 +75,17 @@ var allStatuses = []events.RunStatus{events.RunDone, events.RunBlocked, events.R
 	events.RunCancelled, events.RunNeedsHuman, events.RunErrored}
 
 // Error is a problem in a suite file, located as precisely as the parser
-// allows.
-type Error struct {
-	File  string // the suite file
-	Line  int    // 1-based line of the field; 0 when unknown
-	Field string // the field path, e.g. cases[1].path
-	Msg   string
-}
+// allows: "<file>[:<line>][: <field>]: <message>", the field a path such
+// as cases[1].path.
+type Error = fileerr.Error[suiteFile]
 
-// Error renders the problem as "<file>[:<line>]: <field>: <message>".
-func (e *Error) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += fmt.Sprintf(":%d", e.Line)
-	}
-	if e.Field != "" {
-		loc += ": " + e.Field
-	}
-	return loc + ": " + e.Msg
-}
-
-// ErrInvalid matches every *Error with errors.Is.
+// ErrInvalid matches every *Error (and *DataError) with errors.Is.
 var ErrInvalid = errors.New("invalid suite")
 
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+// suiteFile makes Error the problem of a suite file.
+type suiteFile struct{}
+
+func (suiteFile) Invalid() error { return ErrInvalid }
 
 func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}

@@ -236,7 +236,7 @@ func TestPublishAndSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Publish(ctx, b, s)
+	p, err := Publish(ctx, b.Blobs(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestPublishAndSubmit(t *testing.T) {
 		t.Fatalf("submitted %+v", sub)
 	}
 	// Everything it names is in the store, and decodes.
-	data, err := b.GetBlob(ctx, sub.Cases[0].Digest)
+	data, err := b.Blobs().Get(ctx, sub.Cases[0].Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,15 +254,15 @@ func TestPublishAndSubmit(t *testing.T) {
 	if err != nil || c.FixtureDigest == "" || c.Grading == nil {
 		t.Fatalf("stored case %+v, %v", c, err)
 	}
-	if _, err := b.GetBlob(ctx, c.FixtureDigest); err != nil {
+	if _, err := b.Blobs().Get(ctx, c.FixtureDigest); err != nil {
 		t.Fatalf("fixture manifest: %v", err)
 	}
-	if _, err := b.GetBlob(ctx, sub.SpecDigest); err != nil {
+	if _, err := b.Blobs().Get(ctx, sub.SpecDigest); err != nil {
 		t.Fatalf("spec: %v", err)
 	}
 	// Publishing again gives the same digests.
 	s2, _ := Load(filepath.Join(dir, "suite.yaml"))
-	p2, _ := Publish(ctx, b, s2)
+	p2, _ := Publish(ctx, b.Blobs(), s2)
 	if p2.Submitted.SpecDigest != sub.SpecDigest {
 		t.Fatal("publishing is not deterministic")
 	}

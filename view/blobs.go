@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -20,46 +19,6 @@ const blobCacheBytes = 32 << 20
 // says so instead of hanging.
 const blobWait = 5 * time.Second
 
-// blobCache holds blobs by digest, dropping the oldest past its size.
-type blobCache struct {
-	mu    sync.Mutex
-	limit int
-	size  int
-	data  map[events.Digest][]byte
-	order []events.Digest
-}
-
-func newBlobCache(limit int) *blobCache {
-	return &blobCache{limit: limit, data: map[events.Digest][]byte{}}
-}
-
-func (c *blobCache) get(d events.Digest) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, ok := c.data[d]
-	return b, ok
-}
-
-func (c *blobCache) put(d events.Digest, b []byte) {
-	if len(b) > c.limit {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.data[d]; ok {
-		return
-	}
-	for c.size+len(b) > c.limit && len(c.order) > 0 {
-		old := c.order[0]
-		c.order = c.order[1:]
-		c.size -= len(c.data[old])
-		delete(c.data, old)
-	}
-	c.data[d] = b
-	c.order = append(c.order, d)
-	c.size += len(b)
-}
-
 // errNoBlobs says the viewer reads an export, which holds facts only.
 var errNoBlobs = errors.New("an export file holds facts only: the blob is in the store it was exported from")
 
@@ -68,16 +27,16 @@ func (s *Server) blob(ctx context.Context, d events.Digest) ([]byte, error) {
 	if s.cfg.Bus == nil {
 		return nil, errNoBlobs
 	}
-	if b, ok := s.blobs.get(d); ok {
+	if b, ok := s.blobs.Get(d); ok {
 		return b, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, blobWait)
 	defer cancel()
-	b, err := s.cfg.Bus.GetBlob(ctx, d)
+	b, err := s.cfg.Bus.Blobs().Get(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	s.blobs.put(d, b)
+	s.blobs.Put(d, b)
 	return b, nil
 }
 

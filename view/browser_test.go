@@ -407,7 +407,7 @@ func TestBrowserASteerAppearsOnTheOpenRunPageWithoutReload(t *testing.T) {
 	_ = eval[bool](t, tb, `window.notReloaded = true`)
 	do(t, tb, "see turn 1 start live", chromedp.WaitVisible(chromedp.CSS(`#turn-1`)))
 	const instruction = "Also name the file you read the port in."
-	if err := b.SendControl(ctx, "live", run, events.Control{ID: "steer-view", Signal: events.SignalSteer, Instruction: instruction}); err != nil {
+	if err := b.Controls().Send(ctx, "live", run, events.Control{ID: "steer-view", Signal: events.SignalSteer, Instruction: instruction}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := chromedp.Run(tb, chromedp.Poll[string](`(() => {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/projections/replay"
 )
 
@@ -40,10 +41,8 @@ func (s *Server) Run(ctx context.Context) error {
 		s.feedErr = err
 		s.mu.Unlock()
 		s.log.Warn("view: the log's feed stopped; reading again", "from", s.Through()+1, "in", wait, "err", err)
-		select {
-		case <-ctx.Done():
+		if sleep.For(ctx, wait) != nil {
 			return nil
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxRetry)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/bytecache"
 	"github.com/factline/factline/view/pages"
 )
 
@@ -54,7 +55,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	pages *templates
-	blobs *blobCache
+	blobs *bytecache.Cache
 	hosts map[string]bool // the Host names answered, normalised (hostName)
 
 	mu      sync.Mutex
@@ -82,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: newBlobCache(blobCacheBytes),
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: t, model: pages.New(), changed: make(chan struct{}), blobs: bytecache.New(blobCacheBytes, blobCacheBytes),
 		hosts: allowedHosts(cfg.Hosts)}
 	s.routes()
 	return s, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/ops"
 )
 
@@ -132,10 +133,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if write(": reading the log again after %d\n\n", last) != nil {
 			return
 		}
-		select {
-		case <-ctx.Done():
+		if sleep.For(ctx, wait) != nil {
 			return
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxRetry)
 	}

@@ -32,7 +32,7 @@ func benchTree(b *testing.B, root string) {
 // BenchmarkRefresh measures a rescan of a 2,000-file tree after a tool
 // changed one file: the incremental Refresh (stat every file, reread one)
 // against a full rehash of every file, and, for scale, an unchanged
-// Refresh and a Seal (full rehash plus a PutBlob per blob). Each changed
+// Refresh and a Seal (full rehash plus a Put per blob). Each changed
 // version is new content, so every changed-file iteration also stores one
 // content blob and one manifest on the embedded server. The write itself is
 // not timed.
@@ -41,7 +41,7 @@ func BenchmarkRefresh(b *testing.B) {
 	bs := store(b)
 	root := b.TempDir()
 	benchTree(b, root)
-	w, err := workspace.Open(ctx, bs, root, later()) // a clock an hour ahead: no record is racy
+	w, err := workspace.Open(ctx, bs.Blobs(), root, later()) // a clock an hour ahead: no record is racy
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,6 @@
 // confines the paths tools are given to the root, after following symlinks.
 // Diff lists the paths two manifests disagree on.
 //
-// The package needs only a blob store (Blobs), which *bus.Bus satisfies. The
+// The package needs only a blob store (Blobs), which a bus's Blobs() satisfies. The
 // formats and rules are described in docs/workspace.md.
 package workspace

@@ -132,19 +132,19 @@ type countingBlobs struct {
 	gets []events.Digest
 }
 
-func (c *countingBlobs) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
-	d, err := c.Blobs.PutBlob(ctx, data)
+func (c *countingBlobs) Put(ctx context.Context, data []byte) (events.Digest, error) {
+	d, err := c.Blobs.Put(ctx, data)
 	c.mu.Lock()
 	c.puts = append(c.puts, d)
 	c.mu.Unlock()
 	return d, err
 }
 
-func (c *countingBlobs) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
+func (c *countingBlobs) Get(ctx context.Context, d events.Digest) ([]byte, error) {
 	c.mu.Lock()
 	c.gets = append(c.gets, d)
 	c.mu.Unlock()
-	return c.Blobs.GetBlob(ctx, d)
+	return c.Blobs.Get(ctx, d)
 }
 
 func (c *countingBlobs) reset() {
@@ -160,8 +160,8 @@ type tamperingBlobs struct {
 	victim events.Digest
 }
 
-func (b tamperingBlobs) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
-	data, err := b.Blobs.GetBlob(ctx, d)
+func (b tamperingBlobs) Get(ctx context.Context, d events.Digest) ([]byte, error) {
+	data, err := b.Blobs.Get(ctx, d)
 	if err == nil && d == b.victim {
 		data = bytes.Clone(data)
 		data[0] ^= 0x20

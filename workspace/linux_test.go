@@ -25,12 +25,12 @@ func TestSpecialFilesAreRefusedUnlessIgnored(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workspace.Store(ctx, b, root, workspace.Options{})
+	_, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{})
 	var pe *workspace.PathError
 	if !errors.Is(err, workspace.ErrUnsupported) || !errors.As(err, &pe) || pe.Path != "pipe" {
 		t.Fatalf("err = %v, want ErrUnsupported for pipe", err)
 	}
-	m, err := workspace.Store(ctx, b, root, workspace.Options{Ignore: []string{"pipe"}})
+	m, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{Ignore: []string{"pipe"}})
 	if err != nil {
 		t.Fatal(err)
 	}

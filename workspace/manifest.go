@@ -229,7 +229,7 @@ func LoadManifest(ctx context.Context, blobs Blobs, d events.Digest) (Manifest, 
 	if err := d.Validate("digest"); err != nil {
 		return Manifest{}, fmt.Errorf("load manifest: %w", err)
 	}
-	b, err := blobs.GetBlob(ctx, d)
+	b, err := blobs.Get(ctx, d)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("load manifest %s: %w", d, err)
 	}

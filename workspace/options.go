@@ -10,12 +10,12 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// Blobs is a content-addressed blob store; *bus.Bus satisfies it. PutBlob
-// must be idempotent and return the digest of the bytes; GetBlob returns the
-// bytes named by a digest (the workspace checks them again).
+// Blobs is a content-addressed blob store; a bus's Blobs() satisfies it.
+// Put must be idempotent and return the digest of the bytes; Get returns
+// the bytes named by a digest (the workspace checks them again).
 type Blobs interface {
-	PutBlob(ctx context.Context, data []byte) (events.Digest, error)
-	GetBlob(ctx context.Context, d events.Digest) ([]byte, error)
+	Put(ctx context.Context, data []byte) (events.Digest, error)
+	Get(ctx context.Context, d events.Digest) ([]byte, error)
 }
 
 // Default bounds of a workspace.

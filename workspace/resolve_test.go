@@ -29,7 +29,7 @@ func TestResolve(t *testing.T) {
 	link(t, root, "dangling_in", "a/not-yet")                       // dangling, inside
 	link(t, root, "loop1", "loop2")
 	link(t, root, "loop2", "loop1")
-	w, err := workspace.Open(ctx, b, root, workspace.Options{})
+	w, err := workspace.Open(ctx, b.Blobs(), root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestTooLargeIsTyped(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	dir := t.TempDir()
 	put(t, dir, "a", "12345", 0o644)
-	w, err := workspace.Open(ctx, b, dir, workspace.Options{MaxBytes: 8, MaxEntries: 3})
+	w, err := workspace.Open(ctx, b.Blobs(), dir, workspace.Options{MaxBytes: 8, MaxEntries: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestRevertRestoresTheLastScannedTree(t *testing.T) {
 	// With the real clock every file is racy (written in the scan's
 	// tick): Revert then hashes what a stat cannot vouch for.
 	for name, opts := range map[string]workspace.Options{"trusted stats": later(), "racy stats": {}} {
-		t.Run(name, func(t *testing.T) { revertEverything(t, ctx, b, opts) })
+		t.Run(name, func(t *testing.T) { revertEverything(t, ctx, b.Blobs(), opts) })
 	}
 }
 
@@ -110,7 +110,7 @@ func TestRevertUndoesAChangePastTheBounds(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	dir := t.TempDir()
 	put(t, dir, "answer.txt", "3\n", 0o644)
-	w, err := workspace.Open(ctx, b, dir, workspace.WithClock(workspace.Options{MaxBytes: 1 << 10},
+	w, err := workspace.Open(ctx, b.Blobs(), dir, workspace.WithClock(workspace.Options{MaxBytes: 1 << 10},
 		func() time.Time { return time.Now().Add(time.Hour) }))
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ type Stats struct {
 	HashedBytes int64 // bytes read and hashed
 	Racy        int   // files among Hashed whose stat was unchanged but racy
 	Reused      int   // files whose recorded digest was trusted from their stat
-	BlobsPut    int   // PutBlob calls, the manifest's included
+	BlobsPut    int   // Put calls, the manifest's included
 }
 
 // scanner walks a tree once.
@@ -243,7 +243,7 @@ func (s *scanner) store(rel string, d events.Digest, data []byte) error {
 	if !s.needsPut(d) {
 		return nil
 	}
-	got, err := s.blobs.PutBlob(s.ctx, data)
+	got, err := s.blobs.Put(s.ctx, data)
 	if err != nil {
 		return fmt.Errorf("store %q: %w", rel, err)
 	}

@@ -14,18 +14,18 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// StreamBlobs is a Blobs that can also move a blob as a stream; *bus.Bus
-// is one. With it a workspace stores, restores and reverts large files in a
+// StreamBlobs is a Blobs that can also move a blob as a stream; a bus's
+// Blobs() is one. With it a workspace stores, restores and reverts large files in a
 // small constant amount of memory instead of their size.
 type StreamBlobs interface {
 	Blobs
-	// PutBlobFrom stores the size bytes read from r under d, their digest;
+	// PutFrom stores the size bytes read from r under d, their digest;
 	// a blob it has already is not read. Bytes that are not d's are an
 	// error and are not kept.
-	PutBlobFrom(ctx context.Context, d events.Digest, size int64, r io.Reader) error
-	// GetBlobTo writes the blob named by d to w, checking its digest, and
+	PutFrom(ctx context.Context, d events.Digest, size int64, r io.Reader) error
+	// GetTo writes the blob named by d to w, checking its digest, and
 	// returns how many bytes it wrote.
-	GetBlobTo(ctx context.Context, d events.Digest, w io.Writer) (int64, error)
+	GetTo(ctx context.Context, d events.Digest, w io.Writer) (int64, error)
 }
 
 // StreamAbove is the size above which a file's content is streamed when
@@ -79,7 +79,7 @@ func putFile(ctx context.Context, sb StreamBlobs, abs string, d events.Digest, s
 	defer f.Close()
 	// One byte more than the size, so that a file that grew since it was
 	// hashed fails the store's check instead of being cut to fit.
-	return sb.PutBlobFrom(ctx, d, size, io.LimitReader(f, size+1))
+	return sb.PutFrom(ctx, d, size, io.LimitReader(f, size+1))
 }
 
 // writeContent writes the blob d into every entry of es (which all name
@@ -90,7 +90,7 @@ func writeContent(ctx context.Context, blobs Blobs, r *os.Root, d events.Digest,
 	keys := make([]statKey, 0, len(es))
 	sb, ok := streams(blobs)
 	if !ok || es[0].Size <= StreamAbove {
-		data, err := blobs.GetBlob(ctx, d)
+		data, err := blobs.Get(ctx, d)
 		if err != nil {
 			return nil, fmt.Errorf("get content of %q: %w", es[0].Path, err)
 		}
@@ -111,7 +111,7 @@ func writeContent(ctx context.Context, blobs Blobs, r *os.Root, d events.Digest,
 	}
 	first := es[0]
 	key, err := writeFrom(r, first, func(w io.Writer) error {
-		n, err := sb.GetBlobTo(ctx, d, w)
+		n, err := sb.GetTo(ctx, d, w)
 		if err != nil {
 			return fmt.Errorf("get content: %w", err)
 		}

@@ -14,22 +14,22 @@ import (
 )
 
 // sizeSpy is the real store, recording the largest blob that went through
-// it as one byte slice (PutBlob, GetBlob); streamed blobs do not count.
+// it as one byte slice (Put, Get); streamed blobs do not count.
 type sizeSpy struct {
-	*bus.Bus
+	*bus.Blobs
 	mu             sync.Mutex
 	maxPut, maxGet int
 }
 
-func (s *sizeSpy) PutBlob(ctx context.Context, data []byte) (events.Digest, error) {
+func (s *sizeSpy) Put(ctx context.Context, data []byte) (events.Digest, error) {
 	s.mu.Lock()
 	s.maxPut = max(s.maxPut, len(data))
 	s.mu.Unlock()
-	return s.Bus.PutBlob(ctx, data)
+	return s.Blobs.Put(ctx, data)
 }
 
-func (s *sizeSpy) GetBlob(ctx context.Context, d events.Digest) ([]byte, error) {
-	data, err := s.Bus.GetBlob(ctx, d)
+func (s *sizeSpy) Get(ctx context.Context, d events.Digest) ([]byte, error) {
+	data, err := s.Blobs.Get(ctx, d)
 	s.mu.Lock()
 	s.maxGet = max(s.maxGet, len(data))
 	s.mu.Unlock()
@@ -47,7 +47,7 @@ func (s *sizeSpy) largest() (put, get int) {
 // size. Small files still travel as byte slices.
 func TestLargeFilesStream(t *testing.T) {
 	ctx := ctxFor(t)
-	spy := &sizeSpy{Bus: store(t)}
+	spy := &sizeSpy{Blobs: store(t).Blobs()}
 	const big = 4 << 20 // above workspace.StreamAbove
 	rng := rand.New(rand.NewPCG(1, 2))
 	content := make([]byte, big)

@@ -158,7 +158,7 @@ func (w *Workspace) refresh(ctx context.Context, full, putAll bool) (Change, err
 	}
 	m, enc := sealed(es)
 	if _, known := w.stored[m.digest]; !known || putAll {
-		got, err := w.blobs.PutBlob(ctx, enc)
+		got, err := w.blobs.Put(ctx, enc)
 		if err != nil {
 			return Change{}, fmt.Errorf("store manifest of %s: %w", w.root, err)
 		}

@@ -39,7 +39,7 @@ func TestStoreMaterialiseRoundTrip(t *testing.T) {
 	src := filepath.Join(base, "src")
 	fixture(t, src, filepath.Join(base, "outside"))
 
-	m, err := workspace.Store(ctx, b, src, workspace.Options{})
+	m, err := workspace.Store(ctx, b.Blobs(), src, workspace.Options{})
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestStoreMaterialiseRoundTrip(t *testing.T) {
 	}
 
 	dst := filepath.Join(base, "restored", "here") // created, parents too
-	w, err := workspace.Materialise(ctx, b, m.Digest(), dst, workspace.Options{})
+	w, err := workspace.Materialise(ctx, b.Blobs(), m.Digest(), dst, workspace.Options{})
 	if err != nil {
 		t.Fatalf("materialise: %v", err)
 	}
@@ -72,7 +72,7 @@ func TestStoreMaterialiseRoundTrip(t *testing.T) {
 	}
 	// The restored tree scans to the same digest, and a first refresh sees
 	// no change (all files are racy right after writing, so all are reread).
-	again, err := workspace.Store(ctx, b, dst, workspace.Options{})
+	again, err := workspace.Store(ctx, b.Blobs(), dst, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,16 +95,16 @@ func TestMaterialiseFetchesEachBlobOnce(t *testing.T) {
 		put(t, src, p, "same bytes\n", 0o644)
 	}
 	put(t, src, "f", "other bytes\n", 0o644)
-	m, err := workspace.Store(ctx, b, src, workspace.Options{})
+	m, err := workspace.Store(ctx, b.Blobs(), src, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb := &countingBlobs{Blobs: b}
+	cb := &countingBlobs{Blobs: b.Blobs()}
 	if _, err := workspace.Materialise(ctx, cb, m.Digest(), filepath.Join(t.TempDir(), "w"), workspace.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(cb.gets) != 3 { // the manifest and two contents
-		t.Errorf("materialise made %d GetBlob calls, want 3: %v", len(cb.gets), cb.gets)
+		t.Errorf("materialise made %d Get calls, want 3: %v", len(cb.gets), cb.gets)
 	}
 }
 
@@ -124,11 +124,11 @@ func TestDigestIsContentNotLabel(t *testing.T) {
 	if err := os.Chmod(filepath.Join(two, "x/y.txt"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m1, err := workspace.Store(ctx, b, one, workspace.Options{})
+	m1, err := workspace.Store(ctx, b.Blobs(), one, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := workspace.Store(ctx, b, two, workspace.Options{})
+	m2, err := workspace.Store(ctx, b.Blobs(), two, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestDigestIsContentNotLabel(t *testing.T) {
 	if err := os.Chmod(filepath.Join(two, "run"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m3, err := workspace.Store(ctx, b, two, workspace.Options{})
+	m3, err := workspace.Store(ctx, b.Blobs(), two, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestRenameChangesDigest(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	root := t.TempDir()
 	put(t, root, "a.txt", "hello\n", 0o644)
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestIdenticalRewriteIsNoChange(t *testing.T) {
 	root := t.TempDir()
 	put(t, root, "a.txt", "hello\n", 0o644)
 	put(t, root, "b.txt", "world\n", 0o644)
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestTouchWithoutChangeIsNoChange(t *testing.T) {
 	root := t.TempDir()
 	put(t, root, "a.txt", "hello\n", 0o644)
 	put(t, root, "b.txt", "world\n", 0o644)
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestSameSizeSameMtimeRewriteIsDetected(t *testing.T) {
 	if err := os.Chtimes(p, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestRacyRuleCatchesWriteInTheRecordingTick(t *testing.T) {
 				scanAt = newest.Add(tc.clockLag)
 			}
 			opts := workspace.WithClock(workspace.Options{}, func() time.Time { return scanAt })
-			w, err := workspace.Open(ctx, b, root, opts)
+			w, err := workspace.Open(ctx, b.Blobs(), root, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +360,7 @@ func TestRefreshRehashesOnlyChangedFiles(t *testing.T) {
 	for i := range 50 {
 		put(t, root, filepath.Join("d", string(rune('a'+i%5)), "f"+string(rune('a'+i/5))+".txt"), "file content "+string(rune('A'+i))+"\n", 0o644)
 	}
-	cb := &countingBlobs{Blobs: b}
+	cb := &countingBlobs{Blobs: b.Blobs()}
 	w, err := workspace.Open(ctx, cb, root, later())
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +398,7 @@ func TestRefreshRehashesOnlyChangedFiles(t *testing.T) {
 		t.Errorf("stats %+v, puts %v: want two content blobs and the manifest stored", st, cb.puts)
 	}
 	// Every reported digest is restorable.
-	if _, err := workspace.Materialise(ctx, b, c.After, filepath.Join(t.TempDir(), "w"), workspace.Options{}); err != nil {
+	if _, err := workspace.Materialise(ctx, b.Blobs(), c.After, filepath.Join(t.TempDir(), "w"), workspace.Options{}); err != nil {
 		t.Errorf("materialise the refreshed digest: %v", err)
 	}
 }
@@ -407,7 +407,7 @@ func TestRefreshStoresManifestOnlyForNewDigests(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	root := t.TempDir()
 	put(t, root, "a.txt", "one\n", 0o644)
-	cb := &countingBlobs{Blobs: b}
+	cb := &countingBlobs{Blobs: b.Blobs()}
 	w, err := workspace.Open(ctx, cb, root, later())
 	if err != nil {
 		t.Fatal(err)
@@ -438,7 +438,7 @@ func TestSealStoresEverythingAndTrustsNoStat(t *testing.T) {
 	put(t, root, "b.txt", "alpha\n", 0o644)
 	put(t, root, "c/d.sh", "#!/bin/sh\n", 0o755)
 	link(t, root, "l", "a.txt")
-	cb := &countingBlobs{Blobs: b}
+	cb := &countingBlobs{Blobs: b.Blobs()}
 	w, err := workspace.Open(ctx, cb, root, later())
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +463,7 @@ func TestSealStoresEverythingAndTrustsNoStat(t *testing.T) {
 	}
 	// A grader on another machine restores it from the store alone.
 	dst := filepath.Join(t.TempDir(), "grader")
-	g, err := workspace.Materialise(ctx, b, d, dst, workspace.Options{})
+	g, err := workspace.Materialise(ctx, b.Blobs(), d, dst, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestMaterialiseRefusesCorruptBlob(t *testing.T) {
 	src := t.TempDir()
 	put(t, src, "good.txt", "good\n", 0o644)
 	put(t, src, "victim.txt", "the victim\n", 0o644)
-	m, err := workspace.Store(ctx, b, src, workspace.Options{})
+	m, err := workspace.Store(ctx, b.Blobs(), src, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestMaterialiseRefusesCorruptBlob(t *testing.T) {
 
 	t.Run("a store that serves altered bytes", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "w")
-		_, err := workspace.Materialise(ctx, tamperingBlobs{Blobs: b, victim: victim}, m.Digest(), dst, workspace.Options{})
+		_, err := workspace.Materialise(ctx, tamperingBlobs{Blobs: b.Blobs(), victim: victim}, m.Digest(), dst, workspace.Options{})
 		if !errors.Is(err, workspace.ErrCorrupt) {
 			t.Fatalf("err = %v, want ErrCorrupt", err)
 		}
@@ -499,7 +499,7 @@ func TestMaterialiseRefusesCorruptBlob(t *testing.T) {
 	})
 	t.Run("a tampered manifest", func(t *testing.T) {
 		dst := t.TempDir() // exists and is empty: it must stay
-		_, err := workspace.Materialise(ctx, tamperingBlobs{Blobs: b, victim: m.Digest()}, m.Digest(), dst, workspace.Options{})
+		_, err := workspace.Materialise(ctx, tamperingBlobs{Blobs: b.Blobs(), victim: m.Digest()}, m.Digest(), dst, workspace.Options{})
 		if !errors.Is(err, workspace.ErrCorrupt) {
 			t.Fatalf("err = %v, want ErrCorrupt", err)
 		}
@@ -525,7 +525,7 @@ func TestMaterialiseRefusesCorruptBlob(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := t.TempDir()
-		_, err = workspace.Materialise(ctx, b, m.Digest(), dst, workspace.Options{})
+		_, err = workspace.Materialise(ctx, b.Blobs(), m.Digest(), dst, workspace.Options{})
 		if err == nil {
 			t.Fatal("materialised a tree whose blob was overwritten")
 		}
@@ -537,7 +537,7 @@ func TestMaterialiseRefusesCorruptBlob(t *testing.T) {
 
 func TestMaterialiseRefusesMissingBlob(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
-	_, err := workspace.Materialise(ctx, b, events.DigestOf([]byte("never stored")), filepath.Join(t.TempDir(), "w"), workspace.Options{})
+	_, err := workspace.Materialise(ctx, b.Blobs(), events.DigestOf([]byte("never stored")), filepath.Join(t.TempDir(), "w"), workspace.Options{})
 	if !errors.Is(err, bus.ErrBlobNotFound) {
 		t.Fatalf("err = %v, want bus.ErrBlobNotFound", err)
 	}
@@ -545,7 +545,7 @@ func TestMaterialiseRefusesMissingBlob(t *testing.T) {
 
 func TestMaterialiseRefusesEscapingManifest(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
-	content, err := b.PutBlob(ctx, []byte("pwned\n"))
+	content, err := b.Blobs().Put(ctx, []byte("pwned\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,13 +560,13 @@ func TestMaterialiseRefusesEscapingManifest(t *testing.T) {
 		{"dot", "./evil file 6 " + string(content) + "\n", workspace.ErrInvalidPath},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := b.PutBlob(ctx, []byte("factline-manifest v1\n"+tc.body))
+			d, err := b.Blobs().Put(ctx, []byte("factline-manifest v1\n"+tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
 			base := t.TempDir()
 			dst := filepath.Join(base, "w")
-			_, err = workspace.Materialise(ctx, b, d, dst, workspace.Options{})
+			_, err = workspace.Materialise(ctx, b.Blobs(), d, dst, workspace.Options{})
 			if !errors.Is(err, workspace.ErrBadManifest) || !errors.Is(err, tc.sentinel) {
 				t.Fatalf("err = %v, want ErrBadManifest and %v", err, tc.sentinel)
 			}
@@ -585,13 +585,13 @@ func TestMaterialiseRefusesNonEmptyTarget(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	src := t.TempDir()
 	put(t, src, "a.txt", "a\n", 0o644)
-	m, err := workspace.Store(ctx, b, src, workspace.Options{})
+	m, err := workspace.Store(ctx, b.Blobs(), src, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
 	put(t, dst, ".keep", "mine\n", 0o644)
-	if _, err := workspace.Materialise(ctx, b, m.Digest(), dst, workspace.Options{}); !errors.Is(err, workspace.ErrNotEmpty) {
+	if _, err := workspace.Materialise(ctx, b.Blobs(), m.Digest(), dst, workspace.Options{}); !errors.Is(err, workspace.ErrNotEmpty) {
 		t.Fatalf("err = %v, want ErrNotEmpty", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, ".keep")); err != nil || string(b) != "mine\n" {
@@ -610,27 +610,27 @@ func TestBounds(t *testing.T) {
 	link(t, root, "c", "a")
 
 	t.Run("store refuses too many entries", func(t *testing.T) {
-		_, err := workspace.Store(ctx, b, root, workspace.Options{MaxEntries: 2})
+		_, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{MaxEntries: 2})
 		if !errors.Is(err, workspace.ErrTooLarge) {
 			t.Fatalf("err = %v, want ErrTooLarge", err)
 		}
-		if _, err := workspace.Store(ctx, b, root, workspace.Options{MaxEntries: 3}); err != nil {
+		if _, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{MaxEntries: 3}); err != nil {
 			t.Errorf("exactly at the bound: %v", err)
 		}
 	})
 	t.Run("store refuses too many bytes", func(t *testing.T) {
-		_, err := workspace.Store(ctx, b, root, workspace.Options{MaxBytes: 9})
+		_, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{MaxBytes: 9})
 		if !errors.Is(err, workspace.ErrTooLarge) {
 			t.Fatalf("err = %v, want ErrTooLarge", err)
 		}
-		if _, err := workspace.Store(ctx, b, root, workspace.Options{MaxBytes: 10}); err != nil {
+		if _, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{MaxBytes: 10}); err != nil {
 			t.Errorf("exactly at the bound: %v", err)
 		}
 	})
 	t.Run("refresh refuses growth and keeps its state", func(t *testing.T) {
 		dir := t.TempDir()
 		put(t, dir, "a", "12345", 0o644)
-		w, err := workspace.Open(ctx, b, dir, workspace.WithClock(workspace.Options{MaxBytes: 8}, func() time.Time { return time.Now().Add(time.Hour) }))
+		w, err := workspace.Open(ctx, b.Blobs(), dir, workspace.WithClock(workspace.Options{MaxBytes: 8}, func() time.Time { return time.Now().Add(time.Hour) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -652,13 +652,13 @@ func TestBounds(t *testing.T) {
 		}
 	})
 	t.Run("materialise refuses before writing", func(t *testing.T) {
-		m, err := workspace.Store(ctx, b, root, workspace.Options{})
+		m, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range []workspace.Options{{MaxEntries: 2}, {MaxBytes: 9}} {
 			dst := filepath.Join(t.TempDir(), "w")
-			if _, err := workspace.Materialise(ctx, b, m.Digest(), dst, o); !errors.Is(err, workspace.ErrTooLarge) {
+			if _, err := workspace.Materialise(ctx, b.Blobs(), m.Digest(), dst, o); !errors.Is(err, workspace.ErrTooLarge) {
 				t.Fatalf("options %+v: err = %v, want ErrTooLarge", o, err)
 			}
 			if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
@@ -667,7 +667,7 @@ func TestBounds(t *testing.T) {
 		}
 	})
 	t.Run("negative bounds are refused", func(t *testing.T) {
-		if _, err := workspace.Store(ctx, b, root, workspace.Options{MaxEntries: -1}); err == nil {
+		if _, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{MaxEntries: -1}); err == nil {
 			t.Fatal("negative MaxEntries accepted")
 		}
 	})
@@ -683,7 +683,7 @@ func TestIgnore(t *testing.T) {
 	put(t, root, "logs/run.log", "log\n", 0o644)
 	put(t, root, "src/logs/keep.log", "kept: the pattern has a slash, so it is anchored\n", 0o644)
 	opts := workspace.Options{Ignore: []string{"*.o", "node_modules", "logs/*.log"}}
-	m, err := workspace.Store(ctx, b, root, opts)
+	m, err := workspace.Store(ctx, b.Blobs(), root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +701,7 @@ func TestIgnore(t *testing.T) {
 		}
 	}
 	// Changes to ignored paths are no change.
-	w, err := workspace.Open(ctx, b, root, opts)
+	w, err := workspace.Open(ctx, b.Blobs(), root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,16 +711,16 @@ func TestIgnore(t *testing.T) {
 		t.Fatalf("changes to ignored files: %+v, %v", c, err)
 	}
 	// A manifest recording a path these rules would drop is refused.
-	full, err := workspace.Store(ctx, b, root, workspace.Options{})
+	full, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = workspace.Materialise(ctx, b, full.Digest(), filepath.Join(t.TempDir(), "w"), opts)
+	_, err = workspace.Materialise(ctx, b.Blobs(), full.Digest(), filepath.Join(t.TempDir(), "w"), opts)
 	if !errors.Is(err, workspace.ErrIgnored) {
 		t.Fatalf("err = %v, want ErrIgnored", err)
 	}
 	for _, bad := range []string{"[", "", "/abs", "dir/"} {
-		if _, err := workspace.Store(ctx, b, root, workspace.Options{Ignore: []string{bad}}); err == nil {
+		if _, err := workspace.Store(ctx, b.Blobs(), root, workspace.Options{Ignore: []string{bad}}); err == nil {
 			t.Errorf("bad pattern %q accepted", bad)
 		}
 	}
@@ -730,7 +730,7 @@ func TestEmptyDirectories(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	root := t.TempDir()
 	mkdir(t, root, "out")
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +768,7 @@ func TestSymlinkAndModeChanges(t *testing.T) {
 	root := t.TempDir()
 	put(t, root, "run", "#!/bin/sh\n", 0o644)
 	link(t, root, "l", "run")
-	w, err := workspace.Open(ctx, b, root, later())
+	w, err := workspace.Open(ctx, b.Blobs(), root, later())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,7 +795,7 @@ func TestRefreshHonoursContext(t *testing.T) {
 	ctx, b := ctxFor(t), store(t)
 	root := t.TempDir()
 	put(t, root, "a", "a", 0o644)
-	w, err := workspace.Open(ctx, b, root, workspace.Options{})
+	w, err := workspace.Open(ctx, b.Blobs(), root, workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -812,7 +812,7 @@ func TestOpenResolvesRootSymlinks(t *testing.T) {
 	real := filepath.Join(base, "real")
 	put(t, real, "a", "a", 0o644)
 	link(t, base, "alias", "real")
-	w, err := workspace.Open(ctx, b, filepath.Join(base, "alias"), workspace.Options{})
+	w, err := workspace.Open(ctx, b.Blobs(), filepath.Join(base, "alias"), workspace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -820,7 +820,7 @@ func TestOpenResolvesRootSymlinks(t *testing.T) {
 	if w.Root() != want {
 		t.Errorf("root %q, want %q", w.Root(), want)
 	}
-	if _, err := workspace.Open(ctx, b, filepath.Join(real, "a"), workspace.Options{}); err == nil {
+	if _, err := workspace.Open(ctx, b.Blobs(), filepath.Join(real, "a"), workspace.Options{}); err == nil {
 		t.Errorf("opened a regular file as a workspace")
 	}
 }

@@ -37,17 +37,11 @@ func New(max int) *Cache {
 // given. A run without run.requested, a missing blob or a blob that does not
 // decode is a permanent error: no retry can make it readable.
 func (c *Cache) Effective(ctx context.Context, b *bus.Bus, log bus.RunLog) (cases.Effective, error) {
-	var req *events.RunRequested
-	for _, r := range log.Records {
-		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
-			req = &rr
-			break
-		}
-	}
-	if req == nil {
+	req, ok := log.Requested()
+	if !ok {
 		return cases.Effective{}, bus.Permanent(errors.New("the run has no run.requested, so its case and stall policy are unknown"))
 	}
-	return c.ForRequest(ctx, b, *req)
+	return c.ForRequest(ctx, b, req)
 }
 
 // ForRequest returns the case under its treatment that a run.requested
@@ -91,7 +85,7 @@ func (c *Cache) ForRequest(ctx context.Context, b *bus.Bus, req events.RunReques
 }
 
 func blob(ctx context.Context, b *bus.Bus, what string, d events.Digest) ([]byte, error) {
-	data, err := b.GetBlob(ctx, d)
+	data, err := b.Blobs().Get(ctx, d)
 	if errors.Is(err, bus.ErrBlobNotFound) {
 		return nil, bus.Permanent(fmt.Errorf("%s blob: %w", what, err))
 	}

@@ -300,7 +300,7 @@ func corruptCache(t *testing.T, store string) {
 	if len(names) < 2 {
 		t.Fatalf("the cache holds %d entries, want at least 2", len(names))
 	}
-	junk, err := b.PutBlob(ctx, []byte("not a cache entry"))
+	junk, err := b.Blobs().Put(ctx, []byte("not a cache entry"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func forgeCacheText(t *testing.T, store, from, to string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := b.GetBlob(ctx, events.Digest(e.Value()))
+		data, err := b.Blobs().Get(ctx, events.Digest(e.Value()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +419,7 @@ func forgeCacheText(t *testing.T, store, from, to string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blob, err := b.PutBlob(ctx, data)
+		blob, err := b.Blobs().Put(ctx, data)
 		if err != nil {
 			t.Fatal(err)
 		}

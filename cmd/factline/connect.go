@@ -273,10 +273,10 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 			if !c.given() {
 				return nil, nil, fmt.Errorf("connect %s: %w: the server requires a credential. "+
 					"A 'factline serve --store DIR --listen' admits the holder of DIR/%s: add --nkey DIR/%s, or use --store DIR on its machine; "+
-					"for another server, give --user, --nkey or --creds (docs/security.md)", redactURL(rawURL), err, storeCredentialFile, storeCredentialFile)
+					"for another server, give --user, --nkey or --creds (docs/security.md)", redactURL(rawURL), err, bus.StoreCredentialFile, bus.StoreCredentialFile)
 			}
 			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds? "+
-				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, storeCredentialFile)
+				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, bus.StoreCredentialFile)
 		}
 		return nil, nil, fmt.Errorf("connect %s: %w", redactURL(rawURL), err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // controlSpec is one control command: its signal, its arguments and
@@ -110,7 +111,7 @@ func sendControl(ctx context.Context, t *target, run string, c events.Control, w
 	if err != nil {
 		return err
 	}
-	if err := b.SendControl(ctx, suite, run, c); err != nil {
+	if err := b.Controls().Send(ctx, suite, run, c); err != nil {
 		return err
 	}
 	if wait == 0 {
@@ -154,10 +155,8 @@ func awaitAcceptance(ctx context.Context, b *bus.Bus, suite, run string, c event
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v (is a runner on the run? it takes signals at safe points; follow it with: factline tail --run %s --kind control.accepted)", c.Signal, c.ID, suite, run, wait, run)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := sleep.For(ctx, 100*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

@@ -53,7 +53,7 @@ func runDemo(ctx context.Context, store string, fsync durabilityFlag, out io.Wri
 		return err
 	}
 	defer closeBus()
-	fmt.Fprintf(out, "%s\n\n", t.conn.describe())
+	fmt.Fprintf(out, "%s\n\n", t.conn.Describe())
 
 	// The run is named as the roster names its one attempt (the meter's
 	// measure.Members), so that the report rebuilt from the log counts it

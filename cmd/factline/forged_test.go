@@ -53,7 +53,7 @@ func forgedStore(t *testing.T) (store, run string, seq uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := suites.Publish(ctx, b, s)
+	p, err := suites.Publish(ctx, b.Blobs(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // owedGradeGrace is how long a local run waits, after its report, without
@@ -94,7 +95,7 @@ func awaitOwedGrades(ctx context.Context, b *bus.Bus, suite string, p *progress,
 			return nil
 		case err != nil && !errors.Is(cause, errNoNewVerdict):
 			// The read failed under us (a restart): read on from the last fact.
-			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			if err := sleep.For(ctx, 200*time.Millisecond); err != nil {
 				return err
 			}
 		}

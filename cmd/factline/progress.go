@@ -14,6 +14,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/services/meter/measure"
 )
 
@@ -231,7 +232,7 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 			from = last + 1
 		}
 		slog.Warn("following the suite was interrupted; reading on", "after", from, "err", err)
-		if err := sleepCtx(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)); err != nil {
+		if err := sleep.For(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,12 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/cases"
-	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
-	"github.com/factline/factline/services/meter"
 )
 
 // newRegradeCmd grades a suite's runs again under changed instruments,
@@ -69,98 +68,34 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 		return err
 	}
 	defer closeBus()
-	r, err := meter.Report(ctx, b, suite)
-	if err != nil {
-		return err
-	}
-	if len(r.Attempts) == 0 {
-		return fmt.Errorf("suite %q has no runs in this log", suite)
-	}
-	var runs []string
-	for _, a := range r.Attempts {
-		if a.Status != "" && (len(o.runs) == 0 || slices.Contains(o.runs, a.Run)) {
-			runs = append(runs, a.Run)
-		}
-	}
-	for _, want := range o.runs {
-		if !slices.Contains(runs, want) {
-			return fmt.Errorf("--run %s: no ended run of suite %s has that id", want, suite)
-		}
-	}
-	opts := []kit.Option{kit.WithInstance(kit.LocalInstance("regrade"))}
+	opts := fleet.RegradeOptions{With: with, Runs: o.runs, Instruments: o.instruments,
+		Grader: []kit.Option{kit.WithInstance(kit.LocalInstance("regrade"))}}
 	if o.workDir != "" {
-		opts = append(opts, grader.WithWorkDir(o.workDir))
+		opts.Grader = append(opts.Grader, grader.WithWorkDir(o.workDir))
 	}
-	g, err := fleet.OneGrader(b, opts...)
-	if err != nil {
-		return err
-	}
-	policies := caseload.New(0)
 	changed, regraded := 0, 0
-	for _, run := range runs {
-		log, err := b.LoadRun(ctx, suite, run)
-		if err != nil {
-			return err
-		}
-		before := latestVerdict(log.Facts())
-		req, _ := requestOf(log.Facts())
-		eff, err := policies.ForRequest(ctx, b, req)
-		if err != nil {
-			return fmt.Errorf("%s: %w", run, err)
-		}
-		grading, touched := merged(eff.Case.Grading, with, o.instruments)
-		if !touched {
-			fmt.Fprintf(out, "%s: skipped, its case %s has none of the instruments regraded\n", run, req.Case)
-			continue
+	chosen, err := fleet.Regrade(ctx, b, suite, opts, func(r fleet.Regraded) {
+		switch {
+		case r.Skipped:
+			fmt.Fprintf(out, "%s: skipped, its case %s has none of the instruments regraded\n", r.Run, r.Case)
+			return
+		case r.Changed():
+			changed++
+			fmt.Fprintf(out, "%s: revision %d, %s (was revision %d, %s)\n", r.Run, r.After.Revision, r.After.Result.Type(), r.Before.Revision, r.Before.Result.Type())
+			sayDisputed(out, suite, r.Run, r.After, r.Facts)
+		default:
+			fmt.Fprintf(out, "%s: unchanged at revision %d, %s\n", r.Run, r.After.Revision, r.After.Result.Type())
 		}
 		regraded++
-		if err := g.Regrade(ctx, suite, run, grading); err != nil {
-			return fmt.Errorf("regrade %s: %w", run, err)
-		}
-		log, err = b.LoadRun(ctx, suite, run)
-		if err != nil {
-			return err
-		}
-		after := latestVerdict(log.Facts())
-		if after.Revision != before.Revision {
-			changed++
-			fmt.Fprintf(out, "%s: revision %d, %s (was revision %d, %s)\n", run, after.Revision, after.Result.Type(), before.Revision, before.Result.Type())
-			sayDisputed(out, suite, run, after, log.Facts())
-		} else {
-			fmt.Fprintf(out, "%s: unchanged at revision %d, %s\n", run, after.Revision, after.Result.Type())
-		}
+	})
+	if unknown := (*fleet.UnknownRunError)(nil); errors.As(err, &unknown) {
+		return fmt.Errorf("--run %s: no ended run of suite %s has that id", unknown.Run, unknown.Suite)
 	}
-	fmt.Fprintf(out, "regraded %d of %d runs of %s, %d with a new revision; 'factline report %s' reads them\n", regraded, len(runs), suite, changed, suite)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "regraded %d of %d runs of %s, %d with a new revision; 'factline report %s' reads them\n", regraded, chosen, suite, changed, suite)
 	return nil
-}
-
-// merged is the case's grading with each instrument of with (or only those
-// named) replacing the case's of the same id, and each scorer of with the
-// case's of the same id. touched says whether any did: an instrument or a
-// scorer the case never had is not added to it.
-func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Grading, bool) {
-	if own == nil {
-		return nil, false
-	}
-	out := *own
-	out.Instruments = slices.Clone(own.Instruments)
-	touched := false
-	for _, in := range with.Instruments {
-		if len(only) > 0 && !slices.Contains(only, in.ID) {
-			continue
-		}
-		if i := slices.IndexFunc(out.Instruments, func(x cases.Instrument) bool { return x.ID == in.ID }); i >= 0 {
-			out.Instruments[i], touched = in, true
-		}
-	}
-	// Scorers likewise, by ID: a rescoring on a new scale is a regrade.
-	out.Scorers = slices.Clone(own.Scorers)
-	for _, sc := range with.Scorers {
-		if i := slices.IndexFunc(out.Scorers, func(x cases.Scorer) bool { return x.ID == sc.ID }); i >= 0 {
-			out.Scorers[i], touched = sc, true
-		}
-	}
-	return &out, touched
 }
 
 // sayDisputed tells, for each grade.conflict the new revision v appended,
@@ -180,24 +115,4 @@ func sayDisputed(out io.Writer, suite, run string, v events.GraderVerdict, facts
 			"(docs/grading.md#re-grades-revisions-and-conflicts)\n",
 			run, c.Revision, c.ConflictsWith, c.Instrument, c.Reason, c.Instrument, suite, run)
 	}
-}
-
-// latestVerdict is the newest grade revision among facts.
-func latestVerdict(facts []events.Fact) events.GraderVerdict {
-	var v events.GraderVerdict
-	for _, f := range facts {
-		if g, ok := f.Body.(events.GradeVerdict); ok && g.Verdict.Revision >= v.Revision {
-			v = g.Verdict
-		}
-	}
-	return v
-}
-
-func requestOf(facts []events.Fact) (events.RunRequested, bool) {
-	for _, f := range facts {
-		if r, ok := f.Body.(events.RunRequested); ok {
-			return r, true
-		}
-	}
-	return events.RunRequested{}, false
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factline/factline/bus"
-	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
@@ -77,7 +75,7 @@ func (o *retryFlags) run(ctx context.Context, suite string, out, errOut io.Write
 	defer f.Stop()
 	wait, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if err := awaitGraded(wait, b, suite, retries); err != nil {
+	if err := meter.AwaitRetries(wait, b, suite, retries); err != nil {
 		return fmt.Errorf("the retries were not all graded: %w (the store keeps them: run 'factline retry %s --store DIR' again to go on)", err, suite)
 	}
 	r, err := meter.Report(ctx, b, suite)
@@ -93,44 +91,4 @@ func only(runs []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" among %v", runs)
-}
-
-// awaitGraded waits until every retry's run has ended and its sealed
-// candidate, if it sealed one (an errored run may), has a verdict.
-func awaitGraded(ctx context.Context, b *bus.Bus, suite string, retries []measure.Retry) error {
-	left := make([]string, 0, len(retries))
-	for _, r := range retries {
-		left = append(left, r.Run)
-	}
-	for len(left) > 0 {
-		log, err := b.LoadRun(ctx, suite, left[0])
-		if err != nil && !bus.Transient(err) {
-			return err
-		}
-		if err == nil && settled(log.Facts()) {
-			left = left[1:]
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d still running: %w", len(left), context.Cause(ctx))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-func settled(facts []events.Fact) bool {
-	ended, sealed, graded := false, false, false
-	for _, f := range facts {
-		switch f.Body.(type) {
-		case events.RunEnded:
-			ended = true
-		case events.CandidateSealed:
-			sealed = true
-		case events.GradeVerdict:
-			graded = true
-		}
-	}
-	return ended && (graded || !sealed)
 }

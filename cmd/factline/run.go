@@ -147,11 +147,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		progress.wait = newWaiting("--store " + shellWord(abs))
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
-		progress.note("%s; all five services in this process", t.conn.describe())
+		progress.note("%s; all five services in this process", t.conn.Describe())
 	}
 	defer closeBus()
 
-	pub, err := suites.Publish(ctx, b, suite)
+	pub, err := suites.Publish(ctx, b.Blobs(), suite)
 	if err != nil {
 		return err
 	}

@@ -332,8 +332,8 @@ func TestRunAndDemoAttachToTheStoresHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	stale := storeRecord{url: "nats://" + ln.Addr().String(), pid: os.Getpid(), fsync: "always", auth: true}
-	if err := os.WriteFile(filepath.Join(store, storeServedFile), stale.encode(), 0o644); err != nil {
+	stale := fmt.Sprintf("nats://%s\npid %d\nfsync always\nauth nkey\n", ln.Addr(), os.Getpid())
+	if err := os.WriteFile(filepath.Join(store, bus.StoreRecordFile), []byte(stale), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "demo", "--store", store)

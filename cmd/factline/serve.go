@@ -198,7 +198,7 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		}
 		b, closeBus, err = t.open(ctx)
 		if err == nil && t.conn != nil {
-			fmt.Fprintln(out, t.conn.describe())
+			fmt.Fprintln(out, t.conn.Describe())
 		}
 	}
 	if err != nil {
@@ -236,14 +236,16 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 // start writes into the store. A store another process holds is refused,
 // naming that process: its server already has the files open.
 func openEmbedded(ctx context.Context, t *target, plan listenPlan, out io.Writer) (*bus.Bus, func(), error) {
-	s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, listen: &plan})
+	s, err := openStore(ctx, t.store, bus.StoreOptions{Durability: t.fsync.get(), RequireDurability: t.fsync.set,
+		Listen: &bus.StoreListen{Addr: plan.addr, Auth: plan.auth}})
 	if err != nil {
 		return nil, nil, err
 	}
 	t.conn, t.embedded = s, true
-	fmt.Fprintln(out, s.describe())
-	printHowToConnect(out, t.store, s.srv.Server().Addr(), s.rec.url, plan, s.credPath, s.madeCred)
-	return s.b, s.close, nil
+	fmt.Fprintln(out, s.Describe())
+	addr, local, credPath, made, _ := s.Served()
+	printHowToConnect(out, t.store, addr, local, plan, credPath, made)
+	return s.Bus(), s.Close, nil
 }
 
 // printHowToConnect tells the operator, on the command's own output, how

@@ -54,7 +54,7 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, compress *bool, o
 	defer closeBus()
 	// The response cache's bucket is otherwise made on first use, which a
 	// runner's identity may not do.
-	if err := b.EnsureCache(ctx); err != nil {
+	if err := b.Responses().Ensure(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "streams %s, %s, %s and buckets %s, %s, %s, %s are set up (replicas %d)\n",

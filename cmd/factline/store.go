@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
@@ -38,7 +40,7 @@ type target struct {
 	embedded bool
 	// conn is this process's use of a --store once open has opened it:
 	// as its holder, or attached to the holder's server.
-	conn *storeConn
+	conn *bus.Store
 	// compressFacts creates FACTS compressed where open creates it
 	// (setup --compress).
 	compressFacts bool
@@ -60,7 +62,7 @@ func storeExists(dir string) bool {
 	if st, err := os.Stat(filepath.Join(dir, "jetstream")); err == nil && st.IsDir() {
 		return true
 	}
-	_, err := os.Stat(filepath.Join(dir, storeServedFile))
+	_, err := os.Stat(filepath.Join(dir, bus.StoreRecordFile))
 	return err == nil
 }
 
@@ -108,15 +110,15 @@ func (t *target) open(ctx context.Context) (*bus.Bus, func(), error) {
 			return nil, nil, fmt.Errorf("no store at %s: it holds no JetStream data (is the path right? factline run --store %s makes one)", t.store, t.store)
 		}
 		// One process at a time runs the store's server; every other
-		// attaches to it (storeconn.go): two servers on one directory
+		// attaches to it (bus.OpenEmbedded): two servers on one directory
 		// would each overwrite what the other wrote.
-		s, err := openStore(ctx, t.store, storeOptions{fsync: t.fsync.get(), fsyncSet: t.fsync.set, compressFacts: t.compressFacts, logger: t.serverLog})
+		s, err := openStore(ctx, t.store, bus.StoreOptions{Durability: t.fsync.get(), RequireDurability: t.fsync.set, CompressFacts: t.compressFacts, ServerLog: t.serverLog})
 		if err != nil {
 			return nil, nil, err
 		}
 		t.conn = s
-		t.embedded = s.holds()
-		return s.b, s.close, nil
+		t.embedded = s.Holds()
+		return s.Bus(), s.Close, nil
 	}
 	return nil, nil, usageError{"say where the log is: --store DIR or --nats URL"}
 }
@@ -160,4 +162,30 @@ func (d *durabilityFlag) get() bus.Durability {
 func fsyncFlag(c *cobra.Command, d *durabilityFlag) {
 	c.Flags().Var(d, "fsync", "embedded server durability: always (fsync before every acknowledgement) or interval (fsync on a timer, faster; an OS crash may lose the last second)")
 	_ = c.RegisterFlagCompletionFunc("fsync", fixedCompletions(string(bus.SyncAlways), string(bus.SyncInterval)))
+}
+
+// attachWait bounds how long a command waits for the process that has
+// just taken a store to serve it (bus.StoreOptions.AttachWait); a test
+// shortens it.
+var attachWait = 30 * time.Second
+
+// openStore opens a store directory (bus.OpenEmbedded), saying a refusal
+// in the command's terms: which flag to change, or which process to stop.
+func openStore(ctx context.Context, dir string, opts bus.StoreOptions) (*bus.Store, error) {
+	opts.AttachWait = attachWait
+	s, err := bus.OpenEmbedded(ctx, dir, opts)
+	var held *bus.StoreHeldError
+	switch {
+	case !errors.As(err, &held):
+		return s, err
+	case held.Conflict == bus.ConflictDurability:
+		return nil, usageError{fmt.Sprintf("--fsync %s: store %s is held by %s, whose server runs with fsync: %s. "+
+			"Leave --fsync out to join it, or stop that process first", held.Want, held.Dir, held.Holder, held.Durability)}
+	}
+	at := held.URL
+	if at == "" {
+		at = "no address yet"
+	}
+	return nil, fmt.Errorf("store %s is held by %s, which runs its server: a second server on the directory would corrupt it. "+
+		"Stop that process first (it serves the store at %s), or run serve without --listen to join its server", held.Dir, held.Holder, at)
 }

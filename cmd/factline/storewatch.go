@@ -45,15 +45,3 @@ func watchStore(ctx context.Context, b *bus.Bus, lastFact *atomic.Int64, stop co
 		}
 	}
 }
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

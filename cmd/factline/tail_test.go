@@ -31,10 +31,10 @@ func TestTailControlHonoursItsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, run := range []string{"r1", "r2"} {
-		if err := b.SendControl(ctx, "s", run, events.Control{ID: "c-" + run, Signal: events.SignalCancel, Reason: "stop " + run}); err != nil {
+		if err := b.Controls().Send(ctx, "s", run, events.Control{ID: "c-" + run, Signal: events.SignalCancel, Reason: "stop " + run}); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.SendControl(ctx, "s", run, events.Control{ID: "s-" + run, Signal: events.SignalSteer, Instruction: "also " + run}); err != nil {
+		if err := b.Controls().Send(ctx, "s", run, events.Control{ID: "s-" + run, Signal: events.SignalSteer, Instruction: "also " + run}); err != nil {
 			t.Fatal(err)
 		}
 	}

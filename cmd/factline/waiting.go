@@ -11,6 +11,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // Phases of a runner's live status in which its run waits for a person
@@ -162,7 +163,7 @@ func (p *progress) watchStatus(ctx context.Context, b *bus.Bus, suite string) {
 			return
 		}
 		slog.Debug("following the runners' status was interrupted; reading on", "after", from, "err", err)
-		if sleepCtx(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)) != nil {
+		if sleep.For(ctx, min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)) != nil {
 			return
 		}
 	}

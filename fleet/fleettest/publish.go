@@ -23,7 +23,7 @@ type Published struct {
 // a submitter does, so any runner can fetch them by digest.
 func Publish(ctx context.Context, b *bus.Bus, c *cases.Case, t *cases.Treatment) (Published, error) {
 	if c.Fixture != "" {
-		m, err := workspace.Store(ctx, b, c.Fixture, workspace.Options{})
+		m, err := workspace.Store(ctx, b.Blobs(), c.Fixture, workspace.Options{})
 		if err != nil {
 			return Published{}, fmt.Errorf("store fixture of %s: %w", c.ID, err)
 		}
@@ -38,10 +38,10 @@ func Publish(ctx context.Context, b *bus.Bus, c *cases.Case, t *cases.Treatment)
 		return Published{}, err
 	}
 	p := Published{Case: c, Treatment: t}
-	if p.CaseDigest, err = b.PutBlob(ctx, cd); err != nil {
+	if p.CaseDigest, err = b.Blobs().Put(ctx, cd); err != nil {
 		return Published{}, err
 	}
-	if p.TreatmentDigest, err = b.PutBlob(ctx, td); err != nil {
+	if p.TreatmentDigest, err = b.Blobs().Put(ctx, td); err != nil {
 		return Published{}, err
 	}
 	return p, nil

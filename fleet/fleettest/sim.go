@@ -9,6 +9,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // PublishYAML stores the case and a treatment as blobs and returns their
@@ -28,11 +29,11 @@ func PublishYAML(t testing.TB, ctx context.Context, b *bus.Bus, caseText string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cd, err := b.PutBlob(ctx, cdata)
+	cd, err := b.Blobs().Put(ctx, cdata)
 	if err != nil {
 		t.Fatal(err)
 	}
-	td, err := b.PutBlob(ctx, tdata)
+	td, err := b.Blobs().Put(ctx, tdata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +162,8 @@ func Await(ctx context.Context, b *bus.Bus, suite, run string, find func(bus.Run
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s/%s: timed out waiting", suite, run)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		if err := sleep.For(ctx, 5*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

@@ -16,7 +16,7 @@ func SubmitFile(ctx context.Context, b *bus.Bus, path, by string) (*suites.Publi
 	if err != nil {
 		return nil, err
 	}
-	p, err := suites.Publish(ctx, b, s)
+	p, err := suites.Publish(ctx, b.Blobs(), s)
 	if err != nil {
 		return nil, fmt.Errorf("publish %s: %w", path, err)
 	}

@@ -44,7 +44,7 @@ func Load(ctx context.Context, src replay.Source, suites []string, resolve Resol
 	type key struct{ suite, run string }
 	var res Result
 	var order []key
-	facts := map[key][]events.Fact{}
+	logs := map[key]*bus.RunLog{}
 	_, err := src.Each(ctx, func(raw bus.Raw) error {
 		f, err := raw.Fact()
 		if err != nil {
@@ -55,18 +55,23 @@ func Load(ctx context.Context, src replay.Source, suites []string, resolve Resol
 			return nil
 		}
 		k := key{f.Suite, f.Run}
-		if _, seen := facts[k]; !seen {
+		log, seen := logs[k]
+		if !seen {
+			log = &bus.RunLog{Suite: f.Suite, Run: f.Run}
+			logs[k] = log
 			order = append(order, k)
 		}
-		facts[k] = append(facts[k], f)
+		log.Records = append(log.Records, bus.Record{Fact: f, Seq: raw.Seq, Subject: raw.Subject})
+		log.LastSeq = raw.Seq
 		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("read the log: %w", err)
 	}
 	for _, k := range order {
-		fs := facts[k]
-		req, ok := requestOf(fs)
+		log := logs[k]
+		delete(logs, k) // what each run keeps is its facts, not its records too
+		req, ok := log.Requested()
 		if !ok {
 			res.Skipped = append(res.Skipped, Skipped{k.suite, k.run, "no run.requested: its case and stall policy are unknown"})
 			continue
@@ -79,21 +84,12 @@ func Load(ctx context.Context, src replay.Source, suites []string, resolve Resol
 			res.Skipped = append(res.Skipped, Skipped{k.suite, k.run, err.Error()})
 			continue
 		}
-		res.Runs = append(res.Runs, whatif.Run{Suite: k.suite, ID: k.run, Effective: eff, Facts: fs})
+		res.Runs = append(res.Runs, whatif.Run{Suite: k.suite, ID: k.run, Effective: eff, Facts: log.Facts()})
 	}
 	if len(suites) > 0 && len(order) == 0 {
 		return res, fmt.Errorf("no run of suite %v in the log", suites)
 	}
 	return res, nil
-}
-
-func requestOf(fs []events.Fact) (events.RunRequested, bool) {
-	for _, f := range fs {
-		if r, ok := f.Body.(events.RunRequested); ok {
-			return r, true
-		}
-	}
-	return events.RunRequested{}, false
 }
 
 // ErrNotInSuite is a run whose case or treatment the suite file given in

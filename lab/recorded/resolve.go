@@ -67,7 +67,7 @@ type memBlobs struct {
 	m  map[events.Digest][]byte
 }
 
-func (b *memBlobs) PutBlob(_ context.Context, data []byte) (events.Digest, error) {
+func (b *memBlobs) Put(_ context.Context, data []byte) (events.Digest, error) {
 	d := events.DigestOf(data)
 	b.mu.Lock()
 	b.m[d] = data
@@ -75,7 +75,7 @@ func (b *memBlobs) PutBlob(_ context.Context, data []byte) (events.Digest, error
 	return d, nil
 }
 
-func (b *memBlobs) GetBlob(_ context.Context, d events.Digest) ([]byte, error) {
+func (b *memBlobs) Get(_ context.Context, d events.Digest) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	data, ok := b.m[d]

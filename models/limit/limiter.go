@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/models"
 )
 
@@ -118,7 +119,7 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 			return fail(err)
 		}
 		if pause := st.Pause(l.now()); pause > 0 {
-			if err := sleep(ctx, pause); err != nil {
+			if err := sleep.For(ctx, pause); err != nil {
 				return fail(err)
 			}
 			continue
@@ -264,16 +265,4 @@ func (l *Limiter) adapt(ctx context.Context, f func(State) State) {
 		}
 	}
 	l.cfg.Logger.Warn("a limit's state kept changing under this runner; this change is dropped", "limit", l.cfg.Label)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

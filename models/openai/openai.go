@@ -20,6 +20,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/models"
 )
 
@@ -114,7 +115,7 @@ func New(cfg Config) (*Model, error) {
 		cfg:    cfg,
 		svc:    sdk.NewChatCompletionService(opts...),
 		redact: redactor(key),
-		sleep:  sleepCtx,
+		sleep:  sleep.For,
 		now:    time.Now,
 		jitter: rand.Float64,
 	}
@@ -207,21 +208,6 @@ func (m *Model) backoff(n int, retryAfter time.Duration) time.Duration {
 		d = min(500*time.Millisecond<<(n-1), maxWait)
 	}
 	return d/2 + time.Duration(m.jitter()*float64(d/2))
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // contextError maps the end of the caller's ctx after attempts attempts.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/models"
 )
 
@@ -105,7 +106,7 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 			Err: fmt.Errorf("turn %d: the script has %d turns", req.Turn, len(m.turns))}
 	}
 	t := m.turns[req.Turn-1].reply(req)
-	if err := wait(ctx, t.delay); err != nil {
+	if err := sleep.For(ctx, t.delay); err != nil {
 		return models.Reply{}, contextError(req.Turn, err)
 	}
 	if t.errKind != "" {
@@ -125,25 +126,6 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 		reply.Usage = &u
 	}
 	return reply, nil
-}
-
-// wait sleeps d or until ctx ends, whichever comes first; it returns
-// ctx.Err() when ctx has ended (also for d == 0).
-func wait(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // contextError maps the end of ctx: a passed deadline is a timeout, a

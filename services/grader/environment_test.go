@@ -27,9 +27,9 @@ func (e *env) publishIn(env string, digest events.Digest, grading string) events
 	cd, _ := c.Encode()
 	td, _ := tr.Encode()
 	req := events.RunRequested{Case: c.ID, Treatment: tr.ID, Trial: 1}
-	req.CaseDigest, err = e.b.PutBlob(e.ctx, cd)
+	req.CaseDigest, err = e.b.Blobs().Put(e.ctx, cd)
 	must(e.t, err)
-	req.TreatmentDigest, err = e.b.PutBlob(e.ctx, td)
+	req.TreatmentDigest, err = e.b.Blobs().Put(e.ctx, td)
 	must(e.t, err)
 	return req
 }

@@ -202,7 +202,7 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		return fmt.Errorf("grader: load %s/%s: %w", suite, run, err)
 	}
 	st := grade.Fold(log.Facts())
-	req, ok := requested(log)
+	req, ok := log.Requested()
 	if !ok {
 		return bus.Permanent(fmt.Errorf("grader: %s/%s has no run.requested, so the case it is graded by is unknown", suite, run))
 	}
@@ -282,15 +282,6 @@ func planOf(g *cases.Grading) (grade.Policy, map[grade.Key]cases.Instrument) {
 		p.Scorers = append(p.Scorers, gs)
 	}
 	return p, specs
-}
-
-func requested(log bus.RunLog) (events.RunRequested, bool) {
-	for _, r := range log.Records {
-		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
-			return rr, true
-		}
-	}
-	return events.RunRequested{}, false
 }
 
 // execute runs the pending instruments one by one, committing each result

@@ -70,7 +70,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 // store stores a tree as the runner would seal it and returns its digest.
 func (e *env) store(files map[string]string) events.Digest {
 	e.t.Helper()
-	m, err := workspace.Store(e.ctx, e.b, writeTree(e.t, files), workspace.Options{})
+	m, err := workspace.Store(e.ctx, e.b.Blobs(), writeTree(e.t, files), workspace.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -109,10 +109,10 @@ func (e *env) publish(grading string) events.RunRequested {
 	cd, _ := c.Encode()
 	td, _ := tr.Encode()
 	req := events.RunRequested{Case: c.ID, Treatment: tr.ID, Trial: 1}
-	if req.CaseDigest, err = e.b.PutBlob(e.ctx, cd); err != nil {
+	if req.CaseDigest, err = e.b.Blobs().Put(e.ctx, cd); err != nil {
 		e.t.Fatal(err)
 	}
-	if req.TreatmentDigest, err = e.b.PutBlob(e.ctx, td); err != nil {
+	if req.TreatmentDigest, err = e.b.Blobs().Put(e.ctx, td); err != nil {
 		e.t.Fatal(err)
 	}
 	return req

@@ -77,7 +77,7 @@ func (e *instrumentEnv) restore(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	if _, err := workspace.Materialise(ctx, e.s.sh.Bus, e.job.snapshot, filepath.Join(dir, "ws"), workspace.Options{}); err != nil {
+	if _, err := workspace.Materialise(ctx, e.s.sh.Bus.Blobs(), e.job.snapshot, filepath.Join(dir, "ws"), workspace.Options{}); err != nil {
 		return "", fmt.Errorf("restore the candidate %s: %w", e.job.snapshot, err)
 	}
 	return dir, nil
@@ -100,7 +100,7 @@ func (e *instrumentEnv) manifests(ctx context.Context) (workspace.Manifest, work
 	if e.fixture == nil {
 		var fx workspace.Manifest
 		if d := e.job.in.kase.FixtureDigest; d != "" {
-			m, err := workspace.LoadManifest(ctx, e.s.sh.Bus, d)
+			m, err := workspace.LoadManifest(ctx, e.s.sh.Bus.Blobs(), d)
 			if err != nil {
 				return fx, fx, fmt.Errorf("load the fixture manifest %s: %w", d, err)
 			}
@@ -109,7 +109,7 @@ func (e *instrumentEnv) manifests(ctx context.Context) (workspace.Manifest, work
 		e.fixture = &fx
 	}
 	if e.cand == nil {
-		m, err := workspace.LoadManifest(ctx, e.s.sh.Bus, e.job.snapshot)
+		m, err := workspace.LoadManifest(ctx, e.s.sh.Bus.Blobs(), e.job.snapshot)
 		if err != nil {
 			return *e.fixture, m, fmt.Errorf("load the candidate manifest %s: %w", e.job.snapshot, err)
 		}
@@ -309,7 +309,7 @@ func (e *instrumentEnv) restoreFromFixture(ctx context.Context, ws string, chang
 			err = root.Symlink(en.Target, en.Path)
 		default:
 			var data []byte
-			if data, err = e.s.sh.Bus.GetBlob(ctx, en.Digest); err != nil {
+			if data, err = e.s.sh.Bus.Blobs().Get(ctx, en.Digest); err != nil {
 				return err
 			}
 			mode := os.FileMode(0o644)

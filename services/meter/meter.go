@@ -167,10 +167,8 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
 			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
 		recs, err := s.sh.Bus.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
-			for _, r := range log.Records {
-				if _, ok := r.Fact.Body.(events.RunRequested); ok {
-					return nil, nil
-				}
+			if _, ok := log.Requested(); ok {
+				return nil, nil
 			}
 			f, err := s.sh.Fact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
 				Causation: submitted.ID.String()}, body)
@@ -189,7 +187,7 @@ func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.
 }
 
 func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byte, error) {
-	data, err := s.sh.Bus.GetBlob(ctx, d)
+	data, err := s.sh.Bus.Blobs().Get(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("meter: %s blob: %w", what, err)
 	}
@@ -233,7 +231,7 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	if err != nil {
 		return err
 	}
-	digest, err := s.sh.Bus.PutBlob(ctx, data)
+	digest, err := s.sh.Bus.Blobs().Put(ctx, data)
 	if err != nil {
 		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}

@@ -45,7 +45,7 @@ func publish(t *testing.T, ctx context.Context, b *bus.Bus) *suites.Published {
 	}
 	s, err := suites.Load(filepath.Join(dir, "suite.yaml"))
 	must(t, err)
-	p, err := suites.Publish(ctx, b, s)
+	p, err := suites.Publish(ctx, b.Blobs(), s)
 	must(t, err)
 	return p
 }
@@ -197,7 +197,7 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 	if reported != want {
 		t.Fatalf("reported %+v, want %+v", reported, want)
 	}
-	data, err := b.GetBlob(ctx, reported.ReportDigest)
+	data, err := b.Blobs().Get(ctx, reported.ReportDigest)
 	must(t, err)
 	var stored measure.Report
 	must(t, json.Unmarshal(data, &stored))
@@ -333,7 +333,7 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 	}
 	r, skipped, err := meter.ReportWithSkipped(ctx, b, "m")
 	must(t, err)
-	data, err = b.GetBlob(ctx, first.ReportDigest)
+	data, err = b.Blobs().Get(ctx, first.ReportDigest)
 	must(t, err)
 	if again, _ := measure.EncodeJSON(r); string(again) != string(data) {
 		t.Fatal("the rebuilt report differs from the one reported before the forgery")

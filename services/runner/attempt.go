@@ -83,7 +83,7 @@ type attempt struct {
 	seen uint64
 	// lastRequest is the request blob this attempt stored last: the next
 	// turn's request, which repeats it and adds the turn's messages, is
-	// stored as a delta of it (see bus.PutBlobAfter).
+	// stored as a delta of it (see bus.Blobs.PutAfter).
 	lastRequest *bus.BlobVersion
 }
 
@@ -327,7 +327,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	prev := a.lastRequest
 	a.lastRequest = nil // until this one is stored
 	go func() {
-		blob, err := a.svc.bus.PutBlobAfter(ctx, body, prev)
+		blob, err := a.svc.bus.Blobs().PutAfter(ctx, body, prev)
 		stored <- storedRequest{blob, err}
 	}()
 	_, err = a.commit(ctx, key(turn), events.TurnStarted{
@@ -366,7 +366,7 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 		// The runner that started the turn stored its request while it
 		// asked the model, and may have died before the store was done;
 		// a stored request is found and kept as it is.
-		blob, err := a.svc.bus.PutBlobAfter(ctx, body, nil)
+		blob, err := a.svc.bus.Blobs().PutAfter(ctx, body, nil)
 		if err != nil {
 			return step.Ending{}, err
 		}

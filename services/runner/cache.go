@@ -123,7 +123,7 @@ func (c *responseCache) verify(data []byte, request events.Digest) (cacheEntry, 
 // (the run resumes from the log): whatever else is wrong with an entry
 // makes it a miss.
 func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request events.Digest) (models.Reply, *events.CachedReply, bool, error) {
-	value, ok, err := a.svc.bus.CachedEntry(ctx, c.key(request))
+	value, ok, err := a.svc.bus.Responses().Get(ctx, c.key(request))
 	if err != nil {
 		if bus.Transient(err) {
 			return models.Reply{}, nil, false, err
@@ -148,7 +148,7 @@ func (a *attempt) cacheLookup(ctx context.Context, c *responseCache, request eve
 	if err := entry.Validate("entry"); err != nil {
 		return miss(err)
 	}
-	data, err := a.svc.bus.GetBlob(ctx, entry)
+	data, err := a.svc.bus.Blobs().Get(ctx, entry)
 	if err != nil {
 		if bus.Transient(err) {
 			return models.Reply{}, nil, false, err
@@ -227,8 +227,8 @@ func (a *attempt) cacheStore(ctx context.Context, c *responseCache, request even
 		Reply: redactReply(a.svc.secrets, reply), Suite: a.suite, Run: a.run, Turn: turn})
 	if err == nil {
 		var entry events.Digest
-		if entry, err = a.svc.bus.PutBlob(ctx, data); err == nil {
-			err = a.svc.bus.PutCacheEntry(ctx, c.key(request), entry)
+		if entry, err = a.svc.bus.Blobs().Put(ctx, data); err == nil {
+			err = a.svc.bus.Responses().Put(ctx, c.key(request), entry)
 		}
 	}
 	if err != nil {

@@ -60,7 +60,7 @@ func TestTakeoverResumesFromWhatSettledBeforeItsClaim(t *testing.T) {
 		t.Fatalf("the run ended %s (%s) without a sealed candidate", end.Status, end.Reason)
 	}
 	dir := filepath.Join(t.TempDir(), "candidate")
-	if _, err := workspace.Materialise(ctx, b, sealed.SnapshotDigest, dir, workspace.Options{}); err != nil {
+	if _, err := workspace.Materialise(ctx, b.Blobs(), sealed.SnapshotDigest, dir, workspace.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "answer.txt"))
@@ -78,7 +78,7 @@ func settleWriteAsOther(t *testing.T, ctx context.Context, b *bus.Bus, suite, ru
 	dir := t.TempDir()
 	must(t, os.CopyFS(dir, os.DirFS(fixture)))
 	must(t, os.WriteFile(filepath.Join(dir, "answer.txt"), []byte("4\n"), 0o644))
-	m, err := workspace.Store(ctx, b, dir, workspace.Options{})
+	m, err := workspace.Store(ctx, b.Blobs(), dir, workspace.Options{})
 	must(t, err)
 	call := events.ToolCall{ID: "w", Name: "write_file", Args: args, ArgsDigest: events.DigestOf([]byte(args))}
 	bodies := []events.Body{

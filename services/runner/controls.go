@@ -208,7 +208,7 @@ func (a *attempt) status(phase string, extra map[string]any) {
 	for k, v := range extra {
 		st[k] = v
 	}
-	_ = a.svc.bus.PublishStatus(a.suite, a.run, st)
+	_ = a.svc.bus.Controls().PublishStatus(a.suite, a.run, st)
 }
 
 // awaitResolution waits for a person to say whether an operation of unknown

@@ -104,7 +104,7 @@ func cancelDuringLongCommand(t *testing.T, e *env, run string, last bool) {
 			}
 		}
 	}
-	must(t, e.b.SendControl(e.ctx, "suite", run, events.Control{Signal: events.SignalCancel, Reason: "operator changed their mind"}))
+	must(t, e.b.Controls().Send(e.ctx, "suite", run, events.Control{Signal: events.SignalCancel, Reason: "operator changed their mind"}))
 	log, end := e.wait(run)
 	if end.Status != events.RunCancelled || !strings.Contains(end.Reason, "changed their mind") {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)
@@ -214,9 +214,9 @@ func TestApprovalsBindToExactArguments(t *testing.T) {
 		return ok && d.Turn == 1
 	}).Body.(events.DispatchIntended)
 	// Approving other arguments approves nothing; then reject.
-	must(t, e.b.SendControl(e.ctx, "suite", "approve", events.Control{Signal: events.SignalApprove, Operation: first.OperationID,
+	must(t, e.b.Controls().Send(e.ctx, "suite", "approve", events.Control{Signal: events.SignalApprove, Operation: first.OperationID,
 		ArgsDigest: events.DigestOf([]byte(`{"amount": 1}`))}))
-	must(t, e.b.SendControl(e.ctx, "suite", "approve", events.Control{Signal: events.SignalReject, Operation: first.OperationID, Reason: "too much"}))
+	must(t, e.b.Controls().Send(e.ctx, "suite", "approve", events.Control{Signal: events.SignalReject, Operation: first.OperationID, Reason: "too much"}))
 	second := e.waitFact("approve", func(f events.Fact) bool {
 		d, ok := f.Body.(events.DispatchIntended)
 		return ok && d.Turn == 2
@@ -224,7 +224,7 @@ func TestApprovalsBindToExactArguments(t *testing.T) {
 	if sk.total() != 0 {
 		t.Fatalf("the rejected call reached the sink")
 	}
-	must(t, e.b.SendControl(e.ctx, "suite", "approve", events.Control{Signal: events.SignalApprove, Operation: second.OperationID,
+	must(t, e.b.Controls().Send(e.ctx, "suite", "approve", events.Control{Signal: events.SignalApprove, Operation: second.OperationID,
 		ArgsDigest: second.ArgsDigest}))
 	log, end := e.wait("approve")
 	if end.Status != events.RunDone || sk.total() != 1 {

@@ -126,7 +126,7 @@ func TestTimedOutEffectIsReconciledNeverRepeated(t *testing.T) {
 			if c.resolve != "" {
 				// Signals wait in the CONTROL stream until the runner needs them.
 				for _, op := range []string{run + "/t1/order", run + "/t2/order"} {
-					must(t, e.b.SendControl(e.ctx, "suite", run, events.Control{Signal: events.SignalResolve,
+					must(t, e.b.Controls().Send(e.ctx, "suite", run, events.Control{Signal: events.SignalResolve,
 						Operation: op, Outcome: c.resolve, Reason: "the order is in the sink"}))
 				}
 			}

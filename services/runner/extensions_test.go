@@ -84,7 +84,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 	if got := extensionstest.Lines(t, f.Sink); len(got) != 0 {
 		t.Fatalf("the external call ran before approval: %v", got)
 	}
-	must(t, e.b.SendControl(e.ctx, "suite", "ext", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
+	must(t, e.b.Controls().Send(e.ctx, "suite", "ext", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
 	log, end := e.wait("ext")
 	if end.Status != events.RunDone {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)
@@ -113,7 +113,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 
 	// What the model was offered: the allowlisted tools, not the withheld one.
 	started := kinds(log, events.KindTurnStarted)[0].Body.(events.TurnStarted)
-	req, err := e.b.GetBlob(e.ctx, started.ContextDigest)
+	req, err := e.b.Blobs().Get(e.ctx, started.ContextDigest)
 	must(t, err)
 	if !strings.Contains(string(req), "testsrv__echo") || strings.Contains(string(req), "testsrv__secret") {
 		t.Fatalf("the model's tools: %s", req)
@@ -196,7 +196,7 @@ func TestExtensionCancelledCall(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	must(t, e.b.SendControl(e.ctx, "suite", "extcancel", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
+	must(t, e.b.Controls().Send(e.ctx, "suite", "extcancel", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
 	log, end := e.wait("extcancel")
 	if end.Status != events.RunCancelled {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)
@@ -323,7 +323,7 @@ func TestExtensionEffectAfterCrash(t *testing.T) {
 		d, ok := f.Body.(events.DispatchIntended)
 		return ok && d.CallID == "pub"
 	}).Body.(events.DispatchIntended)
-	must(t, b.SendControl(ctx, "suite", "extcrash", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
+	must(t, b.Controls().Send(ctx, "suite", "extcrash", events.Control{Signal: events.SignalApprove, Operation: pub.OperationID, ArgsDigest: pub.ArgsDigest}))
 	err = child.Wait()
 	if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the child runner did not die by SIGKILL: %v", err)

@@ -37,7 +37,7 @@ func TestCancelDuringAModelCallIsNoModelError(t *testing.T) {
 	e.start(fixtureCase(t, "{steps: 4}"), s, "cancel-model")
 	e.waitFact("cancel-model", func(f events.Fact) bool { return f.Kind() == events.KindTurnStarted })
 	before := modelErrors(t)
-	must(t, e.b.SendControl(e.ctx, "suite", "cancel-model", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
+	must(t, e.b.Controls().Send(e.ctx, "suite", "cancel-model", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
 	_, end := e.wait("cancel-model")
 	if end.Status != events.RunCancelled {
 		t.Fatalf("ended %s/%q", end.Status, end.Reason)

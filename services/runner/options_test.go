@@ -38,7 +38,7 @@ func TestRunnerDefaults(t *testing.T) {
 		t.Errorf("work dir %q, decision timeout %s, approval timeout %s, extensions %v, hook %v, models %v, secrets %v",
 			s.workDir, s.decisionTimeout, s.approvalTimeout, s.extensions, s.afterCommit != nil, s.models != nil, s.secrets != nil)
 	}
-	if !reflect.DeepEqual(s.workspaces, StoredWorkspaces{Blobs: b}) {
+	if !reflect.DeepEqual(s.workspaces, StoredWorkspaces{Blobs: b.Blobs()}) {
 		t.Errorf("workspaces %#v, want stored on the runner's bus", s.workspaces)
 	}
 }

@@ -87,7 +87,7 @@ func (m blobLosingModel) Complete(ctx context.Context, req models.Request) (mode
 		d := events.DigestOf(body)
 		for {
 			// The runner stores the request while the model is asked.
-			if _, err := m.b.StatBlob(ctx, d); err == nil {
+			if _, err := m.b.Blobs().Stat(ctx, d); err == nil {
 				break
 			}
 			select {
@@ -138,7 +138,7 @@ func TestATakenOverTurnStoresItsMissingRequest(t *testing.T) {
 	}
 	for _, f := range kinds(log, events.KindTurnStarted) {
 		d := f.Body.(events.TurnStarted).ContextDigest
-		body, err := e.b.GetBlob(e.ctx, d)
+		body, err := e.b.Blobs().Get(e.ctx, d)
 		if err != nil {
 			t.Errorf("turn %d: request %s: %v", f.Body.(events.TurnStarted).Turn, d, err)
 			continue

@@ -37,14 +37,14 @@ func TestRequestBlobsStayFlatInRunLength(t *testing.T) {
 	wholes := 0
 	for i, f := range started {
 		d := f.Body.(events.TurnStarted).ContextDigest
-		body, err := e.b.GetBlob(e.ctx, d)
+		body, err := e.b.Blobs().Get(e.ctx, d)
 		if err != nil {
 			t.Fatalf("turn %d: %v", i+1, err)
 		}
 		if got := events.DigestOf(body); got != d {
 			t.Fatalf("turn %d: turn.started names %s, its blob reads as %s", i+1, d, got)
 		}
-		st, err := e.b.StatBlob(e.ctx, d)
+		st, err := e.b.Blobs().Stat(e.ctx, d)
 		if err != nil {
 			t.Fatal(err)
 		}

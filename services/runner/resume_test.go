@@ -248,7 +248,7 @@ func TestExternalEffectAfterCrash(t *testing.T) {
 			if c.resolve != "" {
 				// Signals wait in the CONTROL stream: the runner that takes
 				// the run over reads it when it needs it.
-				must(t, b.SendControl(ctx, "suite", run, events.Control{Signal: events.SignalResolve,
+				must(t, b.Controls().Send(ctx, "suite", run, events.Control{Signal: events.SignalResolve,
 					Operation: run + "/t1/pay", Outcome: c.resolve, Reason: "checked the sink"}))
 			}
 			res := takeover(t, ctx, b, run, p, child)

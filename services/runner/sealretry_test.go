@@ -45,7 +45,7 @@ func (w flakyWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {
 func TestASealTheBusFailedIsTriedAgain(t *testing.T) {
 	ws := &flakySealing{}
 	e := startTuned(t, func(b *bus.Bus) []kit.Option {
-		ws.StoredWorkspaces = runner.StoredWorkspaces{Blobs: b}
+		ws.StoredWorkspaces = runner.StoredWorkspaces{Blobs: b.Blobs()}
 		return []kit.Option{runner.WithWorkspaces(ws)}
 	}, nil)
 	pass := `  - calls:

@@ -115,7 +115,7 @@ var spec = kit.Spec{
 func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	c := config{models: Models, workDir: os.TempDir(), decisionTimeout: 10 * time.Minute, approvalTimeout: time.Hour}
 	if b != nil {
-		c.workspaces = StoredWorkspaces{Blobs: b}
+		c.workspaces = StoredWorkspaces{Blobs: b.Blobs()}
 	}
 	sh, err := kit.New(b, spec, &c, opts...)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 	if req, ok := d.Fact.Body.(events.RunRequested); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
-		if data, err := s.bus.GetBlob(ctx, req.CaseDigest); err == nil {
+		if data, err := s.bus.Blobs().Get(ctx, req.CaseDigest); err == nil {
 			a.kase, _ = cases.DecodeCase(data)
 		}
 	}
@@ -246,7 +246,7 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a.work, a.ctl = work, newControls(stopWork)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	sigs, err := s.bus.WatchControls(watchCtx, suite, run)
+	sigs, err := s.bus.Controls().Watch(watchCtx, suite, run)
 	if err != nil {
 		// Only a suite or run that is no subject token fails here (the
 		// watch itself rides out the bus failing under it): no retry
@@ -323,7 +323,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			break
 		}
 	}
-	caseData, err := s.bus.GetBlob(ctx, req.CaseDigest)
+	caseData, err := s.bus.Blobs().Get(ctx, req.CaseDigest)
 	if err != nil {
 		return nil, inputErr(fmt.Sprintf("case %s", req.Case), err)
 	}
@@ -331,7 +331,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err != nil {
 		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
 	}
-	treatData, err := s.bus.GetBlob(ctx, req.TreatmentDigest)
+	treatData, err := s.bus.Blobs().Get(ctx, req.TreatmentDigest)
 	if err != nil {
 		return nil, inputErr(fmt.Sprintf("treatment %s", req.Treatment), err)
 	}

@@ -53,7 +53,7 @@ func (s *Service) suiteStopped(ctx context.Context, suite string) (bool, error) 
 	}
 	final := stopped
 	if !stopped && spec != "" {
-		data, err := s.bus.GetBlob(ctx, spec)
+		data, err := s.bus.Blobs().Get(ctx, spec)
 		if err != nil {
 			return false, inputErr("suite spec", err)
 		}

@@ -17,7 +17,7 @@ import (
 // goes on, and the candidate is sealed and judged like any other.
 func TestWritingPastTheWorkspaceLimitIsACandidateFailure(t *testing.T) {
 	e := startTuned(t, func(b *bus.Bus) []kit.Option {
-		return []kit.Option{runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: b, Options: workspace.Options{MaxBytes: 4 << 10}})}
+		return []kit.Option{runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: b.Blobs(), Options: workspace.Options{MaxBytes: 4 << 10}})}
 	}, nil)
 	overflow := `  - calls:
       - {id: big, name: run_command, args: {command: "echo 4 > answer.txt && head -c 100000 /dev/zero > big.bin"}}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/fileerr"
 )
 
 // Allowlist is the runner's list of the extensions it may start.
@@ -88,29 +89,15 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Error is a problem in an allowlist file: the file, the line (0 when not
 // known), the field path and what is wrong.
-type Error struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += fmt.Sprintf(":%d", e.Line)
-	}
-	if e.Field != "" {
-		loc += ": " + e.Field
-	}
-	return loc + ": " + e.Msg
-}
+type Error = fileerr.Error[allowlistFile]
 
 // ErrInvalid matches every *Error with errors.Is.
 var ErrInvalid = errors.New("invalid extension allowlist")
 
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+// allowlistFile makes Error the problem of an allowlist file.
+type allowlistFile struct{}
+
+func (allowlistFile) Invalid() error { return ErrInvalid }
 
 // Load reads and checks an allowlist file.
 func Load(path string) (*Allowlist, error) {

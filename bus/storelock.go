@@ -1,4 +1,4 @@
-package main
+package bus
 
 import (
 	"bufio"
@@ -12,18 +12,16 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/factline/factline/bus"
 )
 
-// storeLockFile is the file of a store directory that the one process
+// StoreLockFile is the file of a store directory that the one process
 // running the store's embedded server holds an exclusive flock(2) on, for
 // as long as it runs. The kernel releases the lock when that process ends,
 // however it ends (a SIGKILL included), so a lock is never stale; the
 // file itself stays (removing it would let two processes lock two
 // different files of one name). It also holds the holder's PID and
 // command line, for people (see docs/operations.md#one-store-one-server).
-const storeLockFile = "factline.lock"
+const StoreLockFile = "factline.lock"
 
 // storeLock is this process's lock on a store directory.
 type storeLock struct{ f *os.File }
@@ -34,7 +32,7 @@ func lockStore(dir string) (*storeLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
-	path := filepath.Join(dir, storeLockFile)
+	path := filepath.Join(dir, StoreLockFile)
 	// O_CLOEXEC (Go's default) keeps the lock out of the commands the
 	// runner starts: it dies with this process, not with a stray child.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -84,7 +82,7 @@ func (h holder) String() string {
 // that the new one has not yet replaced, or may have been written by
 // nobody (flock(1) holding the store for a backup).
 func storeHolder(dir string) holder {
-	path := filepath.Join(dir, storeLockFile)
+	path := filepath.Join(dir, StoreLockFile)
 	var h holder
 	if data, err := os.ReadFile(path); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -145,19 +143,19 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// storeServedFile holds, while a process holds the store, how other
+// StoreRecordFile holds, while a process holds the store, how other
 // processes on this machine reach its server: the URL on the first line
 // (as before there was more), then "pid N", "fsync MODE" and "auth nkey"
 // or "auth none". It is written once the server serves and removed when
 // it stops; one left by a holder that was killed is recognised by the
 // lock, which no longer holds, and never trusted.
-const storeServedFile = "nats-url"
+const StoreRecordFile = "nats-url"
 
 // storeRecord is what a store's holder says about its server.
 type storeRecord struct {
 	url   string
 	pid   int
-	fsync bus.Durability
+	fsync Durability
 	auth  bool // clients authenticate with the store's credential
 }
 
@@ -172,7 +170,7 @@ func (r storeRecord) encode() []byte {
 // readStoreRecord reads the store's record; ok is false when there is
 // none or it is not one (half a hand edit, an older factline's).
 func readStoreRecord(dir string) (r storeRecord, ok bool, err error) {
-	data, err := os.ReadFile(filepath.Join(dir, storeServedFile))
+	data, err := os.ReadFile(filepath.Join(dir, StoreRecordFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, false, nil
 	}
@@ -191,7 +189,7 @@ func readStoreRecord(dir string) (r storeRecord, ok bool, err error) {
 		case "pid":
 			r.pid, _ = strconv.Atoi(v)
 		case "fsync":
-			r.fsync, _ = bus.ParseDurability(v)
+			r.fsync, _ = ParseDurability(v)
 		case "auth":
 			r.auth = v == "nkey"
 		}
@@ -203,7 +201,7 @@ func readStoreRecord(dir string) (r storeRecord, ok bool, err error) {
 // one or the new one); the returned function removes it again, if it is
 // still this one.
 func writeStoreRecord(dir string, r storeRecord) (func(), error) {
-	path := filepath.Join(dir, storeServedFile)
+	path := filepath.Join(dir, StoreRecordFile)
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, r.encode(), 0o644); err != nil {
 		return nil, fmt.Errorf("record the store's server: %w", err)

@@ -1,4 +1,4 @@
-package main
+package bus
 
 import (
 	"context"
@@ -15,31 +15,46 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/sleep"
 )
 
-// attachWait is how long a process waits for the holder of a store to
-// serve it: one that has just taken the lock is still starting its server
-// (recovering a large store takes a while).
-var attachWait = 30 * time.Second
+// defaultAttachWait is how long a process waits for the holder of a store
+// to serve it: one that has just taken the lock is still starting its
+// server (recovering a large store takes a while).
+const defaultAttachWait = 30 * time.Second
 
-// storeOptions say how a process opens a store.
-type storeOptions struct {
-	fsync bus.Durability
-	// fsyncSet: --fsync was given, so a process that attaches must find
-	// the holder running with it.
-	fsyncSet bool
-	// listen, for 'serve --listen': this process must hold the store, and
-	// serves it as the plan says instead of on a private loopback port.
-	listen        *listenPlan
-	compressFacts bool
-	// logger receives the log of the server this process starts on the
-	// store, as its holder or on taking it over (nil: silenced).
-	logger server.Logger
+// StoreOptions say how OpenEmbedded opens a store directory.
+type StoreOptions struct {
+	// Durability of the server this process starts when it holds the
+	// store (default SyncAlways).
+	Durability Durability
+	// RequireDurability: a process that attaches must find the holder
+	// running with Durability (the operator asked for it).
+	RequireDurability bool
+	// Listen, when set, says this process must hold the store, and serves
+	// it as Listen says instead of on a private loopback port.
+	Listen *StoreListen
+	// CompressFacts creates FACTS compressed where Open creates it.
+	CompressFacts bool
+	// AttachWait bounds the wait for a holder that has just taken the lock
+	// to serve the store (default 30 s).
+	AttachWait time.Duration
+	// Logger receives the store's warnings (default slog.Default()).
+	Logger *slog.Logger
+	// ServerLog receives the log of the server this process starts on the
+	// store, as its holder or on taking it over (nil: silenced); a watch
+	// for a full disk reads it.
+	ServerLog server.Logger
 }
 
-// storeConn is a process's use of a store directory. One process at a
-// time holds the store: it has the lock (storelock.go), runs the store's
+// StoreListen is how the holder of a store serves it to other processes.
+type StoreListen struct {
+	Addr string // host:port to bind (port -1: a free one)
+	Auth bool   // clients must hold the store's credential
+}
+
+// Store is a process's use of a store directory. One process at a time
+// holds the store: it has the lock (storelock.go), runs the store's
 // embedded server and serves it on loopback with the store's credential.
 // Every other process attaches to that server. When the holder goes away
 // (it ended, or was killed) an attached process takes the store over: it
@@ -48,37 +63,83 @@ type storeOptions struct {
 // every other attached process, through the record the new holder writes.
 // So two servers never open one directory, and nobody is left reading a
 // server that no longer writes.
-type storeConn struct {
+type Store struct {
 	dir  string
-	opts storeOptions
+	opts StoreOptions
+	log  *slog.Logger
 	seed []byte // the store's credential; nil: the server admits every local client
 	nc   *nats.Conn
-	b    *bus.Bus
+	b    *Bus
 
-	// What serve --listen prints: the credential's file and whether this
-	// start made it.
+	// What a listening holder prints: the credential's file and whether
+	// this start made it.
 	credPath string
 	madeCred bool
 
 	mu       sync.Mutex
 	lock     *storeLock
-	srv      *bus.Embedded
+	srv      *Embedded
 	unrecord func()
 	rec      storeRecord // the server this process uses (its own while it holds the store)
 	holder   holder      // who held the store when this process attached
 	closed   bool
 
 	wake chan struct{} // the connection dropped
-	stop chan struct{} // closed by close
+	stop chan struct{} // closed by Close
 	done chan struct{} // closed when the watch ends
 }
 
-// openStore opens a store directory: it takes the store's lock and serves
-// the store, or attaches to the process that holds it (waiting up to
-// attachWait for a holder that has just taken the lock to serve). Two
-// processes that start at the same instant both try the lock; the kernel
-// gives it to one, and the other attaches.
-func openStore(ctx context.Context, dir string, opts storeOptions) (*storeConn, error) {
+// StoreConflict says why a store another process holds refuses an open.
+type StoreConflict int
+
+const (
+	// ConflictListen: this process was to serve the store, and another
+	// already does.
+	ConflictListen StoreConflict = iota + 1
+	// ConflictDurability: the holder's server runs with another
+	// durability than the one required.
+	ConflictDurability
+)
+
+// StoreHeldError is an open refused because another process holds the
+// store in a way this open cannot share.
+type StoreHeldError struct {
+	Dir      string
+	Conflict StoreConflict
+	// Holder names the process holding the store ("process 42 (factline
+	// serve ...)", "another process").
+	Holder string
+	// URL is where the holder serves the store; empty when it does not
+	// yet, as far as this process can tell.
+	URL string
+	// Durability is the holder's server's; Want the one required.
+	Durability, Want Durability
+}
+
+func (e *StoreHeldError) Error() string {
+	if e.Conflict == ConflictDurability {
+		return fmt.Sprintf("store %s is held by %s, whose server runs with fsync: %s, not %s", e.Dir, e.Holder, e.Durability, e.Want)
+	}
+	return fmt.Sprintf("store %s is held by %s, which runs its server: a second server on the directory would corrupt it", e.Dir, e.Holder)
+}
+
+// OpenEmbedded opens a store directory: it takes the store's lock and
+// serves the store from an embedded server, or attaches to the process
+// that holds it (waiting up to AttachWait for a holder that has just taken
+// the lock to serve). Two processes that start at the same instant both
+// try the lock; the kernel gives it to one, and the other attaches. A
+// store held in a way this open cannot share is a *StoreHeldError.
+func OpenEmbedded(ctx context.Context, dir string, opts StoreOptions) (*Store, error) {
+	if opts.Durability == "" {
+		opts.Durability = SyncAlways
+	}
+	if opts.AttachWait <= 0 {
+		opts.AttachWait = defaultAttachWait
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	attachWait := opts.AttachWait
 	deadline := time.Now().Add(attachWait)
 	warned := false
 	var lastErr error
@@ -99,14 +160,16 @@ func openStore(ctx context.Context, dir string, opts storeOptions) (*storeConn, 
 		if err != nil {
 			return nil, err
 		}
-		if opts.listen != nil {
-			return nil, fmt.Errorf("store %s is held by %s, which runs its server: a second server on the directory would corrupt it. "+
-				"Stop that process first (it serves the store at %s), or run serve without --listen to join its server", dir, h, orUnknown(ok, rec.url))
+		if opts.Listen != nil {
+			e := &StoreHeldError{Dir: dir, Conflict: ConflictListen, Holder: h.String(), Want: opts.Durability}
+			if ok {
+				e.URL, e.Durability = rec.url, rec.fsync
+			}
+			return nil, e
 		}
 		if ok {
-			if opts.fsyncSet && rec.fsync != opts.fsync {
-				return nil, usageError{fmt.Sprintf("--fsync %s: store %s is held by %s, whose server runs with fsync: %s. "+
-					"Leave --fsync out to join it, or stop that process first", opts.fsync, dir, h, rec.fsync)}
+			if opts.RequireDurability && rec.fsync != opts.Durability {
+				return nil, &StoreHeldError{Dir: dir, Conflict: ConflictDurability, Holder: h.String(), URL: rec.url, Durability: rec.fsync, Want: opts.Durability}
 			}
 			s := newStoreConn(dir, opts)
 			err := s.attach(ctx, rec, h)
@@ -125,53 +188,46 @@ func openStore(ctx context.Context, dir string, opts storeOptions) (*storeConn, 
 			}
 			return nil, fmt.Errorf("%s. A factline that holds a store serves it on loopback and records where in %s; "+
 				"a process that holds %s without doing so (a backup with flock(1), a factline still starting) keeps every other out until it ends",
-				msg, filepath.Join(dir, storeServedFile), filepath.Join(dir, storeLockFile))
+				msg, filepath.Join(dir, StoreRecordFile), filepath.Join(dir, StoreLockFile))
 		}
 		if !warned && time.Until(deadline) < attachWait-time.Second {
-			slog.Warn("waiting for the process holding the store to serve it", "store", dir, "holder", h.String(), "for", attachWait)
+			opts.Logger.Warn("waiting for the process holding the store to serve it", "store", dir, "holder", h.String(), "for", attachWait)
 			warned = true
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep.For(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func orUnknown(ok bool, s string) string {
-	if !ok {
-		return "no address yet"
-	}
-	return s
-}
-
-func newStoreConn(dir string, opts storeOptions) *storeConn {
-	return &storeConn{dir: dir, opts: opts, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newStoreConn(dir string, opts StoreOptions) *Store {
+	return &Store{dir: dir, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // serve makes this process the store's holder: it has taken the lock, and
 // starts the server, connects, and records where others reach it.
-func (s *storeConn) serve(ctx context.Context, l *storeLock) error {
+func (s *Store) serve(ctx context.Context, l *storeLock) error {
 	// A record left here was written by a holder that is gone (the lock
 	// was free): never send anyone to its address.
-	if err := os.Remove(filepath.Join(s.dir, storeServedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(s.dir, StoreRecordFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("store %s: remove a dead holder's record: %w", s.dir, err)
 	}
-	plan := listenPlan{addr: "127.0.0.1:-1", loopback: true, auth: true}
-	if s.opts.listen != nil {
-		plan = *s.opts.listen
+	plan := StoreListen{Addr: "127.0.0.1:-1", Auth: true}
+	if s.opts.Listen != nil {
+		plan = *s.opts.Listen
 	}
-	if plan.auth {
+	if plan.Auth {
 		var err error
 		if s.credPath, s.seed, s.madeCred, err = storeCredential(s.dir, true); err != nil {
 			return err
 		}
 	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: plan.addr, ClientSeed: s.seed, Durability: s.opts.fsync, Logger: s.opts.logger})
+	srv, err := StartEmbedded(ctx, EmbeddedConfig{StoreDir: s.dir, Listen: plan.Addr, ClientSeed: s.seed, Durability: s.opts.Durability, Logger: s.opts.ServerLog})
 	if err != nil {
 		return err
 	}
 	s.lock, s.srv = l, srv
-	s.rec = storeRecord{url: localURL(srv.Server().Addr()), pid: os.Getpid(), fsync: s.opts.fsync, auth: plan.auth}
+	s.rec = storeRecord{url: localURL(srv.Server().Addr()), pid: os.Getpid(), fsync: s.opts.Durability, auth: plan.Auth}
 	if err := s.connect(ctx); err != nil {
 		srv.Shutdown()
 		return err
@@ -190,7 +246,7 @@ func (s *storeConn) serve(ctx context.Context, l *storeLock) error {
 }
 
 // attach connects to the server the holder recorded.
-func (s *storeConn) attach(ctx context.Context, rec storeRecord, h holder) error {
+func (s *Store) attach(ctx context.Context, rec storeRecord, h holder) error {
 	s.rec, s.holder = rec, h
 	if rec.auth {
 		var err error
@@ -209,7 +265,7 @@ func (s *storeConn) attach(ctx context.Context, rec storeRecord, h holder) error
 // own, in-process, while it holds the store; the holder's over loopback
 // otherwise) and the bus on it. The connection dials through s (Dial
 // below), so that it follows the store from holder to holder.
-func (s *storeConn) connect(ctx context.Context) error {
+func (s *Store) connect(ctx context.Context) error {
 	opts := []nats.Option{
 		nats.Name("factline"), nats.SetCustomDialer(s),
 		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond),
@@ -221,7 +277,7 @@ func (s *storeConn) connect(ctx context.Context) error {
 		}),
 	}
 	if s.seed != nil {
-		o, err := bus.ClientAuth(s.seed)
+		o, err := ClientAuth(s.seed)
 		if err != nil {
 			return err
 		}
@@ -231,7 +287,7 @@ func (s *storeConn) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := bus.Open(ctx, nc, bus.Config{Logger: slog.Default(), CompressFacts: s.opts.compressFacts})
+	b, err := Open(ctx, nc, Config{Logger: s.log, CompressFacts: s.opts.CompressFacts})
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("open store %s: %w", s.dir, err)
@@ -243,7 +299,7 @@ func (s *storeConn) connect(ctx context.Context) error {
 // Dial is the connection's dialer (nats.CustomDialer): this process's own
 // server in-process while it holds the store, else whichever server the
 // store's holder records now.
-func (s *storeConn) Dial(network, _ string) (net.Conn, error) {
+func (s *Store) Dial(network, _ string) (net.Conn, error) {
 	s.mu.Lock()
 	srv, closed := s.srv, s.closed
 	s.mu.Unlock()
@@ -271,7 +327,7 @@ func (s *storeConn) Dial(network, _ string) (net.Conn, error) {
 // free: the holder is gone. Until then (another attached process was
 // quicker, or the holder is restarting) the connection reconnects to
 // whoever holds the store.
-func (s *storeConn) watch() {
+func (s *Store) watch() {
 	defer close(s.done)
 	for {
 		select {
@@ -285,11 +341,11 @@ func (s *storeConn) watch() {
 		if held {
 			continue // our own server stopping: close is under way
 		}
-		slog.Warn("the store's server went away; following the store to its next holder", "store", s.dir, "holder", s.holder.String(), "url", s.rec.url)
+		s.log.Warn("the store's server went away; following the store to its next holder", "store", s.dir, "holder", s.holder.String(), "url", s.rec.url)
 		for !s.nc.IsConnected() && !s.nc.IsClosed() {
 			took, err := s.takeOver()
 			if err != nil {
-				slog.Warn("could not take the store over", "store", s.dir, "err", err)
+				s.log.Warn("could not take the store over", "store", s.dir, "err", err)
 			}
 			if took {
 				break
@@ -306,18 +362,18 @@ func (s *storeConn) watch() {
 // takeOver makes this process the store's holder if the lock is free,
 // serving the store as the server it replaces did (durability and
 // authentication; always on a private loopback port).
-func (s *storeConn) takeOver() (bool, error) {
+func (s *Store) takeOver() (bool, error) {
 	l, err := lockStore(s.dir)
 	if err != nil || l == nil {
 		return false, err
 	}
-	if err := os.Remove(filepath.Join(s.dir, storeServedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(s.dir, StoreRecordFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		l.release()
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: s.dir, Listen: "127.0.0.1:-1", ClientSeed: s.seed, Durability: s.rec.fsync, Logger: s.opts.logger})
+	srv, err := StartEmbedded(ctx, EmbeddedConfig{StoreDir: s.dir, Listen: "127.0.0.1:-1", ClientSeed: s.seed, Durability: s.rec.fsync, Logger: s.opts.ServerLog})
 	if err != nil {
 		l.release()
 		return false, err
@@ -339,21 +395,25 @@ func (s *storeConn) takeOver() (bool, error) {
 	}
 	s.lock, s.srv, s.unrecord, s.rec = l, srv, unrecord, rec
 	s.mu.Unlock()
-	slog.Warn("took the store over: this process now holds it and serves it", "store", s.dir, "pid", os.Getpid(), "url", rec.url, "fsync", rec.fsync)
+	s.log.Warn("took the store over: this process now holds it and serves it", "store", s.dir, "pid", os.Getpid(), "url", rec.url, "fsync", rec.fsync)
 	return true, nil
 }
 
-// holds reports whether this process holds the store now.
-func (s *storeConn) holds() bool {
+// Bus is the bus on the store's server; it follows the store from holder
+// to holder.
+func (s *Store) Bus() *Bus { return s.b }
+
+// Holds reports whether this process holds the store now.
+func (s *Store) Holds() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.srv != nil
 }
 
-// close ends this process's use of the store. A holder stops its server
+// Close ends this process's use of the store. A holder stops its server
 // and then releases the lock, so a process attached to it takes the store
 // over only once no server has the files open.
-func (s *storeConn) close() {
+func (s *Store) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -374,9 +434,9 @@ func (s *storeConn) close() {
 	}
 }
 
-// describe says where the log is and how durably, for a command's first
+// Describe says where the log is and how durably, for a command's first
 // line: the server this process runs, or the holder's it attached to.
-func (s *storeConn) describe() string {
+func (s *Store) Describe() string {
 	dir := s.dir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
@@ -387,4 +447,18 @@ func (s *storeConn) describe() string {
 		return fmt.Sprintf("embedded JetStream in %s (fsync: %s)", dir, s.rec.fsync)
 	}
 	return fmt.Sprintf("store %s is held by %s: attached to its server at %s (fsync: %s)", dir, s.holder, s.rec.url, s.rec.fsync)
+}
+
+// Served says how a holder serves the store to other processes: the
+// address its server listens on, the URL processes on this machine reach
+// it at, and the store's credential file (empty when clients need none)
+// with whether this open made it. ok is false when this process does not
+// hold the store.
+func (s *Store) Served() (addr net.Addr, localURL, credPath string, madeCred, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return nil, "", "", false, false
+	}
+	return s.srv.Server().Addr(), s.rec.url, s.credPath, s.madeCred, true
 }
