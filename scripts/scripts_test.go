@@ -143,8 +143,16 @@ func TestMakeTestRunsTestDepsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make is needed to read the Makefile's test target: %v", err)
 	}
-	cmd := exec.Command(mk, "-n", "test")
+	// Run under make test itself, a sub-make would inherit its level and
+	// flags and print "Entering directory" first: read the Makefile as a
+	// top-level make does.
+	cmd := exec.Command(mk, "-n", "--no-print-directory", "test")
 	cmd.Dir = ".."
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MAKELEVEL" && k != "MFLAGS" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make -n test: %v\n%s", err, out)
