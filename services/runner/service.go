@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -78,12 +79,16 @@ type Service struct {
 	containment *sandbox.Containment
 	// engine is the container engine attempts with an environment use.
 	engine sandbox.Engine
-	// beforeClaim, set by tests only, runs just before an attempt commits
-	// its claim: the window in which another attempt may still settle work.
-	beforeClaim func(ctx context.Context, suite, run string)
 	// stops remembers which suites stopped early.
 	stops suiteStops
 }
+
+// beforeClaimHook is a seam for tests only (export_test.go sets it, for
+// one Service, and clears it when the test ends): it runs just before an
+// attempt commits its claim, the window in which another attempt may still
+// settle work. It is not a field of Service so that what a runner is built
+// of holds nothing but what runs in production.
+var beforeClaimHook atomic.Pointer[func(s *Service, ctx context.Context, suite, run string)]
 
 // ConsumerName is the durable consumer every runner shares.
 const ConsumerName = "runner"
@@ -409,8 +414,8 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err
 	}
-	if s.beforeClaim != nil {
-		s.beforeClaim(ctx, suite, run)
+	if h := beforeClaimHook.Load(); h != nil {
+		(*h)(s, ctx, suite, run)
 	}
 	// Each attempt's claim has an ID of its own, so that a claim another
 	// attempt made is never mistaken for this one's retried append.
