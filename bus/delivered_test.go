@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // lastForRequests counts the "where does this run end" direct gets the
@@ -86,7 +87,7 @@ func TestADeliveredFactIsLoadedThroughItsOwnLinks(t *testing.T) {
 			got = append(got, len(log.Records))
 			return nil
 		})
-	waitFor(t, "12 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got)+len(errs) >= 12 })
+	testutil.Within(t, 20*time.Second, "12 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got)+len(errs) >= 12 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(errs) > 0 {
@@ -130,7 +131,7 @@ func TestADeliveredFactWithoutLinksIsLoadedWhole(t *testing.T) {
 			loaded[d.Fact.Position] = len(log.Records)
 			return nil
 		})
-	waitFor(t, "4 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(loaded) == 4 })
+	testutil.Within(t, 20*time.Second, "4 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(loaded) == 4 })
 	mu.Lock()
 	defer mu.Unlock()
 	if loaded[4] != 4 {
