@@ -63,7 +63,7 @@ func TestADeliveredFactIsLoadedThroughItsOwnLinks(t *testing.T) {
 	b, srv := bustest.Start(t)
 	appendRun(t, b, "s", "r1", 1, 12, bus.Expect{})
 	asked := lastForRequests(t, srv, "r1")
-	cache := b.NewRunCache(0)
+	cache := b.NewRunLogs(0)
 	var mu sync.Mutex
 	var got []int
 	var errs []error
@@ -117,7 +117,7 @@ func TestADeliveredFactWithoutLinksIsLoadedWhole(t *testing.T) {
 	if _, err := b.JetStream().PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(first.Last, events.RunFilter("s", "r1"))); err != nil {
 		t.Fatal(err)
 	}
-	cache := b.NewRunCache(0)
+	cache := b.NewRunLogs(0)
 	var mu sync.Mutex
 	loaded := map[uint64]int{}
 	consume(t, b, bus.ConsumerConfig{Name: "unlinked", Filters: []string{events.KindFilter(events.KindTurnCompleted)}},

@@ -62,7 +62,7 @@ type Service struct {
 	sh *kit.Shell
 	// What the attempts read, taken out of the shell and the options.
 	bus             *bus.Bus
-	cache           *bus.RunCache
+	runs            *bus.RunLogs // the run cache: logs of the runs it drives
 	workspaces      Workspaces
 	models          ModelFactory
 	instance        string
@@ -138,7 +138,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	// Whatever the logger is, the runner's log lines pass through the
 	// secret redactor.
 	sh.WrapLog(func(h slog.Handler) slog.Handler { return secrets.NewHandler(h, c.secrets) })
-	s := &Service{sh: sh, bus: b, cache: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
+	s := &Service{sh: sh, bus: b, runs: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
 		workDir: c.workDir, decisionTimeout: c.decisionTimeout, approvalTimeout: c.approvalTimeout,
 		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets, slotLease: c.slotLease}
 	sh.OnDeadLetter(s.gaveUp)
@@ -174,11 +174,11 @@ func (s *Service) Run(ctx context.Context) error {
 // waiting forever.
 func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) error {
 	suite, run := d.Fact.Suite, d.Fact.Run
-	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
+	rl, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}
-	defer s.cache.Forget(suite, run)
+	defer s.runs.Forget(suite, run)
 	if rl.Ended() {
 		return nil
 	}
@@ -202,11 +202,11 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	suite, run := d.Fact.Suite, d.Fact.Run
 	log := s.log.With("suite", suite, "run", run)
-	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
+	rl, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}
-	defer s.cache.Forget(suite, run)
+	defer s.runs.Forget(suite, run)
 	claimed := false
 	for _, r := range rl.Records {
 		switch r.Fact.Body.(type) {
@@ -438,7 +438,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 // one is restored in place of the first (the same directory, which
 // extensions may already work in).
 func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, claimSeq uint64) error {
-	log, err := a.svc.cache.LoadThrough(ctx, a.suite, a.run, claimSeq)
+	log, err := a.svc.runs.LoadThrough(ctx, a.suite, a.run, claimSeq)
 	if err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) er
 			return err
 		}
 	}
-	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	log, err := a.svc.runs.Load(ctx, a.suite, a.run)
 	if err != nil {
 		return err
 	}
