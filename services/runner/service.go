@@ -328,21 +328,13 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			break
 		}
 	}
-	caseData, err := s.bus.Blobs().Get(ctx, req.CaseDigest)
+	kase, err := readInput(ctx, s.bus, "case "+req.Case, req.CaseDigest, cases.DecodeCase)
 	if err != nil {
-		return nil, inputErr(fmt.Sprintf("case %s", req.Case), err)
+		return nil, err
 	}
-	kase, err := cases.DecodeCase(caseData)
+	treat, err := readInput(ctx, s.bus, "treatment "+req.Treatment, req.TreatmentDigest, cases.DecodeTreatment)
 	if err != nil {
-		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
-	}
-	treatData, err := s.bus.Blobs().Get(ctx, req.TreatmentDigest)
-	if err != nil {
-		return nil, inputErr(fmt.Sprintf("treatment %s", req.Treatment), err)
-	}
-	treat, err := cases.DecodeTreatment(treatData)
-	if err != nil {
-		return nil, fmt.Errorf("%w: treatment %s: %v", errBadInput, req.Treatment, err)
+		return nil, err
 	}
 	a.kase, a.eff = kase, cases.Apply(kase, treat)
 	if a.model, err = s.models(ctx, kase, treat); err != nil {
@@ -528,4 +520,21 @@ func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) er
 		return lostLease(err)
 	}
 	return err
+}
+
+// readInput reads the blob d that holds an attempt's input (what: "case
+// <id>", "treatment <id>") and decodes it. A blob the store cannot give is
+// judged by inputErr (transient, or bad input); one that does not decode
+// is bad input, which no retry mends.
+func readInput[T any](ctx context.Context, b *bus.Bus, what string, d events.Digest, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	data, err := b.Blobs().Get(ctx, d)
+	if err != nil {
+		return zero, inputErr(what, err)
+	}
+	v, err := decode(data)
+	if err != nil {
+		return zero, fmt.Errorf("%w: %s: %v", errBadInput, what, err)
+	}
+	return v, nil
 }
