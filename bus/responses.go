@@ -31,17 +31,7 @@ func (b *Bus) responsesKV(ctx context.Context) (jetstream.KeyValue, error) {
 	if b.responses.kv != nil {
 		return b.responses.kv, nil
 	}
-	kv, err := openBucket(ctx, "kv "+CacheBucket,
-		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, CacheBucket) },
-		func(ctx context.Context) (jetstream.KeyValue, error) {
-			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket:      CacheBucket,
-				Description: "factline response cache: model identity and request digest to a reply blob",
-				Storage:     jetstream.FileStorage,
-				Replicas:    b.cfg.Replicas,
-				History:     1,
-			})
-		})
+	kv, err := b.openKV(ctx, CacheBucket, "factline response cache: model identity and request digest to a reply blob")
 	if err != nil {
 		return nil, err
 	}
