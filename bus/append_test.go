@@ -260,7 +260,7 @@ func TestSameRunIDInTwoSuitesBothLand(t *testing.T) {
 func TestCommitAsLastWriterSeesOthersWrites(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
-	cache := b.NewRunCache(4)
+	cache := b.NewRunLogs(4)
 	turn := func(pos uint64) bus.DecideFunc {
 		return func(log bus.RunLog) ([]bus.Pending, error) {
 			return []bus.Pending{{Fact: bustest.Turn(t, "s", "r", log.NextPosition(), uint32(pos))}}, nil

@@ -64,13 +64,13 @@ func (c *Config) defaults() {
 
 // Bus is a connection to factline's streams. It is safe for concurrent use.
 type Bus struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	cfg   Config
-	log   *slog.Logger
-	blobs jetstream.ObjectStore
-	pos   jetstream.KeyValue
-	cache cacheBucket // the response cache, opened on first use
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	cfg       Config
+	log       *slog.Logger
+	blobs     jetstream.ObjectStore
+	pos       jetstream.KeyValue
+	responses responsesBucket // the response cache (CACHE), opened on first use
 	// limits is the LIMITS bucket (slots.go).
 	limits jetstream.KeyValue
 	// faults records the delivery faults injected so far.

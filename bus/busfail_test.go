@@ -18,6 +18,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/ops/metrics"
 )
 
@@ -107,8 +108,8 @@ func TestBusFailuresSpendNoDeliveries(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the handler to succeed", func() bool { mu.Lock(); defer mu.Unlock(); return len(deliveries) > len(infra) })
-	waitFor(t, "the message to be acknowledged", func() bool { return ackPending(t, ctx, b, "flaky-bus") == 0 })
+	testutil.Within(t, 20*time.Second, "the handler to succeed", func() bool { mu.Lock(); defer mu.Unlock(); return len(deliveries) > len(infra) })
+	testutil.Within(t, 20*time.Second, "the message to be acknowledged", func() bool { return ackPending(t, ctx, b, "flaky-bus") == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	for i, n := range deliveries {
@@ -145,7 +146,7 @@ func TestADeadLetterWaitsForAFullStore(t *testing.T) {
 			calls.Add(1)
 			return bus.Permanent(errors.New("case file is invalid"))
 		})
-	waitFor(t, "the bus to report the full store", func() bool { return errors.Is(b.Health(), bus.ErrStoreFull) })
+	testutil.Within(t, 20*time.Second, "the bus to report the full store", func() bool { return errors.Is(b.Health(), bus.ErrStoreFull) })
 	// Several ack waits pass with the dead letter refused.
 	time.Sleep(3 * time.Second)
 	if n := ackPending(t, ctx, b, "strict"); n != 1 {
@@ -153,7 +154,7 @@ func TestADeadLetterWaitsForAFullStore(t *testing.T) {
 	}
 	f.free(ctx)
 	var dead []bus.DeadLetter
-	waitFor(t, "the dead letter once space is free", func() bool {
+	testutil.Within(t, 20*time.Second, "the dead letter once space is free", func() bool {
 		var err error
 		dead, err = b.DeadLetters(ctx, "strict")
 		return err == nil && len(dead) == 1
@@ -161,8 +162,8 @@ func TestADeadLetterWaitsForAFullStore(t *testing.T) {
 	if !strings.Contains(dead[0].Reason, "case file is invalid") {
 		t.Fatalf("dead letter reason %q", dead[0].Reason)
 	}
-	waitFor(t, "the message settled", func() bool { return ackPending(t, ctx, b, "strict") == 0 })
-	waitFor(t, "the bus to report the store healthy", func() bool { return b.Health() == nil })
+	testutil.Within(t, 20*time.Second, "the message settled", func() bool { return ackPending(t, ctx, b, "strict") == 0 })
+	testutil.Within(t, 20*time.Second, "the bus to report the store healthy", func() bool { return b.Health() == nil })
 }
 
 // What a service records when it gives up on a message (a runner ends the
@@ -187,8 +188,8 @@ func TestAGiveUpIsRecordedOnceTheBusIsBack(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the give-up recorded", recorded.Load)
-	waitFor(t, "the message settled", func() bool { return ackPending(t, ctx, b, "giver") == 0 })
+	testutil.Within(t, 20*time.Second, "the give-up recorded", recorded.Load)
+	testutil.Within(t, 20*time.Second, "the message settled", func() bool { return ackPending(t, ctx, b, "giver") == 0 })
 	if n := records.Load(); n != 3 {
 		t.Fatalf("recorded %d times, want 3 (two failures of the bus, then done)", n)
 	}
@@ -220,8 +221,8 @@ func TestQueuedDeliveriesAreKeptAlive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every message", func() bool { mu.Lock(); defer mu.Unlock(); return len(deliveries) == len(runs) })
-	waitFor(t, "every message acknowledged", func() bool { return ackPending(t, ctx, b, "queued") == 0 })
+	testutil.Within(t, 20*time.Second, "every message", func() bool { mu.Lock(); defer mu.Unlock(); return len(deliveries) == len(runs) })
+	testutil.Within(t, 20*time.Second, "every message acknowledged", func() bool { return ackPending(t, ctx, b, "queued") == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	for _, run := range runs {
@@ -258,7 +259,7 @@ func TestAControlSignalIsWhatItsSubjectSays(t *testing.T) {
 		t.Fatal("no signal delivered")
 	}
 	var dead []bus.DeadLetter
-	waitFor(t, "the refused signal's dead letter", func() bool {
+	testutil.Within(t, 20*time.Second, "the refused signal's dead letter", func() bool {
 		dead, err = b.DeadLetters(ctx, bus.ControlConsumer)
 		return err == nil && len(dead) == 1
 	})
@@ -282,7 +283,7 @@ func TestAControlWatchOutlivesLosingControl(t *testing.T) {
 	steer := func(id string) {
 		t.Helper()
 		// Until CONTROL is back, a signal has no stream to go to.
-		waitFor(t, "CONTROL to take "+id, func() bool {
+		testutil.Within(t, 20*time.Second, "CONTROL to take "+id, func() bool {
 			return b.Controls().Send(ctx, "s", "r1", events.Control{ID: id, Signal: events.SignalSteer, Instruction: id}) == nil
 		})
 	}
@@ -333,7 +334,7 @@ func TestControlOutlivesARestart(t *testing.T) {
 	}
 	receive(through, "c1")
 	r.Restart()
-	waitFor(t, "the reconnect", b.Conn().IsConnected)
+	testutil.Within(t, 20*time.Second, "the reconnect", b.Conn().IsConnected)
 	s, err := b.JetStream().Stream(ctx, bus.ControlStream)
 	if err != nil {
 		t.Fatalf("CONTROL after a restart: %v", err)
@@ -363,7 +364,7 @@ func TestALostControlIsMadeAgainAfterAReconnect(t *testing.T) {
 	b := r.Dial(ctx)
 	r.Restart()
 	var s jetstream.Stream
-	waitFor(t, "CONTROL made again", func() bool {
+	testutil.Within(t, 20*time.Second, "CONTROL made again", func() bool {
 		// One look is bounded: a request caught in the reconnect must
 		// not spend the whole wait.
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -480,9 +481,9 @@ func TestAReconnectBeforeTheKeeperRunsStillMakesControlAgain(t *testing.T) {
 	b := r.Dial(ctx)
 	restore()
 	r.Restart()
-	waitFor(t, "reconnected", func() bool { return b.Conn().IsConnected() })
+	testutil.Within(t, 20*time.Second, "reconnected", func() bool { return b.Conn().IsConnected() })
 	close(release)
-	waitFor(t, "CONTROL made again", func() bool {
+	testutil.Within(t, 20*time.Second, "CONTROL made again", func() bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := b.JetStream().Stream(cctx, bus.ControlStream)

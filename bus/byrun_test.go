@@ -12,6 +12,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // With OrderByRun and many workers, the facts of each run are handled one
@@ -72,7 +73,7 @@ func TestOrderByRunKeepsEachRunsOrder(t *testing.T) {
 			total.Add(1)
 			return nil
 		})
-	waitFor(t, "every fact handled", func() bool { return total.Load() == runs*turns })
+	testutil.Within(t, 20*time.Second, "every fact handled", func() bool { return total.Load() == runs*turns })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(overlap) > 0 {

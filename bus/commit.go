@@ -34,26 +34,27 @@ const commitAttempts = 8
 // expected sequence before deduplication, so a retry can fail with a
 // conflict rather than report a duplicate; the reload covers both.
 //
-// cache may be nil.
-func (b *Bus) Commit(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc) ([]Record, error) {
-	return b.commit(ctx, cache, suite, run, decide, false)
+// runs, the caller's run cache, may be nil: every load then asks the
+// server.
+func (b *Bus) Commit(ctx context.Context, runs *RunLogs, suite, run string, decide DecideFunc) ([]Record, error) {
+	return b.commit(ctx, runs, suite, run, decide, false)
 }
 
 // CommitAsLastWriter is Commit for a writer that expects nobody else to
-// have appended to the run since its own last commit through cache (a
+// have appended to the run since its own last commit through runs (a
 // runner between the facts of one turn): the first attempt decides on the
 // cached log without asking the server for newer facts, saving a round
 // trip, and optimistic concurrency refuses the append if somebody did
 // append. A decision of nothing (or an error) on the cached log is made
 // again on a fresh one, so a stale view never passes for "nothing to do".
-func (b *Bus) CommitAsLastWriter(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc) ([]Record, error) {
-	return b.commit(ctx, cache, suite, run, decide, cache != nil)
+func (b *Bus) CommitAsLastWriter(ctx context.Context, runs *RunLogs, suite, run string, decide DecideFunc) ([]Record, error) {
+	return b.commit(ctx, runs, suite, run, decide, runs != nil)
 }
 
-func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, decide DecideFunc, optimistic bool) ([]Record, error) {
+func (b *Bus) commit(ctx context.Context, runs *RunLogs, suite, run string, decide DecideFunc, optimistic bool) ([]Record, error) {
 	load := func() (RunLog, error) {
-		if cache != nil {
-			return cache.Load(ctx, suite, run)
+		if runs != nil {
+			return runs.Load(ctx, suite, run)
 		}
 		return b.LoadRun(ctx, suite, run)
 	}
@@ -63,7 +64,7 @@ func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, de
 		cached := false
 		if optimistic {
 			optimistic = false
-			log, cached = cache.Peek(suite, run)
+			log, cached = runs.Peek(suite, run)
 		}
 		if !cached {
 			var err error
@@ -87,8 +88,8 @@ func (b *Bus) commit(ctx context.Context, cache *RunCache, suite, run string, de
 		}
 		recs, err := b.Append(ctx, log.Expect(), rest...)
 		if err == nil {
-			if cache != nil {
-				cache.observe(log, recs)
+			if runs != nil {
+				runs.observe(log, recs)
 			}
 			return append(done, recs...), nil
 		}

@@ -106,7 +106,7 @@ type Delivery struct {
 	// be done twice (see Lease).
 	Lease *Lease
 	// raw is the delivered message as a direct get would return it (its
-	// run links included), for RunCache.LoadDelivered; nil when the
+	// run links included), for RunLogs.LoadDelivered; nil when the
 	// delivery was made up rather than delivered.
 	raw *nats.Msg
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // consume runs a consumer in the background until the test ends.
@@ -28,18 +29,6 @@ func consume(t *testing.T, b *bus.Bus, cfg bus.ConsumerConfig, h bus.Handler) {
 			t.Errorf("consumer: %v", err)
 		}
 	})
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // stallFor derives the staller-like fact for a turn: a deterministic
@@ -75,7 +64,7 @@ func TestRedeliveryCommitsOnce(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r1", 1, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "second delivery", func() bool { return calls.Load() >= 2 })
+	testutil.Within(t, 20*time.Second, "second delivery", func() bool { return calls.Load() >= 2 })
 	log, err := b.LoadRun(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -119,9 +108,9 @@ func TestUndecodableGoesToDeadLetters(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r2", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the good fact", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	testutil.Within(t, 20*time.Second, "the good fact", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
 	var dead []bus.DeadLetter
-	waitFor(t, "three dead letters", func() bool {
+	testutil.Within(t, 20*time.Second, "three dead letters", func() bool {
 		var err error
 		dead, err = b.DeadLetters(ctx, "watcher")
 		return err == nil && len(dead) == 3
@@ -161,7 +150,7 @@ func TestFailingHandlerDeadLetters(t *testing.T) {
 		}
 	}
 	var dead []bus.DeadLetter
-	waitFor(t, "dead letters", func() bool {
+	testutil.Within(t, 20*time.Second, "dead letters", func() bool {
 		var err error
 		dead, err = b.DeadLetters(ctx, "flaky")
 		return err == nil && len(dead) == 2
@@ -196,7 +185,7 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "handler to finish", finished.Load)
+	testutil.Within(t, 20*time.Second, "handler to finish", finished.Load)
 	if n := deliveries.Load(); n != 1 {
 		t.Fatalf("delivered %d times, want 1", n)
 	}
@@ -219,7 +208,7 @@ func TestHeldElsewhereLeavesTheMessagePending(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r1", 1, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the handler", func() bool { return returned.Load() >= 1 })
+	testutil.Within(t, 20*time.Second, "the handler", func() bool { return returned.Load() >= 1 })
 	// A nak, even with the handler backoff, would be redelivered well
 	// within this window.
 	time.Sleep(500 * time.Millisecond)
@@ -271,7 +260,7 @@ func TestOnDemandTakesOnlyWhatAWorkerCanHandle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "both messages", func() bool {
+	testutil.Within(t, 20*time.Second, "both messages", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(deliveries) == 2

@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // lastForRequests counts the "where does this run end" direct gets the
@@ -62,7 +63,7 @@ func TestADeliveredFactIsLoadedThroughItsOwnLinks(t *testing.T) {
 	b, srv := bustest.Start(t)
 	appendRun(t, b, "s", "r1", 1, 12, bus.Expect{})
 	asked := lastForRequests(t, srv, "r1")
-	cache := b.NewRunCache(0)
+	cache := b.NewRunLogs(0)
 	var mu sync.Mutex
 	var got []int
 	var errs []error
@@ -86,7 +87,7 @@ func TestADeliveredFactIsLoadedThroughItsOwnLinks(t *testing.T) {
 			got = append(got, len(log.Records))
 			return nil
 		})
-	waitFor(t, "12 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got)+len(errs) >= 12 })
+	testutil.Within(t, 20*time.Second, "12 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got)+len(errs) >= 12 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(errs) > 0 {
@@ -116,7 +117,7 @@ func TestADeliveredFactWithoutLinksIsLoadedWhole(t *testing.T) {
 	if _, err := b.JetStream().PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(first.Last, events.RunFilter("s", "r1"))); err != nil {
 		t.Fatal(err)
 	}
-	cache := b.NewRunCache(0)
+	cache := b.NewRunLogs(0)
 	var mu sync.Mutex
 	loaded := map[uint64]int{}
 	consume(t, b, bus.ConsumerConfig{Name: "unlinked", Filters: []string{events.KindFilter(events.KindTurnCompleted)}},
@@ -130,7 +131,7 @@ func TestADeliveredFactWithoutLinksIsLoadedWhole(t *testing.T) {
 			loaded[d.Fact.Position] = len(log.Records)
 			return nil
 		})
-	waitFor(t, "4 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(loaded) == 4 })
+	testutil.Within(t, 20*time.Second, "4 deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(loaded) == 4 })
 	mu.Lock()
 	defer mu.Unlock()
 	if loaded[4] != 4 {

@@ -24,6 +24,7 @@
 // request digest to the blob of a reply; cache.go, opened on first use).
 //
 // Three things keep bytes or logs in memory and are not the CACHE bucket:
-// a RunCache (recently loaded run logs of one service), the blobs a bus
+// RunLogs (recently loaded run logs of one service, Bus.NewRunLogs; the
+// kit calls it a service's run cache), the blobs a bus
 // rebuilt from deltas, and the viewer's blobs (internal/bytecache).
 package bus

@@ -17,7 +17,7 @@ func TestACachedLogsFactsAreNotCopiedOnEveryRead(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
 	expect := appendRun(t, b, "s", "r1", 1, 50, bus.Expect{})
-	c := b.NewRunCache(8)
+	c := b.NewRunLogs(8)
 	log, err := c.Load(ctx, "s", "r1")
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,11 @@
 package bus_test
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // Only the bus talks NATS: outside bus/, no program code imports nats.go.
@@ -17,41 +15,16 @@ import (
 // through the bus, so its rules (run-wide optimistic concurrency, subject
 // checks, retries) cannot be bypassed.
 func TestOnlyTheBusImportsNATS(t *testing.T) {
-	root := ".."
 	allowed := []string{"bus", "cmd", "bench"}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	testutil.WalkGoFiles(t, "..", func(rel, path string) {
+		top, _, _ := strings.Cut(rel, "/")
+		if slices.Contains(allowed, top) || strings.HasSuffix(rel, "_test.go") {
+			return
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-			for _, a := range allowed {
-				if top == a {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
+		for _, p := range testutil.Imports(t, path) {
 			if p == "github.com/nats-io/nats.go" || strings.HasPrefix(p, "github.com/nats-io/nats.go/") {
 				t.Errorf("%s imports %s: reach JetStream through the bus", rel, p)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

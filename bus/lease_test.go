@@ -12,6 +12,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // An instance whose handler failed because the bus did (its connection
@@ -59,7 +60,7 @@ func TestInPlaceRetryLeavesADeliveryAnotherInstanceTook(t *testing.T) {
 	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Claim(t, "s", "r1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the frozen instance's delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(first) > 0 })
+	testutil.Within(t, 20*time.Second, "the frozen instance's delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(first) > 0 })
 	done := make(chan struct{})
 	consume(t, b, cfg, func(ctx context.Context, d bus.Delivery) error {
 		mu.Lock()
@@ -86,7 +87,7 @@ func TestInPlaceRetryLeavesADeliveryAnotherInstanceTook(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the other instance never got the message")
 	}
-	waitFor(t, "the message to be acknowledged", func() bool { return ackPending(t, ctx, b, cfg.Name) == 0 })
+	testutil.Within(t, 20*time.Second, "the message to be acknowledged", func() bool { return ackPending(t, ctx, b, cfg.Name) == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(after) > 0 {

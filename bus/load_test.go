@@ -82,7 +82,7 @@ func TestLoadRunLongerThanOneBatch(t *testing.T) {
 func TestRunCacheFetchesOnlyNewFacts(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
-	cache := b.NewRunCache(2)
+	cache := b.NewRunLogs(2)
 	last := appendRun(t, b, "s", "r1", 1, 3, bus.Expect{})
 	log, err := cache.Load(ctx, "s", "r1")
 	if err != nil || len(log.Records) != 3 {
@@ -156,7 +156,7 @@ func verdictFact(t testing.TB, suite, run string, pos uint64) events.Fact {
 func TestLoadRunRefusesFactsThatDoNotMatchTheirSubject(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
-	cache := b.NewRunCache(4)
+	cache := b.NewRunLogs(4)
 	expect := appendRun(t, b, "s", "r1", 1, 1, bus.Expect{})
 	if _, err := cache.Load(ctx, "s", "r1"); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // A consumer stopped while it holds deliveries hands them back without
@@ -44,7 +45,7 @@ func TestShutdownHandsWorkBack(t *testing.T) {
 	go func() {
 		_ = b.Consume(second, cfg, func(ctx context.Context, d bus.Delivery) error { handled.Add(1); return nil })
 	}()
-	waitFor(t, "every message handled by the next instance", func() bool { return handled.Load() == 5 })
+	testutil.Within(t, 20*time.Second, "every message handled by the next instance", func() bool { return handled.Load() == 5 })
 	if dead, _ := b.DeadLetters(ctx, "worker"); len(dead) != 0 {
 		t.Fatalf("%d messages dead-lettered on a clean shutdown", len(dead))
 	}

@@ -86,17 +86,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.pos, err = openBucket(ctx, "kv "+PositionsBucket,
-		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, PositionsBucket) },
-		func(ctx context.Context) (jetstream.KeyValue, error) {
-			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket:      PositionsBucket,
-				Description: "factline projection replay positions",
-				Storage:     jetstream.FileStorage,
-				Replicas:    b.cfg.Replicas,
-				History:     1,
-			})
-		})
+	b.pos, err = b.openKV(ctx, PositionsBucket, "factline projection replay positions")
 	if err != nil {
 		return err
 	}
@@ -106,6 +96,23 @@ func (b *Bus) ensure(ctx context.Context) error {
 			return b.js.CreateKeyValue(ctx, b.limitsConfig())
 		})
 	return err
+}
+
+// openKV opens the key-value bucket name (openBucket), made when missing
+// as the bus keeps its plain buckets: on file, on the bus's replicas,
+// only the newest value of a key kept.
+func (b *Bus) openKV(ctx context.Context, name, description string) (jetstream.KeyValue, error) {
+	return openBucket(ctx, "kv "+name,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, name) },
+		func(ctx context.Context) (jetstream.KeyValue, error) {
+			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      name,
+				Description: description,
+				Storage:     jetstream.FileStorage,
+				Replicas:    b.cfg.Replicas,
+				History:     1,
+			})
+		})
 }
 
 // openBucket looks a bucket up and creates it only when it does not exist.

@@ -75,7 +75,7 @@ func TestLoadThroughWaitsForTheDeliveredFact(t *testing.T) {
 	ctx := testCtx(t)
 	b, _ := bustest.Start(t)
 	expect := appendRun(t, b, "s", "r", 1, 3, bus.Expect{})
-	cache := b.NewRunCache(0)
+	cache := b.NewRunLogs(0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

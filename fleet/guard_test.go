@@ -4,49 +4,19 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
-const module = "github.com/factline/factline/"
+const module = testutil.Module
 
 // theServices are the packages a fleet wires.
 var theServices = []string{"services/decider", "services/grader", "services/meter", "services/runner", "services/staller"}
-
-// goFiles calls visit for every Go file below the module's root, with its
-// path relative to the root, skipping hidden directories and testdata.
-func goFiles(t *testing.T, visit func(rel, path string)) {
-	t.Helper()
-	root := ".."
-	n := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(path, ".go") {
-			n++
-			visit(filepath.ToSlash(rel), path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatal("no Go files found")
-	}
-}
 
 // serviceOf is the service a path of the module belongs to
 // ("services/runner" for services/runner/step/…), or "".
@@ -56,21 +26,6 @@ func serviceOf(rel string) string {
 		return ""
 	}
 	return parts[0] + "/" + parts[1]
-}
-
-// importsOf returns the import paths of the Go file at path.
-func importsOf(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		out = append(out, p)
-	}
-	return out
 }
 
 // Two packages every package may lean on keep away from what would tie
@@ -83,21 +38,21 @@ func importsOf(t *testing.T, path string) []string {
 func TestTheSharedPackagesStayNeutral(t *testing.T) {
 	io := []string{"os", "os/exec", "os/user", "net", "net/http", "io/fs", "syscall"}
 	checked := map[string]int{}
-	goFiles(t, func(rel, path string) {
+	testutil.WalkGoFiles(t, "..", func(rel, path string) {
 		if strings.HasSuffix(rel, "_test.go") {
 			return
 		}
 		switch filepath.Dir(rel) {
 		case "events":
 			checked["events"]++
-			for _, p := range importsOf(t, path) {
+			for _, p := range testutil.Imports(t, path) {
 				if slices.Contains(io, p) {
 					t.Errorf("%s imports %s: the vocabulary does no I/O", rel, p)
 				}
 			}
 		case "fleet/fleettest":
 			checked["fleettest"]++
-			for _, p := range importsOf(t, path) {
+			for _, p := range testutil.Imports(t, path) {
 				if strings.HasPrefix(p, module+"services/") || p == module+"fleet" {
 					t.Errorf("%s imports %s: the stand-ins must not know the services", rel, p)
 				}
@@ -113,12 +68,12 @@ func TestTheSharedPackagesStayNeutral(t *testing.T) {
 // talks to the others only through the bus. What they share is the kit,
 // and stand-ins for the others (fleet/fleettest, which imports no service).
 func TestNoServiceImportsAnotherService(t *testing.T) {
-	goFiles(t, func(rel, path string) {
+	testutil.WalkGoFiles(t, "..", func(rel, path string) {
 		own := serviceOf(rel)
 		if own == "" {
 			return
 		}
-		for _, p := range importsOf(t, path) {
+		for _, p := range testutil.Imports(t, path) {
 			other := serviceOf(strings.TrimPrefix(p, module))
 			if !strings.HasPrefix(p, module) || other == "" || other == own || other == "services/kit" {
 				continue
@@ -133,7 +88,7 @@ func TestNoServiceImportsAnotherService(t *testing.T) {
 // Tests may (a test of one service, a harness calling a handler
 // directly); factline's commands and benchmarks start fleets.
 func TestOnlyTheFleetWiresServices(t *testing.T) {
-	goFiles(t, func(rel, path string) {
+	testutil.WalkGoFiles(t, "..", func(rel, path string) {
 		if strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "fleet/") || serviceOf(rel) != "" {
 			return
 		}

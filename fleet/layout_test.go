@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // The README's layout table is the one map of the house: every path it
@@ -41,7 +43,7 @@ func TestTheREADMELayoutIsTheTree(t *testing.T) {
 		}
 	}
 	want := map[string]bool{}
-	goFiles(t, func(rel, _ string) {
+	testutil.WalkGoFiles(t, "..", func(rel, _ string) {
 		dir := filepath.ToSlash(filepath.Dir(rel))
 		parts := strings.Split(dir, "/")
 		switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/view"
 	"github.com/factline/factline/view/pages"
 )
@@ -108,7 +109,7 @@ func TestTheViewerSurvivesANATSServerRestart(t *testing.T) {
 	r.Server.Shutdown()
 	// A page that opens its stream while the server is away gets it too.
 	during := openEvents(t, ctx, h.URL+"/events?suite=s&run=r1&since="+strconv.FormatUint(seq1, 10), "")
-	waitFor(t, ctx, "the viewer's bus to notice", func() bool { return !b.Conn().IsConnected() })
+	testutil.Until(ctx, t, "the viewer's bus to notice", func() bool { return !b.Conn().IsConnected() })
 	r.Start()
 	seq2 := appendClaim(t, ctx, b, "s", "r1", 2, seq1)
 	if err := s.WaitThrough(ctx, seq2); err != nil {
@@ -140,18 +141,6 @@ func TestTheViewerSurvivesANATSServerRestart(t *testing.T) {
 	again := openEvents(t, ctx, h.URL+"/events?suite=s&run=r1&since=0", strconv.FormatUint(seq2, 10))
 	if id, _ := again.next(t); id != seq3 {
 		t.Fatalf("a stream resumed after %d sent %d first, want %d", seq2, id, seq3)
-	}
-}
-
-// waitFor polls ok until it holds; the test's context bounds the wait.
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }
 

@@ -66,21 +66,14 @@ func (e *diskFullError) remedy() string {
 // the embedded server logged a write that failed for want of space and
 // no fact has come for storeIdle since.
 func watchDisk(ctx context.Context, w *spaceWatch, lastFact *atomic.Int64, stop context.CancelCauseFunc) {
-	t := time.NewTicker(storeIdle / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyUntil(ctx, storeIdle/4, func() bool {
 		line := w.line.Load()
 		if line == nil || time.Since(time.Unix(0, lastFact.Load())) < storeIdle {
-			continue
+			return true
 		}
 		stop(&diskFullError{dir: w.dir, free: freeSpace(w.dir), server: *line})
-		return
-	}
+		return false
+	})
 }
 
 // freeSpace says how much of the disk holding dir an unprivileged writer

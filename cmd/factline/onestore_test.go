@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // The tests of one store, one server: real factline processes (the built
@@ -109,18 +111,6 @@ func (p *proc) kill(t *testing.T) {
 	t.Helper()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
-}
-
-// eventually polls cond every 50ms for at most d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // factline runs the binary to its end (at most two minutes).
@@ -221,7 +211,7 @@ func TestControlsReachTheRunnerOfALocalRun(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuite(t), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
-	eventually(t, time.Minute, "the slow run's first turn", func() bool {
+	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
 		if r.exited() {
 			t.Fatalf("the run exited %d before its first turn", r.code)
 		}
@@ -256,7 +246,7 @@ func TestALocalRunStopsOnlyAfterItsExcludedRunsAreGraded(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuiteWith(t, ""), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
-	eventually(t, time.Minute, "the slow run's first turn", func() bool {
+	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
 		if r.exited() {
 			t.Fatalf("the run exited %d before its first turn", r.code)
 		}
@@ -289,10 +279,10 @@ func TestTailAndViewShowARunStartedAfterThem(t *testing.T) {
 		t.Fatalf("the first run: %d %s", code, errOut)
 	}
 	tail := startFactline(t, "tail", "--store", store, "--since", "start")
-	eventually(t, time.Minute, "tail shows the store's first suite", func() bool { return strings.Contains(tail.out.String(), "tiny/") })
+	testutil.Within(t, time.Minute, "tail shows the store's first suite", func() bool { return strings.Contains(tail.out.String(), "tiny/") })
 	view := startFactline(t, "view", "--store", store, "--listen", "127.0.0.1:0")
 	var url string
-	eventually(t, time.Minute, "the viewer serves", func() bool {
+	testutil.Within(t, time.Minute, "the viewer serves", func() bool {
 		m := viewURLRe.FindStringSubmatch(view.out.String())
 		if m != nil {
 			url = m[1]
@@ -303,10 +293,10 @@ func TestTailAndViewShowARunStartedAfterThem(t *testing.T) {
 	if code, _, errOut := factline(t, "run", "testdata/onestore/tiny-b.yaml", "--store", store); code != 0 {
 		t.Fatalf("the run after the tail: %d %s", code, errOut)
 	}
-	eventually(t, time.Minute, "tail shows the new suite's report", func() bool {
+	testutil.Within(t, time.Minute, "tail shows the new suite's report", func() bool {
 		return strings.Contains(tail.out.String(), "tiny-b/") && strings.Contains(tail.out.String(), "suite.reported")
 	})
-	eventually(t, time.Minute, "the viewer shows the new suite", func() bool { return strings.Contains(get(t, url), "tiny-b") })
+	testutil.Within(t, time.Minute, "the viewer shows the new suite", func() bool { return strings.Contains(get(t, url), "tiny-b") })
 
 	// The tail held the store (it opened it first): killed, its viewer
 	// takes the store over and shows the next suite too.
@@ -323,7 +313,7 @@ func TestTailAndViewShowARunStartedAfterThem(t *testing.T) {
 	if code, _, errOut := factline(t, "run", third, "--store", store); code != 0 {
 		t.Fatalf("the run after the holder was killed: %d %s", code, errOut)
 	}
-	eventually(t, time.Minute, "the viewer shows the suite run after the holder died", func() bool { return strings.Contains(get(t, url), "tiny-c") })
+	testutil.Within(t, time.Minute, "the viewer shows the suite run after the holder died", func() bool { return strings.Contains(get(t, url), "tiny-c") })
 	if code, out, errOut := factline(t, "audit", "--store", store); code != 0 {
 		t.Fatalf("audit: %d\n%s\n%s", code, out, errOut)
 	}
@@ -361,14 +351,14 @@ func TestAKilledHoldersStoreIsTakenOver(t *testing.T) {
 	}
 	port := freePort(t)
 	holder := startFactline(t, "serve", "--services", "meter", "--store", store, "--listen", strconv.Itoa(port))
-	eventually(t, time.Minute, "serve listens", func() bool { return strings.Contains(holder.out.String(), "serving meter") })
+	testutil.Within(t, time.Minute, "serve listens", func() bool { return strings.Contains(holder.out.String(), "serving meter") })
 	holder.kill(t)
 	if _, err := os.Stat(filepath.Join(store, "nats-url")); err != nil {
 		t.Fatalf("the killed holder left no address behind (%v): the test would prove nothing", err)
 	}
 	// Another store's server at the dead holder's address.
 	foreign := startFactline(t, "serve", "--services", "meter", "--store", other, "--listen", strconv.Itoa(port), "--no-auth")
-	eventually(t, time.Minute, "the other store's server listens", func() bool { return strings.Contains(foreign.out.String(), "serving meter") })
+	testutil.Within(t, time.Minute, "the other store's server listens", func() bool { return strings.Contains(foreign.out.String(), "serving meter") })
 
 	code, out, errOut := factline(t, "tail", "--store", store, "--since", "start", "--no-follow", "--kind", "suite.reported")
 	if code != 0 || !strings.Contains(out, "tiny/") {
@@ -377,7 +367,7 @@ func TestAKilledHoldersStoreIsTakenOver(t *testing.T) {
 
 	// The next holder's lock names it.
 	next := startFactline(t, "tail", "--store", store)
-	eventually(t, time.Minute, "the new holder's lock names it", func() bool {
+	testutil.Within(t, time.Minute, "the new holder's lock names it", func() bool {
 		data, _ := os.ReadFile(filepath.Join(store, "factline.lock"))
 		return strings.Contains(string(data), fmt.Sprintf("pid %d", next.cmd.Process.Pid))
 	})
@@ -403,7 +393,7 @@ func TestACommandThatCannotAttachNamesTheHolder(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-backup.Process.Pid, syscall.SIGKILL); _ = backup.Wait() })
 	// flock(1) holds the lock once it runs its command.
-	eventually(t, 10*time.Second, "flock holds the lock", func() bool {
+	testutil.Within(t, 10*time.Second, "flock holds the lock", func() bool {
 		f, err := os.Open(filepath.Join(store, "factline.lock"))
 		if err != nil {
 			return false
@@ -426,7 +416,7 @@ func TestACommandThatCannotAttachNamesTheHolder(t *testing.T) {
 
 	holder := startFactline(t, "tail", "--store", store)
 	pid := fmt.Sprintf("process %d", holder.cmd.Process.Pid)
-	eventually(t, time.Minute, "the tail holds the store", func() bool {
+	testutil.Within(t, time.Minute, "the tail holds the store", func() bool {
 		data, _ := os.ReadFile(filepath.Join(store, "nats-url"))
 		return strings.Contains(string(data), fmt.Sprintf("pid %d", holder.cmd.Process.Pid))
 	})

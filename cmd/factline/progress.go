@@ -136,14 +136,7 @@ func (p *progress) render() {
 // watch's grace, says which service has not taken the suite up, until
 // ctx ends.
 func (p *progress) tick(ctx context.Context, idle idleWatch) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyUntil(ctx, time.Second, func() bool {
 		p.mu.Lock()
 		if p.tty {
 			p.render()
@@ -152,7 +145,8 @@ func (p *progress) tick(ctx context.Context, idle idleWatch) {
 			p.warnIdle(idle.url)
 		}
 		p.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // warnIdle says, once per missing service, that nothing has started and

@@ -21,27 +21,21 @@ const storeIdle = 2 * time.Second
 // unacknowledged by a server that answers (a full disk). Other failures
 // (a server restarting) are ridden out.
 func watchStore(ctx context.Context, b *bus.Bus, lastFact *atomic.Int64, stop context.CancelCauseFunc) {
-	t := time.NewTicker(storeIdle)
-	defer t.Stop()
 	refused := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyUntil(ctx, storeIdle, func() bool {
 		if time.Since(time.Unix(0, lastFact.Load())) < storeIdle {
 			refused = 0
-			continue
+			return true
 		}
 		err := b.CheckWritable(ctx)
 		if !errors.Is(err, bus.ErrStoreFull) && !errors.Is(err, bus.ErrNotStoring) {
 			refused = 0
-			continue
+			return true
 		}
 		if refused++; refused >= 2 {
 			stop(err)
-			return
+			return false
 		}
-	}
+		return true
+	})
 }

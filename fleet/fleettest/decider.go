@@ -26,7 +26,7 @@ type Decider struct{ Bus *bus.Bus }
 
 // Run consumes turn.completed until ctx ends.
 func (d Decider) Run(ctx context.Context) error {
-	cache := d.Bus.NewRunCache(64)
+	runs := d.Bus.NewRunLogs(64)
 	return d.Bus.Consume(ctx, bus.ConsumerConfig{
 		Name:    "test-decider",
 		Filters: []string{events.KindFilter(events.KindTurnCompleted)},
@@ -34,7 +34,7 @@ func (d Decider) Run(ctx context.Context) error {
 	}, func(ctx context.Context, del bus.Delivery) error {
 		tc := del.Fact.Body.(events.TurnCompleted)
 		turn := tc.Evidence.Turn
-		_, err := d.Bus.Commit(ctx, cache, del.Fact.Suite, del.Fact.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+		_, err := d.Bus.Commit(ctx, runs, del.Fact.Suite, del.Fact.Run, func(log bus.RunLog) ([]bus.Pending, error) {
 			var result events.StopResult
 			switch in := tc.Evidence.ActorIntent.Variant().(type) {
 			case events.IntentProposeDone:

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -94,9 +93,6 @@ type Service struct {
 	// folds keeps each run's fold of its log, so that a decision folds
 	// only the facts since the run's last one (a run's facts never change).
 	folds *kit.Folds[stop.State]
-	// folded counts the facts folded, for the test that a decision folds
-	// only what is new.
-	folded atomic.Int64
 }
 
 // New returns a decider instance on b, configured by the kit's shared
@@ -182,14 +178,7 @@ func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so
 		// appends to an ended run.
 		return nil, nil
 	}
-	st, from := stop.New(), 0
-	if cached, n, ok := s.folds.Take(log.Suite, log.Run, log.Records, len(log.Records)); ok {
-		st, from = cached, n
-	}
-	for _, r := range log.Records[from:] {
-		st = stop.Fold(st, r.Fact)
-	}
-	s.folded.Add(int64(len(log.Records) - from))
+	st := s.folds.FoldOn(log.Suite, log.Run, log.Records, len(log.Records), stop.New, stop.Fold)
 	if !st.HasTurn(so.Turn) {
 		return nil, bus.Permanent(fmt.Errorf("stall.observed %s observes turn %d, which has no turn.completed", sf.ID, so.Turn))
 	}

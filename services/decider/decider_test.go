@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/decider/stop"
 	"github.com/factline/factline/services/kit"
@@ -116,13 +117,7 @@ func TestEveryTurnDecidedOnceAcrossRestartAndTwoInstances(t *testing.T) {
 			finals[r] = dec
 		})
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for progress.Load() < 5 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if progress.Load() < 5 {
-		t.Fatal("the first instance made no progress")
-	}
+	testutil.Within(t, time.Minute, "the first instance's progress", func() bool { return progress.Load() >= 5 })
 	first.stop(t)
 	second, third := startInstance(b, "B"), startInstance(b, "C")
 	wg.Wait()
@@ -243,14 +238,13 @@ func TestObservationWithoutTurnIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dead []bus.DeadLetter
-	deadline := time.Now().Add(60 * time.Second)
-	for len(dead) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	testutil.Within(t, time.Minute, "the dead letters", func() bool {
 		var err error
 		if dead, err = b.DeadLetters(ctx, decider.ConsumerName); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return !(len(dead) == 0)
+	})
 	if len(dead) != 1 || !strings.Contains(dead[0].Reason, "turn 7, which has no turn.completed") || dead[0].Deliveries != 1 {
 		t.Fatalf("dead letters %+v", dead)
 	}

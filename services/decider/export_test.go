@@ -1,4 +1,4 @@
 package decider
 
 // Folded is how many facts s has folded so far.
-func Folded(s *Service) int64 { return s.folded.Load() }
+func Folded(s *Service) int64 { return s.folds.Folded() }

@@ -3,8 +3,10 @@ package kit
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 )
 
 // FoldCacheSize bounds the runs whose fold a Folds keeps by default, as a
@@ -26,6 +28,9 @@ type Folds[S any] struct {
 	max  int
 	runs map[string]*list.Element
 	lru  list.List // of *foldEntry[S]; front = most recent
+	// folded counts the facts FoldOn folded: the work the cache leaves to
+	// do, which grows with a run's new facts, not with the run.
+	folded atomic.Int64
 }
 
 // foldEntry is one run's fold over its first n records, the last of which
@@ -47,6 +52,25 @@ func NewFolds[S any](size int) *Folds[S] {
 	}
 	return &Folds[S]{max: size, runs: map[string]*list.Element{}}
 }
+
+// FoldOn returns the fold of records[:upto]: the run's kept fold, taken
+// out and folded on over the records since, or else start() folded over
+// all of them. The fold is not put back: the caller puts it (Put) once it
+// has decided on it, so that a fold that decided nothing is not kept.
+func (c *Folds[S]) FoldOn(suite, run string, records []bus.Record, upto int, start func() S, fold func(S, events.Fact) S) S {
+	st, from, ok := c.Take(suite, run, records, upto)
+	if !ok {
+		st, from = start(), 0
+	}
+	for _, r := range records[from:upto] {
+		st = fold(st, r.Fact)
+	}
+	c.folded.Add(int64(upto - from))
+	return st
+}
+
+// Folded is how many facts FoldOn has folded, in all.
+func (c *Folds[S]) Folded() int64 { return c.folded.Load() }
 
 // Take removes and returns the run's fold and how many of records it
 // covers, if it covers a prefix of records no longer than upto; otherwise

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/kit"
 )
 
@@ -60,5 +61,25 @@ func TestFoldsAreBounded(t *testing.T) {
 	last := kit.FoldCacheSize
 	if v, _, ok := f.Take("s", fmt.Sprint("r", last), log, 1); !ok || v != last {
 		t.Errorf("the newest run's fold: %v, %v", v, ok)
+	}
+}
+
+// FoldOn folds on from a kept fold over only the records since, and from
+// the start when none fits; Folded counts exactly the facts it folded.
+func TestFoldOnFoldsOnlyTheRecordsSinceTheKeptFold(t *testing.T) {
+	f := kit.NewFolds[int](0)
+	log := records(1, 2, 3, 4, 5)
+	start := func() int { return 100 }
+	count := func(st int, _ events.Fact) int { return st + 1 }
+	if st := f.FoldOn("s", "r", log, 3, start, count); st != 103 || f.Folded() != 3 {
+		t.Fatalf("first fold: %d after %d facts, want 103 after 3", st, f.Folded())
+	}
+	f.Put("s", "r", 103, log, 3)
+	if st := f.FoldOn("s", "r", log, 5, start, count); st != 105 || f.Folded() != 5 {
+		t.Fatalf("folding on: %d after %d facts in all, want 105 after 5", st, f.Folded())
+	}
+	// Taken out and not put back: the next fold starts over.
+	if st := f.FoldOn("s", "r", log, 5, start, count); st != 105 || f.Folded() != 10 {
+		t.Errorf("folding again with nothing kept: %d after %d facts in all, want 105 after 10", st, f.Folded())
 	}
 }

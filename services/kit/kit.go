@@ -78,8 +78,9 @@ type Shell struct {
 	Instance string
 	// Log is the instance's logger, its service and instance attached.
 	Log *slog.Logger
-	// Runs caches loaded runs; nil when the service keeps no run cache.
-	Runs *bus.RunCache
+	// Runs is the service's run cache, the run logs it loaded recently;
+	// nil when the service keeps none.
+	Runs *bus.RunLogs
 	// Policies caches cases decoded under their treatments; nil when the
 	// service keeps none.
 	Policies *caseload.Cache
@@ -151,7 +152,7 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 		runs:       s.runs,
 	}
 	if s.runs > 0 {
-		sh.Runs = b.NewRunCache(s.runs)
+		sh.Runs = b.NewRunLogs(s.runs)
 	}
 	if s.policies > 0 {
 		sh.Policies = caseload.New(s.policies)

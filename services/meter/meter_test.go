@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/meter"
@@ -78,17 +79,6 @@ func requested(t *testing.T, ctx context.Context, b *bus.Bus, p *suites.Publishe
 	return out
 }
 
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // suite.submitted expands into run.requested facts with deterministic run
 // and message IDs, once, each with the attempt's agent identity.
 func TestSubmittedSuiteExpandsOnce(t *testing.T) {
@@ -100,7 +90,7 @@ func TestSubmittedSuiteExpandsOnce(t *testing.T) {
 	if len(roster) != 2*2*2 {
 		t.Fatalf("roster of %d", len(roster))
 	}
-	waitFor(t, ctx, "every run requested", func() bool {
+	testutil.Until(ctx, t, "every run requested", func() bool {
 		for _, log := range requested(t, ctx, b, p) {
 			if len(log.Records) == 0 {
 				return false
@@ -147,7 +137,7 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 	must(t, suites.Submit(ctx, b, p, "test"))
 	runMeter(t, ctx, b)
 	roster := measure.Roster(p.Submitted)
-	waitFor(t, ctx, "every run requested", func() bool {
+	testutil.Until(ctx, t, "every run requested", func() bool {
 		for _, log := range requested(t, ctx, b, p) {
 			if len(log.Records) == 0 {
 				return false
@@ -182,7 +172,7 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 			Result:      results[i%len(results)]}})
 	}
 	var reported events.SuiteReported
-	waitFor(t, ctx, "suite.reported", func() bool {
+	testutil.Until(ctx, t, "suite.reported", func() bool {
 		log, err := b.LoadRun(ctx, "m", events.SuiteScope)
 		must(t, err)
 		for _, r := range log.Records {
@@ -228,7 +218,7 @@ func TestReportedWhenEveryAttemptIsSettled(t *testing.T) {
 	commit(first.Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: first.Run, SnapshotID: events.DigestOf([]byte(first.Run)), Revision: 2,
 		Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "2", Required: true, Outcome: events.InstrumentPassed}},
 		Result:      events.VerdictOK()}})
-	waitFor(t, ctx, "a second suite.reported", func() bool {
+	testutil.Until(ctx, t, "a second suite.reported", func() bool {
 		log, err := b.LoadRun(ctx, "m", events.SuiteScope)
 		must(t, err)
 		var last events.SuiteReported
@@ -262,7 +252,7 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 	must(t, suites.Submit(ctx, b, p, "test"))
 	runMeter(t, ctx, b)
 	roster := measure.Roster(p.Submitted)
-	waitFor(t, ctx, "every run requested", func() bool {
+	testutil.Until(ctx, t, "every run requested", func() bool {
 		for _, log := range requested(t, ctx, b, p) {
 			if len(log.Records) == 0 {
 				return false
@@ -303,7 +293,7 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, ctx, "suite.reported", func() bool { return len(reports()) == 1 })
+	testutil.Until(ctx, t, "suite.reported", func() bool { return len(reports()) == 1 })
 	first := reports()[0]
 	if first.Passed != 0 || first.Failed != 8 {
 		t.Fatalf("reported %+v", first)
@@ -321,7 +311,7 @@ func TestForgedVerdictChangesNoReport(t *testing.T) {
 	must(t, err)
 	ack, err := b.JetStream().Publish(ctx, "fact.m."+run+".run.ended", data)
 	must(t, err)
-	waitFor(t, ctx, "the meter's dead letter", func() bool {
+	testutil.Until(ctx, t, "the meter's dead letter", func() bool {
 		dl, err := b.DeadLetters(ctx, meter.ConsumerName)
 		return err == nil && len(dl) == 1 && dl[0].StreamSeq == ack.Sequence && strings.Contains(dl[0].Reason, "does not match its subject")
 	})

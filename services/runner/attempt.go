@@ -120,7 +120,7 @@ func key(parts ...any) []string {
 func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) (bus.Record, error) {
 	body = redactBody(a.svc.secrets, body)
 	claim, claiming := body.(events.RunClaimed)
-	recs, err := a.svc.bus.CommitAsLastWriter(ctx, a.svc.cache, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
+	recs, err := a.svc.bus.CommitAsLastWriter(ctx, a.svc.runs, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func lastID(log bus.RunLog) string {
 // attempt waits for another service's fact it reads the log (load).
 func (a *attempt) view(ctx context.Context) (bus.RunLog, error) {
 	if a.seen > 0 {
-		if log, ok := a.svc.cache.Peek(a.suite, a.run); ok && log.LastSeq >= a.seen {
+		if log, ok := a.svc.runs.Peek(a.suite, a.run); ok && log.LastSeq >= a.seen {
 			return log, nil
 		}
 	}
@@ -215,7 +215,7 @@ func (a *attempt) view(ctx context.Context) (bus.RunLog, error) {
 // load reads the run's log, asking the server for facts newer than the
 // cache's.
 func (a *attempt) load(ctx context.Context) (bus.RunLog, error) {
-	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	log, err := a.svc.runs.Load(ctx, a.suite, a.run)
 	if err == nil {
 		a.seen = max(a.seen, log.LastSeq)
 	}

@@ -25,7 +25,7 @@ func TestTakeoverResumesFromWhatSettledBeforeItsClaim(t *testing.T) {
 	var once sync.Once
 	hooked := false
 	e := startTuned(t, nil, func(svc *runner.Service, b *bus.Bus) {
-		runner.SetBeforeClaim(svc, func(ctx context.Context, suite, run string) {
+		runner.SetBeforeClaim(t, svc, func(ctx context.Context, suite, run string) {
 			once.Do(func() {
 				hooked = true
 				settleWriteAsOther(t, ctx, b, suite, run, c.Fixture, args)

@@ -322,7 +322,7 @@ const (
 // unless the status lookup can tell). Every call of a reply is settled,
 // whatever ends the run.
 func (a *attempt) settleOpen(ctx context.Context, end step.Ending) error {
-	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	log, err := a.svc.runs.Load(ctx, a.suite, a.run)
 	if err != nil {
 		return err
 	}

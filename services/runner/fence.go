@@ -88,7 +88,7 @@ func (a *attempt) fence(ctx context.Context) (step.Hold, error) {
 	if end != a.seen {
 		// Someone appended since this attempt last read or wrote the run:
 		// a takeover's claim, or the run's end, would be there.
-		log, err := a.svc.cache.LoadThrough(cctx, a.suite, a.run, end)
+		log, err := a.svc.runs.LoadThrough(cctx, a.suite, a.run, end)
 		if err != nil {
 			return step.Hold{}, fmt.Errorf("%w: %w", errUnfenced, err)
 		}

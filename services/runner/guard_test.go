@@ -4,10 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // decisions are the types that carry a per-call decision of the runner's
@@ -22,23 +22,14 @@ var decisions = []string{"Plan", "EffectStep", "Left"}
 // step, tests included, and a renamed import of step along with it.
 func TestOnlyTheCoreMakesAPerCallDecision(t *testing.T) {
 	checked := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == "step" || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
+	testutil.WalkGoFiles(t, ".", func(rel, path string) {
+		if strings.HasPrefix(rel, "step/") {
+			return
 		}
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		checked++
 		for _, imp := range f.Imports {
@@ -64,11 +55,7 @@ func TestOnlyTheCoreMakesAPerCallDecision(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 10 {
 		t.Fatalf("only %d files checked", checked)
 	}

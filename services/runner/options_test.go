@@ -30,7 +30,7 @@ func TestRunnerDefaults(t *testing.T) {
 	if c.Workers != 0 || c.AckWait != 0 || c.OnDeadLetter == nil {
 		t.Errorf("consumer: workers %d (want the bus's 1), ack wait %s (want the bus's 30s), dead letters handled %v", c.Workers, c.AckWait, c.OnDeadLetter != nil)
 	}
-	if n := s.sh.RunCacheSize(); n != 4 || s.cache != s.sh.Runs {
+	if n := s.sh.RunCacheSize(); n != 4 || s.runs != s.sh.Runs {
 		t.Errorf("run cache of %d, want 4", n)
 	}
 	if s.workDir != os.TempDir() || s.decisionTimeout != 10*time.Minute || s.approvalTimeout != time.Hour ||

@@ -198,10 +198,10 @@ func TestAnAttemptWhoseClaimLosesTheRaceLeavesNothingOpen(t *testing.T) {
 		}
 	})
 	var during []string
-	p.svc.beforeClaim = func(ctx context.Context, suite, run string) {
+	SetBeforeClaim(t, p.svc, func(ctx context.Context, suite, run string) {
 		during = containersOf(t, suite, run)
 		endAsOther(t, ctx, p.b, suite, run)
-	}
+	})
 	a, err := p.prepare(t)
 	if !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("prepare: %v, %v; want the lease lost to the run's end", a, err)

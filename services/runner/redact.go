@@ -35,12 +35,20 @@ func redactResult(r *secrets.Redactor, res tools.Result) tools.Result {
 		return res
 	}
 	res.Output = r.Redact(res.Output)
-	if res.Err != nil {
-		e := *res.Err
-		e.Message = r.Redact(e.Message)
-		res.Err = &e
-	}
+	res.Err = redactToolError(r, res.Err)
 	return res
+}
+
+// redactToolError returns a copy of e with secrets removed from its
+// message (nil for nil): the error may be shared with what the tool
+// returned, so it is not changed in place.
+func redactToolError(r *secrets.Redactor, e *events.ToolError) *events.ToolError {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Message = r.Redact(c.Message)
+	return &c
 }
 
 // redactBody removes secrets from the free text of a fact the runner is
@@ -53,11 +61,7 @@ func redactBody(r *secrets.Redactor, b events.Body) events.Body {
 	switch v := b.(type) {
 	case events.DispatchCompleted:
 		v.Output = r.Redact(v.Output)
-		if v.Error != nil {
-			e := *v.Error
-			e.Message = r.Redact(e.Message)
-			v.Error = &e
-		}
+		v.Error = redactToolError(r, v.Error)
 		return v
 	case events.RunEnded:
 		v.Reason = r.Redact(v.Reason)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -61,7 +62,7 @@ type Service struct {
 	sh *kit.Shell
 	// What the attempts read, taken out of the shell and the options.
 	bus             *bus.Bus
-	cache           *bus.RunCache
+	runs            *bus.RunLogs // the run cache: logs of the runs it drives
 	workspaces      Workspaces
 	models          ModelFactory
 	instance        string
@@ -78,12 +79,16 @@ type Service struct {
 	containment *sandbox.Containment
 	// engine is the container engine attempts with an environment use.
 	engine sandbox.Engine
-	// beforeClaim, set by tests only, runs just before an attempt commits
-	// its claim: the window in which another attempt may still settle work.
-	beforeClaim func(ctx context.Context, suite, run string)
 	// stops remembers which suites stopped early.
 	stops suiteStops
 }
+
+// beforeClaimHook is a seam for tests only (export_test.go sets it, for
+// one Service, and clears it when the test ends): it runs just before an
+// attempt commits its claim, the window in which another attempt may still
+// settle work. It is not a field of Service so that what a runner is built
+// of holds nothing but what runs in production.
+var beforeClaimHook atomic.Pointer[func(s *Service, ctx context.Context, suite, run string)]
 
 // ConsumerName is the durable consumer every runner shares.
 const ConsumerName = "runner"
@@ -133,7 +138,7 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	// Whatever the logger is, the runner's log lines pass through the
 	// secret redactor.
 	sh.WrapLog(func(h slog.Handler) slog.Handler { return secrets.NewHandler(h, c.secrets) })
-	s := &Service{sh: sh, bus: b, cache: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
+	s := &Service{sh: sh, bus: b, runs: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
 		workDir: c.workDir, decisionTimeout: c.decisionTimeout, approvalTimeout: c.approvalTimeout,
 		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets, slotLease: c.slotLease}
 	sh.OnDeadLetter(s.gaveUp)
@@ -169,11 +174,11 @@ func (s *Service) Run(ctx context.Context) error {
 // waiting forever.
 func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) error {
 	suite, run := d.Fact.Suite, d.Fact.Run
-	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
+	rl, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}
-	defer s.cache.Forget(suite, run)
+	defer s.runs.Forget(suite, run)
 	if rl.Ended() {
 		return nil
 	}
@@ -197,11 +202,11 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	suite, run := d.Fact.Suite, d.Fact.Run
 	log := s.log.With("suite", suite, "run", run)
-	rl, err := s.cache.LoadThrough(ctx, suite, run, d.Seq)
+	rl, err := s.runs.LoadThrough(ctx, suite, run, d.Seq)
 	if err != nil {
 		return err
 	}
-	defer s.cache.Forget(suite, run)
+	defer s.runs.Forget(suite, run)
 	claimed := false
 	for _, r := range rl.Records {
 		switch r.Fact.Body.(type) {
@@ -323,21 +328,13 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 			break
 		}
 	}
-	caseData, err := s.bus.Blobs().Get(ctx, req.CaseDigest)
+	kase, err := readInput(ctx, s.bus, "case "+req.Case, req.CaseDigest, cases.DecodeCase)
 	if err != nil {
-		return nil, inputErr(fmt.Sprintf("case %s", req.Case), err)
+		return nil, err
 	}
-	kase, err := cases.DecodeCase(caseData)
+	treat, err := readInput(ctx, s.bus, "treatment "+req.Treatment, req.TreatmentDigest, cases.DecodeTreatment)
 	if err != nil {
-		return nil, fmt.Errorf("%w: case %s: %v", errBadInput, req.Case, err)
-	}
-	treatData, err := s.bus.Blobs().Get(ctx, req.TreatmentDigest)
-	if err != nil {
-		return nil, inputErr(fmt.Sprintf("treatment %s", req.Treatment), err)
-	}
-	treat, err := cases.DecodeTreatment(treatData)
-	if err != nil {
-		return nil, fmt.Errorf("%w: treatment %s: %v", errBadInput, req.Treatment, err)
+		return nil, err
 	}
 	a.kase, a.eff = kase, cases.Apply(kase, treat)
 	if a.model, err = s.models(ctx, kase, treat); err != nil {
@@ -409,8 +406,8 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err
 	}
-	if s.beforeClaim != nil {
-		s.beforeClaim(ctx, suite, run)
+	if h := beforeClaimHook.Load(); h != nil {
+		(*h)(s, ctx, suite, run)
 	}
 	// Each attempt's claim has an ID of its own, so that a claim another
 	// attempt made is never mistaken for this one's retried append.
@@ -433,7 +430,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 // one is restored in place of the first (the same directory, which
 // extensions may already work in).
 func (a *attempt) resettle(ctx context.Context, fixture, from events.Digest, claimSeq uint64) error {
-	log, err := a.svc.cache.LoadThrough(ctx, a.suite, a.run, claimSeq)
+	log, err := a.svc.runs.LoadThrough(ctx, a.suite, a.run, claimSeq)
 	if err != nil {
 		return err
 	}
@@ -506,7 +503,7 @@ func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) er
 			return err
 		}
 	}
-	log, err := a.svc.cache.Load(ctx, a.suite, a.run)
+	log, err := a.svc.runs.Load(ctx, a.suite, a.run)
 	if err != nil {
 		return err
 	}
@@ -523,4 +520,21 @@ func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) er
 		return lostLease(err)
 	}
 	return err
+}
+
+// readInput reads the blob d that holds an attempt's input (what: "case
+// <id>", "treatment <id>") and decodes it. A blob the store cannot give is
+// judged by inputErr (transient, or bad input); one that does not decode
+// is bad input, which no retry mends.
+func readInput[T any](ctx context.Context, b *bus.Bus, what string, d events.Digest, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	data, err := b.Blobs().Get(ctx, d)
+	if err != nil {
+		return zero, inputErr(what, err)
+	}
+	v, err := decode(data)
+	if err != nil {
+		return zero, fmt.Errorf("%w: %s: %v", errBadInput, what, err)
+	}
+	return v, nil
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -65,9 +64,6 @@ type Service struct {
 	// that the next turn folds only the facts since (a run's facts and
 	// policy, from its case and treatment, never change).
 	folds *kit.Folds[stall.State]
-	// folded counts the facts folded, for the test that a turn folds only
-	// what is new.
-	folded atomic.Int64
 }
 
 // New returns a staller instance on b, configured by the kit's shared
@@ -166,14 +162,7 @@ func (s *Service) decide(log bus.RunLog, tc events.Fact, turn uint32, pol stall.
 			return nil, fmt.Errorf("turn %d: %w", c.Evidence.Turn, ErrEarlierTurnPending)
 		}
 	}
-	st, from := stall.New(pol), 0
-	if cached, n, ok := s.folds.Take(log.Suite, log.Run, log.Records, end+1); ok {
-		st, from = cached, n
-	}
-	for _, r := range log.Records[from : end+1] {
-		st = stall.Fold(st, r.Fact)
-	}
-	s.folded.Add(int64(end + 1 - from))
+	st := s.folds.FoldOn(log.Suite, log.Run, log.Records, end+1, func() stall.State { return stall.New(pol) }, stall.Fold)
 	if !st.HasTurn(turn) {
 		return nil, bus.Permanent(fmt.Errorf("turn.completed %s did not complete turn %d", tc.ID, turn))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/kit/kittest"
 	"github.com/factline/factline/services/staller"
@@ -95,13 +96,7 @@ func TestEveryTurnObservedOnceAcrossRestartAndTwoInstances(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for progress.Load() < 5 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if progress.Load() < 5 {
-		t.Fatal("the first instance made no progress")
-	}
+	testutil.Within(t, time.Minute, "the first instance's progress", func() bool { return progress.Load() >= 5 })
 	first.stop(t)
 	second, third := startInstance(b, "B"), startInstance(b, "C")
 	wg.Wait()
@@ -251,14 +246,13 @@ func TestUnknownCaseIsDeadLettered(t *testing.T) {
 	}
 
 	var dead []bus.DeadLetter
-	deadline := time.Now().Add(60 * time.Second)
-	for len(dead) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	testutil.Within(t, time.Minute, "the dead letters", func() bool {
 		var err error
 		if dead, err = b.DeadLetters(ctx, staller.ConsumerName); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return !(len(dead) < 2)
+	})
 	if len(dead) != 2 {
 		t.Fatalf("%d dead letters, want 2", len(dead))
 	}

@@ -1,9 +1,6 @@
 package stop_test
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +8,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/decider/stop"
 )
 
@@ -371,29 +369,7 @@ func mustEncode(t *testing.T, d events.StopDecision) []byte {
 
 // The core imports only events and the standard library.
 func TestCoreImportsOnlyEventsAndStdlib(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(path, "/")
-			if path != "github.com/factline/factline/events" && strings.Contains(first, ".") {
-				t.Errorf("%s imports %s", name, path)
-			}
-			if slices.Contains([]string{"os", "net", "net/http", "io/fs", "time"}, path) {
-				t.Errorf("%s imports %s: the core does no I/O and reads no clock", name, path)
-			}
-		}
-	}
+	testutil.CheckPureCore(t, testutil.Module+"events")
 }
 
 var time0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -86,8 +86,7 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 			m[key{r.Case, r.Trial}] = s
 		}
 	}
-	var order []string
-	perCase := map[string][]stats.Pair{}
+	var cases byCase[stats.Pair]
 	var sa, sb float64
 	var onlyA, onlyB int
 	for _, r := range rows {
@@ -100,10 +99,7 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 		if !okA || !okB {
 			continue
 		}
-		if _, seen := perCase[r.Case]; !seen {
-			order = append(order, r.Case)
-		}
-		perCase[r.Case] = append(perCase[r.Case], stats.Pair{A: x, B: y})
+		cases.add(r.Case, stats.Pair{A: x, B: y})
 		c.Pairs++
 		sa, sb = sa+x, sb+y
 		switch {
@@ -130,17 +126,13 @@ func Compare(rows []AttemptRow, runs map[string]*Attempt, a, b string) Compariso
 	if p, err := stats.McNemarExact(onlyA, onlyB); err == nil {
 		c.McNemar = &McNemar{OnlyA: onlyA, OnlyB: onlyB, P: p}
 	}
-	if len(order) < 2 {
+	if len(cases.order) < 2 {
 		// Resampling one case gives that case back every time: a zero-width
 		// interval that claims a certainty the data does not have.
-		c.Withheld = fmt.Sprintf("the interval of the difference: the pairs come from %d case; a cluster bootstrap needs at least 2", len(order))
+		c.Withheld = fmt.Sprintf("the interval of the difference: the pairs come from %d case; a cluster bootstrap needs at least 2", len(cases.order))
 		return c
 	}
-	clusters := make([][]stats.Pair, len(order))
-	for i, cs := range order {
-		clusters[i] = perCase[cs]
-	}
-	if d, err := stats.PairedBootstrap(clusters, stats.DefaultResamples, stats.DefaultSeed); err == nil {
+	if d, err := stats.PairedBootstrap(cases.clusters(), stats.DefaultResamples, stats.DefaultSeed); err == nil {
 		c.Difference = &d
 	}
 	return c

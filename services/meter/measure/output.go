@@ -141,18 +141,25 @@ func writeUsage(w io.Writer, r Report) error {
 		"cost (" + UnitCost + ")", "wall (s)"}, "\t")+"\t")
 	for _, t := range r.Treatments {
 		u := t.Usage
-		turns, wall := "-", "-"
-		if t.Ended > 0 {
-			turns = strconv.FormatUint(u.Turns, 10)
-		}
-		if u.WallKnown > 0 {
-			wall = seconds(u.WallMillis, "%.1f")
-		}
+		turns, wall := turnsAndWall(t.Ended, u)
 		cells := []string{t.Treatment, itoa(t.Ended), turns, total(u.InputTokens, u.SplitUnknown), total(u.OutputTokens, u.SplitUnknown),
 			total(u.Tokens, u.TokensUnknown), total(u.Cost, u.CostUnknown), wall}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	return tw.Flush()
+}
+
+// turnsAndWall are a treatment's turns and wall time as a table shows
+// them: "-" where no attempt ended, or none knew its wall time.
+func turnsAndWall(ended int, u Usage) (turns, wall string) {
+	turns, wall = "-", "-"
+	if ended > 0 {
+		turns = strconv.FormatUint(u.Turns, 10)
+	}
+	if u.WallKnown > 0 {
+		wall = seconds(u.WallMillis, "%.1f")
+	}
+	return turns, wall
 }
 
 // wrap breaks a line at spaces so that no line passes width columns
@@ -292,13 +299,7 @@ func WriteWideTable(w io.Writer, r Report) error {
 			cells = append(cells, passAt(t, k))
 		}
 		u := t.Usage
-		turns, wall := "-", "-"
-		if t.Ended > 0 {
-			turns = strconv.FormatUint(u.Turns, 10)
-		}
-		if u.WallKnown > 0 {
-			wall = seconds(u.WallMillis, "%.1f")
-		}
+		turns, wall := turnsAndWall(t.Ended, u)
 		cells = append(cells, turns, known(u.InputTokens, u.SplitUnknown), known(u.OutputTokens, u.SplitUnknown),
 			known(u.CachedInputTokens, t.Ended-u.CachedInputKnown), known(u.ReasoningTokens, t.Ended-u.ReasoningKnown),
 			known(u.Tokens, u.TokensUnknown), known(u.Cost, u.CostUnknown), cached(u.CachedCalls, u.CachedTokens), wall, evaluator(t.Evaluator))

@@ -84,8 +84,7 @@ func scoreSummaries(t string, rows []AttemptRow) []ScorerSummary {
 	var out []ScorerSummary
 	for _, def := range scorerOrder(rows) {
 		s := ScorerSummary{Scorer: def.Scorer, Min: def.Min, Max: def.Max, LowerIsBetter: def.LowerIsBetter}
-		var order []string
-		perCase := map[string][]float64{}
+		var cases byCase[float64]
 		sum := 0.0
 		for _, r := range rows {
 			if r.Treatment != t || !graded(r) {
@@ -96,22 +95,16 @@ func scoreSummaries(t string, rows []AttemptRow) []ScorerSummary {
 				s.Missing++
 				continue
 			}
-			if _, seen := perCase[r.Case]; !seen {
-				order = append(order, r.Case)
-			}
-			perCase[r.Case] = append(perCase[r.Case], v)
+			cases.add(r.Case, v)
 			s.Values++
 			sum += v
 		}
-		s.Clusters = len(order)
+		s.Clusters = len(cases.order)
 		if s.Values > 0 {
 			s.Mean = ptr(sum / float64(s.Values))
 		}
-		clusters := make([][]float64, len(order))
-		for i, c := range order {
-			clusters[i] = perCase[c]
-		}
-		if len(order) >= 2 {
+		clusters := cases.clusters()
+		if len(cases.order) >= 2 {
 			if _, se, err := stats.ClusteredSE(clusters); err == nil {
 				s.ClusteredSE = &se
 			}
@@ -142,8 +135,7 @@ func compareScores(rows []AttemptRow, a, b string) []ScoreDifference {
 				bv[key{r.Case, r.Trial}] = v
 			}
 		}
-		var order []string
-		perCase := map[string][]stats.Pair{}
+		var cases byCase[stats.Pair]
 		var sa, sb float64
 		for _, r := range rows {
 			if r.Treatment != a || !graded(r) {
@@ -154,33 +146,29 @@ func compareScores(rows []AttemptRow, a, b string) []ScoreDifference {
 			if !okA || !okB {
 				continue
 			}
-			if _, seen := perCase[r.Case]; !seen {
-				order = append(order, r.Case)
-			}
-			perCase[r.Case] = append(perCase[r.Case], stats.Pair{A: x, B: y})
+			cases.add(r.Case, stats.Pair{A: x, B: y})
 			d.Pairs++
 			sa, sb = sa+x, sb+y
 		}
-		d.Clusters = len(order)
+		d.Clusters = len(cases.order)
 		if d.Pairs == 0 {
 			out = append(out, d)
 			continue
 		}
 		d.MeanA, d.MeanB = ptr(sa/float64(d.Pairs)), ptr(sb/float64(d.Pairs))
-		if len(order) < 2 {
-			d.Withheld = fmt.Sprintf("the interval and the signed-rank test: the pairs come from %d case; both need at least 2", len(order))
+		if len(cases.order) < 2 {
+			d.Withheld = fmt.Sprintf("the interval and the signed-rank test: the pairs come from %d case; both need at least 2", len(cases.order))
 			out = append(out, d)
 			continue
 		}
-		clusters := make([][]stats.Pair, len(order))
-		caseDiffs := make([]float64, len(order))
-		for i, c := range order {
-			clusters[i] = perCase[c]
+		clusters := cases.clusters()
+		caseDiffs := make([]float64, len(clusters))
+		for i, pairs := range clusters {
 			s := 0.0
-			for _, p := range perCase[c] {
+			for _, p := range pairs {
 				s += p.A - p.B
 			}
-			caseDiffs[i] = s / float64(len(perCase[c]))
+			caseDiffs[i] = s / float64(len(pairs))
 		}
 		if diff, err := stats.PairedBootstrap(clusters, stats.DefaultResamples, stats.DefaultSeed); err == nil {
 			d.Diff = &diff

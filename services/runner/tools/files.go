@@ -27,6 +27,22 @@ func resolve(env Env, p string) (string, *Result) {
 	return abs, nil
 }
 
+// existing resolves p in the workspace and returns what is there, or the
+// typed result that says why nothing is (the path escapes, it does not
+// exist, it cannot be read).
+func existing(env Env, p string) (string, fs.FileInfo, *Result) {
+	abs, bad := resolve(env, p)
+	if bad != nil {
+		return "", nil, bad
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		res := fileError(p, err)
+		return "", nil, &res
+	}
+	return abs, st, nil
+}
+
 // fileError turns an OS error into a typed result.
 func fileError(p string, err error) Result {
 	switch {
@@ -57,13 +73,9 @@ func (ReadFile) Contract() Contract {
 func (ReadFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path string }
 	_ = json.Unmarshal(raw, &a)
-	abs, bad := resolve(env, a.Path)
+	abs, st, bad := existing(env, a.Path)
 	if bad != nil {
 		return *bad
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return fileError(a.Path, err)
 	}
 	if st.IsDir() {
 		return Fail(CodeIsDirectory, "%s is a directory; use list_files", a.Path)
@@ -112,19 +124,15 @@ func (ListFiles) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 	if a.Path == "" {
 		a.Path = "."
 	}
-	abs, bad := resolve(env, a.Path)
+	abs, st, bad := existing(env, a.Path)
 	if bad != nil {
 		return *bad
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return fileError(a.Path, err)
 	}
 	if !st.IsDir() {
 		return Fail(CodeNotDirectory, "%s is not a directory", a.Path)
 	}
 	var lines []string
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -211,13 +219,9 @@ func (EditFile) Contract() Contract {
 func (EditFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path, Old, New string }
 	_ = json.Unmarshal(raw, &a)
-	abs, bad := resolve(env, a.Path)
+	abs, st, bad := existing(env, a.Path)
 	if bad != nil {
 		return *bad
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return fileError(a.Path, err)
 	}
 	if st.IsDir() {
 		return Fail(CodeIsDirectory, "%s is a directory", a.Path)

@@ -103,6 +103,20 @@ type streak struct {
 
 func (s *streak) reset() { *s = streak{} }
 
+// follow takes a turn into the streak: one that shows nothing of its kind
+// ends it, one that repeats the turn before goes on with it, any other
+// starts it again.
+func (s *streak) follow(shows, repeats bool, refs []events.EvidenceRef) {
+	switch {
+	case !shows:
+		s.reset()
+	case repeats:
+		s.add(refs)
+	default:
+		s.restart(refs)
+	}
+}
+
 func (s *streak) add(refs []events.EvidenceRef) {
 	s.n++
 	s.refs = appendRefs(s.refs, refs)
@@ -461,26 +475,12 @@ func (s *State) repeats(steps []step, refs []events.EvidenceRef, found map[strin
 	}
 	sameActs := a == s.lastActs
 
-	switch {
-	case !obsKnown:
-		s.obs.reset()
-	case sameActs && o == s.lastObs:
-		s.obs.add(refs)
-	default:
-		s.obs.restart(refs)
-	}
+	s.obs.follow(obsKnown, sameActs && o == s.lastObs, refs)
 	if t := s.policy.RepeatedObservation; t > 0 && s.obs.n >= t {
 		found[PatternRepeatedObservation] = finding{count: s.obs.n, calls: summarise(steps), refs: slices.Clone(s.obs.refs)}
 	}
 
-	switch {
-	case !allErr:
-		s.errs.reset()
-	case sameActs && e == s.lastErrs:
-		s.errs.add(refs)
-	default:
-		s.errs.restart(refs)
-	}
+	s.errs.follow(allErr, sameActs && e == s.lastErrs, refs)
 	if t := s.policy.RepeatedError; t > 0 && s.errs.n >= t {
 		found[PatternRepeatedError] = finding{count: s.errs.n, calls: summarise(steps),
 			errs: strings.Join(strings.Fields(e), ", "), refs: slices.Clone(s.errs.refs)}

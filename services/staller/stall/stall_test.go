@@ -1,9 +1,6 @@
 package stall_test
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -11,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/staller/stall"
 )
 
@@ -470,27 +468,5 @@ func TestReplayGivesCommittedObservations(t *testing.T) {
 // The core imports only events and the standard library: no NATS, no I/O
 // packages of this project.
 func TestCoreImportsOnlyEventsAndStdlib(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(path, "/")
-			if path != "github.com/factline/factline/events" && strings.Contains(first, ".") {
-				t.Errorf("%s imports %s", name, path)
-			}
-			if slices.Contains([]string{"os", "net", "net/http", "io/fs", "time"}, path) {
-				t.Errorf("%s imports %s: the core does no I/O and reads no clock", name, path)
-			}
-		}
-	}
+	testutil.CheckPureCore(t, testutil.Module+"events")
 }

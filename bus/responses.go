@@ -17,41 +17,31 @@ import (
 // only pointers; whoever reads an entry verifies the blob it names.
 const CacheBucket = "CACHE"
 
-// cacheBucket opens the response cache's bucket on first use: only
+// responsesBucket opens the response cache's bucket on first use: only
 // treatments with a cache need it, so a bus that never caches (or a
 // service identity that may not reach it) never looks it up.
-type cacheBucket struct {
+type responsesBucket struct {
 	mu sync.Mutex
 	kv jetstream.KeyValue
 }
 
-func (b *Bus) cacheKV(ctx context.Context) (jetstream.KeyValue, error) {
-	b.cache.mu.Lock()
-	defer b.cache.mu.Unlock()
-	if b.cache.kv != nil {
-		return b.cache.kv, nil
+func (b *Bus) responsesKV(ctx context.Context) (jetstream.KeyValue, error) {
+	b.responses.mu.Lock()
+	defer b.responses.mu.Unlock()
+	if b.responses.kv != nil {
+		return b.responses.kv, nil
 	}
-	kv, err := openBucket(ctx, "kv "+CacheBucket,
-		func(ctx context.Context) (jetstream.KeyValue, error) { return b.js.KeyValue(ctx, CacheBucket) },
-		func(ctx context.Context) (jetstream.KeyValue, error) {
-			return b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket:      CacheBucket,
-				Description: "factline response cache: model identity and request digest to a reply blob",
-				Storage:     jetstream.FileStorage,
-				Replicas:    b.cfg.Replicas,
-				History:     1,
-			})
-		})
+	kv, err := b.openKV(ctx, CacheBucket, "factline response cache: model identity and request digest to a reply blob")
 	if err != nil {
 		return nil, err
 	}
-	b.cache.kv = kv
+	b.responses.kv = kv
 	return kv, nil
 }
 
 // ResponseCache is a bus's handle on the response cache (the CACHE
-// bucket): not to be confused with a RunCache, which keeps run logs in a
-// service's memory.
+// bucket), shared by every process on the store; not to be confused with
+// RunLogs, which keeps run logs in one service's memory.
 type ResponseCache struct{ b *Bus }
 
 // Responses returns the bus's handle on the response cache.
@@ -60,7 +50,7 @@ func (b *Bus) Responses() *ResponseCache { return &ResponseCache{b: b} }
 // Ensure looks the response cache's bucket up and creates it when it
 // does not exist (factline setup, as an identity allowed to).
 func (h *ResponseCache) Ensure(ctx context.Context) error {
-	_, err := h.b.cacheKV(ctx)
+	_, err := h.b.responsesKV(ctx)
 	return err
 }
 
@@ -72,7 +62,7 @@ func (h *ResponseCache) Get(ctx context.Context, key events.Digest) (string, boo
 	if err := key.Validate("cache key"); err != nil {
 		return "", false, fmt.Errorf("cache get: %w", err)
 	}
-	kv, err := b.cacheKV(ctx)
+	kv, err := b.responsesKV(ctx)
 	if err != nil {
 		return "", false, fmt.Errorf("cache get: %w", err)
 	}
@@ -98,7 +88,7 @@ func (h *ResponseCache) Put(ctx context.Context, key, entry events.Digest) error
 	if err := entry.Validate("cache entry"); err != nil {
 		return fmt.Errorf("cache put: %w", err)
 	}
-	kv, err := b.cacheKV(ctx)
+	kv, err := b.responsesKV(ctx)
 	if err != nil {
 		return fmt.Errorf("cache put: %w", err)
 	}
