@@ -106,8 +106,8 @@ func Regrade(ctx context.Context, b *bus.Bus, suite string, opts RegradeOptions,
 }
 
 // merged is the case's grading with each instrument of with (or only those
-// named) replacing the case's of the same id, and each scorer of with the
-// case's of the same id. touched says whether any did: an instrument or a
+// named) replacing the case's of the same id, and each scorer of with (or
+// only those reading the named instruments) the case's of the same id. touched says whether any did: an instrument or a
 // scorer the case never had is not added to it.
 func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Grading, bool) {
 	if own == nil {
@@ -125,8 +125,13 @@ func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Gradi
 		}
 	}
 	// Scorers likewise, by ID: a rescoring on a new scale is a regrade.
+	// With instruments named, only the scorers reading them: the rest of
+	// the file is not what the operator asked to apply.
 	out.Scorers = slices.Clone(own.Scorers)
 	for _, sc := range with.Scorers {
+		if len(only) > 0 && !slices.Contains(only, sc.Instrument) {
+			continue
+		}
 		if i := slices.IndexFunc(out.Scorers, func(x cases.Scorer) bool { return x.ID == sc.ID }); i >= 0 {
 			out.Scorers[i], touched = sc, true
 		}

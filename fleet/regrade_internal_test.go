@@ -31,3 +31,34 @@ func TestARegradeFilesScorersReplaceTheCasesOfTheSameID(t *testing.T) {
 		t.Fatal("a scorer the case never had touched it")
 	}
 }
+
+// regrade --instrument ID takes from the file only what grades those
+// instruments: its scorers of other instruments are left out, as its other
+// instruments are, so the case keeps its own.
+func TestARegradeOfNamedInstrumentsTakesOnlyTheirScorersFromTheFile(t *testing.T) {
+	own := &cases.Grading{
+		Instruments: []cases.Instrument{
+			{ID: "tests", Kind: cases.InstrumentCommand, Command: "x"},
+			{ID: "bench", Kind: cases.InstrumentCommand, Command: "y"},
+		},
+		Scorers: []cases.Scorer{
+			{ID: "correctness", Instrument: "tests", Key: "score", Scale: []float64{0, 1}},
+			{ID: "latency", Instrument: "bench", Key: "p50_ms", Scale: []float64{0, 1000}},
+		},
+	}
+	with := cases.Grading{Scorers: []cases.Scorer{
+		{ID: "correctness", Instrument: "tests", Key: "score", Scale: []float64{0, 100}},
+		{ID: "latency", Instrument: "bench", Key: "p50_ms", Scale: []float64{0, 5000}},
+	}}
+	out, touched := merged(own, with, []string{"tests"})
+	if !touched || !slices.Equal(out.Scorers[0].Scale, []float64{0, 100}) {
+		t.Fatalf("the named instrument's scorer was not taken: %+v, touched %v", out.Scorers, touched)
+	}
+	if !slices.Equal(out.Scorers[1].Scale, []float64{0, 1000}) {
+		t.Fatalf("a scorer of an instrument not named was taken from the file: %+v", out.Scorers[1])
+	}
+	onlyBench := cases.Grading{Scorers: with.Scorers[:1]}
+	if _, touched := merged(own, onlyBench, []string{"bench"}); touched {
+		t.Fatal("a file whose only scorer reads an instrument not named touched the case")
+	}
+}

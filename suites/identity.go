@@ -43,6 +43,13 @@ const (
 	// reads the cache): replies served from an earlier run's calls make
 	// another agent than one whose every call reaches the model.
 	ComponentCache = "cache"
+	// ComponentScorers is the case's scorer set (only when it declares
+	// scorers): each scorer's id, instrument, key, scale, direction and
+	// whether (and where) it decides, sorted by id. It shapes no
+	// behaviour of the agent but is part of the grader's identity: numbers
+	// read under other scorers measure something else, and a comparison
+	// across them must name it.
+	ComponentScorers = "scorers"
 )
 
 // StallComponentVersion is the form of the stall component's value: 2 is
@@ -71,6 +78,31 @@ func stallComponentOf(l cases.StallLimits) stallComponent {
 		RepeatedObservation: l.RepeatedObservation, RepeatedError: l.RepeatedError, IdleTurns: l.IdleTurns,
 		Alternation: l.Alternation, FailingVerifications: l.FailingVerifications, RepairBudget: l.RepairBudget,
 		EscalateTo: l.EscalateTo}
+}
+
+// scorerComponent is one scorer in the scorers component's value: what
+// it reads and how, with every default spelled out, so that a scorer
+// written with its defaults and one written without are the same.
+type scorerComponent struct {
+	ID             string    `json:"id"`
+	Instrument     string    `json:"instrument"`
+	Key            string    `json:"key,omitempty"`
+	Scale          []float64 `json:"scale,omitempty"`
+	HigherIsBetter bool      `json:"higher_is_better"`
+	Decides        bool      `json:"decides,omitempty"`
+	PassAt         *float64  `json:"pass_at,omitempty"`
+}
+
+// scorersComponentOf returns the scorers component's value: the scorers
+// sorted by id, since the order they are declared in is not what they are.
+func scorersComponentOf(ss []cases.Scorer) []scorerComponent {
+	out := make([]scorerComponent, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, scorerComponent{ID: s.ID, Instrument: s.Instrument, Key: s.Key,
+			Scale: slices.Clone(s.Scale), HigherIsBetter: s.Higher(), Decides: s.Decides, PassAt: s.PassAt})
+	}
+	slices.SortFunc(out, func(a, b scorerComponent) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // AgentIdentity returns the agent identity of a case run under a treatment
@@ -139,6 +171,14 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentEnvironment, pinned})
+	}
+	if c.Grading != nil && len(c.Grading.Scorers) > 0 {
+		// Only then, like extensions: a case without scorers keeps the
+		// identity it had before scores existed.
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentScorers, scorersComponentOf(c.Grading.Scorers)})
 	}
 	comps := make([]events.Component, 0, len(parts))
 	for _, p := range parts {
