@@ -7,28 +7,10 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 )
 
-// doubledPrefix returns the word a message repeats as a prefix ("nats:
-// nats: …"), or "" when none is repeated.
-func doubledPrefix(msg string) string {
-	isTok := func(c byte) bool {
-		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-	}
-	for i := 0; i < len(msg); i++ {
-		if i > 0 && isTok(msg[i-1]) {
-			continue
-		}
-		j := i
-		for j < len(msg) && isTok(msg[j]) {
-			j++
-		}
-		if j > i && strings.HasPrefix(msg[j:], ": "+msg[i:j]+": ") {
-			return msg[i:j]
-		}
-	}
-	return ""
-}
+var doubledPrefix = testutil.DoubledPrefix
 
 func TestDoubledPrefixFindsOne(t *testing.T) {
 	for msg, want := range map[string]string{

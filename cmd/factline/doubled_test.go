@@ -5,28 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
-// doubledPrefix returns the word a message repeats as a prefix ("nats:
-// nats: …", "decode: decode: …"), or "" when none is repeated.
-func doubledPrefix(msg string) string {
-	isTok := func(c byte) bool {
-		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-	}
-	for i := 0; i < len(msg); i++ {
-		if i > 0 && isTok(msg[i-1]) {
-			continue
-		}
-		j := i
-		for j < len(msg) && isTok(msg[j]) {
-			j++
-		}
-		if j > i && strings.HasPrefix(msg[j:], ": "+msg[i:j]+": ") {
-			return msg[i:j]
-		}
-	}
-	return ""
-}
+var doubledPrefix = testutil.DoubledPrefix
 
 // The messages commands print when they fail say each prefix once: a
 // command's name is not said again by its error, and a library's prefix
