@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/ops/metrics"
@@ -267,24 +269,8 @@ func corruptCache(t *testing.T, store string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := b.JetStream().KeyValue(ctx, bus.CacheBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, kv, closeStore := openResponseCache(ctx, t, store)
+	defer closeStore()
 	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -374,24 +360,8 @@ func forgeCacheText(t *testing.T, store, from, to string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := b.JetStream().KeyValue(ctx, bus.CacheBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, kv, closeStore := openResponseCache(ctx, t, store)
+	defer closeStore()
 	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -431,4 +401,32 @@ func forgeCacheText(t *testing.T, store, from, to string) {
 	if forged != 1 {
 		t.Fatalf("forged %d entries, want 1", forged)
 	}
+}
+
+// openResponseCache starts the store's server (no other process may hold
+// it), and returns a bus on it, its response cache bucket as a client with
+// the runner's rights sees it, and what shuts both down.
+func openResponseCache(ctx context.Context, t *testing.T, store string) (*bus.Bus, jetstream.KeyValue, func()) {
+	t.Helper()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		t.Fatal(err)
+	}
+	done := func() { nc.Close(); srv.Shutdown() }
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		done()
+		t.Fatal(err)
+	}
+	kv, err := b.JetStream().KeyValue(ctx, bus.CacheBucket)
+	if err != nil {
+		done()
+		t.Fatal(err)
+	}
+	return b, kv, done
 }
