@@ -125,7 +125,7 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			if c.upTo > 0 {
 				fs = facts[:c.upTo]
 			}
-			msgs, tokens, err := history("fix the <bug> & ship", fs, c.policy)
+			msgs, tokens, err := history(cases.DefaultSystemPrompt, "fix the <bug> & ship", fs, c.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			}
 		})
 	}
-	_, tokens, err := history("fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
+	_, tokens, err := history(cases.DefaultSystemPrompt, "fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
 	var ce *step.ContextError
 	if !errors.As(err, &ce) || ce.Need != tokens || ce.Budget != 100 || ce.Mode != cases.ContextWindow ||
 		ce.Error() != "context budget too small: the window policy must keep about 371 tokens, the budget is 100" {
