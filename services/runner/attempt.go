@@ -47,7 +47,10 @@ type attempt struct {
 	eff       cases.Effective
 	// system is the run's system prompt, rendered from its case and
 	// treatment as stored (cases.SystemPrompt) when the attempt began.
-	system   string
+	system string
+	// offered are the built-in tools offered: the case's, narrowed by
+	// the treatment's scaffold (cases.OfferedTools).
+	offered  []string
 	model    models.Model
 	registry *tools.Registry
 	exts     *extensions.Set // the run's extension servers (nil: none)

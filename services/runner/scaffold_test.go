@@ -97,7 +97,7 @@ func firstRequest(t *testing.T, ctx context.Context, b *bus.Bus, log bus.RunLog)
 // A treatment's scaffold reaches the model request exactly: the system
 // message is its template rendered over the case, only the tools it
 // chose are offered (in the built-in order), with its description of
-// run_command; a call of a tool it did not offer is refused as unknown,
+// run_command; a call of a tool it did not offer is refused as not allowed,
 // and the run still finishes with the tools it has.
 func TestAScaffoldShapesTheRequestSent(t *testing.T) {
 	e := start(t)
@@ -130,8 +130,8 @@ func TestAScaffoldShapesTheRequestSent(t *testing.T) {
 		t.Fatalf("tools offered %s", got)
 	}
 	d := dispatches(log)
-	if r := d["t1/e"]; r.Error == nil || r.Error.Code != "UNKNOWN_TOOL" || r.Dispatch.Disposition != events.DispositionRejected ||
-		!strings.Contains(r.Output, `no tool named \"edit_file\"`) {
+	if r := d["t1/e"]; r.Error == nil || r.Error.Code != "TOOL_NOT_ALLOWED" || r.Dispatch.Disposition != events.DispositionRejected ||
+		!strings.Contains(r.Output, `tool \"edit_file\" is not allowed in this task`) {
 		t.Fatalf("the call of a tool not offered: %+v", r)
 	}
 	// The runner's claim names what it ran: the prompt and the

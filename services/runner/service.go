@@ -364,7 +364,8 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if descs := cases.ToolDescriptions(kase, treat); len(descs) > 0 {
 		toolOpts = append(toolOpts, tools.WithDescriptions(descs))
 	}
-	if a.registry, err = tools.NewRegistry(cases.OfferedTools(kase, treat), toolOpts...); err != nil {
+	a.offered = cases.OfferedTools(kase, treat)
+	if a.registry, err = tools.NewRegistry(a.offered, toolOpts...); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadInput, err)
 	}
 	// Before anything runs: an extension that is not allowlisted, or whose
