@@ -162,3 +162,14 @@ func TestAPromptTemplateReadsTheCase(t *testing.T) {
 		t.Fatal("the fixture's digest is readable")
 	}
 }
+
+// docs/case.md shows the default prompt as it is, byte for byte.
+func TestTheDocumentedDefaultPromptIsTheDefault(t *testing.T) {
+	page, err := os.ReadFile("../docs/case.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("```text\n"+DefaultSystemPrompt+"\n```")) {
+		t.Fatal("docs/case.md does not show cases.DefaultSystemPrompt as it is")
+	}
+}
