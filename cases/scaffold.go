@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 )
 
 // DefaultSystemPrompt is the system message of every run whose treatment
@@ -116,9 +117,100 @@ func (s *Scaffold) checkPrompt(field, treatment string) error {
 	return nil
 }
 
+// MaxPromptRanges bounds the range actions of a prompt template.
+const MaxPromptRanges = 64
+
+// parsePrompt parses a prompt template and refuses what could make
+// rendering it cost more than a small multiple of the case: the meter
+// renders every treatment's prompt for every case a submitter sends. A
+// template may not define or call templates (recursion could double its
+// work at every level), nor range inside a range, nor range over anything
+// but the case's fields (an integer would loop as often as it says), and
+// it has at most MaxPromptRanges ranges; its output is cut off at
+// MaxPromptBytes as it is written.
 func parsePrompt(text string) (*template.Template, error) {
-	return template.New("prompt").Option("missingkey=error").Parse(text)
+	tpl, err := template.New("prompt").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(tpl.Templates()) > 1 {
+		return nil, errors.New("a prompt template may not define templates (define, block)")
+	}
+	ranges := 0
+	var walk func(n parse.Node, inRange bool) error
+	walk = func(n parse.Node, inRange bool) error {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return nil
+			}
+			for _, c := range n.Nodes {
+				if err := walk(c, inRange); err != nil {
+					return err
+				}
+			}
+		case *parse.TemplateNode:
+			return fmt.Errorf("a prompt template may not call templates ({{template %q}})", n.Name)
+		case *parse.IfNode:
+			return walkBranch(&n.BranchNode, inRange, walk)
+		case *parse.WithNode:
+			return walkBranch(&n.BranchNode, inRange, walk)
+		case *parse.RangeNode:
+			if inRange {
+				return errors.New("a prompt template may not range inside a range")
+			}
+			if ranges++; ranges > MaxPromptRanges {
+				return fmt.Errorf("a prompt template may hold at most %d ranges", MaxPromptRanges)
+			}
+			if !rangesOverData(n.Pipe) {
+				return fmt.Errorf("a prompt template ranges only over the case's fields, not %s", n.Pipe)
+			}
+			return walkBranch(&n.BranchNode, true, walk)
+		}
+		return nil
+	}
+	if err := walk(tpl.Tree.Root, false); err != nil {
+		return nil, err
+	}
+	return tpl, nil
 }
+
+func walkBranch(b *parse.BranchNode, inRange bool, walk func(parse.Node, bool) error) error {
+	if err := walk(b.List, inRange); err != nil {
+		return err
+	}
+	return walk(b.ElseList, inRange)
+}
+
+// rangesOverData reports whether a range's pipeline is one field, variable
+// or dot: a list or map of the case, never a number or a function's
+// result.
+func rangesOverData(p *parse.PipeNode) bool {
+	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return false
+	}
+	switch p.Cmds[0].Args[0].(type) {
+	case *parse.FieldNode, *parse.VariableNode, *parse.DotNode:
+		return true
+	}
+	return false
+}
+
+// cappedWriter keeps at most max bytes and fails the write that would
+// pass them, which stops the template's execution there.
+type cappedWriter struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.max {
+		return 0, errPromptTooLong
+	}
+	return w.buf.Write(p)
+}
+
+var errPromptTooLong = fmt.Errorf("the rendered prompt passes the limit of %d bytes", MaxPromptBytes)
 
 // PromptError is a prompt template that cannot be rendered for a case:
 // the treatment, the case and, when that is the problem, the key the case
@@ -173,21 +265,21 @@ func SystemPrompt(c *Case, t *Treatment) (string, error) {
 	if err != nil {
 		return "", &PromptError{Treatment: t.ID, Case: c.ID, Err: err}
 	}
-	var out bytes.Buffer
-	if err := tpl.Execute(&out, data); err != nil {
+	out := &cappedWriter{max: MaxPromptBytes}
+	if err := tpl.Execute(out, data); err != nil {
+		if errors.Is(err, errPromptTooLong) {
+			return "", &PromptError{Treatment: t.ID, Case: c.ID, Err: errPromptTooLong}
+		}
 		pe := &PromptError{Treatment: t.ID, Case: c.ID, Err: err}
 		if m := missingKey.FindStringSubmatch(err.Error()); m != nil {
 			pe.Key = m[1]
 		}
 		return "", pe
 	}
-	if out.Len() > MaxPromptBytes {
-		return "", &PromptError{Treatment: t.ID, Case: c.ID, Err: fmt.Errorf("the rendered prompt has %d bytes; the limit is %d", out.Len(), MaxPromptBytes)}
-	}
-	if strings.TrimSpace(out.String()) == "" {
+	if strings.TrimSpace(out.buf.String()) == "" {
 		return "", &PromptError{Treatment: t.ID, Case: c.ID, Err: errors.New("the rendered prompt is empty")}
 	}
-	return out.String(), nil
+	return out.buf.String(), nil
 }
 
 // PromptData is what a prompt template reads: the case's fields under

@@ -25,6 +25,13 @@ func TestBadScaffoldsAreRefused(t *testing.T) {
 		{"scaffold: {prompt: ' '}", "scaffold.prompt: treatment t sets an empty prompt"},
 		{"scaffold: {prompt: 'Case {{.id', template: true}", "scaffold.prompt: treatment t: template: prompt:1: unclosed action"},
 		{"scaffold: {promt: hi}", "promt"},
+		{`scaffold: {prompt: '{{define "a"}}x{{end}}{{template "a"}}', template: true}`, "may not define templates"},
+		{`scaffold: {prompt: '{{template "a"}}', template: true}`, `may not call templates ({{template "a"}})`},
+		{"scaffold: {prompt: '{{range 1000000000}}{{end}}', template: true}", "ranges only over the case's fields, not 1000000000"},
+		{"scaffold: {prompt: '{{range len .checks}}{{end}}', template: true}", "ranges only over the case's fields"},
+		{"scaffold: {prompt: '{{range .checks}}{{range $.checks}}{{end}}{{end}}', template: true}", "may not range inside a range"},
+		{"scaffold: {prompt: '{{range .checks}}{{else}}{{range .tools}}{{end}}{{end}}', template: true}", "may not range inside a range"},
+		{"scaffold: {prompt: '" + strings.Repeat("{{range .checks}}{{end}}", MaxPromptRanges+1) + "', template: true}", "at most 64 ranges"},
 	} {
 		_, err := ParseTreatment("t.yaml", []byte(scriptedTreatment+c.yaml+"\n"))
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
@@ -172,4 +179,60 @@ func TestTheDocumentedDefaultPromptIsTheDefault(t *testing.T) {
 	if !bytes.Contains(page, []byte("```text\n"+DefaultSystemPrompt+"\n```")) {
 		t.Fatal("docs/case.md does not show cases.DefaultSystemPrompt as it is")
 	}
+}
+
+// A template's output is cut off where it passes the bound, as it is
+// written: a template cannot make the meter hold more than the bound.
+func TestARenderedPromptIsBounded(t *testing.T) {
+	tr, err := ParseTreatment("t.yaml", []byte(scriptedTreatment+"scaffold: {prompt: '{{range .tools}}{{$.instruction}}{{end}}', template: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Case{ID: "c", Instruction: strings.Repeat("x", MaxInstruction), Tools: []string{"read_file", "run_command"}}
+	_, err = SystemPrompt(c, tr)
+	var pe *PromptError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "passes the limit of 262144 bytes") {
+		t.Fatalf("got %v", err)
+	}
+	c.Tools = c.Tools[:1]
+	if out, err := SystemPrompt(c, tr); err != nil || len(out) != MaxInstruction {
+		t.Fatalf("one instruction's worth: %d bytes, %v", len(out), err)
+	}
+}
+
+// Whatever the template, rendering it ends in a prompt within the bound
+// or a PromptError; it never panics.
+func FuzzSystemPrompt(f *testing.F) {
+	for _, seed := range []string{
+		"Case {{.id}}: {{.instruction}}",
+		"{{range $i, $c := .checks}}{{if $i}}, {{end}}{{$c.id}}{{end}}",
+		"{{with .env}}{{.LANG}}{{else}}none{{end}}",
+		"{{.budget.steps}} {{len .tools}} {{index .tools 0}} {{printf \"%q\" .instruction}}",
+		"{{.nosuch}}",
+		"{{range .requirements}}{{break}}{{end}}",
+		"{{ $x := .tools }}{{range $x}}{{.}}{{end}}",
+	} {
+		f.Add(seed)
+	}
+	c, err := ParseCase("c.yaml", []byte("id: c\ninstruction: fix it\nbudget: {steps: 3}\nchecks: [{id: t, command: ./t.sh}]\nenv: {LANG: C}\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, prompt string) {
+		tr := &Treatment{ID: "t", Scaffold: &Scaffold{Prompt: prompt, Template: true}}
+		if tr.Scaffold.check("scaffold", "t") != nil {
+			return
+		}
+		out, err := SystemPrompt(c, tr)
+		if err != nil {
+			var pe *PromptError
+			if !errors.As(err, &pe) || pe.Treatment != "t" || pe.Case != "c" {
+				t.Fatalf("%q: an error of another kind: %v", prompt, err)
+			}
+			return
+		}
+		if len(out) > MaxPromptBytes || strings.TrimSpace(out) == "" {
+			t.Fatalf("%q rendered %d bytes", prompt, len(out))
+		}
+	})
 }
