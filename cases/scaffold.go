@@ -30,6 +30,8 @@ const (
 	MaxPromptBytes = MaxInstruction
 	// MaxToolDescription bounds one tool description override.
 	MaxToolDescription = 16 << 10
+	// MaxPromptRanges bounds the range actions of a prompt template.
+	MaxPromptRanges = 64
 )
 
 // Scaffold is what of the built-in agent a treatment changes: its system
@@ -116,9 +118,6 @@ func (s *Scaffold) checkPrompt(field, treatment string) error {
 	}
 	return nil
 }
-
-// MaxPromptRanges bounds the range actions of a prompt template.
-const MaxPromptRanges = 64
 
 // parsePrompt parses a prompt template and refuses what could make
 // rendering it cost more than a small multiple of the case: the meter
