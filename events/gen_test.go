@@ -424,6 +424,22 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 		}
 		return b
 	}),
+	events.KindContextSummarised: body(func(t *rapid.T) events.ContextSummarised {
+		from := rapid.Uint32Range(1, 1<<20).Draw(t, "from")
+		through := rapid.Uint32Range(from, 1<<21).Draw(t, "through")
+		return events.ContextSummarised{
+			Turn:          rapid.Uint32Range(through+1, 1<<22).Draw(t, "turn"),
+			From:          from,
+			Through:       through,
+			Summary:       genText.Draw(t, "summary"),
+			RequestDigest: genDigest.Draw(t, "request_digest"),
+			Provider:      genText.Draw(t, "provider"),
+			Model:         genOptText.Draw(t, "model"),
+			Usage:         rapid.Ptr(genUsage, true).Draw(t, "usage"),
+			Reserve:       rapid.Uint64().Draw(t, "reserve"),
+			Tokens:        rapid.Uint64().Draw(t, "tokens"),
+		}
+	}),
 	events.KindTaskGeneration: body(func(t *rapid.T) events.TaskGenerationStarted {
 		return events.TaskGenerationStarted{
 			Generation:  rapid.Uint32Min(1).Draw(t, "generation"),

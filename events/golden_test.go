@@ -461,6 +461,16 @@ func goldenFacts(t testing.TB) []goldenCase {
 		{3404, "suite_stopped_scorer", events.SuiteStopped{
 			Comparison: "stall-off vs stall-on", Reason: events.StopDifference, Pairs: 30, Confidence: 950, Low: 21, High: 402, Scorer: "quality",
 		}},
+		// context.summarised (issue 35): a condenser's summary, a recorded
+		// model call, and one whose provider reported no usage.
+		{3501, "context_summarised", events.ContextSummarised{
+			Turn: 5, From: 2, Through: 3, Summary: "answer.txt held 5; check.sh wants 4 (evidence t2/c)",
+			RequestDigest: digest("summary request:5"), Provider: "openai", Model: "small-summariser",
+			Usage: &events.Usage{InputTokens: 900, OutputTokens: 40, Cost: ptr(uint64(3))}, Reserve: 4, Tokens: 1800,
+		}},
+		{3502, "context_summarised_no_usage", events.ContextSummarised{
+			Turn: 3, From: 1, Through: 1, Summary: "nothing yet", RequestDigest: digest("summary request:3"), Provider: "scripted",
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

@@ -276,6 +276,8 @@ func TestEveryErrorNamesKindAndField(t *testing.T) {
 			events.ErrMissingField, "body.reason"},
 		events.KindSuiteReported: {events.SuiteReported{}, events.ErrMissingField, "body.report_digest"},
 		events.KindSuiteStopped:  {events.SuiteStopped{Comparison: "a vs b", Reason: "luck", Pairs: 3, Confidence: 950}, events.ErrInvalidField, "body.reason"},
+		events.KindContextSummarised: {events.ContextSummarised{Turn: 3, From: 1, Through: 3, RequestDigest: digest("r"), Provider: "p"},
+			events.ErrInvalidField, "body.through"},
 	}
 	for _, k := range events.Kinds() {
 		tc, ok := broken[k]
