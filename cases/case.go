@@ -109,7 +109,7 @@ type Requirement struct {
 
 // ContextPolicy says how the model-visible context is built.
 type ContextPolicy struct {
-	// Mode is "full" (everything, the default) or "window".
+	// Mode is "full" (everything, the default), "window" or "summarise".
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// WindowTurns is how many recent turns a window keeps (default 6).
 	WindowTurns int `yaml:"window_turns,omitempty" json:"window_turns,omitempty"`
@@ -117,12 +117,42 @@ type ContextPolicy struct {
 	MaxTokens int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
 	// KeepTools lists tools whose observations a window always keeps.
 	KeepTools []string `yaml:"keep_tools,omitempty" json:"keep_tools,omitempty"`
+	// Summarise is the summarise mode's condenser (required by it, refused
+	// by the other modes).
+	Summarise *Summarise `yaml:"summarise,omitempty" json:"summarise,omitempty"`
 }
+
+// Summarise is a condenser: when its trigger fires before a turn, the
+// turns between the first KeepFirst and the last KeepLast are replaced by
+// a summary a model writes (a recorded call, charged to the run).
+type Summarise struct {
+	// Model is the model name the summary is asked of, at the treatment's
+	// provider; empty: the treatment's model.
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// TriggerTokens fires the condenser when the context would be larger
+	// (estimated tokens); 0: no token trigger.
+	TriggerTokens int `yaml:"trigger_tokens,omitempty" json:"trigger_tokens,omitempty"`
+	// TriggerTurns fires it when more turns than this are not summarised
+	// (past the first KeepFirst); 0: no turn trigger.
+	TriggerTurns int `yaml:"trigger_turns,omitempty" json:"trigger_turns,omitempty"`
+	// KeepFirst is how many of the first turns stay verbatim.
+	KeepFirst int `yaml:"keep_first,omitempty" json:"keep_first,omitempty"`
+	// KeepLast is how many of the latest turns stay verbatim (default 2).
+	KeepLast int `yaml:"keep_last,omitempty" json:"keep_last,omitempty"`
+	// Prompt is the summariser's instruction; empty: DefaultSummarisePrompt.
+	Prompt string `yaml:"prompt,omitempty" json:"prompt,omitempty"`
+}
+
+// DefaultSummarisePrompt is the summariser's instruction when the policy
+// gives none.
+const DefaultSummarisePrompt = "Summarise the agent's work below for the agent itself, who will see your summary instead of these turns. " +
+	"Keep every fact it may still need: file names, values, errors, evidence references ([evidence ...]) and what was decided. Be brief."
 
 // Context modes.
 const (
-	ContextFull   = "full"
-	ContextWindow = "window"
+	ContextFull      = "full"
+	ContextWindow    = "window"
+	ContextSummarise = "summarise"
 )
 
 // Duration is a time.Duration written as "90s", "5m".
@@ -293,15 +323,36 @@ func (p *ContextPolicy) normalise(field string) error {
 	switch p.Mode {
 	case "":
 		p.Mode = ContextFull
-	case ContextFull, ContextWindow:
+	case ContextFull, ContextWindow, ContextSummarise:
 	default:
-		return fieldErr(field+".mode", "unknown mode %q (want %q or %q)", p.Mode, ContextFull, ContextWindow)
+		return fieldErr(field+".mode", "unknown mode %q (want %q, %q or %q)", p.Mode, ContextFull, ContextWindow, ContextSummarise)
 	}
 	if p.WindowTurns < 0 || p.MaxTokens < 0 {
 		return fieldErr(field, "window_turns and max_tokens cannot be negative")
 	}
 	if p.Mode == ContextWindow && p.WindowTurns == 0 {
 		p.WindowTurns = 6
+	}
+	if p.Mode != ContextSummarise {
+		if p.Summarise != nil {
+			return fieldErr(field+".summarise", "only mode %q summarises (mode is %q)", ContextSummarise, p.Mode)
+		}
+		return nil
+	}
+	s := p.Summarise
+	switch {
+	case s == nil:
+		return fieldErr(field+".summarise", "mode %q needs a summarise policy (trigger_tokens or trigger_turns, keep_first, keep_last)", ContextSummarise)
+	case s.TriggerTokens < 0 || s.TriggerTurns < 0 || s.KeepFirst < 0 || s.KeepLast < 0:
+		return fieldErr(field+".summarise", "trigger_tokens, trigger_turns, keep_first and keep_last cannot be negative")
+	case s.TriggerTokens == 0 && s.TriggerTurns == 0 && p.MaxTokens == 0:
+		return fieldErr(field+".summarise", "no trigger: set trigger_tokens, trigger_turns or the policy's max_tokens")
+	}
+	if s.KeepLast == 0 {
+		s.KeepLast = 2
+	}
+	if s.Prompt == "" {
+		s.Prompt = DefaultSummarisePrompt
 	}
 	return nil
 }

@@ -51,7 +51,8 @@ type Spend struct {
 	CostKnown bool
 }
 
-// Tally folds a run's facts into its spend.
+// Tally folds a run's facts into its spend: every model call, its turns'
+// and its summaries' (context.summarised).
 func Tally(facts []events.Fact) Spend {
 	s := Spend{TokensKnown: true, CostKnown: true}
 	reserve := map[uint32]uint64{}
@@ -62,6 +63,10 @@ func Tally(facts []events.Fact) Spend {
 			reserve[b.Turn] = b.Reserve
 		case events.ModelReplied:
 			s.charge(b.Usage, reserve[b.Turn])
+		case events.ContextSummarised:
+			// A summary is a model call of the run: charged like a reply,
+			// never a step.
+			s.charge(b.Usage, b.Reserve)
 		}
 	}
 	return s

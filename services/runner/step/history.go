@@ -12,7 +12,8 @@ import (
 type turnMessages struct {
 	turn     uint32
 	msgs     []Message
-	keep     bool // a call to a kept tool: a window keeps the whole turn
+	steer    []Message // steers taken in before the turn started
+	keep     bool      // a call to a kept tool: a window keeps the whole turn
 	feedback []Message
 }
 
@@ -21,16 +22,65 @@ type turnMessages struct {
 // observations, harness feedback and steers. A window keeps the system prompt,
 // the instruction, every steer, the last WindowTurns turns and turns that
 // called a kept tool; a token bound drops the oldest droppable turns and
-// fails visibly when what must be kept does not fit. It is a pure function of
+// fails visibly when what must be kept does not fit. A committed summary
+// (context.summarised, the newest) stands in for the turns it covers, whose
+// steers stay; under the summarise policy a token bound drops nothing more
+// and fails visibly when what is left does not fit. It is a pure function of
 // its inputs: the same facts always give the same context.
 //
 // The system prompt is the run's, as its case and treatment render it
 // (cases.SystemPrompt): a parameter, never read here, so that the same
 // facts and prompt give the same context on any runner.
 func History(system, instruction string, facts []events.Fact, policy ContextPolicy) ([]Message, int, error) {
-	head := []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: instruction}}
-	var steers []int // indexes into turns where a steer precedes the turn
-	var turns []*turnMessages
+	c := collect(system, instruction, facts, policy)
+	keep := make([]bool, len(c.turns))
+	for i, t := range c.turns {
+		switch {
+		case policy.Mode != ContextWindow:
+			keep[i] = true
+		case t.keep || slices.Contains(c.steers, i) || i >= len(c.turns)-policy.WindowTurns:
+			keep[i] = true
+		}
+	}
+	msgs := c.build(func(i int) bool { return keep[i] })
+	tokens := EstimateTokens(msgs)
+	if policy.MaxTokens <= 0 || tokens <= policy.MaxTokens {
+		return msgs, tokens, nil
+	}
+	if policy.Mode == ContextWindow {
+		// Drop the oldest turns a window may drop, most recent last, until
+		// the context fits; the newest turn and kept turns stay.
+		dropped := make([]bool, len(c.turns))
+		for i := range c.turns {
+			if tokens <= policy.MaxTokens {
+				break
+			}
+			if c.turns[i].keep || slices.Contains(c.steers, i) || i == len(c.turns)-1 || !keep[i] {
+				continue
+			}
+			dropped[i] = true
+			msgs = c.build(func(j int) bool { return keep[j] && !dropped[j] })
+			tokens = EstimateTokens(msgs)
+		}
+		if tokens <= policy.MaxTokens {
+			return msgs, tokens, nil
+		}
+	}
+	return nil, tokens, &ContextError{Need: tokens, Budget: policy.MaxTokens, Mode: policy.Mode}
+}
+
+// collected is a run's facts sorted into what a context is built of.
+type collected struct {
+	head   []Message
+	turns  []*turnMessages
+	steers []int // indexes into turns where a steer precedes the turn
+	tail   []Message
+	// summary is the newest committed summary (nil: none).
+	summary *events.ContextSummarised
+}
+
+func collect(system, instruction string, facts []events.Fact, policy ContextPolicy) collected {
+	c := collected{head: []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: instruction}}}
 	byTurn := map[uint32]*turnMessages{}
 	get := func(n uint32) *turnMessages {
 		if t := byTurn[n]; t != nil {
@@ -38,7 +88,7 @@ func History(system, instruction string, facts []events.Fact, policy ContextPoli
 		}
 		t := &turnMessages{turn: n}
 		byTurn[n] = t
-		turns = append(turns, t)
+		c.turns = append(c.turns, t)
 		return t
 	}
 	var pendingSteer []Message
@@ -49,14 +99,16 @@ func History(system, instruction string, facts []events.Fact, policy ContextPoli
 				pendingSteer = append(pendingSteer, Message{Role: RoleUser,
 					Content: fmt.Sprintf("[steer: task generation %d] %s", b.Generation, b.Instruction)})
 			}
+		case events.ContextSummarised:
+			c.summary = &b
 		case events.TurnStarted:
 			// A steer joins the context of the first turn started after
 			// it: one taken in while a turn ran comes after that turn,
 			// whose model never saw it.
 			t := get(b.Turn)
 			if len(pendingSteer) > 0 {
-				t.msgs = append(t.msgs, pendingSteer...)
-				steers = append(steers, len(turns)-1)
+				t.steer = append(t.steer, pendingSteer...)
+				c.steers = append(c.steers, len(c.turns)-1)
 				pendingSteer = nil
 			}
 		case events.ModelReplied:
@@ -82,59 +134,48 @@ func History(system, instruction string, facts []events.Fact, policy ContextPoli
 				}
 			}
 		case events.StopDecided:
-			if c, ok := b.Decision.Result.Variant().(events.StopContinue); ok && c.Feedback != "" {
+			if sc, ok := b.Decision.Result.Variant().(events.StopContinue); ok && sc.Feedback != "" {
 				t := get(b.Decision.Turn)
-				t.feedback = append(t.feedback, Message{Role: RoleUser, Content: "[harness] " + c.Feedback})
+				t.feedback = append(t.feedback, Message{Role: RoleUser, Content: "[harness] " + sc.Feedback})
 			}
 		}
 	}
 	// A steer with no reply after it yet belongs to the next turn's context.
-	tail := pendingSteer
+	c.tail = pendingSteer
+	return c
+}
 
-	keep := make([]bool, len(turns))
-	for i, t := range turns {
-		switch {
-		case policy.Mode != ContextWindow:
-			keep[i] = true
-		case t.keep || slices.Contains(steers, i) || i >= len(turns)-policy.WindowTurns:
-			keep[i] = true
-		}
-	}
-	build := func(include func(i int) bool) []Message {
-		out := slices.Clone(head)
-		for i, t := range turns {
-			if include(i) {
-				out = append(out, t.msgs...)
-				out = append(out, t.feedback...)
+// folded says the committed summary stands for turn n.
+func (c collected) folded(n uint32) bool {
+	return c.summary != nil && n >= c.summary.From && n <= c.summary.Through
+}
+
+// build is the context of the included turns: a turn the summary stands
+// for gives only its steers, and the summary takes the place of the first.
+func (c collected) build(include func(i int) bool) []Message {
+	out := slices.Clone(c.head)
+	placed := false
+	for i, t := range c.turns {
+		if c.folded(t.turn) {
+			if !placed {
+				out = append(out, summaryMessage(*c.summary))
+				placed = true
 			}
+			out = append(out, t.steer...)
+			continue
 		}
-		return append(out, tail...)
-	}
-	msgs := build(func(i int) bool { return keep[i] })
-	tokens := EstimateTokens(msgs)
-	if policy.MaxTokens <= 0 || tokens <= policy.MaxTokens {
-		return msgs, tokens, nil
-	}
-	if policy.Mode == ContextWindow {
-		// Drop the oldest turns a window may drop, most recent last, until
-		// the context fits; the newest turn and kept turns stay.
-		dropped := make([]bool, len(turns))
-		for i := range turns {
-			if tokens <= policy.MaxTokens {
-				break
-			}
-			if turns[i].keep || slices.Contains(steers, i) || i == len(turns)-1 || !keep[i] {
-				continue
-			}
-			dropped[i] = true
-			msgs = build(func(j int) bool { return keep[j] && !dropped[j] })
-			tokens = EstimateTokens(msgs)
-		}
-		if tokens <= policy.MaxTokens {
-			return msgs, tokens, nil
+		if include(i) {
+			out = append(out, t.steer...)
+			out = append(out, t.msgs...)
+			out = append(out, t.feedback...)
 		}
 	}
-	return nil, tokens, &ContextError{Need: tokens, Budget: policy.MaxTokens, Mode: policy.Mode}
+	return append(out, c.tail...)
+}
+
+// summaryMessage is how the model sees a summary.
+func summaryMessage(s events.ContextSummarised) Message {
+	return Message{Role: RoleUser, Content: fmt.Sprintf("[summary of turns %d-%d] %s", s.From, s.Through, s.Summary)}
 }
 
 // ContextError says the context budget cannot hold what the policy must

@@ -47,10 +47,29 @@ type ContextPolicy struct {
 	MaxTokens int
 	// KeepTools lists tools whose observations a window always keeps.
 	KeepTools []string
+	// Summarise is the summarise mode's condenser.
+	Summarise *Summarise
+}
+
+// Summarise is a condenser, field for field the case's (cases.Summarise).
+type Summarise struct {
+	// Model is the model name the summary is asked of ("": the treatment's).
+	Model string
+	// TriggerTokens fires the condenser when the context is larger; 0: never.
+	TriggerTokens int
+	// TriggerTurns fires it when more turns than this are not summarised
+	// (past the first KeepFirst); 0: never.
+	TriggerTurns int
+	// KeepFirst and KeepLast are how many of the first and of the latest
+	// turns stay verbatim.
+	KeepFirst, KeepLast int
+	// Prompt is the summariser's instruction.
+	Prompt string
 }
 
 // Context modes, as a case file names them.
 const (
-	ContextFull   = "full"
-	ContextWindow = "window"
+	ContextFull      = "full"
+	ContextWindow    = "window"
+	ContextSummarise = "summarise"
 )
