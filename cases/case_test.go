@@ -44,6 +44,11 @@ func TestBadCases(t *testing.T) {
 		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x, diagnostics: {pattern: 'x'}}\n", "(?P<message>"},
 		{"id: a\ninstruction: x\nrequirements:\n  - {id: r, check: nope}\n", `requirements[0].check: no check with id "nope"`},
 		{"id: a\ninstruction: x\ncontext: {mode: magic}\n", `context.mode: unknown mode "magic"`},
+		{"id: a\ninstruction: x\ncontext: {mode: summarise}\n", "context.summarise: mode \"summarise\" needs a summarise policy"},
+		{"id: a\ninstruction: x\ncontext: {mode: summarise, summarise: {keep_last: 2}}\n", "context.summarise: no trigger"},
+		{"id: a\ninstruction: x\ncontext: {mode: summarise, summarise: {trigger_turns: 2, keep_first: -1}}\n", "context.summarise: trigger_tokens, trigger_turns, keep_first and keep_last cannot be negative"},
+		{"id: a\ninstruction: x\ncontext: {mode: window, summarise: {trigger_turns: 2}}\n", `context.summarise: only mode "summarise" summarises`},
+		{"id: a\ninstruction: x\ncontext: {mode: summarise, summarise: {trigger_turns: 2, promt: x}}\n", "promt"},
 		{"id: a\ninstruction: x\nstall: {idle_turns: -1}\n", "stall.idle_turns: cannot be negative"},
 		{"id: a\ninstruction: x\ninstrucshun: y\n", "instrucshun"},
 		{"id: a\ninstruction: [x\n", "bad.yaml"},
@@ -123,5 +128,18 @@ func TestModelSettingsAreChecked(t *testing.T) {
 	tr, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, top_p: 0.9, reasoning_effort: low}\n"))
 	if err != nil || *tr.Model.TopP != 0.9 || tr.Model.ReasoningEffort != "low" {
 		t.Fatalf("treatment %+v, %v", tr, err)
+	}
+}
+
+// A summarise policy's defaults are spelled out when it is read: the last
+// two turns stay, and the default prompt asks for the summary.
+func TestASummarisePolicyGetsItsDefaults(t *testing.T) {
+	c, err := ParseCase("c.yaml", []byte("id: a\ninstruction: x\ncontext: {mode: summarise, max_tokens: 900, summarise: {keep_first: 1}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Context.Summarise
+	if s == nil || s.KeepLast != 2 || s.KeepFirst != 1 || s.Prompt != DefaultSummarisePrompt || c.Context.MaxTokens != 900 {
+		t.Fatalf("policy %+v %+v", c.Context, s)
 	}
 }

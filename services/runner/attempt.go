@@ -259,6 +259,11 @@ func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 			} else if n > 0 {
 				continue // a new generation: read the log again
 			}
+			if done, end, err := a.condense(ctx, facts, p.Turn+1); err != nil || end.Ends() {
+				return end, err
+			} else if done {
+				continue // the summary is committed: read the log again
+			}
 			a.status("turn", map[string]any{"turn": p.Turn + 1})
 			if end, err := a.startTurn(ctx, facts, p.Turn+1); err != nil || end.Ends() {
 				return end, err
@@ -292,6 +297,11 @@ type turnRequest struct {
 func (a *attempt) request(facts []events.Fact, turn uint32) (turnRequest, error) {
 	msgs, tokens, err := history(a.system, a.kase.Instruction, facts, a.eff.Context)
 	var ce *step.ContextError
+	if errors.As(err, &ce) && ce.Mode == step.ContextSummarise {
+		// What is left once summarised does not fit: the budget ran out,
+		// as a token limit does.
+		return turnRequest{end: step.Exhausted(step.ReasonContextBudget + ": " + ce.Error())}, nil
+	}
 	if errors.As(err, &ce) {
 		return turnRequest{end: step.Ending{Status: events.RunErrored, Reason: "context_budget: " + ce.Error()}}, nil
 	}

@@ -22,10 +22,17 @@ func budgetOf(b cases.Budget) step.Budget {
 // port's messages without loss (the rendered request's digest depends on
 // every field).
 func history(system, instruction string, facts []events.Fact, policy cases.ContextPolicy) ([]models.Message, int, error) {
-	// A conversion, not a copy by hand: a field added to the case's policy
-	// and not to the core's stops the build.
-	msgs, tokens, err := step.History(system, instruction, facts, step.ContextPolicy(policy))
+	msgs, tokens, err := step.History(system, instruction, facts, contextOf(policy))
 	return messagesOf(msgs), tokens, err
+}
+
+// contextOf is a case's context policy as the core reads it. The condenser
+// is a type conversion (a field added to the case's and not to the core's
+// stops the build), and TestHistoryConversionIsLossless catches a field of
+// the policy left out here.
+func contextOf(p cases.ContextPolicy) step.ContextPolicy {
+	return step.ContextPolicy{Mode: p.Mode, WindowTurns: p.WindowTurns, MaxTokens: p.MaxTokens, KeepTools: p.KeepTools,
+		Summarise: (*step.Summarise)(p.Summarise)}
 }
 
 // messagesOf converts the core's messages into the model port's, keeping

@@ -125,7 +125,7 @@ func TestBudgetConversionIsLossless(t *testing.T) {
 // drift) and the same modes.
 func TestHistoryConversionIsLossless(t *testing.T) {
 	conversionIsLossless(t, messagesOf)
-	conversionIsLossless(t, func(p cases.ContextPolicy) step.ContextPolicy { return step.ContextPolicy(p) })
+	conversionIsLossless(t, contextOf)
 	if messagesOf(nil) != nil {
 		t.Error("no messages became some")
 	}
@@ -138,7 +138,7 @@ func TestHistoryConversionIsLossless(t *testing.T) {
 			t.Errorf("role %q is %q at the model port", core, port)
 		}
 	}
-	if step.ContextFull != cases.ContextFull || step.ContextWindow != cases.ContextWindow {
+	if step.ContextFull != cases.ContextFull || step.ContextWindow != cases.ContextWindow || step.ContextSummarise != cases.ContextSummarise {
 		t.Error("the core's context modes are not the case file's")
 	}
 }
