@@ -91,11 +91,18 @@ type outcome struct {
 	requests []events.Digest
 	snapshot events.Digest
 	calls    int
+	// summaries are the committed summaries: the request each was made
+	// from and what it said.
+	summaries []string
+	cost      string
 }
 
 func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 	t.Helper()
-	o := outcome{status: end.Status, reason: end.Reason, steps: end.Steps}
+	o := outcome{status: end.Status, reason: end.Reason, steps: end.Steps, cost: "unknown"}
+	if end.Spent.Cost != nil {
+		o.cost = strconv.FormatUint(*end.Spent.Cost, 10)
+	}
 	for i, r := range log.Records {
 		if r.Fact.Position != uint64(i+1) {
 			t.Fatalf("positions not contiguous at %d", i)
@@ -107,6 +114,8 @@ func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 			o.snapshot = b.SnapshotDigest
 		case events.DispatchCompleted:
 			o.calls++
+		case events.ContextSummarised:
+			o.summaries = append(o.summaries, fmt.Sprintf("turn %d, turns %d-%d: %s from %s", b.Turn, b.From, b.Through, b.Summary, b.RequestDigest))
 		}
 	}
 	return o
@@ -115,55 +124,78 @@ func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 // Kill the runner process after each of its commits in turn: another runner
 // takes the run over and it ends as an uninterrupted run does, with the
 // same requests sent to the model, the same final workspace, one settled
-// dispatch per call and contiguous positions.
+// dispatch per call and contiguous positions. A summarising run too: a
+// crash between the summary's commit and the next turn (or anywhere else)
+// sends the same requests, the summary made once and never asked again.
 func TestTakeoverAtEveryBoundary(t *testing.T) {
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
-	p, err := fleettest.Publish(ctx, b, fixtureCase(t, "{steps: 6, cost: 12}"), treatment(t, twoTurnScript))
-	must(t, err)
+	for _, sc := range []struct {
+		name      string
+		budget    string
+		treatment *cases.Treatment
+		calls     int
+		summaries int
+	}{
+		{"full history", "{steps: 6, cost: 12}", treatment(t, twoTurnScript), 5, 0},
+		{"summarised", "{steps: 6, cost: 30}", withContext(t, summarisePolicy, codeScript("turn 1 found the code 7391")), 6, 1},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			p, err := fleettest.Publish(ctx, b, fixtureCase(t, sc.budget), sc.treatment)
+			must(t, err)
+			prefix := strings.ReplaceAll(sc.name, " ", "-")
 
-	// The reference: a run nobody interrupts.
-	ref := takeover(t, ctx, b, "ref", p, nil)
-	commits := 0
-	for _, f := range ref.log.Facts() {
-		if f.Producer.Service == events.OwnerRunner {
-			commits++
-		}
-	}
-	want := outcomeOf(t, ref.log, ref.end)
-	if want.status != events.RunDone || want.calls != 5 {
-		t.Fatalf("reference run: %+v", want)
-	}
-
-	for crashAt := 1; crashAt < commits; crashAt++ {
-		t.Run(fmt.Sprintf("after commit %d of %d", crashAt, commits), func(t *testing.T) {
-			run := fmt.Sprintf("crash%d", crashAt)
-			child := exec.Command(os.Args[0])
-			child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
-				"FACTLINE_TEST_CRASH_AT="+strconv.Itoa(crashAt), "FACTLINE_TEST_WORKDIR="+t.TempDir())
-			must(t, child.Start())
-			res := takeover(t, ctx, b, run, p, child)
-			got := outcomeOf(t, res.log, res.end)
-			if got.status != want.status || got.reason != want.reason || got.steps != want.steps ||
-				got.snapshot != want.snapshot || got.calls != want.calls || fmt.Sprint(got.requests) != fmt.Sprint(want.requests) {
-				for _, f := range res.log.Facts() {
-					t.Logf("%d %s %s %+v", f.Position, f.Kind(), f.Producer.Instance, f.Body)
-				}
-				t.Fatalf("after a crash at commit %d:\n got %+v\nwant %+v", crashAt, got, want)
-			}
-			claims := 0
-			for _, f := range res.log.Facts() {
-				if c, ok := f.Body.(events.RunClaimed); ok {
-					claims++
-					if claims == 2 && c.Lease != 2 {
-						t.Fatalf("the takeover claimed lease %d", c.Lease)
+			// The reference: a run nobody interrupts.
+			ref := takeover(t, ctx, b, prefix+"-ref", p, nil)
+			commits, summaryAt := 0, 0
+			for _, f := range ref.log.Facts() {
+				if f.Producer.Service == events.OwnerRunner {
+					commits++
+					if f.Kind() == events.KindContextSummarised {
+						summaryAt = commits
 					}
 				}
 			}
-			if claims != 2 {
-				t.Fatalf("%d claims, want the dead runner's and the takeover's", claims)
+			want := outcomeOf(t, ref.log, ref.end)
+			if want.status != events.RunDone || want.calls != sc.calls || len(want.summaries) != sc.summaries {
+				t.Fatalf("reference run: %+v", want)
+			}
+			if sc.summaries > 0 && (summaryAt == 0 || summaryAt >= commits) {
+				t.Fatalf("the summary is commit %d of %d: no crash falls between it and the next turn", summaryAt, commits)
+			}
+
+			for crashAt := 1; crashAt < commits; crashAt++ {
+				t.Run(fmt.Sprintf("after commit %d of %d", crashAt, commits), func(t *testing.T) {
+					run := fmt.Sprintf("%s-crash%d", prefix, crashAt)
+					child := exec.Command(os.Args[0])
+					child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
+						"FACTLINE_TEST_CRASH_AT="+strconv.Itoa(crashAt), "FACTLINE_TEST_WORKDIR="+t.TempDir())
+					must(t, child.Start())
+					res := takeover(t, ctx, b, run, p, child)
+					got := outcomeOf(t, res.log, res.end)
+					if got.status != want.status || got.reason != want.reason || got.steps != want.steps ||
+						got.snapshot != want.snapshot || got.calls != want.calls || fmt.Sprint(got.requests) != fmt.Sprint(want.requests) ||
+						fmt.Sprint(got.summaries) != fmt.Sprint(want.summaries) || got.cost != want.cost {
+						for _, f := range res.log.Facts() {
+							t.Logf("%d %s %s %+v", f.Position, f.Kind(), f.Producer.Instance, f.Body)
+						}
+						t.Fatalf("after a crash at commit %d:\n got %+v\nwant %+v", crashAt, got, want)
+					}
+					claims := 0
+					for _, f := range res.log.Facts() {
+						if c, ok := f.Body.(events.RunClaimed); ok {
+							claims++
+							if claims == 2 && c.Lease != 2 {
+								t.Fatalf("the takeover claimed lease %d", c.Lease)
+							}
+						}
+					}
+					if claims != 2 {
+						t.Fatalf("%d claims, want the dead runner's and the takeover's", claims)
+					}
+				})
 			}
 		})
 	}
