@@ -50,8 +50,13 @@ type Attempt struct {
 	// CachedTokens their tokens (input and output, as first reported).
 	CachedCalls  int
 	CachedTokens uint64
-	// Replies sums the usage the run's model.replied facts reported.
+	// Replies sums the usage the run's model calls reported: its
+	// model.replied facts and its summaries (context.summarised), which
+	// run.ended's spent counts too.
 	Replies ReplyUsage
+	// Summaries holds the usage of the run's context summaries (nil where
+	// a provider reported none): context cost, shown apart.
+	Summaries []*events.Usage
 }
 
 // ReplyUsage sums the usage of a run's model replies: the tokens split
@@ -174,6 +179,9 @@ func (a *Attempt) apply(f events.Fact, at int) {
 		if b.Judge != nil {
 			a.Judged = append(a.Judged, *b.Judge)
 		}
+	case events.ContextSummarised:
+		a.Replies.add(b.Usage)
+		a.Summaries = append(a.Summaries, b.Usage)
 	case events.ModelReplied:
 		a.Replies.add(b.Usage)
 		if b.Cached != nil {

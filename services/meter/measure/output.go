@@ -231,6 +231,9 @@ func breakdown(t TreatmentReport) string {
 	if u := t.Usage; u.CachedCalls > 0 {
 		parts = append(parts, "served from the response cache "+cached(u.CachedCalls, u.CachedTokens))
 	}
+	if c := t.Context; c != nil {
+		parts = append(parts, "context summaries (part of the usage) "+contextCost(*c))
+	}
 	if e := t.Evaluator; e.Calls > 0 {
 		parts = append(parts, "evaluator cost in "+UnitCost+" "+evaluator(e))
 	}
@@ -472,6 +475,12 @@ func evaluator(e EvaluatorUsage) string {
 	return fmt.Sprintf("%s (%d calls)", known(e.Cost, e.CostUnknown), e.Calls)
 }
 
+// contextCost renders the context summaries' cost and tokens with their
+// calls.
+func contextCost(c ContextUsage) string {
+	return fmt.Sprintf("%s %s, %s tokens (%d calls)", known(c.Cost, c.CostUnknown), UnitCost, known(c.Tokens, c.TokensUnknown), c.Calls)
+}
+
 // cell renders a total for CSV: empty when unknown, never 0.
 func cell(total *uint64) string {
 	if total == nil {
@@ -503,7 +512,8 @@ func WriteCSV(w io.Writer, r Report) error {
 	head = append(head, "tokens", "tokens_known", "tokens_unknown", "cost_units", "cost_known", "cost_unknown", "wall_millis", "wall_known",
 		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost_units", "evaluator_cost_unknown", "evaluator_millis",
 		"cached_calls", "cached_tokens", "turns", "input_tokens", "output_tokens", "split_known", "split_unknown",
-		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known")
+		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known",
+		"context_calls", "context_tokens", "context_tokens_unknown", "context_cost_units", "context_cost_unknown")
 	scorers := reportScorers(r)
 	for _, sc := range scorers {
 		for _, col := range scoreColumns {
@@ -544,6 +554,11 @@ func WriteCSV(w io.Writer, r Report) error {
 			itoa(u.CachedCalls), strconv.FormatUint(u.CachedTokens, 10), strconv.FormatUint(u.Turns, 10),
 			cell(u.InputTokens), cell(u.OutputTokens), itoa(u.SplitKnown), itoa(u.SplitUnknown),
 			cell(u.CachedInputTokens), itoa(u.CachedInputKnown), cell(u.ReasoningTokens), itoa(u.ReasoningKnown))
+		c := ContextUsage{}
+		if t.Context != nil {
+			c = *t.Context
+		}
+		rec = append(rec, itoa(c.Calls), cell(c.Tokens), itoa(c.TokensUnknown), cell(c.Cost), itoa(c.CostUnknown))
 		rec = append(rec, scoreCells(t, scorers, f)...)
 		if err := cw.Write(rec); err != nil {
 			return err

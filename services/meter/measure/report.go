@@ -126,6 +126,9 @@ type TreatmentReport struct {
 	// that evaluation never inflates an agent's cost (seed 004).
 	Usage     Usage          `json:"usage"`
 	Evaluator EvaluatorUsage `json:"evaluator"`
+	// Context is the part of Usage the ended attempts' context summaries
+	// consumed (context policy summarise): absent when none was made.
+	Context *ContextUsage `json:"context,omitempty"`
 	// Scores summarise each scorer the treatment's grades name
 	// (docs/report.md#scores); absent when none does.
 	Scores []ScorerSummary `json:"scores,omitempty"`
@@ -141,6 +144,34 @@ type EvaluatorUsage struct {
 	Cost          *uint64 `json:"cost"`
 	CostUnknown   int     `json:"cost_unknown"`
 	Millis        uint64  `json:"millis"`
+}
+
+// ContextUsage sums the context summaries of a treatment's ended
+// attempts: model calls of the agent itself (their tokens and cost are
+// part of Usage) shown apart, so that what a condenser costs is seen. A
+// summary whose usage is unknown is counted apart, never as zero.
+type ContextUsage struct {
+	Calls         int     `json:"calls"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostUnknown   int     `json:"cost_unknown"`
+}
+
+// add folds one summary's usage.
+func (c *ContextUsage) add(u *events.Usage) {
+	c.Calls++
+	if u == nil {
+		c.TokensUnknown++
+		c.CostUnknown++
+		return
+	}
+	add(&c.Tokens, u.InputTokens+u.OutputTokens)
+	if u.Cost == nil {
+		c.CostUnknown++
+		return
+	}
+	add(&c.Cost, *u.Cost)
 }
 
 // PassAtK is the mean unbiased pass@k over the cases with at least k graded
@@ -234,6 +265,9 @@ type AttemptRow struct {
 	// Judged is the evaluators' model calls on the attempt, summed into
 	// the treatment's evaluator usage.
 	Judged []events.JudgeCall `json:"-"`
+	// Summaries is the usage of the attempt's context summaries, summed
+	// into the treatment's context usage.
+	Summaries []*events.Usage `json:"-"`
 	// Retried lists the earlier runs of this planned attempt, oldest
 	// first, when it was retried (factline retry): the row is the newest
 	// run's, and the earlier ones are never hidden.
@@ -322,7 +356,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	if a.Requested != nil {
 		out.Identity = a.Requested.Identity
 	}
-	out.Started, out.Conflicts, out.Judged = a.Claimed, len(a.Conflicts), a.Judged
+	out.Started, out.Conflicts, out.Judged, out.Summaries = a.Claimed, len(a.Conflicts), a.Judged, a.Summaries
 	out.CachedCalls, out.CachedTokens = a.CachedCalls, a.CachedTokens
 	if a.Ended == nil {
 		out.Reason = "running"
@@ -488,6 +522,12 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			}
 			u.CachedCalls += a.CachedCalls
 			u.CachedTokens += a.CachedTokens
+			for _, su := range a.Summaries {
+				if t.Context == nil {
+					t.Context = &ContextUsage{}
+				}
+				t.Context.add(su)
+			}
 			if a.InputTokens != nil {
 				add(&u.InputTokens, *a.InputTokens)
 				add(&u.OutputTokens, *a.OutputTokens)
