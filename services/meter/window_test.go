@@ -3,7 +3,10 @@ package meter_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
@@ -210,5 +213,77 @@ func TestARestartedMeterRequestsEachRemainingRunOnce(t *testing.T) {
 	w, _ := measure.EncodeJSON(want)
 	if string(g) != string(w) {
 		t.Fatalf("the report of the restarted suite differs from the uninterrupted one's:\n%s\n%s", g, w)
+	}
+}
+
+// The meter counts a suite whose facts it is delivered one by one without
+// making a consumer for each: a consumer's creation makes the server
+// count what its filter has pending, which costs as many subjects as the
+// stream's newest block holds, for every run.ended and grade.verdict of a
+// long suite. Sixteen deliveries here, each handled before the next is
+// committed, make no consumer; the report, built once, may make one.
+func TestTheMeterMakesNoConsumerPerDelivery(t *testing.T) {
+	b, ctx := start(t)
+	p := publish(t, ctx, b)
+	roster := measure.Roster(p.Submitted)
+	var mu sync.Mutex
+	var creates []string
+	for _, api := range []string{"$JS.API.CONSUMER.CREATE.FACTS.>", "$JS.API.CONSUMER.CREATE.FACTS", "$JS.API.CONSUMER.DURABLE.CREATE.FACTS.>"} {
+		sub, err := b.Conn().Subscribe(api, func(m *nats.Msg) {
+			mu.Lock()
+			defer mu.Unlock()
+			creates = append(creates, m.Subject)
+		})
+		must(t, err)
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	must(t, b.Conn().Flush())
+	must(t, suites.Submit(ctx, b, p, "test"))
+	runMeterAs(t, ctx, b, "m-1")
+	// Every fact the meter is delivered handled: nothing pending, nothing
+	// awaiting its ack (asked with the consumer's info, which makes none).
+	handled := func() bool {
+		c, err := b.JetStream().Consumer(ctx, "FACTS", meter.ConsumerName)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}
+	for _, m := range roster {
+		testutil.Until(ctx, t, m.Run+" requested", func() bool {
+			log, err := b.LoadRun(ctx, "m", m.Run)
+			return err == nil && len(log.Records) > 0
+		})
+		snap := events.DigestOf([]byte(m.Run))
+		for _, body := range []events.Body{events.RunClaimed{Runner: "r", Lease: 1}, events.CandidateSealed{SnapshotDigest: snap},
+			events.RunEnded{Status: events.RunDone, Reason: "r", Spent: events.Spent{Millis: 10}},
+			events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: m.Run, SnapshotID: snap, Revision: 1,
+				Instruments: []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentPassed}},
+				Result:      events.VerdictOK()}}} {
+			_, err := b.Commit(ctx, nil, "m", m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+				f, err := events.NewFact(events.Meta{Suite: "m", Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
+					Producer: events.Producer{Service: body.Kind().Owner(), Instance: "test"}}, body)
+				return []bus.Pending{{Fact: f}}, err
+			})
+			must(t, err)
+			testutil.Until(ctx, t, "the meter handled "+string(body.Kind()), handled)
+		}
+	}
+	testutil.Until(ctx, t, "suite.reported", func() bool {
+		log, err := b.LoadRun(ctx, "m", events.SuiteScope)
+		must(t, err)
+		for _, r := range log.Records {
+			if _, ok := r.Fact.Body.(events.SuiteReported); ok {
+				return true
+			}
+		}
+		return false
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// The meter's durable consumer, and the report's read.
+	if len(creates) > 2 {
+		t.Fatalf("%d consumers made for %d deliveries: %v", len(creates), 2*len(roster)+1, creates)
 	}
 }
