@@ -307,7 +307,8 @@ func pairedComparison(p TreatmentPair, rows []AttemptRow, runs map[string]*Attem
 	ch := &Change{Points: 100 * (*c.RateB - *c.RateA)}
 	if d := c.Difference; d != nil {
 		// Difference is A − B: its interval turned over is B − A's.
-		ch.Low, ch.High = ptr(-100*d.Interval.Hi), ptr(-100*d.Interval.Lo)
+		// (+0 keeps a zero bound from printing as -0.0.)
+		ch.Low, ch.High = ptr(-100*d.Interval.Hi+0), ptr(-100*d.Interval.Lo+0)
 	}
 	out.Change = ch
 	return out

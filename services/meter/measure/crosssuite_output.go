@@ -69,7 +69,7 @@ func pairedCell(p PairedComparison) string {
 func identityLine(p PairedComparison) string {
 	s := p.Label
 	if len(p.Differences) > 0 {
-		s += ": " + strings.Join(p.Differences, ", ") + " differ"
+		s += "; what differs: " + strings.Join(p.Differences, ", ")
 	}
 	if p.Label == LabelUnknown && p.Note != "" {
 		s += ": " + p.Note
@@ -85,7 +85,7 @@ func scoreChange(d ScoreDifference) (string, string) {
 	}
 	diff := fmt.Sprintf("%+.3f", *d.MeanB-*d.MeanA)
 	if d.Diff != nil {
-		diff = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", -d.Diff.Estimate, -d.Diff.Interval.Hi, -d.Diff.Interval.Lo)
+		diff = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", -d.Diff.Estimate+0, -d.Diff.Interval.Hi+0, -d.Diff.Interval.Lo+0)
 	}
 	rest := fmt.Sprintf("%d pairs, %d cases; A %.3f, B %.3f", d.Pairs, d.Clusters, *d.MeanA, *d.MeanB)
 	if w := d.Wilcoxon; w != nil {
