@@ -105,3 +105,33 @@ func TestFailIfWorse(t *testing.T) {
 		t.Fatalf("an unknown identity passed the gate: %+v", f)
 	}
 }
+
+// A gate flag's value never panics the parser: it is read into a gate
+// within its kind's range, or refused with a GateError.
+func FuzzParseGate(f *testing.F) {
+	f.Add(true, "0.8")
+	f.Add(false, "5")
+	f.Add(true, "scorer=quality:3.5")
+	f.Fuzz(func(t *testing.T, under bool, value string) {
+		kind := GateWorse
+		if under {
+			kind = GateUnder
+		}
+		g, err := ParseGate(kind, value)
+		if err != nil {
+			var ge *GateError
+			if !errors.As(err, &ge) || ge.Value != value {
+				t.Fatalf("%q: %v is no GateError of the value", value, err)
+			}
+			return
+		}
+		switch {
+		case g.Scorer == "" && kind == GateUnder && (g.Threshold < 0 || g.Threshold > 1):
+			t.Fatalf("%q: a pass rate of %v", value, g.Threshold)
+		case g.Scorer == "" && kind == GateWorse && (g.Threshold < 0 || g.Threshold > 100):
+			t.Fatalf("%q: %v points", value, g.Threshold)
+		case g.Threshold != g.Threshold:
+			t.Fatalf("%q: NaN", value)
+		}
+	})
+}
