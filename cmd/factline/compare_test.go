@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 )
 
 // nightly writes a suite named nightly of three demo cases under one demo
@@ -74,7 +77,8 @@ func strs(v any) []string {
 }
 
 // Must show: suite B (the stall handler off) compared with suite A (on),
-// each run in its own store, A also read from its export: the misread
+// each run in its own store, A also read from its export and from a
+// server the export was imported into: the misread
 // case regressed, the stall component is named as what differs, and the
 // read-only case, edited in B, is refused from the pairing unless
 // --allow-changed-cases. The gates on run and compare exit 3 when they
@@ -143,6 +147,16 @@ func TestCompareTwoStoresAndAnExport(t *testing.T) {
 	if code != 0 || c["overall"].(map[string]any)["pairs"] != 6.0 || c["changed_cases"].([]any)[0].(map[string]any)["paired"] != true {
 		t.Fatalf("compare an export with a store, changed cases allowed: exit %d (%s), overall %v, changed %v; want 6 pairs, read-only paired",
 			code, errOut, c["overall"], c["changed_cases"])
+	}
+
+	// A server: the export imported into a NATS server, read by its URL.
+	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	if code, out, errOut := runCLI(t, "import", export, "--nats", srv.ClientURL()); code != 0 {
+		t.Fatalf("import into a server: %d %s %s", code, out, errOut)
+	}
+	code, c, errOut = compareJSON(t, "nightly@"+srv.ClientURL(), "nightly@"+storeB)
+	if code != 0 || !slices.Equal(strs(c["regressed"]), []string{"misread"}) || c["overall"].(map[string]any)["pairs"] != 4.0 {
+		t.Fatalf("compare a server with a store: exit %d (%s), regressed %v", code, errOut, c["regressed"])
 	}
 
 	// The gates: exit 3 when one fails, 0 when they hold.
