@@ -23,6 +23,7 @@ var missingHere = map[string]string{
 	"ps":       "procps",
 	"promtool": "prometheus",
 	"chromium": "chromium",
+	"xmllint":  "libxml2-utils",
 	"podman":   "podman",
 	"runc":     "runc",
 }

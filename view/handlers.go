@@ -23,6 +23,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /suites", s.suitesPage)
 	m.HandleFunc("GET /suites/{suite}", s.suitePage)
 	m.HandleFunc("GET /suites/{suite}/runs/{run}", s.runPage)
+	m.HandleFunc("GET /compare", s.comparePage)
+	m.HandleFunc("GET /api/compare", s.compareJSON)
 	m.HandleFunc("GET /api/suites", s.suitesJSON)
 	m.HandleFunc("GET /api/suites/{suite}", s.suiteJSON)
 	m.HandleFunc("GET /api/suites/{suite}/runs/{run}", s.runJSON)

@@ -25,7 +25,7 @@ var staticFS embed.FS
 // page's "main".
 type templates struct{ sets map[string]*template.Template }
 
-var pageNames = []string{"suites", "suite", "run", "notfound"}
+var pageNames = []string{"suites", "suite", "run", "compare", "notfound"}
 
 func loadTemplates() (*templates, error) {
 	base, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
@@ -159,8 +159,9 @@ var funcs = template.FuncMap{
 		}
 		return 100 * done / of
 	},
-	"add":   func(a, b int) int { return a + b },
-	"deref": func(b *bool) bool { return b != nil && *b },
+	"add":    func(a, b int) int { return a + b },
+	"deref":  func(b *bool) bool { return b != nil && *b },
+	"derefF": func(p *float64) float64 { return *p },
 }
 
 // rawText renders one JSON value of the report as the page shows it.

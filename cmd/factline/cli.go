@@ -61,7 +61,7 @@ func newRoot() *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	add(groupSuites, newRunCmd(), newServeCmd(), newReportCmd(), newRegradeCmd(), newRetryCmd(), newWhatifCmd())
+	add(groupSuites, newRunCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newRegradeCmd(), newRetryCmd(), newWhatifCmd())
 	add(groupLog, newViewCmd(), newTailCmd(), newReplayCmd(), newProjectionsCmd(), newExportCmd(), newImportCmd(), newAuditCmd(), newDecodeCmd())
 	add(groupControls, newControlCmds()...)
 	add(groupSetup, newSetupCmd(), newDemoCmd(), newVersionCmd(), newCompletionCmd())

@@ -53,8 +53,9 @@ func main() {
 }
 
 // run executes one command line and returns its exit status: 0 on
-// success (and for help), 2 for a mistake in how it was called, 1 for
-// anything else. Each call builds its own command tree, so tests may run
+// success (and for help), 2 for a mistake in how it was called, a status
+// of its own for an exitError (a gate that failed, a suite that could not
+// complete), 1 for anything else. Each call builds its own command tree, so tests may run
 // several at once.
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	// A permission the server refuses ends the command: the refusal
@@ -85,11 +86,15 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if cmd == nil {
 		cmd = root
 	}
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errNoCommand):
 		return 2
+	case errors.As(err, &ee):
+		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)
+		return ee.code
 	case errors.As(err, new(fileError)):
 		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)
 		return 2

@@ -42,9 +42,13 @@ func newRunCmd() *cobra.Command {
 	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")
 	fsyncFlag(c, &o.t.fsync)
 	fs.IntVar(&o.instances, "instances", 2, "runs the embedded runner drives at once")
+	requestWindowFlag(fs, &o.requestWindow)
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long without the suite's report, exit 1 (0: wait as long as it takes); with --nats the fleet goes on with the suite")
 	fs.DurationVar(&o.claimGrace, "claim-grace", 15*time.Second, "with --nats: after this long with no run started, say on stderr which service is missing and how to start it (0: never)")
 	o.loadExtensions = extensionsFlag(fs)
+	o.gates.flags(fs, "with --baseline: exit 3 when the suite's pass rate is more than POINTS under the baseline's (5: five points), or with scorer=NAME:VALUE a scorer's mean worse by more than VALUE; repeatable")
+	fs.StringVar(&o.baseline, "baseline", "", "compare the suite with this one, SUITE@WHERE (a store directory, an export file or a nats:// URL), printed under the report; --fail-if-worse reads it")
+	fs.BoolVar(&o.allowChanged, "allow-changed-cases", false, "with --baseline: pair the attempts of cases whose content differs from the baseline's")
 	return c
 }
 
@@ -54,9 +58,13 @@ type runOptions struct {
 	asJSON         bool
 	outDir         string
 	instances      int
+	requestWindow  int
 	timeout        time.Duration
 	claimGrace     time.Duration
 	loadExtensions func() (*extensions.Allowlist, error)
+	gates          gateFlags
+	baseline       string
+	allowChanged   bool
 }
 
 func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.Writer) error {
@@ -64,8 +72,29 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
 	}
+	if err := checkRequestWindow(o.requestWindow); err != nil {
+		return err
+	}
 	if o.timeout < 0 || o.claimGrace < 0 {
 		return usageError{"--timeout and --claim-grace must not be negative (0: none)"}
+	}
+	gates, err := o.gates.parse()
+	if err != nil {
+		return err
+	}
+	var baseline suiteSource
+	switch {
+	case o.baseline != "":
+		if baseline, err = parseSuiteSource(o.baseline); err != nil {
+			return err
+		}
+		if baseline.where == "" {
+			return usageError{fmt.Sprintf("--baseline %s: say where the baseline is: SUITE@DIR (a store), SUITE@FILE (an export) or SUITE@nats://HOST:PORT", o.baseline)}
+		}
+	case len(o.gates.worse) > 0:
+		return usageError{"--fail-if-worse needs a --baseline SUITE@WHERE to be worse than"}
+	case o.allowChanged:
+		return usageError{"--allow-changed-cases goes with --baseline"}
 	}
 	suite, err := suites.Load(suitePath)
 	if err != nil {
@@ -97,6 +126,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if t.url != "" {
 		if t.store != "" {
 			return usageError{"give --store or --nats, not both"}
+		}
+		if o.requestWindow != 0 {
+			return usageError{"--request-window sets the meter this process runs; with --nats the fleet's meter requests the runs (factline serve --request-window)"}
 		}
 		if b, closeBus, err = t.open(ctx); err != nil {
 			return err
@@ -135,7 +167,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// stopping quietly.
 		closeBus = func() {}
 		defer release()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow}.fleetOptions(nil))
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}
@@ -185,7 +217,13 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 				progress.warnIdle(idle.url)
 				progress.mu.Unlock()
 			}
-			return fmt.Errorf("gave up after %s (--timeout) before the suite was measured: %s. %s", o.timeout, progress.summary(), goesOn)
+			if r, err := meter.Report(ctx, b, suite.File.Name); err == nil {
+				// What ran so far, for CI: the rest are skipped as awaiting.
+				if err := o.gates.writeJUnit(r); err != nil {
+					return err
+				}
+			}
+			return exitWith(exitIncomplete, "gave up after %s (--timeout) before the suite was measured: %s. %s", o.timeout, progress.summary(), goesOn)
 		case errors.Is(context.Cause(ctx), context.Canceled):
 			progress.finish()
 			fmt.Fprintf(errOut, "interrupted: %s. %s\n", progress.summary(), goesOn)
@@ -211,14 +249,67 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 		progress.note("wrote report.json, report.csv and report.svg to %s", o.outDir)
 	}
-	if o.asJSON {
-		return measure.WriteJSON(out, report)
-	}
-	fmt.Fprintln(out)
-	if err := measure.WriteTable(out, report); err != nil {
+	if err := o.gates.writeJUnit(report); err != nil {
 		return err
 	}
-	return writeWhys(out, report)
+	if o.asJSON {
+		err = measure.WriteJSON(out, report)
+	} else {
+		fmt.Fprintln(out)
+		if err = measure.WriteTable(out, report); err == nil {
+			err = writeWhys(out, report)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	failures := measure.CheckReport(report, gates)
+	if o.baseline != "" {
+		more, err := o.compareWithBaseline(ctx, b, baseline, suite.File.Name, gates, out, errOut)
+		if err != nil {
+			return err
+		}
+		failures = append(failures, more...)
+	}
+	return verdict("suite "+report.Suite, report, failures)
+}
+
+// compareWithBaseline compares the suite just run with --baseline, prints
+// the comparison (to stderr under --json, which keeps stdout the report's)
+// and holds it to the --fail-if-worse gates.
+func (o *runOptions) compareWithBaseline(ctx context.Context, b *bus.Bus, baseline suiteSource, suite string, gates []measure.Gate,
+	out, errOut io.Writer) ([]measure.GateFailure, error) {
+	base, bad, err := baseline.load(ctx, &o.t)
+	if err != nil {
+		return nil, fmt.Errorf("--baseline: %w", err)
+	}
+	for _, r := range bad {
+		fmt.Fprintf(errOut, "warning: --baseline %s: message %d on %s is left out of the comparison: %v\n", o.baseline, r.Seq, r.Subject, r.Err)
+	}
+	this, err := readSuiteLog(ctx, b, suite)
+	if err != nil {
+		return nil, err
+	}
+	c, err := measure.CompareSuites(measure.Side{Source: o.baseline, Log: base}, measure.Side{Source: suite + " (this run)", Log: this},
+		measure.CrossOptions{AllowChangedCases: o.allowChanged})
+	if err != nil {
+		return nil, fmt.Errorf("--baseline: %w", err)
+	}
+	w := out
+	if o.asJSON {
+		w = errOut
+	}
+	fmt.Fprintln(w)
+	if err := measure.WriteCompareText(w, c); err != nil {
+		return nil, err
+	}
+	var worse []measure.Gate
+	for _, g := range gates {
+		if g.Kind == measure.GateWorse {
+			worse = append(worse, g)
+		}
+	}
+	return measure.CheckComparison(c, worse), nil
 }
 
 // errGaveUp is the cause of a run's --timeout.

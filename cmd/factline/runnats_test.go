@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,15 +90,21 @@ func TestRunNatsWithoutARunnerSaysSoAndReattaches(t *testing.T) {
 }
 
 // run --nats --timeout gives up, saying why nothing started (no meter
-// serves at all here) and that the submitted suite stays; bad durations
-// are usage errors.
+// serves at all here) and that the submitted suite stays, with the exit
+// status of a suite that could not complete and the JUnit file of what
+// ran so far (nothing: both attempts skipped); bad durations are usage
+// errors.
 func TestRunTimeout(t *testing.T) {
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	url := srv.ClientURL()
-	code, _, errOut := runCLI(t, "run", tinySuite, "--nats", url, "--timeout", "2s")
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code, _, errOut := runCLI(t, "run", tinySuite, "--nats", url, "--timeout", "2s", "--junit", junit)
+	if data, err := os.ReadFile(junit); err != nil || strings.Count(string(data), `<skipped message="awaiting: not requested yet"`) != 2 {
+		t.Errorf("--junit at --timeout: %v, want both attempts skipped as awaiting\n%s", err, data)
+	}
 	for _, want := range []string{"gave up after 2s", `no run of suite "tiny" has been requested`, "factline serve --nats " + url, "run the same command again"} {
-		if code != 1 || !strings.Contains(errOut, want) {
-			t.Errorf("run --timeout 2s with no fleet: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+		if code != exitIncomplete || !strings.Contains(errOut, want) {
+			t.Errorf("run --timeout 2s with no fleet: exit %d, stderr %q; want %d (the suite could not complete) and %q", code, errOut, exitIncomplete, want)
 		}
 	}
 	for _, args := range [][]string{

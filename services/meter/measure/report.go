@@ -268,6 +268,10 @@ type AttemptRow struct {
 	// Summaries is the usage of the attempt's context summaries, summed
 	// into the treatment's context usage.
 	Summaries []*events.Usage `json:"-"`
+	// FirstVeto is the counted grade's first veto, when it has one: what
+	// a JUnit failure says (WriteJUnit). Kept out of the report's JSON,
+	// whose digest suite.reported names.
+	FirstVeto *events.GradeVeto `json:"-"`
 	// Retried lists the earlier runs of this planned attempt, oldest
 	// first, when it was retried (factline retry): the row is the newest
 	// run's, and the earlier ones are never hidden.
@@ -391,6 +395,9 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	out.Scores = v.Scores
+	if len(v.Vetoes) > 0 {
+		out.FirstVeto = &v.Vetoes[0]
+	}
 	switch res := v.Result.Variant().(type) {
 	case events.VerdictPassed, events.VerdictFailed:
 		out.Outcome = OutcomePassed
