@@ -57,6 +57,12 @@ func Summary(f events.Fact) string {
 			line += fmt.Sprintf(" waited=%s", time.Duration(b.QueueWaitMs)*time.Millisecond)
 		}
 		return line
+	case events.ContextSummarised:
+		usage := "usage=unknown"
+		if b.Usage != nil {
+			usage = fmt.Sprintf("tokens=%d+%d", b.Usage.InputTokens, b.Usage.OutputTokens)
+		}
+		return fmt.Sprintf("turn=%d summary of turns %d-%d %s", b.Turn, b.From, b.Through, usage)
 	case events.DispatchIntended:
 		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
 	case events.DispatchCompleted:
