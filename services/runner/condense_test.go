@@ -171,3 +171,22 @@ func TestABudgetTooSmallEvenSummarisedEndsExhausted(t *testing.T) {
 		t.Fatalf("spent %+v after %d steps, want cost 5 (two turns and the summary) after 2", end.Spent, end.Steps)
 	}
 }
+
+// A summary is a model call the budget must allow like a turn's: one whose
+// reserve (4 here) no longer fits the cost left (3, where turn 3's reserve
+// would fit) ends the run exhausted before it is asked, and no summary is
+// committed.
+func TestASummaryTheBudgetCannotPayForEndsExhausted(t *testing.T) {
+	e := start(t)
+	script := strings.Replace(codeScript("s"), "reserve: 2", "reserve: 4", 1)
+	if !strings.Contains(script, "reserve: 4") {
+		t.Fatal("the summary's reserve was not raised")
+	}
+	log, end := e.runUnder(fixtureCase(t, "{steps: 6, cost: 7}"), withContext(t, summarisePolicy, script), "nosummary")
+	if end.Status != events.RunExhausted || end.Reason != "budget_preflight" || end.Steps != 2 {
+		t.Fatalf("ended %s/%q after %d steps, want exhausted/budget_preflight after 2", end.Status, end.Reason, end.Steps)
+	}
+	if n := len(kinds(log, events.KindContextSummarised)); n != 0 {
+		t.Fatalf("%d summaries committed past the budget", n)
+	}
+}
