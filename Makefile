@@ -26,7 +26,7 @@ vet:
 # test runs, naming each missing tool and the command that installs it.
 test: test-deps
 	$(MAKE) --no-print-directory vet fmt-check
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 test-deps:
 	@scripts/test-deps
