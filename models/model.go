@@ -76,13 +76,17 @@ type Request struct {
 // budget uses, nil when the provider reports tokens but no price is known.
 // CachedInputTokens (read from the provider's prompt cache, part of
 // InputTokens) and ReasoningTokens (hidden reasoning, part of OutputTokens)
-// are nil when the provider does not report them.
+// are nil when the provider does not report them, and so is
+// CacheWriteInputTokens (written to the provider's prompt cache, part of
+// InputTokens: Anthropic's cache_creation_input_tokens, the Responses
+// API's cache_write_tokens).
 type Usage struct {
-	InputTokens       uint64  `json:"input_tokens"`
-	OutputTokens      uint64  `json:"output_tokens"`
-	Cost              *uint64 `json:"cost,omitempty"`
-	CachedInputTokens *uint64 `json:"cached_input_tokens,omitempty"`
-	ReasoningTokens   *uint64 `json:"reasoning_tokens,omitempty"`
+	InputTokens           uint64  `json:"input_tokens"`
+	OutputTokens          uint64  `json:"output_tokens"`
+	Cost                  *uint64 `json:"cost,omitempty"`
+	CachedInputTokens     *uint64 `json:"cached_input_tokens,omitempty"`
+	ReasoningTokens       *uint64 `json:"reasoning_tokens,omitempty"`
+	CacheWriteInputTokens *uint64 `json:"cache_write_input_tokens,omitempty"`
 }
 
 // Finish reasons a reply can carry.

@@ -137,7 +137,7 @@ func eventUsage(u *models.Usage) *events.Usage {
 		return nil
 	}
 	return &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
-		CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
+		CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 }
 
 // judgePrompt is the rubric, the changed paths and the named files.
