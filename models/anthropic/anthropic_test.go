@@ -63,7 +63,7 @@ func conversation() models.Request {
 			{Role: models.RoleTool, ToolCallID: "toolu_2", Content: ""},
 			{Role: models.RoleUser, Content: "[harness] two reads, no change yet"},
 		},
-		Tools: []models.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: readSchema()}},
+		Tools:    []models.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: readSchema()}},
 		Settings: models.Settings{Model: "claude-test", MaxOutputTokens: 512, ReasoningEffort: "low"},
 	}
 }
@@ -380,10 +380,10 @@ func TestTheFakeRefusesAToolResultWithoutItsCall(t *testing.T) {
 
 func TestParseReplyRefusesWhatIsNoMessage(t *testing.T) {
 	for body, want := range map[string]string{
-		`not json`:                       "not JSON",
+		`not json`: "not JSON",
 		`{"type":"error","error":{"type":"api_error","message":"boom"}}`: "the provider says: boom",
 		`{"type":"message","content":[{"type":"tool_use","input":{}}]}`:  "without id or name",
-		`{"type":"message"}`:             "no content",
+		`{"type":"message"}`: "no content",
 		`{"type":"message","content":[],"usage":{"input_tokens":-1,"output_tokens":0}}`: "negative",
 	} {
 		if _, err := ParseReply([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
@@ -394,9 +394,9 @@ func TestParseReplyRefusesWhatIsNoMessage(t *testing.T) {
 
 func TestNewRefusesABadConfig(t *testing.T) {
 	for cfg, want := range map[*Config]string{
-		{BaseURL: "ftp://x"}:                          "not an http(s) URL",
-		{BaseURL: "https://u:p@api.anthropic.com"}:    "credentials",
-		{BaseURL: "https://api.anthropic.com"}:        "no API key",
+		{BaseURL: "ftp://x"}:                           "not an http(s) URL",
+		{BaseURL: "https://u:p@api.anthropic.com"}:     "credentials",
+		{BaseURL: "https://api.anthropic.com"}:         "no API key",
 		{BaseURL: "http://127.0.0.1:1", Timeout: -1}:   "negative timeout",
 		{BaseURL: "http://127.0.0.1:1", MaxTokens: -1}: "negative max tokens",
 	} {
