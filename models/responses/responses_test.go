@@ -260,12 +260,12 @@ func TestErrors(t *testing.T) {
 
 func TestParseReplyRefusesWhatIsNoAnswer(t *testing.T) {
 	for body, want := range map[string]string{
-		`nope`: "not JSON",
+		`nope`:                         "not JSON",
 		`{"error":{"message":"boom"}}`: "the provider says: boom",
-		`{"object":"response","status":"failed","error":{"code":"server_error","message":"oops"},"output":[]}`: "failed (server_error): oops",
-		`{"object":"response","status":"in_progress","output":[]}`:                                             "in_progress",
-		`{"object":"response","status":"completed"}`:                                                           "no output",
-		`{"object":"response","status":"completed","output":[{"type":"function_call","name":"x"}]}`:            "without call_id",
+		`{"object":"response","status":"failed","error":{"code":"server_error","message":"oops"},"output":[]}`:                                           "failed (server_error): oops",
+		`{"object":"response","status":"in_progress","output":[]}`:                                                                                       "in_progress",
+		`{"object":"response","status":"completed"}`:                                                                                                     "no output",
+		`{"object":"response","status":"completed","output":[{"type":"function_call","name":"x"}]}`:                                                      "without call_id",
 		`{"object":"response","status":"completed","output":[],"usage":{"input_tokens":5,"output_tokens":1,"input_tokens_details":{"cached_tokens":9}}}`: "not a part of 5",
 	} {
 		if _, err := ParseReply([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
