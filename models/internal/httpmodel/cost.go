@@ -72,9 +72,12 @@ func (p Prices) Of(u models.Usage) *uint64 {
 	if read == 0 {
 		read = p.Input
 	}
-	plain := u.InputTokens - min(u.InputTokens, cached+written)
-	c := Cost(Priced{plain, p.Input}, Priced{min(cached, u.InputTokens), read},
-		Priced{min(written, u.InputTokens-min(u.InputTokens, cached)), p.CacheWrite}, Priced{u.OutputTokens, p.Output})
+	// Parts larger than the whole (a provider's inconsistency) are cut to
+	// it: no part is priced twice and nothing wraps around.
+	cached = min(cached, u.InputTokens)
+	written = min(written, u.InputTokens-cached)
+	plain := u.InputTokens - cached - written
+	c := Cost(Priced{plain, p.Input}, Priced{cached, read}, Priced{written, p.CacheWrite}, Priced{u.OutputTokens, p.Output})
 	return &c
 }
 
