@@ -24,6 +24,10 @@ type Treatment struct {
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// Cache is the response cache (absent: off).
 	Cache *Cache `yaml:"cache,omitempty" json:"cache,omitempty"`
+	// Scaffold changes the built-in agent: its system prompt, the tools
+	// it offers and their descriptions (absent: the defaults, and the
+	// identity a treatment had before scaffolds existed).
+	Scaffold *Scaffold `yaml:"scaffold,omitempty" json:"scaffold,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -196,6 +200,9 @@ func (t *Treatment) normalise() error {
 		return err
 	}
 	if err := t.Cache.check("cache"); err != nil {
+		return err
+	}
+	if err := t.Scaffold.check("scaffold", t.ID); err != nil {
 		return err
 	}
 	return t.Stall.check("stall")
