@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/models/internal/httpmodel"
@@ -207,37 +208,26 @@ func callInput(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// inputSchema decodes a tool's JSON schema object into the API's
-// input_schema, its properties and required list where they are, every
-// other keyword as it is (numbers kept exact).
+// inputSchema is a tool's JSON schema object as the API's input_schema:
+// its keywords as they are, with "type": "object" added when absent, keys
+// sorted (the SDK writes its map of extra keywords in no fixed order, and
+// Render must be deterministic).
 func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
-	var in sdk.ToolInputSchemaParam
 	var v map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return in, fmt.Errorf("not a JSON object: %w", err)
+		return sdk.ToolInputSchemaParam{}, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if v == nil {
-		return in, fmt.Errorf("not a JSON object: null")
+		return sdk.ToolInputSchemaParam{}, fmt.Errorf("not a JSON object: null")
 	}
-	if t, ok := v["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
-		return in, fmt.Errorf("type %s: an input schema is an object", t)
+	if t, ok := v["type"]; !ok {
+		v["type"] = json.RawMessage(`"object"`)
+	} else if string(bytes.TrimSpace(t)) != `"object"` {
+		return sdk.ToolInputSchemaParam{}, fmt.Errorf("type %s: an input schema is an object", t)
 	}
-	delete(v, "type")
-	if props, ok := v["properties"]; ok {
-		in.Properties = props
-		delete(v, "properties")
+	canonical, err := json.Marshal(v) // map keys sorted
+	if err != nil {
+		return sdk.ToolInputSchemaParam{}, err
 	}
-	if req, ok := v["required"]; ok {
-		if err := json.Unmarshal(req, &in.Required); err != nil {
-			return in, fmt.Errorf("required: %w", err)
-		}
-		delete(v, "required")
-	}
-	if len(v) > 0 {
-		in.ExtraFields = make(map[string]any, len(v))
-		for k, e := range v {
-			in.ExtraFields[k] = e
-		}
-	}
-	return in, nil
+	return param.Override[sdk.ToolInputSchemaParam](json.RawMessage(canonical)), nil
 }

@@ -60,7 +60,8 @@ func conversation() models.Request {
 			{Role: models.RoleUser, Content: "[harness] two reads"},
 		},
 		Tools: []models.ToolSpec{{Name: "read_file", Description: "Read a file.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096}},"required":["path"]}`)}},
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096}},"required":["path"],` +
+				`"additionalProperties":false,"if":{"properties":{"path":{"const":"-"}}},"then":{"required":["path"]},"else":{},"minProperties":1}`)}},
 		Settings: models.Settings{Model: "gpt-test", MaxOutputTokens: 300, Temperature: &temp, ReasoningEffort: "low"},
 	}
 }
@@ -78,7 +79,7 @@ func TestRenderIsTheSentBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
+	for range 50 {
 		if again, _ := m.Render(req); !bytes.Equal(rendered, again) {
 			t.Fatalf("Render is not deterministic:\n%s\n%s", rendered, again)
 		}
