@@ -168,3 +168,54 @@ func overloadedBriefly() anthropictest.Reply {
 	r.Header = map[string]string{"retry-after": "0.01"}
 	return r
 }
+
+// A native provider's calls take the response cache as Chat Completions'
+// do (under a fleet-wide limit, which admits them): a second run of the
+// same case under a treatment that reads and writes the cache is answered
+// from the first run's replies, no request reaching the API, the hits
+// recorded cached and billed nothing.
+func TestANativeProviderTakesTheResponseCache(t *testing.T) {
+	t.Setenv(anthropic.EnvAPIKey, "sk-ant-runner-test")
+	e := start(t)
+	fake := anthropictest.Start(t, func(n int, req anthropictest.Request) anthropictest.Reply {
+		u := anthropictest.Usage{InputTokens: 100, OutputTokens: 20}
+		if len(req.ToolResults()) == 0 {
+			return anthropictest.ToolUse(req.Model, u,
+				anthropictest.Call{ID: "toolu_w", Name: "write_file", Input: `{"path":"answer.txt","content":"4\n"}`},
+				anthropictest.Call{ID: "toolu_r", Name: "run_command", Input: `{"command":"./check.sh"}`})
+		}
+		return anthropictest.ToolUse(req.Model, u,
+			anthropictest.Call{ID: "toolu_done", Name: "task_complete", Input: `{"status":"done","evidence":["t1/toolu_r"]}`})
+	})
+	tr, err := cases.ParseTreatment("t.yaml", []byte(fmt.Sprintf(`id: cached
+model: {provider: anthropic, name: native-test, base_url: %q, input_price: 1000000, output_price: 2000000, limits: {max_concurrent: 1}}
+cache: {mode: read_write}
+`, fake.URL)))
+	must(t, err)
+	p, err := fleettest.Publish(e.ctx, e.b, fixtureCase(t, "{steps: 4, cost: 100000}"), tr)
+	must(t, err)
+	for i, run := range []string{"first", "second"} {
+		must(t, fleettest.Request(e.ctx, e.b, "suite", run, p, 1))
+		log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", run)
+		must(t, err)
+		if end.Status != events.RunDone {
+			t.Fatalf("%s run ended %s/%q", run, end.Status, end.Reason)
+		}
+		replies := kinds(log, events.KindModelReplied)
+		if len(replies) != 2 {
+			t.Fatalf("%s run: %d replies", run, len(replies))
+		}
+		for _, f := range replies {
+			r := f.Body.(events.ModelReplied)
+			if cached := r.Cached != nil; cached != (i == 1) {
+				t.Fatalf("%s run: reply cached=%v", run, cached)
+			}
+			if i == 1 && (r.Usage == nil || r.Usage.Cost == nil || *r.Usage.Cost != 0 || r.Provider != anthropic.Provider) {
+				t.Fatalf("a cache hit %+v, want billed 0 under provider anthropic", r)
+			}
+		}
+		if n := len(fake.Bodies()); n != 2 {
+			t.Fatalf("after the %s run the API received %d requests, want 2 (the second run served from the cache)", run, n)
+		}
+	}
+}
