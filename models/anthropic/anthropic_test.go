@@ -388,7 +388,8 @@ func TestParseReplyRefusesWhatIsNoMessage(t *testing.T) {
 		`{"type":"error","error":{"type":"api_error","message":"boom"}}`: "the provider says: boom",
 		`{"type":"message","content":[{"type":"tool_use","input":{}}]}`:  "without id or name",
 		`{"type":"message"}`: "no content",
-		`{"type":"message","content":[],"usage":{"input_tokens":-1,"output_tokens":0}}`: "negative",
+		`{"type":"message","content":[],"usage":{"input_tokens":-1,"output_tokens":0}}`:                                              "negative",
+		`{"type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":2,"output_tokens_details":{"thinking_tokens":3}}}`: "not a part of output_tokens 2",
 	} {
 		if _, err := ParseReply([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseReply(%s): %v, want an error naming %q", body, err, want)

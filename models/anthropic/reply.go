@@ -109,7 +109,10 @@ func usageOf(u sdk.Usage) (*models.Usage, error) {
 		in += n
 	}
 	out.InputTokens = in
-	if d := u.OutputTokensDetails; u.JSON.OutputTokensDetails.Valid() && d.JSON.ThinkingTokens.Valid() && d.ThinkingTokens >= 0 {
+	if d := u.OutputTokensDetails; u.JSON.OutputTokensDetails.Valid() && d.JSON.ThinkingTokens.Valid() {
+		if d.ThinkingTokens < 0 || d.ThinkingTokens > u.OutputTokens {
+			return nil, fmt.Errorf("usage: thinking_tokens %d is not a part of output_tokens %d", d.ThinkingTokens, u.OutputTokens)
+		}
 		n := uint64(d.ThinkingTokens)
 		out.ReasoningTokens = &n
 	}

@@ -1,9 +1,6 @@
 package responses
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 // FuzzParseReply checks that ParseReply never panics on any body, and that
 // a reply it accepts is one the port can carry: its finish is named, the
@@ -38,6 +35,5 @@ func FuzzParseReply(f *testing.F) {
 				t.Fatal("ParseReply priced a reply; the model does")
 			}
 		}
-		_ = json.Valid(data)
 	})
 }
