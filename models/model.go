@@ -3,8 +3,9 @@
 // A model takes a bounded context, tool schemas and settings and returns
 // text and/or tool calls with usage (or none: unknown usage) or a typed
 // error. Providers live in subpackages: scripted (deterministic scripts for
-// examples, tests and benchmarks) and openai (any OpenAI-compatible Chat
-// Completions endpoint).
+// examples, tests and benchmarks), openai (any OpenAI-compatible Chat
+// Completions endpoint), responses (OpenAI's Responses API) and anthropic
+// (Anthropic's Messages API); hosted builds the one a model spec names.
 package models
 
 import (
@@ -114,7 +115,8 @@ type Reply struct {
 
 // Model is the port every provider implements.
 type Model interface {
-	// Provider names the provider ("scripted", "openai").
+	// Provider names the provider ("scripted", "openai",
+	// "openai-responses", "anthropic").
 	Provider() string
 	// Render returns the exact request body the provider will send for req,
 	// after every transformation. The runner stores it as a blob and
