@@ -519,7 +519,7 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	out := events.ModelReplied{Turn: turn, Provider: provider, Model: r.Model, Text: r.Text, Calls: calls, Finish: r.Finish}
 	if u := r.Usage; u != nil {
 		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
-			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
+			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 	}
 	step.NameCalls(out.Calls)
 	return out
