@@ -24,6 +24,10 @@ type Treatment struct {
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// Cache is the response cache (absent: off).
 	Cache *Cache `yaml:"cache,omitempty" json:"cache,omitempty"`
+	// Agent, when set, runs an external agent in place of the runner's
+	// own loop, its model calls passing through a recorded proxy
+	// (agent.go, docs/agents.md).
+	Agent *Agent `yaml:"agent,omitempty" json:"agent,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -144,6 +148,9 @@ func (t *Treatment) normalise() error {
 		return err
 	}
 	if err := t.Cache.check("cache"); err != nil {
+		return err
+	}
+	if err := t.Agent.check("agent"); err != nil {
 		return err
 	}
 	return t.Stall.check("stall")

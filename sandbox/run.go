@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,14 @@ type Command struct {
 	// OutputCap bounds the output kept, stdout and stderr together (zero or
 	// less: nothing is kept).
 	OutputCap int
+	// Stdin is written to the command's standard input, which is then
+	// closed (empty: end of file at once).
+	Stdin string
+	// HostNetwork keeps the host's network namespace where the
+	// containment would give the command a fresh one without network: for
+	// an external agent, which must reach its attempt's model endpoint on
+	// the host's loopback (docs/agents.md). Containers ignore it.
+	HostNetwork bool
 }
 
 // Result is how a contained command ended.
@@ -88,7 +97,10 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	proc.Dir = cmd.Dir
 	// Never nil: a nil Env would hand the caller's whole environment over.
 	proc.Env = append([]string{}, cmd.Env...)
-	proc.SysProcAttr = s.sysProcAttr()
+	proc.SysProcAttr = s.sysProcAttr(cmd.HostNetwork)
+	if cmd.Stdin != "" {
+		proc.Stdin = strings.NewReader(cmd.Stdin)
+	}
 	sv, err := supervise(ctx, proc, cmd.OutputCap, start(proc), func() {
 		// Whatever the command left running goes too. The session
 		// leader's pid is its process group: kill the group, not just
