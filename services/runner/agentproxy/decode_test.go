@@ -9,8 +9,8 @@ import (
 // image part, an unknown role, a tool that is no function.
 func TestDecodeChatNamesWhatIsWrong(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`:         "messages[0].content: part 0",
-		`{"messages":[{"role":"wizard","content":"x"}]}`:                          "messages[0].role",
+		`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`:        "messages[0].content: part 0",
+		`{"messages":[{"role":"wizard","content":"x"}]}`:                         "messages[0].role",
 		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"code"}]}`: "tools[0].type",
 		`{"messages":[]}`: "messages: none",
 		`{"messages":`:    "request body",
