@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/runner"
 )
 
 // buildAgent builds the test's external agent (miniagent, an agent of
@@ -21,7 +25,7 @@ import (
 // can run it: not below /tmp, which the attempt's mount namespace covers
 // with a tmpfs of its own, but in a directory of the package's, removed
 // when the test ends.
-func (e *env) buildAgent(t *testing.T) string {
+func buildAgent(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(".", ".miniagent-")
 	must(t, err)
@@ -81,7 +85,7 @@ func TestExternalAgentCallsAreRecordedTurns(t *testing.T) {
 			t.Log(logs.String())
 		}
 	}()
-	bin := e.buildAgent(t)
+	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
 	log, end := e.runAgent(c, agentTreatment(t, fixScript, bin, "--stream", "{{.Instruction}}"), "ext-1")
 	if end.Status != events.RunDone {
@@ -134,7 +138,7 @@ func TestExternalAgentPastBudgetIsExhausted(t *testing.T) {
 			t.Log(logs.String())
 		}
 	}()
-	bin := e.buildAgent(t)
+	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 1}")
 	log, end := e.runAgent(c, agentTreatment(t, fixScript, bin, "{{.Instruction}}"), "ext-budget")
 	if end.Status != events.RunExhausted || end.Reason != "step_limit" {
@@ -160,7 +164,7 @@ func TestExternalAgentCancelMidCallEndsTheProcess(t *testing.T) {
 			t.Log(logs.String())
 		}
 	}()
-	bin := e.buildAgent(t)
+	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
 	slow := "turns:\n  - text: thinking\n    delay: 60s\n"
 	// The agent writes its pid into its workspace: the one place of the
@@ -212,4 +216,72 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// A runner process killed while its external agent waits on a call leaves
+// an attempt no runner can resume: the agent's own state died with it.
+// The runner that takes the run over ends it errored as interrupted,
+// keeping every fact the dead runner committed (its claim, the turn it
+// started); a retry of the run is a new attempt that runs to its end.
+func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
+	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
+	bin := buildAgent(t)
+	p, err := fleettest.Publish(ctx, b, fixtureCase(t, "{steps: 10}"), agentTreatment(t, fixScript, bin, "{{.Instruction}}"))
+	must(t, err)
+	// The child runner commits its claim, then turn.started for the
+	// agent's first call, and dies by SIGKILL right after.
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
+		"FACTLINE_TEST_CRASH_AT=2", "FACTLINE_TEST_WORKDIR="+reachableDir(t))
+	must(t, child.Start())
+	res := takeover(t, ctx, b, "ext-crash", p, child)
+	if res.end.Status != events.RunErrored || res.end.Reason != runner.ReasonAgentInterrupted {
+		t.Fatalf("ended %s (%s), want errored as interrupted", res.end.Status, res.end.Reason)
+	}
+	var claims, started int
+	for _, f := range res.log.Facts() {
+		switch f.Body.(type) {
+		case events.RunClaimed:
+			claims++
+		case events.TurnStarted:
+			started++
+			if f.Producer.Instance != "doomed" {
+				t.Fatalf("a turn was started by %s: the interrupted attempt was resumed", f.Producer.Instance)
+			}
+		}
+	}
+	if claims != 2 || started != 1 {
+		t.Fatalf("%d claims and %d turns started, want the dead runner's claim and turn kept and the heir's claim", claims, started)
+	}
+
+	// factline retry's request: a new run naming the one it retries.
+	retry := "ext-crash-retry1"
+	_, err = b.Commit(ctx, nil, "suite", retry, func(log bus.RunLog) ([]bus.Pending, error) {
+		f, err := events.NewFact(events.Meta{Suite: "suite", Run: retry, TaskGeneration: 1, Position: log.NextPosition(),
+			Producer: events.Producer{Service: events.OwnerMeter, Instance: "test"}},
+			events.RunRequested{Case: p.Case.ID, CaseDigest: p.CaseDigest, Treatment: p.Treatment.ID,
+				TreatmentDigest: p.TreatmentDigest, Trial: 1, RetryOf: "ext-crash", Budget: events.Budget{Steps: 10}})
+		return []bus.Pending{{Fact: f, MsgID: events.MessageID(retry, events.KindRunRequested)}}, err
+	})
+	must(t, err)
+	svc, err := runner.New(b, runner.WithWorkDir(reachableDir(t)), kit.WithInstance("retrier"))
+	must(t, err)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = svc.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	log, end, err := fleettest.WaitEnded(ctx, b, "suite", retry)
+	must(t, err)
+	turns := 0
+	for _, f := range log.Facts() {
+		if _, ok := f.Body.(events.TurnCompleted); ok {
+			turns++
+		}
+	}
+	if end.Status != events.RunDone || turns != 2 {
+		t.Fatalf("the retry ended %s (%s) after %d turns, want done after 2", end.Status, end.Reason, turns)
+	}
 }
