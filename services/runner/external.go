@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -283,6 +285,29 @@ func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Rep
 	}
 	return reply, step.Ending{}, nil
 }
+
+// agentVersionOf runs the agent's version command (cases.Agent.VersionArgv)
+// contained as its commands are, without network, and returns what it
+// printed, trimmed; "" when it names none or fails (said in the log).
+func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
+	argv := ag.VersionArgv()
+	if len(argv) == 0 {
+		return ""
+	}
+	// In the attempt's home, not its workspace: whatever the command
+	// leaves behind is no work.
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "exec " + shellQuote(argv), Dir: filepath.Join(a.dir, "home"), Env: a.env.Environ,
+		Timeout: agentVersionTimeout, OutputCap: 2048})
+	if err != nil || res.TimedOut || res.ExitCode != 0 {
+		a.svc.log.Warn("the agent's version command failed: its identity names no version", "suite", a.suite, "run", a.run,
+			"argv", argv, "err", err, "exit", res.ExitCode, "timed_out", res.TimedOut, "output", tail(res.Output, 512))
+		return ""
+	}
+	return strings.TrimSpace(res.Output)
+}
+
+// agentVersionTimeout bounds the agent's version command.
+const agentVersionTimeout = 30 * time.Second
 
 // claims counts the run's claims.
 func claims(facts []events.Fact) int {

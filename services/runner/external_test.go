@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"

@@ -408,6 +408,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
 		return nil, err
 	}
+	if ag := treat.Agent; ag != nil {
+		a.agentVersion = a.agentVersionOf(ctx, ag)
+	}
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@
 // anyone else wrote: the example's real agent is an npm package.
 //
 //	miniagent [--stream] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
+//	miniagent --version
 package main
 
 import (
@@ -51,7 +52,12 @@ var tools = json.RawMessage(`[
 func main() {
 	stream := flag.Bool("stream", false, "ask for server-sent events")
 	pidfile := flag.String("pidfile", "", "write the process ID here first")
+	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *version {
+		fmt.Println("miniagent 1.0")
+		return
+	}
 	if *pidfile != "" {
 		if err := os.WriteFile(*pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
 			fail("pidfile: %v", err)
