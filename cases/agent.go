@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/template"
@@ -100,6 +101,24 @@ func (a *Agent) check(field string) error {
 	}
 	_, err := a.Render(AgentVars{})
 	return err
+}
+
+// resolve makes a command that starts with ./ or ../ absolute, relative
+// to the treatment file at path: an attempt runs it in its own workspace.
+func (a *Agent) resolve(path string) error {
+	if a == nil {
+		return nil
+	}
+	cmd := a.Command[0]
+	if !strings.HasPrefix(cmd, "./") && !strings.HasPrefix(cmd, "../") {
+		return nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(path), cmd))
+	if err != nil {
+		return &Error{File: path, Field: "agent.command[0]", Msg: err.Error()}
+	}
+	a.Command[0] = abs
+	return nil
 }
 
 // RenderedAgent is an agent's command with its templates filled in.

@@ -92,6 +92,9 @@ func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
 			return nil, err
 		}
 	}
+	if err := t.Agent.resolve(path); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

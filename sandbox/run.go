@@ -34,6 +34,11 @@ type Command struct {
 	// an external agent, which must reach its attempt's model endpoint on
 	// the host's loopback (docs/agents.md). Containers ignore it.
 	HostNetwork bool
+	// NoAddressSpaceLimit lifts the containment's address-space limit
+	// (RLIMIT_AS) for this command, keeping every other: V8 reserves far
+	// more address space than it uses (WebAssembly's guard regions), so a
+	// Node.js agent cannot even make an HTTP request under it.
+	NoAddressSpaceLimit bool
 }
 
 // Result is how a contained command ended.
@@ -91,6 +96,11 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	start, err := s.starter()
 	if err != nil {
 		return Result{}, fmt.Errorf("start command: %w", err)
+	}
+	if cmd.NoAddressSpaceLimit && c != nil {
+		lifted := *c
+		lifted.limits.AddressSpace = 0
+		c = &lifted
 	}
 	argv := c.wrap(cmd.Script)
 	proc := exec.Command(argv[0], argv[1:]...)

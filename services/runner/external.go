@@ -93,7 +93,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
-		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true})
+		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
 	stop()
 	// A call in flight finishes recording its turn before the attempt
 	// reads how the agent's run went.
@@ -297,7 +297,7 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 	// In the attempt's home, not its workspace: whatever the command
 	// leaves behind is no work.
 	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "exec " + shellQuote(argv), Dir: filepath.Join(a.dir, "home"), Env: a.env.Environ,
-		Timeout: agentVersionTimeout, OutputCap: 2048})
+		Timeout: agentVersionTimeout, OutputCap: 2048, NoAddressSpaceLimit: true})
 	if err != nil || res.TimedOut || res.ExitCode != 0 {
 		a.svc.log.Warn("the agent's version command failed: its identity names no version", "suite", a.suite, "run", a.run,
 			"argv", argv, "err", err, "exit", res.ExitCode, "timed_out", res.TimedOut, "output", tail(res.Output, 512))
