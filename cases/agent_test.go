@@ -15,6 +15,7 @@ func TestAgentTemplatesAreCheckedWhenRead(t *testing.T) {
 		"agent: {command: [qwen], stdin: '{{'}":             "agent.stdin",
 		"agent: {command: [qwen], wire: grpc}":              "agent.wire",
 		"agent: {command: []}":                              "agent.command",
+		"agent: {command: [qwen]}\nscaffold: {prompt: hi}":  "scaffold: a scaffold shapes the built-in loop",
 	} {
 		_, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m}\n"+yaml+"\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {

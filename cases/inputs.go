@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,7 +96,40 @@ func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
 	if err := t.Agent.resolve(path); err != nil {
 		return nil, err
 	}
+	if err := t.loadPrompt(path, confine); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// loadPrompt reads a scaffold's prompt_file into its prompt, so that the
+// text travels with the treatment: a runner, and a runner taking a run
+// over, render what was loaded, never the file as it is later.
+func (t *Treatment) loadPrompt(path string, confine Confine) error {
+	if t.Scaffold == nil || t.Scaffold.PromptFile == "" {
+		return nil
+	}
+	file := t.Scaffold.PromptFile
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(filepath.Dir(path), file)
+	}
+	real, err := confine.resolve(file)
+	if err != nil {
+		return &Error{File: path, Field: "scaffold.prompt_file", Msg: err.Error()}
+	}
+	b, err := ReadInput(real, MaxPromptBytes, "a prompt file")
+	if err != nil {
+		return &Error{File: path, Field: "scaffold.prompt_file", Msg: err.Error()}
+	}
+	t.Scaffold.Prompt = string(b)
+	if err := t.Scaffold.checkPrompt("scaffold.prompt_file", t.ID); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return err
+	}
+	return nil
 }
 
 // loadScripts reads and checks every <case-id>.yaml of a scripted

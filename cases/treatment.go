@@ -28,6 +28,10 @@ type Treatment struct {
 	// own loop, its model calls passing through a recorded proxy
 	// (agent.go, docs/agents.md).
 	Agent *Agent `yaml:"agent,omitempty" json:"agent,omitempty"`
+	// Scaffold changes the built-in agent: its system prompt, the tools
+	// it offers and their descriptions (absent: the defaults, and the
+	// identity a treatment had before scaffolds existed).
+	Scaffold *Scaffold `yaml:"scaffold,omitempty" json:"scaffold,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -151,6 +155,14 @@ func (t *Treatment) normalise() error {
 		return err
 	}
 	if err := t.Agent.check("agent"); err != nil {
+		return err
+	}
+	if t.Agent != nil && t.Scaffold != nil {
+		// An external agent brings its own prompt and tools: a scaffold
+		// would change nothing it does, and must not claim to.
+		return fieldErr("scaffold", "a scaffold shapes the built-in loop; a treatment with an agent runs the agent's own")
+	}
+	if err := t.Scaffold.check("scaffold", t.ID); err != nil {
 		return err
 	}
 	return t.Stall.check("stall")

@@ -24,8 +24,18 @@ const (
 	// it with its own build and the digest of what shapes its behaviour
 	// (tool contracts, policies, containment applied).
 	ComponentHarness = "harness"
-	// ComponentCapabilities is the capability manifest: the tools offered.
+	// ComponentCapabilities is the capability manifest: the tools offered
+	// (the case's, narrowed by the treatment's scaffold tools).
 	ComponentCapabilities = "capabilities"
+	// ComponentPrompt is the digest of the system prompt as rendered for
+	// the case (only when it is not cases.DefaultSystemPrompt): two
+	// treatments that differ only in their prompt are an ablation of it.
+	ComponentPrompt = "prompt"
+	// ComponentToolDescriptions is the treatment's tool description
+	// overrides that apply to the case's offered tools, as a JSON object
+	// of tool name to the digest of its description (only when there is
+	// one).
+	ComponentToolDescriptions = "tool_descriptions"
 	// ComponentExtensions is the extensions the case names (only when it
 	// names any); the runner's run.claimed replaces it with what it
 	// admitted: source, server version and capabilities.
@@ -148,8 +158,12 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 	if t.Model.Provider == cases.ProviderScripted {
 		mc.Script = events.DigestOf([]byte(t.Model.ScriptFiles[c.ID]))
 	}
-	tools := slices.Clone(c.Tools)
+	tools := cases.OfferedTools(c, t)
 	slices.Sort(tools)
+	prompt, err := cases.SystemPrompt(c, t)
+	if err != nil {
+		return "", nil, fmt.Errorf("identity of %s under %s: %w", c.ID, t.ID, err)
+	}
 	harness, err := version.HarnessOf(version.Current(), nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("identity of %s under %s: %w", c.ID, t.ID, err)
@@ -206,6 +220,26 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentAgent, v})
+	}
+	if prompt != cases.DefaultSystemPrompt {
+		// Only then, like extensions: a treatment that sets no prompt
+		// keeps the identity it had before prompts could be set, and one
+		// that sets today's default is the same agent. A digest: the text
+		// may be long, and it travels in the treatment.
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentPrompt, string(events.DigestOf([]byte(prompt)))})
+	}
+	if descs := cases.ToolDescriptions(c, t); len(descs) > 0 {
+		digests := make(map[string]events.Digest, len(descs))
+		for name, d := range descs {
+			digests[name] = events.DigestOf([]byte(d))
+		}
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentToolDescriptions, digests})
 	}
 	if c.Grading != nil && len(c.Grading.Scorers) > 0 {
 		// Only then, like extensions: a case without scorers keeps the

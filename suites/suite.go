@@ -181,6 +181,19 @@ func (f *File) normalise() error {
 	return nil
 }
 
+// causedError is a suite's Error that keeps the typed error behind it,
+// so that errors.As finds either (a cases.PromptError names the treatment,
+// the case and the missing key).
+type causedError struct {
+	err   *Error
+	cause error
+}
+
+func (e *causedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the suite's Error and its cause.
+func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
+
 // Suite is a loaded suite: the file, and the cases of its split and the
 // treatments it names, each loaded and checked.
 type Suite struct {
@@ -296,6 +309,18 @@ func Load(path string) (*Suite, error) {
 		for _, c := range s.Cases {
 			if t.Model.Provider == cases.ProviderScripted && t.Model.ScriptFiles[c.ID] == "" {
 				return nil, errAt(field, "scripted treatment %s has no script for case %s", t.ID, c.ID)
+			}
+			// A prompt that cannot be rendered for a case, or tools that
+			// leave a case none, stop the suite here, before anything is
+			// submitted, and keep their type for errors.As.
+			if err := cases.CheckScaffold(c, t); err != nil {
+				var ce *cases.Error
+				if errors.As(err, &ce) && ce.File == "" {
+					ce.File = e.Path
+				} else {
+					err = fmt.Errorf("%s: %w", e.Path, err)
+				}
+				return nil, &causedError{&Error{File: path, Field: field, Msg: err.Error()}, err}
 			}
 			if c.Grading == nil {
 				continue

@@ -45,12 +45,18 @@ type attempt struct {
 	requested events.RunRequested
 	kase      *cases.Case
 	eff       cases.Effective
-	model     models.Model
-	registry  *tools.Registry
-	exts      *extensions.Set // the run's extension servers (nil: none)
-	ws        Workspace
-	env       tools.Env
-	started   time.Time
+	// system is the run's system prompt, rendered from its case and
+	// treatment as stored (cases.SystemPrompt) when the attempt began.
+	system string
+	// offered are the built-in tools offered: the case's, narrowed by
+	// the treatment's scaffold (cases.OfferedTools).
+	offered  []string
+	model    models.Model
+	registry *tools.Registry
+	exts     *extensions.Set // the run's extension servers (nil: none)
+	ws       Workspace
+	env      tools.Env
+	started  time.Time
 	// began is when this attempt began, on this runner's clock: a send
 	// of an earlier attempt started before it (see effect.quiet).
 	began time.Time
@@ -287,7 +293,7 @@ type turnRequest struct {
 
 // request builds the model request of a turn from the facts before it.
 func (a *attempt) request(facts []events.Fact, turn uint32) (turnRequest, error) {
-	msgs, tokens, err := history(a.kase.Instruction, facts, a.eff.Context)
+	msgs, tokens, err := history(a.system, a.kase.Instruction, facts, a.eff.Context)
 	var ce *step.ContextError
 	if errors.As(err, &ce) {
 		return turnRequest{end: step.Ending{Status: events.RunErrored, Reason: "context_budget: " + ce.Error()}}, nil

@@ -17,14 +17,14 @@ func budgetOf(b cases.Budget) step.Budget {
 	return step.Budget{Steps: b.Steps, InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, Cost: b.Cost}
 }
 
-// history is the model-visible context of a run under a context policy:
-// the core builds it from the facts, and it is converted into the model
+// history is the model-visible context of a run under a context policy,
+// opened by its system prompt: the core builds it from the facts, and it is converted into the model
 // port's messages without loss (the rendered request's digest depends on
 // every field).
-func history(instruction string, facts []events.Fact, policy cases.ContextPolicy) ([]models.Message, int, error) {
+func history(system, instruction string, facts []events.Fact, policy cases.ContextPolicy) ([]models.Message, int, error) {
 	// A conversion, not a copy by hand: a field added to the case's policy
 	// and not to the core's stops the build.
-	msgs, tokens, err := step.History(instruction, facts, step.ContextPolicy(policy))
+	msgs, tokens, err := step.History(system, instruction, facts, step.ContextPolicy(policy))
 	return messagesOf(msgs), tokens, err
 }
 

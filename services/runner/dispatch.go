@@ -83,7 +83,7 @@ func (a *attempt) toolFor(call events.ToolCall) callTool {
 	tool, args, bad := a.registry.Check(call.Name, call.Args)
 	_, builtin := tools.BuiltinByName(call.Name)
 	t := callTool{tool: tool, args: args, invalid: bad,
-		view: step.Tool{Builtin: builtin, Allowed: contains(a.kase.Tools, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name)}}
+		view: step.Tool{Builtin: builtin, Allowed: contains(a.offered, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name)}}
 	if tool == nil {
 		return t
 	}

@@ -17,10 +17,11 @@ import (
 // component by its own build and the digest of what shapes its behaviour
 // (the tool contracts it offers, extensions' included; the effective
 // context and stall policy; the case's stop policy, its checks and
-// requirements; its permission policy, the tools' approval rules in their
-// contracts and the endpoints http_call may reach; the containment it
-// applied; and its response cache, unless off). Two runners that would behave differently never record the
-// same identity, whatever the request said.
+// requirements; the system prompt, when not the default; its permission
+// policy, the tools' approval rules in their contracts and the endpoints
+// http_call may reach; the containment it applied; and its response
+// cache, unless off). Two runners that would behave differently never
+// record the same identity, whatever the request said.
 func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 	contracts, err := a.registry.Contracts()
 	if err != nil {
@@ -39,6 +40,12 @@ func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 			return fmt.Errorf("identity: %s: %w", name, err)
 		}
 		behaviour[name] = data
+	}
+	if a.system != cases.DefaultSystemPrompt {
+		// What the model is told first shapes all it does. Only when it is
+		// not the default, so that identities recorded before prompts
+		// could be set stay what they were.
+		behaviour["prompt"] = json.RawMessage(strconv.Quote(string(events.DigestOf([]byte(a.system)))))
 	}
 	if mode := a.eff.Treatment.CacheMode(); mode != cases.CacheOff {
 		// A reply served from the cache is not a fresh sample of the
@@ -96,4 +103,34 @@ func applied(c *events.Containment) any {
 		out.Features = append(out.Features, feature{Name: f.Name, State: string(f.State), Limit: f.Limit})
 	}
 	return out
+}
+
+// requestedPrompt checks that the system prompt this runner rendered is the
+// one the run's request names: the digest of its prompt component, or the
+// default when it has none. A request recorded without an identity (by a
+// submitter older than identities) names nothing to check.
+func requestedPrompt(comps []events.Component, system string) error {
+	if len(comps) == 0 {
+		return nil
+	}
+	want := ""
+	for _, c := range comps {
+		if c.Name == suites.ComponentPrompt {
+			want = c.Value
+		}
+	}
+	got := ""
+	if system != cases.DefaultSystemPrompt {
+		got = string(events.DigestOf([]byte(system)))
+	}
+	if got != want {
+		name := func(d string) string {
+			if d == "" {
+				return "the default prompt"
+			}
+			return "prompt " + d
+		}
+		return fmt.Errorf("the system prompt rendered here is %s, the request names %s", name(got), name(want))
+	}
+	return nil
 }

@@ -83,8 +83,19 @@ func ptr[T any](v T) *T { return &v }
 // These digests were taken from the runner before its history moved into
 // the pure core; any change to what History produces (a message, its
 // order, a field, nil against empty) changes them.
+//
+// The system prompt is the one a treatment without a scaffold renders
+// (cases.SystemPrompt): today's default, byte for byte.
 func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 	facts := goldenFacts(t)
+	plain, err := cases.ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: scripted, scripts: s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	system, err := cases.SystemPrompt(&cases.Case{ID: "c", Instruction: "fix the <bug> & ship"}, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sm, err := scripted.Parse("golden", []byte("turns: [{}]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +136,7 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			if c.upTo > 0 {
 				fs = facts[:c.upTo]
 			}
-			msgs, tokens, err := history("fix the <bug> & ship", fs, c.policy)
+			msgs, tokens, err := history(system, "fix the <bug> & ship", fs, c.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +155,7 @@ func TestRenderedRequestsStayByteIdentical(t *testing.T) {
 			}
 		})
 	}
-	_, tokens, err := history("fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
+	_, tokens, err := history(system, "fix it", facts, cases.ContextPolicy{Mode: cases.ContextWindow, WindowTurns: 1, MaxTokens: 100})
 	var ce *step.ContextError
 	if !errors.As(err, &ce) || ce.Need != tokens || ce.Budget != 100 || ce.Mode != cases.ContextWindow ||
 		ce.Error() != "context budget too small: the window policy must keep about 371 tokens, the budget is 100" {

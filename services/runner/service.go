@@ -342,6 +342,18 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 		return nil, err
 	}
 	a.kase, a.eff = kase, cases.Apply(kase, treat)
+	// The scaffold as the treatment stores it: the prompt is rendered
+	// from the stored case and treatment, never from a file, so that a
+	// runner taking the run over sends the same bytes.
+	if err := cases.CheckScaffold(kase, treat); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadInput, err)
+	}
+	if a.system, err = cases.SystemPrompt(kase, treat); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadInput, err)
+	}
+	if err := requestedPrompt(req.Components, a.system); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadInput, err)
+	}
 	if a.model, err = s.models(ctx, kase, treat); err != nil {
 		return nil, fmt.Errorf("%w: model for %s under %s: %v", errBadInput, kase.ID, treat.ID, err)
 	}
@@ -354,7 +366,11 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if kase.HTTP != nil && kase.HTTP.Timeout > 0 {
 		toolOpts = append(toolOpts, tools.WithHTTPTimeout(kase.HTTP.Timeout.Std()))
 	}
-	if a.registry, err = tools.NewRegistry(kase.Tools, toolOpts...); err != nil {
+	if descs := cases.ToolDescriptions(kase, treat); len(descs) > 0 {
+		toolOpts = append(toolOpts, tools.WithDescriptions(descs))
+	}
+	a.offered = cases.OfferedTools(kase, treat)
+	if a.registry, err = tools.NewRegistry(a.offered, toolOpts...); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadInput, err)
 	}
 	// Before anything runs: an extension that is not allowlisted, or whose

@@ -8,7 +8,7 @@ import (
 )
 
 // EvidenceRef is how a call's result is cited: t<turn>/<call-id>, as the
-// Preamble tells the model.
+// system prompt tells the model (cases.DefaultSystemPrompt).
 func EvidenceRef(turn uint32, id events.CallID) events.EvidenceRef {
 	return events.EvidenceRef(fmt.Sprintf("t%d/%s", turn, id))
 }

@@ -7,15 +7,6 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// Preamble is the system message every run starts with. It is part of the
-// harness version: changing it changes what models see.
-const Preamble = "You are an agent working in a workspace directory through tools. " +
-	"Tool results are JSON: {\"ok\":true,...} or {\"ok\":false,\"error\":{...}}. " +
-	"Each tool call has an evidence ref \"t<turn>/<call-id>\" shown with its result. " +
-	"When the task is done, call task_complete with status \"done\" and cite the evidence refs that show it " +
-	"(for example a passing check); if you cannot finish, call task_complete with status \"blocked\", a reason " +
-	"and the unmet requirement ids. The harness checks every claim."
-
 // turnMessages are the messages one turn contributed, kept together: a
 // tool message must follow the assistant message that made its call.
 type turnMessages struct {
@@ -26,14 +17,18 @@ type turnMessages struct {
 }
 
 // History rebuilds the model-visible context of a run from its facts under a
-// context policy: the preamble, the instruction, every turn's reply and
-// observations, harness feedback and steers. A window keeps the preamble,
+// context policy: the system prompt, the instruction, every turn's reply and
+// observations, harness feedback and steers. A window keeps the system prompt,
 // the instruction, every steer, the last WindowTurns turns and turns that
 // called a kept tool; a token bound drops the oldest droppable turns and
 // fails visibly when what must be kept does not fit. It is a pure function of
 // its inputs: the same facts always give the same context.
-func History(instruction string, facts []events.Fact, policy ContextPolicy) ([]Message, int, error) {
-	head := []Message{{Role: RoleSystem, Content: Preamble}, {Role: RoleUser, Content: instruction}}
+//
+// The system prompt is the run's, as its case and treatment render it
+// (cases.SystemPrompt): a parameter, never read here, so that the same
+// facts and prompt give the same context on any runner.
+func History(system, instruction string, facts []events.Fact, policy ContextPolicy) ([]Message, int, error) {
+	head := []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: instruction}}
 	var steers []int // indexes into turns where a steer precedes the turn
 	var turns []*turnMessages
 	byTurn := map[uint32]*turnMessages{}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 )
 
@@ -15,7 +16,7 @@ func TestHistoryRebuildsTheConversation(t *testing.T) {
 		Result: events.ContinueWith("cite the passing check", "tests")}})
 	bodies = append(bodies, events.TaskGenerationStarted{Generation: 2, Instruction: "also update the README"})
 	bodies = append(bodies, turnBodies(2, "again", "c1", `{"ok":true,"output":"hello"}`, nil)...)
-	msgs, tokens, err := History("fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
+	msgs, tokens, err := History(cases.DefaultSystemPrompt, "fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestHistoryRebuildsTheConversation(t *testing.T) {
 	if tokens <= 0 {
 		t.Fatal("no token estimate")
 	}
-	again, _, _ := History("fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
+	again, _, _ := History(cases.DefaultSystemPrompt, "fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
 	if len(again) != len(msgs) {
 		t.Fatal("history is not deterministic")
 	}
@@ -52,7 +53,7 @@ func TestHistoryPlacesAMidTurnSteerAfterItsTurn(t *testing.T) {
 		events.TaskGenerationStarted{Generation: 2, Instruction: "also update the README"},
 		t1[1], t1[2]}
 	bodies = append(bodies, turnBodies(2, "again", "c1", `{"ok":true,"output":"hello"}`, nil)...)
-	msgs, _, err := History("fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
+	msgs, _, err := History(cases.DefaultSystemPrompt, "fix it", factsOf(t, bodies...), ContextPolicy{Mode: ContextFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestHistoryWindowKeepsWhatMustStay(t *testing.T) {
 	}
 	facts := factsOf(t, bodies...)
 	win := ContextPolicy{Mode: ContextWindow, WindowTurns: 2}
-	msgs, _, err := History("the instruction", facts, win)
+	msgs, _, err := History(cases.DefaultSystemPrompt, "the instruction", facts, win)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,17 +97,17 @@ func TestHistoryWindowKeepsWhatMustStay(t *testing.T) {
 		t.Fatalf("window kept %d turns' observations, want 3:\n%s", n, all)
 	}
 
-	_, _, err = History("the instruction", facts, ContextPolicy{Mode: ContextWindow, WindowTurns: 2, MaxTokens: 50})
+	_, _, err = History(cases.DefaultSystemPrompt, "the instruction", facts, ContextPolicy{Mode: ContextWindow, WindowTurns: 2, MaxTokens: 50})
 	var ce *ContextError
 	if !errors.As(err, &ce) || ce.Budget != 50 {
 		t.Fatalf("too small a budget: %v", err)
 	}
-	_, _, err = History("the instruction", facts, ContextPolicy{Mode: ContextFull, MaxTokens: 100})
+	_, _, err = History(cases.DefaultSystemPrompt, "the instruction", facts, ContextPolicy{Mode: ContextFull, MaxTokens: 100})
 	if !errors.As(err, &ce) {
 		t.Fatalf("full history over budget must fail, got %v", err)
 	}
 	keep := ContextPolicy{Mode: ContextWindow, WindowTurns: 1, KeepTools: []string{"read_file"}}
-	msgs, _, err = History("the instruction", facts, keep)
+	msgs, _, err = History(cases.DefaultSystemPrompt, "the instruction", facts, keep)
 	if err != nil || countRole(msgs, RoleTool) != 6 {
 		t.Fatalf("kept tools: %d tool messages, %v", countRole(msgs, RoleTool), err)
 	}
@@ -120,4 +121,30 @@ func countRole(msgs []Message, r Role) int {
 		}
 	}
 	return n
+}
+
+// The system message is the prompt the run was given, byte for byte, and
+// only the first message: the same facts under another prompt differ in
+// that message alone.
+func TestHistoryOpensWithTheGivenSystemPrompt(t *testing.T) {
+	facts := factsOf(t, turnBodies(1, "looking", "c1", `{"ok":true,"output":"hello"}`, nil)...)
+	a, _, err := History(cases.DefaultSystemPrompt, "fix it", facts, ContextPolicy{Mode: ContextFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := History("Be terse. <b>&</b>\n", "fix it", facts, ContextPolicy{Mode: ContextFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[0].Role != RoleSystem || a[0].Content != cases.DefaultSystemPrompt || b[0].Content != "Be terse. <b>&</b>\n" {
+		t.Fatalf("system messages %q and %q", a[0].Content, b[0].Content)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("%d and %d messages", len(a), len(b))
+	}
+	for i := 1; i < len(a); i++ {
+		if a[i].Content != b[i].Content || a[i].Role != b[i].Role {
+			t.Fatalf("message %d differs: %+v and %+v", i, a[i], b[i])
+		}
+	}
 }

@@ -20,7 +20,8 @@ import (
 type Tool struct {
 	// Builtin says a built-in tool has the call's name.
 	Builtin bool
-	// Allowed says the case lists the tool.
+	// Allowed says the tool is offered: the case lists it and its
+	// treatment does not leave it out.
 	Allowed bool
 	// Invalid says the registry refused the call: no tool of that name is
 	// offered, or its arguments are not JSON satisfying the tool's schema.
@@ -78,7 +79,8 @@ const (
 	// RejectDuplicate: the model reused a call ID within one reply
 	// (NameCalls marked the later call).
 	RejectDuplicate Reason = iota + 1
-	// RejectNotAllowed: a built-in tool the case does not list.
+	// RejectNotAllowed: a built-in tool the case does not list, or its
+	// treatment does not offer.
 	RejectNotAllowed
 	// RejectInvalid: the registry refused the call (no such tool offered,
 	// arguments not satisfying its schema); its refusal is the observation.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ type Registry struct {
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
 	order   []string
+	// descriptions replace the descriptions of built-in tools, by name:
+	// what the model is told, and so part of the contract.
+	descriptions map[string]string
 }
 
 // Builtin returns every built-in tool. http_call is offered only to cases
@@ -32,7 +36,23 @@ func Builtin() []Tool {
 type RegistryOption func(*registryOptions) error
 
 type registryOptions struct {
-	httpTimeout time.Duration
+	httpTimeout  time.Duration
+	descriptions map[string]string
+}
+
+// WithDescriptions replaces what the model is told built-in tools do, by
+// tool name (a treatment's scaffold.tool_descriptions). Each must name a
+// tool the registry offers, with a description that is not empty.
+func WithDescriptions(d map[string]string) RegistryOption {
+	return func(o *registryOptions) error {
+		for name, desc := range d {
+			if strings.TrimSpace(desc) == "" {
+				return fmt.Errorf("the description of tool %q is empty", name)
+			}
+		}
+		o.descriptions = d
+		return nil
+	}
 }
 
 // WithHTTPTimeout bounds each http_call (the case's http.timeout). It must
@@ -77,6 +97,14 @@ func NewRegistry(names []string, opts ...RegistryOption) (*Registry, error) {
 			return nil, fmt.Errorf("unknown tool %q", n)
 		}
 	}
+	for _, n := range slices.Sorted(maps.Keys(o.descriptions)) {
+		if _, ok := r.tools[n]; !ok {
+			return nil, fmt.Errorf("a description for tool %q, which is not offered", n)
+		}
+	}
+	if len(o.descriptions) > 0 {
+		r.descriptions = maps.Clone(o.descriptions)
+	}
 	return r, nil
 }
 
@@ -103,10 +131,20 @@ func (r *Registry) Add(t Tool) error {
 func (r *Registry) Specs() []models.ToolSpec {
 	out := make([]models.ToolSpec, 0, len(r.order))
 	for _, n := range r.order {
-		c := r.tools[n].Contract()
+		c := r.contract(n)
 		out = append(out, models.ToolSpec{Name: c.Name, Description: c.Description, Parameters: c.Schema})
 	}
 	return out
+}
+
+// contract is an offered tool's contract as the model is told it: with
+// its description replaced where the registry was given one.
+func (r *Registry) contract(name string) Contract {
+	c := r.tools[name].Contract()
+	if d, ok := r.descriptions[name]; ok {
+		c.Description = d
+	}
+	return c
 }
 
 // Lookup returns a tool by name.
@@ -192,7 +230,7 @@ func (r *Registry) Contracts() (json.RawMessage, error) {
 	}
 	out := make([]contract, 0, len(r.order))
 	for _, n := range r.order {
-		c := r.tools[n].Contract()
+		c := r.contract(n)
 		var schema bytes.Buffer
 		if err := json.Compact(&schema, c.Schema); err != nil {
 			return nil, fmt.Errorf("tool %s: schema: %w", n, err)
