@@ -27,7 +27,8 @@ type Command struct {
 	// less: nothing is kept).
 	OutputCap int
 	// Stdin is written to the command's standard input, which is then
-	// closed (empty: end of file at once).
+	// closed (empty: end of file at once). A container's command reads
+	// end of file at once: its engine is not given the input.
 	Stdin string
 	// HostNetwork keeps the host's network namespace where the
 	// containment would give the command a fresh one without network: for

@@ -32,8 +32,8 @@ import (
 const MaxRequestBytes = 32 << 20
 
 // Call answers one decoded model call of the agent. It is the attempt's:
-// it records the turn and asks the model. turn numbers the call within the
-// attempt's endpoint (1-based), for the response's ID only.
+// it records the turn and asks the model. A *Refusal it returns is
+// answered with its status; any other error with 502.
 type Call func(ctx context.Context, req models.Request) (models.Reply, error)
 
 // Refusal is a call the attempt refuses, answered in the wire's error
