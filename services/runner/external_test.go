@@ -181,21 +181,7 @@ func TestExternalAgentCancelMidCallEndsTheProcess(t *testing.T) {
 		}
 		return false
 	}))
-	var data []byte
-	if !waitFor(10*time.Second, func() bool {
-		found, _ := filepath.Glob(filepath.Join(e.work, "*", "ws", "agent.pid"))
-		if len(found) == 1 {
-			data, _ = os.ReadFile(found[0])
-		}
-		return len(data) > 0
-	}) {
-		t.Fatal("the agent wrote no pid file in its workspace")
-	}
-	pid, err := strconv.Atoi(string(data))
-	must(t, err)
-	if err := syscall.Kill(pid, 0); err != nil {
-		t.Fatalf("the agent (pid %d) is not running mid-call: %v", pid, err)
-	}
+	pid := agentPID(t, e)
 	must(t, e.b.Controls().Send(e.ctx, "suite", "ext-cancel", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
 	_, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ext-cancel")
 	must(t, err)
@@ -284,4 +270,52 @@ func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
 	if end.Status != events.RunDone || turns != 2 {
 		t.Fatalf("the retry ended %s (%s) after %d turns, want done after 2", end.Status, end.Reason, turns)
 	}
+}
+
+// The wall-time budget bounds the agent: a call that outlasts it ends the
+// run exhausted (wall_time_limit) and the agent's process with it.
+func TestExternalAgentPastTheWallBudgetIsEnded(t *testing.T) {
+	e, logs := startWith(t)
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	bin := buildAgent(t)
+	c := fixtureCase(t, "{steps: 10, wall: 6s}")
+	slow := "turns:\n  - text: thinking\n    delay: 60s\n"
+	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, slow, bin, "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
+	must(t, err)
+	must(t, fleettest.Request(e.ctx, e.b, "suite", "ext-wall", p, 1))
+	pid := agentPID(t, e)
+	_, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ext-wall")
+	must(t, err)
+	if end.Status != events.RunExhausted || end.Reason != runner.ReasonWallLimit {
+		t.Fatalf("ended %s (%s), want exhausted %s", end.Status, end.Reason, runner.ReasonWallLimit)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Fatalf("the agent (pid %d) outlived the wall budget: kill 0 says %v", pid, err)
+	}
+}
+
+// agentPID waits for the pid file the agent writes in its workspace and
+// reads it; the agent is then alive.
+func agentPID(t *testing.T, e *env) int {
+	t.Helper()
+	var data []byte
+	if !waitFor(30*time.Second, func() bool {
+		found, _ := filepath.Glob(filepath.Join(e.work, "*", "ws", "agent.pid"))
+		if len(found) == 1 {
+			data, _ = os.ReadFile(found[0])
+		}
+		return len(data) > 0
+	}) {
+		t.Fatal("the agent wrote no pid file in its workspace")
+	}
+	pid, err := strconv.Atoi(string(data))
+	must(t, err)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the agent (pid %d) is not running: %v", pid, err)
+	}
+	return pid
 }
