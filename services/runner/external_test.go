@@ -319,3 +319,40 @@ func agentPID(t *testing.T, e *env) int {
 	}
 	return pid
 }
+
+// A stop decision ends the agent: once the decider finishes the run on
+// the agent's answer, the agent's next call is refused, starts no turn,
+// and the agent's process is ended; the run ends as decided.
+func TestExternalAgentStopDecisionEndsTheAgent(t *testing.T) {
+	e, logs := startWith(t)
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	bin := buildAgent(t)
+	c := fixtureCase(t, "{steps: 10}")
+	// The delay keeps the agent alive while the test reads its pid.
+	script := "turns:\n  - text: answer.txt is fine as it is.\n    delay: 2s\n  - text: still here\n  - text: still here\n"
+	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, script, bin, "--keep-going", "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
+	must(t, err)
+	must(t, fleettest.Request(e.ctx, e.b, "suite", "ext-stop", p, 1))
+	pid := agentPID(t, e)
+	log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ext-stop")
+	must(t, err)
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s (%s), want done as the stand-in decider decided", end.Status, end.Reason)
+	}
+	started := 0
+	for _, f := range log.Facts() {
+		if _, ok := f.Body.(events.TurnStarted); ok {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Fatalf("%d turns started, want 1: the call after the finish is refused", started)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
+	}
+}

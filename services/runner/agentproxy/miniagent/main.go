@@ -5,7 +5,7 @@
 // directory, and stops when a reply asks for no tool. It is no agent
 // anyone else wrote: the example's real agent is an npm package.
 //
-//	miniagent [--stream] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
+//	miniagent [--stream] [--keep-going] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
 //	miniagent --version
 package main
 
@@ -53,6 +53,7 @@ func main() {
 	stream := flag.Bool("stream", false, "ask for server-sent events")
 	pidfile := flag.String("pidfile", "", "write the process ID here first")
 	version := flag.Bool("version", false, "print the version and exit")
+	keepGoing := flag.Bool("keep-going", false, "after a reply with no tool call, ask again instead of stopping (until refused)")
 	flag.Parse()
 	if *version {
 		fmt.Println("miniagent 1.0")
@@ -81,6 +82,10 @@ func main() {
 		if len(reply.ToolCalls) == 0 {
 			if reply.Content != nil {
 				fmt.Println(*reply.Content)
+			}
+			if *keepGoing {
+				msgs = append(msgs, message{Role: "user", Content: str("Go on.")})
+				continue
 			}
 			return
 		}
