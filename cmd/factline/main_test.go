@@ -135,6 +135,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"serve", "--ack-wait", "10ms", "--store", t.TempDir()}, 2, "--ack-wait must be at least 1s"},
 		{[]string{"serve", "--max-deliver", "-1", "--store", t.TempDir()}, 2, "--max-deliver must be at least 1, got -1"},
 		{[]string{"run", "suite.yaml", "--instances", "0"}, 2, "--instances must be at least 1"},
+		{[]string{"run", "suite.yaml", "--request-window", "-1"}, 2, "--request-window must be at least 1, got -1"},
+		{[]string{"serve", "--request-window", "-3", "--store", t.TempDir()}, 2, "--request-window must be at least 1, got -3"},
+		{[]string{"run", "testdata/tiny/suite.yaml", "--nats", "nats://127.0.0.1:1", "--request-window", "5"}, 2, "with --nats the fleet's meter requests the runs"},
 		{[]string{"tail", "--since", "yesterday", "--store", t.TempDir()}, 2, `--since "yesterday"`},
 		{[]string{"report", "demo", "--json", "--csv", "--store", t.TempDir()}, 2, "give one of --json, --csv and --svg"},
 	}

@@ -42,6 +42,7 @@ func newRunCmd() *cobra.Command {
 	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")
 	fsyncFlag(c, &o.t.fsync)
 	fs.IntVar(&o.instances, "instances", 2, "runs the embedded runner drives at once")
+	requestWindowFlag(fs, &o.requestWindow)
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long without the suite's report, exit 1 (0: wait as long as it takes); with --nats the fleet goes on with the suite")
 	fs.DurationVar(&o.claimGrace, "claim-grace", 15*time.Second, "with --nats: after this long with no run started, say on stderr which service is missing and how to start it (0: never)")
 	o.loadExtensions = extensionsFlag(fs)
@@ -54,6 +55,7 @@ type runOptions struct {
 	asJSON         bool
 	outDir         string
 	instances      int
+	requestWindow  int
 	timeout        time.Duration
 	claimGrace     time.Duration
 	loadExtensions func() (*extensions.Allowlist, error)
@@ -63,6 +65,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	t := &o.t
 	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
+	}
+	if err := checkRequestWindow(o.requestWindow); err != nil {
+		return err
 	}
 	if o.timeout < 0 || o.claimGrace < 0 {
 		return usageError{"--timeout and --claim-grace must not be negative (0: none)"}
@@ -97,6 +102,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if t.url != "" {
 		if t.store != "" {
 			return usageError{"give --store or --nats, not both"}
+		}
+		if o.requestWindow != 0 {
+			return usageError{"--request-window sets the meter this process runs; with --nats the fleet's meter requests the runs (factline serve --request-window)"}
 		}
 		if b, closeBus, err = t.open(ctx); err != nil {
 			return err
@@ -135,7 +143,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// stopping quietly.
 		closeBus = func() {}
 		defer release()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow}.fleetOptions(nil))
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,8 @@ import (
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner"
 	"github.com/factline/factline/services/runner/extensions"
 )
@@ -44,6 +46,9 @@ type serveOptions struct {
 	// slotLease is how long a fleet-wide model limit's slot outlives a
 	// runner that stopped renewing it (zero: the runner's default).
 	slotLease time.Duration
+	// requestWindow is how many of a suite's runs the meter keeps
+	// requested and not ended (zero: the meter's default).
+	requestWindow int
 }
 
 // fleetOptions are the fleet of the named services (all five when names is
@@ -62,10 +67,14 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	if o.slotLease > 0 {
 		run = append(run, runner.WithModelSlotLease(o.slotLease))
 	}
+	var meterOpts []kit.Option
+	if o.requestWindow > 0 {
+		meterOpts = append(meterOpts, meter.WithRequestWindow(o.requestWindow))
+	}
 	return fleet.Options{
 		Services: names,
 		Shared:   []kit.Option{kit.WithLogger(slog.Default()), kit.WithConsumer(bus.ConsumerConfig{AckWait: o.ackWait, MaxDeliver: o.maxDeliver})},
-		Per:      map[string][]kit.Option{fleet.Runner: run, fleet.Grader: grade},
+		Per:      map[string][]kit.Option{fleet.Runner: run, fleet.Grader: grade, fleet.Meter: meterOpts},
 		Workers:  o.workers,
 	}
 }
@@ -111,6 +120,7 @@ func newServeCmd() *cobra.Command {
 	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
 	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces and graders restore candidates (default: the OS temp dir)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivery may go without an ack or heartbeat before another instance takes it over (default 30s; a runner's at least 2s, see docs/resume.md); every instance of a service must agree")
+	requestWindowFlag(fs, &o.requestWindow)
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
@@ -126,6 +136,7 @@ type serveFlags struct {
 	list, listen, workDir string
 	allowRemote, noAuth   bool
 	instances, maxDeliver int
+	requestWindow         int
 	ackWait, slotLease    time.Duration
 	metricsAddr           string
 	workers               map[string]int
@@ -159,6 +170,9 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}
+	}
+	if err := checkRequestWindow(o.requestWindow); err != nil {
+		return err
 	}
 	for n, w := range o.workers {
 		switch {
@@ -222,7 +236,8 @@ func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
 		}
 		defer stopMetrics()
 	}
-	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers, slotLease: o.slotLease}.fleetOptions(names))
+	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers, slotLease: o.slotLease,
+		requestWindow: o.requestWindow}.fleetOptions(names))
 	if err != nil {
 		return err
 	}
@@ -288,4 +303,18 @@ func serveMetrics(addr string, health func() error) (func(), error) {
 	go func() { _ = srv.Serve(ln) }()
 	slog.Info("serving metrics", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
+}
+
+// requestWindowFlag adds --request-window, the meter's window of runs
+// requested ahead (docs/suite.md#request-window).
+func requestWindowFlag(fs *pflag.FlagSet, n *int) {
+	fs.IntVar(n, "request-window", 0, fmt.Sprintf("the meter's window: how many of a suite's runs are requested and not ended at once (default %d; a few times the runs the fleet drives at once)", measure.DefaultWindow))
+}
+
+// checkRequestWindow refuses a window that could request nothing.
+func checkRequestWindow(n int) error {
+	if n < 0 {
+		return usageError{fmt.Sprintf("--request-window must be at least 1, got %d (0: the default, %d)", n, measure.DefaultWindow)}
+	}
+	return nil
 }

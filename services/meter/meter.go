@@ -1,11 +1,15 @@
 // Package meter is the meter stick's service shell. It consumes
-// suite.submitted, expanding the roster into run.requested facts with
-// deterministic run and message IDs (so a redelivered submission requests
-// nothing twice), each carrying the attempt's agent identity; and it
-// consumes run.ended and grade.verdict, folding the suite's facts with the
-// pure core in package measure until every planned attempt is settled, when
-// it stores the report as a blob and appends suite.reported. The report is
-// also the "suites" projection, which anyone can rebuild from the log.
+// suite.submitted, requesting the roster's attempts as run.requested facts
+// with deterministic run and message IDs (so a redelivered fact requests
+// nothing twice), each carrying the attempt's agent identity, a window of
+// them at a time: no more than the window are requested and not ended,
+// and each run.ended lets the next be requested. What is requested is
+// read from the log, never remembered, so a meter that restarts requests
+// exactly the attempts still to request. It also consumes run.ended and
+// grade.verdict, folding the suite's facts with the pure core in package
+// measure until every planned attempt is settled, when it stores the
+// report as a blob and appends suite.reported. The report is also the
+// "suites" projection, which anyone can rebuild from the log.
 package meter
 
 import (
@@ -38,12 +42,33 @@ var spec = kit.Spec{
 	SuiteCache:     64,
 }
 
+// config is the meter's own settings.
+type config struct {
+	window uint64
+}
+
+// WithRequestWindow sets how many of a suite's planned attempts may be
+// requested and not ended at once (default measure.DefaultWindow): a
+// few times the runs the fleet drives at once keeps every runner busy.
+// Every meter instance of a fleet should agree; one with a larger window
+// only requests further ahead.
+func WithRequestWindow(n int) kit.Option {
+	return kit.Own("WithRequestWindow", func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("window %d; a suite needs at least one run requested at a time", n)
+		}
+		c.window = uint64(n)
+		return nil
+	})
+}
+
 // Service is one meter instance.
 type Service struct {
-	sh    *kit.Shell
-	mu    sync.Mutex
-	cache map[string]*suiteState
-	order []string
+	sh     *kit.Shell
+	window uint64
+	mu     sync.Mutex
+	cache  map[string]*suiteState
+	order  []string
 	// reported remembers, for suites whose state was dropped once
 	// reported, the last stream sequence that report folded: a delivery at
 	// or before it is already in the report.
@@ -62,6 +87,16 @@ type suiteState struct {
 	suite string
 	count *measure.Counter
 	last  uint64
+	// submission is the ID of the suite.submitted the roster comes from,
+	// which its run.requested facts answer (causation).
+	submission string
+	// plan is what a run.requested says, decoded from the suite's blobs
+	// once; nil until the suite first requests.
+	plan *requestPlan
+	// next is the first planned attempt this instance has seen committed
+	// with every one before it; the count, read from the log, may lag
+	// behind the requests this instance just made.
+	next uint64
 	// stopping is the suite's early-stopping rule (nil: none), read from
 	// its spec once stoppingRead; stopSeen the grade changes the last
 	// decision saw.
@@ -71,25 +106,27 @@ type suiteState struct {
 }
 
 // New returns a meter instance on b, configured by the kit's shared
-// options (it keeps a suite cache, no run or policy cache). Start it with
-// Run.
+// options (it keeps a suite cache, no run or policy cache) and its own
+// (WithRequestWindow). Start it with Run.
 func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
-	sh, err := kit.New[struct{}](b, spec, nil, opts...)
+	cfg := config{window: measure.DefaultWindow}
+	sh, err := kit.New(b, spec, &cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{sh: sh, cache: map[string]*suiteState{}, reported: map[string]uint64{}}, nil
+	return &Service{sh: sh, window: cfg.window, cache: map[string]*suiteState{}, reported: map[string]uint64{}}, nil
 }
 
 // Run consumes until ctx is done.
 func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
 
-// Handle expands a submitted suite, or settles the suite a run.ended or
-// grade.verdict belongs to.
+// Handle requests the first window of a submitted suite, or settles the
+// suite a run.ended or grade.verdict belongs to, requesting as many more
+// attempts as the runs ended let it.
 func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	switch b := d.Fact.Body.(type) {
 	case events.SuiteSubmitted:
-		if err := s.Expand(ctx, d.Fact, b); err != nil {
+		if err := checkSize(d.Fact.Suite, b); err != nil {
 			return err
 		}
 	case events.RunEnded, events.GradeVerdict:
@@ -102,87 +139,144 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 	return s.settle(ctx, d.Fact.Suite, d.Seq)
 }
 
-// Expand commits one run.requested per planned attempt of a submitted
-// suite, each under its deterministic run ID and message ID, with the
-// attempt's agent identity and the case's budget. Expanding again requests
-// nothing twice.
+// Expand requests a submitted suite's attempts as far as its window
+// allows now, each under its deterministic run ID and message ID, with
+// the attempt's agent identity and the case's budget: what a delivery of
+// its suite.submitted does. Expanding again requests nothing twice.
 func (s *Service) Expand(ctx context.Context, submitted events.Fact, sub events.SuiteSubmitted) error {
-	suite := submitted.Suite
+	if err := checkSize(submitted.Suite, sub); err != nil {
+		return err
+	}
+	return s.settle(ctx, submitted.Suite, 0)
+}
+
+// checkSize refuses a suite over the bounds before a single run is
+// requested: the meter never builds a roster it cannot afford.
+func checkSize(suite string, sub events.SuiteSubmitted) error {
 	if n := measure.Size(sub); n > suites.MaxRuns {
 		// Whoever submitted it did not check; no retry makes it fit.
 		return bus.Permanent(fmt.Errorf("meter: suite %s: %d cases × %d treatments × %d trials = %d runs; a suite has at most %d",
 			suite, len(sub.Cases), len(sub.Treatments), sub.Trials, n, suites.MaxRuns))
 	}
-	kases := map[string]*cases.Case{}
-	treats := map[string]*cases.Treatment{}
-	digests := map[string]events.Digest{} // "c/<id>", "t/<id>"
+	return nil
+}
+
+// requestPlan is what the run.requested of a suite's attempts say, by case
+// and treatment: their decoded cases and treatments, digests, and the
+// agent identity of each pair (made when first needed). It costs memory
+// in the suite's cases and treatments, not in its runs.
+type requestPlan struct {
+	kases   map[string]*cases.Case
+	treats  map[string]*cases.Treatment
+	digests map[string]events.Digest // "c/<id>", "t/<id>"
+	ids     map[[2]string]identity
+}
+
+// identity is one case × treatment pair's agent identity.
+type identity struct {
+	id    events.Digest
+	comps []events.Component
+}
+
+// planOf decodes the suite's cases and treatments from their blobs.
+func (s *Service) planOf(ctx context.Context, sub *events.SuiteSubmitted) (*requestPlan, error) {
+	p := &requestPlan{kases: map[string]*cases.Case{}, treats: map[string]*cases.Treatment{},
+		digests: map[string]events.Digest{}, ids: map[[2]string]identity{}}
 	for _, r := range sub.Cases {
 		data, err := s.blob(ctx, "case", r.Digest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c, err := cases.DecodeCase(data)
 		if err != nil {
-			return bus.Permanent(fmt.Errorf("meter: case %s (%s): %w", r.ID, r.Digest, err))
+			return nil, bus.Permanent(fmt.Errorf("meter: case %s (%s): %w", r.ID, r.Digest, err))
 		}
-		kases[r.ID], digests["c/"+r.ID] = c, r.Digest
+		p.kases[r.ID], p.digests["c/"+r.ID] = c, r.Digest
 	}
 	for _, r := range sub.Treatments {
 		data, err := s.blob(ctx, "treatment", r.Digest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t, err := cases.DecodeTreatment(data)
 		if err != nil {
-			return bus.Permanent(fmt.Errorf("meter: treatment %s (%s): %w", r.ID, r.Digest, err))
+			return nil, bus.Permanent(fmt.Errorf("meter: treatment %s (%s): %w", r.ID, r.Digest, err))
 		}
-		treats[r.ID], digests["t/"+r.ID] = t, r.Digest
+		p.treats[r.ID], p.digests["t/"+r.ID] = t, r.Digest
+	}
+	return p, nil
+}
+
+// request is the run.requested of one planned attempt.
+func (p *requestPlan) request(m measure.Member) (events.RunRequested, error) {
+	c, t := p.kases[m.Case], p.treats[m.Treatment]
+	idt, ok := p.ids[[2]string{m.Case, m.Treatment}]
+	if !ok {
+		id, comps, err := suites.AgentIdentity(c, t)
+		if err != nil {
+			return events.RunRequested{}, bus.Permanent(fmt.Errorf("meter: %w", err))
+		}
+		idt = identity{id, comps}
+		p.ids[[2]string{m.Case, m.Treatment}] = idt
+	}
+	return events.RunRequested{Case: m.Case, CaseDigest: p.digests["c/"+m.Case], Treatment: m.Treatment,
+		TreatmentDigest: p.digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: idt.id,
+		Components: idt.comps}, nil
+}
+
+// request commits the run.requested of the suite's planned attempts its
+// window lets it request now (measure.Counter.ToRequest), in roster
+// order, each once: an attempt whose run already holds its request (a
+// redelivery, another meter instance, a meter that died mid-window) is
+// passed over by Commit. The window is counted from the facts the state
+// has folded, which never run ahead of the log, so the log never holds
+// more than the window requested and not ended.
+func (s *Service) request(ctx context.Context, st *suiteState) error {
+	sub := st.count.Submitted()
+	from, to := st.count.ToRequest(s.window)
+	from = max(from, st.next)
+	if from >= to {
+		return nil
+	}
+	if st.plan == nil {
+		p, err := s.planOf(ctx, sub)
+		if err != nil {
+			return err
+		}
+		st.plan = p
 	}
 	requested := 0
-	// The roster is streamed, and identities are kept for the case at hand
-	// only (one per treatment): memory follows the suite's cases and
-	// treatments, not its runs.
-	type identity struct {
-		id    events.Digest
-		comps []events.Component
-	}
-	var rowCase string
-	row := map[string]identity{}
-	for m := range measure.Members(sub) {
-		c, t := kases[m.Case], treats[m.Treatment]
-		if m.Case != rowCase {
-			rowCase = m.Case
-			clear(row)
+	for i := from; i < to; i++ {
+		if st.count.IsRequested(i) {
+			st.next = i + 1
+			continue
 		}
-		idt, ok := row[m.Treatment]
-		if !ok {
-			id, comps, err := suites.AgentIdentity(c, t)
-			if err != nil {
-				return bus.Permanent(fmt.Errorf("meter: %w", err))
-			}
-			idt = identity{id, comps}
-			row[m.Treatment] = idt
+		m := st.count.Member(i)
+		body, err := st.plan.request(m)
+		if err != nil {
+			return err
 		}
-		id, comps := idt.id, idt.comps
-		body := events.RunRequested{Case: m.Case, CaseDigest: digests["c/"+m.Case], Treatment: m.Treatment,
-			TreatmentDigest: digests["t/"+m.Treatment], Trial: m.Trial, Budget: suites.Budget(c), Identity: id, Components: comps}
-		recs, err := s.sh.Bus.Commit(ctx, nil, suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+		recs, err := s.sh.Bus.Commit(ctx, nil, st.suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
 			if _, ok := log.Requested(); ok {
 				return nil, nil
 			}
-			f, err := s.sh.Fact(events.Meta{Suite: suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
-				Causation: submitted.ID.String()}, body)
+			f, err := s.sh.Fact(events.Meta{Suite: st.suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
+				Causation: st.submission}, body)
 			return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(m.Run)}}, err
 		})
 		if err != nil {
-			return fmt.Errorf("meter: request %s/%s: %w", suite, m.Run, err)
+			return fmt.Errorf("meter: request %s/%s: %w", st.suite, m.Run, err)
 		}
+		// Committed now, or before: every attempt up to this one is.
+		st.next = i + 1
 		if len(recs) > 0 && !recs[0].Duplicate {
 			requested++
 		}
 	}
-	s.sh.Log.Info("suite expanded", "suite", suite, "requested", requested, "cases", len(sub.Cases),
-		"treatments", len(sub.Treatments), "trials", sub.Trials)
+	if from == 0 {
+		s.sh.Log.Info("suite submitted", "suite", st.suite, "requested", requested, "window", s.window,
+			"planned", measure.Size(*sub), "cases", len(sub.Cases), "treatments", len(sub.Treatments), "trials", sub.Trials)
+	}
 	return nil
 }
 
@@ -206,6 +300,12 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	}
 	if st.count.Submitted() == nil {
 		return nil // runs of a suite the meter did not plan
+	}
+	if measure.Size(*st.count.Submitted()) <= suites.MaxRuns {
+		// (One past the bounds was refused when it was delivered.)
+		if err := s.request(ctx, st); err != nil {
+			return err
+		}
 	}
 	if err := s.stopEarly(ctx, suite, st); err != nil {
 		return err
@@ -309,8 +409,15 @@ func (s *Service) state(suite string) *suiteState {
 // refresh counts the suite's facts committed since the state's last
 // sequence, through at least the sequence through. A fact of a run the
 // count let go of has the run's earlier facts read back.
+//
+// A short range (the facts since the suite's last delivery, as when the
+// meter keeps up) is read by direct gets of its every sequence: a read
+// through a consumer costs, in the server, as many subjects as the
+// stream's newest block holds, and a suite's every run.ended and
+// grade.verdict asks for one (docs/benchmarks.md#suite-size). A longer
+// one, or one with a sequence missing, is read through a consumer.
 func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) error {
-	_, err := s.sh.Bus.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(st.suite), FromSeq: st.last + 1, Through: through}, func(raw bus.Raw) error {
+	apply := func(raw bus.Raw) error {
 		f, err := raw.Fact()
 		if err != nil {
 			if errors.Is(err, events.ErrSubjectMismatch) {
@@ -322,16 +429,37 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 		if err := st.count.Apply(f, s.earlier(ctx, f.Suite, raw.Seq)); err != nil {
 			return err
 		}
+		if _, ok := f.Body.(events.SuiteSubmitted); ok && st.submission == "" && f.Suite == st.suite {
+			st.submission = f.ID.String() // the first submission fixes the roster
+		}
 		// What was counted before a failed read stays counted: the retry
 		// goes on from there instead of counting it twice.
 		st.last = raw.Seq
 		return nil
-	})
+	}
+	if through > 0 && through <= st.last {
+		return nil // counted already
+	}
+	if through > 0 && through-st.last <= maxDirectRange {
+		_, err := s.sh.Bus.ReadRange(ctx, events.FactPrefix+"."+st.suite+".", st.last+1, through, apply)
+		if err == nil {
+			st.last = through // every sequence up to it was looked at
+			return nil
+		}
+		if !errors.Is(err, bus.ErrRangeGap) {
+			return fmt.Errorf("meter: read suite %s: %w", st.suite, err)
+		}
+	}
+	_, err := s.sh.Bus.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(st.suite), FromSeq: st.last + 1, Through: through}, apply)
 	if err != nil {
 		return fmt.Errorf("meter: read suite %s: %w", st.suite, err)
 	}
 	return nil
 }
+
+// maxDirectRange bounds the range refresh reads by direct gets: messages
+// of other suites in it are read too, and skipped.
+const maxDirectRange = 256
 
 // earlier reads back a run's facts committed before stream sequence seq.
 func (s *Service) earlier(ctx context.Context, suite string, seq uint64) measure.Earlier {

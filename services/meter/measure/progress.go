@@ -59,6 +59,9 @@ type Counter struct {
 	// arrived, in facts applied (Attempt.GradedAt).
 	codes    perMember[rowCode]
 	gradedAt perMember[uint32]
+	// requested holds which members have a run.requested under their
+	// own run ID: the meter requests a suite in windows (ToRequest).
+	requested requestedSet
 	// open holds the counted runs not settled yet, with their facts.
 	open map[string]*openRun
 	// retriedBy maps a run to its retry (the first requested), retryOf
@@ -138,6 +141,9 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 	if f.Run == events.SuiteScope || c.sub == nil {
 		return nil
 	}
+	if _, ok := f.Body.(events.RunRequested); ok {
+		c.markRequested(f.Run)
+	}
 	if o, ok := c.open[f.Run]; ok {
 		o.a.apply(f, c.applied)
 		c.count(f.Run, o.a, o.members, f)
@@ -198,6 +204,7 @@ func (c *Counter) start(s events.SuiteSubmitted) {
 	}
 	c.codes = newPerMember[rowCode](Size(s))
 	c.gradedAt = newPerMember[uint32](Size(s))
+	c.requested = newRequestedSet(Size(s))
 }
 
 // link records a retry's place in its chain, as Log does.
@@ -248,8 +255,8 @@ func (c *Counter) bare(members []int) bool {
 
 // count re-classifies the members a run counts for after fact f, and
 // holds the run's facts while it is not settled and holds more than its
-// run.requested (which counts for nothing: a suite's runs are all
-// requested at once, and waiting ones are not held).
+// run.requested (which counts for nothing: the requested runs waiting for
+// a runner, as many as the meter's window, are not held).
 func (c *Counter) count(run string, a *Attempt, members []int, f events.Fact) {
 	settled := true
 	for _, i := range members {

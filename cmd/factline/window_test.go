@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
+)
+
+// storeFacts reads a suite's facts from a store no process holds, in
+// log order.
+func storeFacts(t *testing.T, store, suite string) []events.Fact {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Fact
+	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite)}, func(r bus.Raw) error {
+		f, err := r.Fact()
+		if err != nil {
+			return err
+		}
+		out = append(out, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkRequests asserts that each of planned runs was requested once and
+// that at no point of the log were more than window runs requested and
+// not ended.
+func checkRequests(t *testing.T, facts []events.Fact, window, planned int) {
+	t.Helper()
+	seen := map[string]bool{}
+	requested, ended, most := 0, 0, 0
+	for _, f := range facts {
+		switch f.Body.(type) {
+		case events.RunRequested:
+			if seen[f.Run] {
+				t.Errorf("%s requested twice", f.Run)
+			}
+			seen[f.Run] = true
+			requested++
+		case events.RunEnded:
+			ended++
+		}
+		most = max(most, requested-ended)
+	}
+	if requested != planned || ended != planned {
+		t.Errorf("%d runs requested and %d ended, want %d of each", requested, ended, planned)
+	}
+	if most > window {
+		t.Errorf("up to %d runs requested and not ended at once; the window is %d", most, window)
+	}
+}
+
+// 'factline run' SIGKILLed mid-suite, its meter with it, and run again on
+// its store: the second process requests exactly the runs the first did
+// not, each once, never more than the window ahead of the runs ended; the
+// suite is reported whole, as a run never killed reports it, and the
+// store passes the audit.
+func TestAKilledRunRequestsTheRestOfItsSuiteOnce(t *testing.T) {
+	const trials, window = 40, 4
+	suite := writeTrialsSuite(t, trials)
+	store := t.TempDir() + "/store"
+	args := []string{"run", suite, "--store", store, "--fsync", "interval", "--json", "--request-window", strconv.Itoa(window)}
+	first := startFactline(t, args...)
+	testutil.Within(t, 2*time.Minute, "a third of the runs ended", func() bool {
+		m := progressLine.FindAllStringSubmatch(first.errOut.String(), -1)
+		if len(m) == 0 {
+			return false
+		}
+		n, _ := strconv.Atoi(m[len(m)-1][3])
+		return n >= trials/3
+	})
+	first.kill(t)
+	if facts := storeFacts(t, store, "mem"); len(facts) == 0 {
+		t.Fatal("the killed run left no facts")
+	} else {
+		requested := 0
+		for _, f := range facts {
+			if _, ok := f.Body.(events.RunRequested); ok {
+				requested++
+			}
+		}
+		if requested == trials {
+			t.Fatalf("the killed run had requested every run: the test would prove nothing")
+		}
+	}
+	code, again, errOut := factline(t, args...)
+	if code != 0 {
+		t.Fatalf("run again: exit %d\n%s", code, errOut)
+	}
+	checkReport(t, "run again", again, "mem", trials)
+	checkRequests(t, storeFacts(t, store, "mem"), window, trials)
+	if code, out, errOut := factline(t, "audit", "--store", store); code != 0 {
+		t.Fatalf("audit: %d\n%s\n%s", code, out, errOut)
+	}
+
+	other := t.TempDir() + "/store"
+	code, whole, errOut := factline(t, "run", suite, "--store", other, "--fsync", "interval", "--json", "--request-window", strconv.Itoa(window))
+	if code != 0 {
+		t.Fatalf("the uninterrupted run: exit %d\n%s", code, errOut)
+	}
+	if a, b := normaliseReport(t, again), normaliseReport(t, whole); a != b {
+		t.Fatalf("the report after the kill differs from an uninterrupted run's:\n%s\n%s", a, b)
+	}
+}
+
+// normaliseReport drops what no two runs share (wall times) from a JSON
+// report.
+func normaliseReport(t *testing.T, report string) string {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal([]byte(report), &r); err != nil {
+		t.Fatalf("report does not parse: %v\n%s", err, report)
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch v := x.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if k == "wall_millis" || k == "millis" {
+					v[k] = 0
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(r)
+	out, _ := json.Marshal(r)
+	return string(out)
+}
