@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
+.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
 
 all: build
 
@@ -17,6 +17,12 @@ build:
 
 run: build
 	./$(BIN) run examples/demo/suite.yaml
+
+# qwen-code from npm (installed once into examples/external-agent/.cache)
+# and factline's own loop on one case (examples/external-agent/README.md).
+external-agent: build
+	examples/external-agent/install.sh
+	./$(BIN) run examples/external-agent/suite.yaml
 
 vet:
 	$(GO) vet $(PKGS)

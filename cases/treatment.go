@@ -24,6 +24,10 @@ type Treatment struct {
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// Cache is the response cache (absent: off).
 	Cache *Cache `yaml:"cache,omitempty" json:"cache,omitempty"`
+	// Agent, when set, runs an external agent in place of the runner's
+	// own loop, its model calls passing through a recorded proxy
+	// (agent.go, docs/agents.md).
+	Agent *Agent `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Scaffold changes the built-in agent: its system prompt, the tools
 	// it offers and their descriptions (absent: the defaults, and the
 	// identity a treatment had before scaffolds existed).
@@ -201,6 +205,14 @@ func (t *Treatment) normalise() error {
 	}
 	if err := t.Cache.check("cache"); err != nil {
 		return err
+	}
+	if err := t.Agent.check("agent"); err != nil {
+		return err
+	}
+	if t.Agent != nil && t.Scaffold != nil {
+		// An external agent brings its own prompt and tools: a scaffold
+		// would change nothing it does, and must not claim to.
+		return fieldErr("scaffold", "a scaffold shapes the built-in loop; a treatment with an agent runs the agent's own")
 	}
 	if err := t.Scaffold.check("scaffold", t.ID); err != nil {
 		return err

@@ -91,6 +91,9 @@ type attempt struct {
 	// turn's request, which repeats it and adds the turn's messages, is
 	// stored as a delta of it (see bus.Blobs.PutAfter).
 	lastRequest *bus.BlobVersion
+	// agentVersion is what the external agent's version command printed
+	// (external.go), recorded in the claim's identity.
+	agentVersion string
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,
