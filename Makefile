@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
+.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
 
 all: build
 
@@ -18,6 +18,12 @@ build:
 run: build
 	./$(BIN) run examples/demo/suite.yaml
 
+# qwen-code from npm (installed once into examples/external-agent/.cache)
+# and factline's own loop on one case (examples/external-agent/README.md).
+external-agent: build
+	examples/external-agent/install.sh
+	./$(BIN) run examples/external-agent/suite.yaml
+
 vet:
 	$(GO) vet $(PKGS)
 
@@ -26,7 +32,7 @@ vet:
 # test runs, naming each missing tool and the command that installs it.
 test: test-deps
 	$(MAKE) --no-print-directory vet fmt-check
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 test-deps:
 	@scripts/test-deps

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -328,24 +329,24 @@ func (in *Instrument) checkJudge(f string) error {
 	if m.Scripts != "" || len(m.ScriptFiles) > 0 {
 		return fieldErr(f+".model.scripts", "a judge takes its script inline in script")
 	}
-	switch m.Provider {
-	case ProviderScripted:
-		if in.Script == "" {
-			return fieldErr(f+".script", "a scripted judge needs its script")
+	if m.Provider == "" || !slices.Contains(Providers, m.Provider) {
+		if err := m.checkProvider(f + ".model"); err != nil {
+			return err
 		}
-	case ProviderOpenAI:
-		if in.Script != "" {
-			return fieldErr(f+".script", "only a scripted judge has a script")
-		}
-	case "":
-		return fieldErr(f+".model.provider", "required (%q or %q)", ProviderScripted, ProviderOpenAI)
-	default:
-		return fieldErr(f+".model.provider", "unknown provider %q (want %q or %q)", m.Provider, ProviderScripted, ProviderOpenAI)
+	}
+	switch {
+	case m.Provider == ProviderScripted && in.Script == "":
+		return fieldErr(f+".script", "a scripted judge needs its script")
+	case m.Provider != ProviderScripted && in.Script != "":
+		return fieldErr(f+".script", "only a scripted judge has a script")
 	}
 	if m.Name == "" {
 		return fieldErr(f+".model.name", "required: a judge is named so that it is never taken for the actor")
 	}
 	if err := m.checkSettings(f + ".model"); err != nil {
+		return err
+	}
+	if err := m.checkProvider(f + ".model"); err != nil {
 		return err
 	}
 	if in.Rubric == "" {

@@ -93,6 +93,9 @@ func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
 			return nil, err
 		}
 	}
+	if err := t.Agent.resolve(path); err != nil {
+		return nil, err
+	}
 	if err := t.loadPrompt(path, confine); err != nil {
 		return nil, err
 	}

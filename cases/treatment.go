@@ -24,6 +24,10 @@ type Treatment struct {
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
 	// Cache is the response cache (absent: off).
 	Cache *Cache `yaml:"cache,omitempty" json:"cache,omitempty"`
+	// Agent, when set, runs an external agent in place of the runner's
+	// own loop, its model calls passing through a recorded proxy
+	// (agent.go, docs/agents.md).
+	Agent *Agent `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Scaffold changes the built-in agent: its system prompt, the tools
 	// it offers and their descriptions (absent: the defaults, and the
 	// identity a treatment had before scaffolds existed).
@@ -32,7 +36,10 @@ type Treatment struct {
 
 // ModelSpec says which model answers.
 type ModelSpec struct {
-	// Provider is "scripted" or "openai".
+	// Provider is one of Providers: "scripted", "openai" (Chat
+	// Completions), "openai-responses" (OpenAI's Responses API) or
+	// "anthropic" (Anthropic's Messages API). It is part of the model
+	// identity component: the same model behind two APIs is two agents.
 	Provider string `yaml:"provider" json:"provider"`
 	// Scripts (scripted): a directory holding <case-id>.yaml per case,
 	// relative to the treatment file. Resolved into ScriptFiles.
@@ -58,6 +65,12 @@ type ModelSpec struct {
 	// 0 means unknown, and costs then stay unknown.
 	InputPrice  uint64 `yaml:"input_price,omitempty" json:"input_price,omitempty"`
 	OutputPrice uint64 `yaml:"output_price,omitempty" json:"output_price,omitempty"`
+	// CacheReadPrice and CacheWritePrice (openai-responses, anthropic) are
+	// cost units per million input tokens read from and written to the
+	// provider's prompt cache. 0: a read costs InputPrice (an upper bound)
+	// and the cost of a call that wrote to the cache is unknown.
+	CacheReadPrice  uint64 `yaml:"cache_read_price,omitempty" json:"cache_read_price,omitempty"`
+	CacheWritePrice uint64 `yaml:"cache_write_price,omitempty" json:"cache_write_price,omitempty"`
 	// Limits bound the calls to this model at this endpoint across every
 	// runner of the fleet (docs/models.md#fleet-wide-limits). Nil: none.
 	Limits *ModelLimits `yaml:"limits,omitempty" json:"limits,omitempty"`
@@ -99,8 +112,59 @@ var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhi
 // Model providers.
 const (
 	ProviderScripted = "scripted"
-	ProviderOpenAI   = "openai"
+	// ProviderOpenAI is any OpenAI-compatible Chat Completions endpoint.
+	ProviderOpenAI = "openai"
+	// ProviderOpenAIResponses is OpenAI's Responses API.
+	ProviderOpenAIResponses = "openai-responses"
+	// ProviderAnthropic is Anthropic's Messages API.
+	ProviderAnthropic = "anthropic"
 )
+
+// Providers are the model providers a treatment may name.
+var Providers = []string{ProviderScripted, ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic}
+
+// AnthropicEfforts are the reasoning_effort values Anthropic's Messages
+// API takes (its output_config.effort).
+var AnthropicEfforts = []string{"low", "medium", "high", "xhigh", "max"}
+
+// checkProvider refuses a provider no one serves, a hosted model without a
+// name and settings the provider's API cannot carry: a request that could
+// never be sent is a treatment error when it is loaded, not a run that
+// errs at its first turn.
+func (m ModelSpec) checkProvider(field string) error {
+	switch m.Provider {
+	case ProviderScripted:
+		return nil
+	case ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic:
+		if m.Name == "" {
+			return fieldErr(field+".name", "required for provider %q", m.Provider)
+		}
+	case "":
+		return fieldErr(field+".provider", "required (one of %q)", Providers)
+	default:
+		return fieldErr(field+".provider", "unknown provider %q (want one of %q)", m.Provider, Providers)
+	}
+	refuse := func(name string, set bool) error {
+		if set {
+			return fieldErr(field+"."+name, "provider %q takes no %s", m.Provider, name)
+		}
+		return nil
+	}
+	switch m.Provider {
+	case ProviderAnthropic:
+		for _, e := range []error{refuse("temperature", m.Temperature != nil), refuse("top_p", m.TopP != nil), refuse("seed", m.Seed != nil)} {
+			if e != nil {
+				return e
+			}
+		}
+		if e := m.ReasoningEffort; e != "" && !slices.Contains(AnthropicEfforts, e) {
+			return fieldErr(field+".reasoning_effort", "provider %q takes one of %v, not %q", m.Provider, AnthropicEfforts, e)
+		}
+	case ProviderOpenAIResponses:
+		return refuse("seed", m.Seed != nil)
+	}
+	return nil
+}
 
 // ParseTreatment parses treatment YAML; name is used in errors.
 func ParseTreatment(name string, data []byte) (*Treatment, error) {
@@ -122,19 +186,11 @@ func (t *Treatment) normalise() error {
 	if err := events.ValidateToken("id", t.ID); err != nil {
 		return fieldErr("id", "%v", err)
 	}
-	switch t.Model.Provider {
-	case ProviderScripted:
-		if t.Model.Scripts == "" && len(t.Model.ScriptFiles) == 0 {
-			return fieldErr("model.scripts", "a scripted model needs a scripts directory")
-		}
-	case ProviderOpenAI:
-		if t.Model.Name == "" {
-			return fieldErr("model.name", "required for provider %q", ProviderOpenAI)
-		}
-	case "":
-		return fieldErr("model.provider", "required (%q or %q)", ProviderScripted, ProviderOpenAI)
-	default:
-		return fieldErr("model.provider", "unknown provider %q (want %q or %q)", t.Model.Provider, ProviderScripted, ProviderOpenAI)
+	if err := t.Model.checkProvider("model"); err != nil {
+		return err
+	}
+	if t.Model.Provider == ProviderScripted && t.Model.Scripts == "" && len(t.Model.ScriptFiles) == 0 {
+		return fieldErr("model.scripts", "a scripted model needs a scripts directory")
 	}
 	if err := t.Model.checkSettings("model"); err != nil {
 		return err
@@ -149,6 +205,14 @@ func (t *Treatment) normalise() error {
 	}
 	if err := t.Cache.check("cache"); err != nil {
 		return err
+	}
+	if err := t.Agent.check("agent"); err != nil {
+		return err
+	}
+	if t.Agent != nil && t.Scaffold != nil {
+		// An external agent brings its own prompt and tools: a scaffold
+		// would change nothing it does, and must not claim to.
+		return fieldErr("scaffold", "a scaffold shapes the built-in loop; a treatment with an agent runs the agent's own")
 	}
 	if err := t.Scaffold.check("scaffold", t.ID); err != nil {
 		return err

@@ -256,6 +256,19 @@ func TestEveryExampleRunsWithOneCommand(t *testing.T) {
 				}
 				return
 			}
+			if name == "external-agent" {
+				// Its agent comes from the npm registry (install.sh, once):
+				// no test downloads it. services/runner's external-agent
+				// tests run the same proxy with the tests' own miniagent.
+				var body string
+				for _, f := range fs {
+					body += f.body
+				}
+				if !strings.Contains(body, "examples/external-agent/install.sh") || !strings.Contains(body, "examples/external-agent/suite.yaml") {
+					t.Fatalf("%s: the commands do not install the agent and run the suite", readme)
+				}
+				return
+			}
 			if len(run) != 1 || strings.Count(strings.TrimSpace(run[0].body), "\n") != 0 {
 				t.Fatalf("%s: want one `run` block of one command that runs the example, found %d", readme, len(run))
 			}

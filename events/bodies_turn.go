@@ -30,12 +30,15 @@ func (b TurnStarted) validate(p string) error {
 // (the part of InputTokens read from the provider's prompt cache) and
 // ReasoningTokens (the part of OutputTokens spent on hidden reasoning) are
 // nil when the provider did not report them: unknown, never zero.
+// CacheWriteInputTokens (the part of InputTokens written to the
+// provider's prompt cache, billed at its own price) likewise.
 type Usage struct {
-	InputTokens       uint64  `msgpack:"input_tokens"`
-	OutputTokens      uint64  `msgpack:"output_tokens"`
-	Cost              *uint64 `msgpack:"cost,omitempty"`
-	CachedInputTokens *uint64 `msgpack:"cached_input_tokens,omitempty"`
-	ReasoningTokens   *uint64 `msgpack:"reasoning_tokens,omitempty"`
+	InputTokens           uint64  `msgpack:"input_tokens"`
+	OutputTokens          uint64  `msgpack:"output_tokens"`
+	Cost                  *uint64 `msgpack:"cost,omitempty"`
+	CachedInputTokens     *uint64 `msgpack:"cached_input_tokens,omitempty"`
+	ReasoningTokens       *uint64 `msgpack:"reasoning_tokens,omitempty"`
+	CacheWriteInputTokens *uint64 `msgpack:"cache_write_input_tokens,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Args is the JSON text of the

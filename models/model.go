@@ -3,8 +3,9 @@
 // A model takes a bounded context, tool schemas and settings and returns
 // text and/or tool calls with usage (or none: unknown usage) or a typed
 // error. Providers live in subpackages: scripted (deterministic scripts for
-// examples, tests and benchmarks) and openai (any OpenAI-compatible Chat
-// Completions endpoint).
+// examples, tests and benchmarks), openai (any OpenAI-compatible Chat
+// Completions endpoint), responses (OpenAI's Responses API) and anthropic
+// (Anthropic's Messages API); hosted builds the one a model spec names.
 package models
 
 import (
@@ -76,13 +77,17 @@ type Request struct {
 // budget uses, nil when the provider reports tokens but no price is known.
 // CachedInputTokens (read from the provider's prompt cache, part of
 // InputTokens) and ReasoningTokens (hidden reasoning, part of OutputTokens)
-// are nil when the provider does not report them.
+// are nil when the provider does not report them, and so is
+// CacheWriteInputTokens (written to the provider's prompt cache, part of
+// InputTokens: Anthropic's cache_creation_input_tokens, the Responses
+// API's cache_write_tokens).
 type Usage struct {
-	InputTokens       uint64  `json:"input_tokens"`
-	OutputTokens      uint64  `json:"output_tokens"`
-	Cost              *uint64 `json:"cost,omitempty"`
-	CachedInputTokens *uint64 `json:"cached_input_tokens,omitempty"`
-	ReasoningTokens   *uint64 `json:"reasoning_tokens,omitempty"`
+	InputTokens           uint64  `json:"input_tokens"`
+	OutputTokens          uint64  `json:"output_tokens"`
+	Cost                  *uint64 `json:"cost,omitempty"`
+	CachedInputTokens     *uint64 `json:"cached_input_tokens,omitempty"`
+	ReasoningTokens       *uint64 `json:"reasoning_tokens,omitempty"`
+	CacheWriteInputTokens *uint64 `json:"cache_write_input_tokens,omitempty"`
 }
 
 // Finish reasons a reply can carry.
@@ -110,7 +115,8 @@ type Reply struct {
 
 // Model is the port every provider implements.
 type Model interface {
-	// Provider names the provider ("scripted", "openai").
+	// Provider names the provider ("scripted", "openai",
+	// "openai-responses", "anthropic").
 	Provider() string
 	// Render returns the exact request body the provider will send for req,
 	// after every transformation. The runner stores it as a blob and

@@ -71,10 +71,12 @@ func Summary(f events.Fact) string {
 	case events.TurnCompleted:
 		e := b.Evidence
 		line := fmt.Sprintf("turn=%d intent=%s dispatches=%d", e.Turn, e.ActorIntent.Type(), len(e.Dispatches))
-		if len(e.Dispatches) == 0 {
+		if _, done := e.ActorIntent.Variant().(events.IntentProposeDone); done && len(e.Dispatches) == 0 {
 			// Every call of a reply is settled into the turn's evidence,
 			// refused ones too: none means the reply had none, and the
-			// runner read it as a proposal to finish.
+			// runner read it as a proposal to finish. (An external
+			// agent's turn that continues holds no dispatches although
+			// its reply called the agent's own tools.)
 			line += " (" + NoToolCall + ")"
 		}
 		return line

@@ -43,3 +43,14 @@ func TestAReplyWithNoToolCallSaysSo(t *testing.T) {
 		t.Errorf("a turn with a dispatch renders %q", worked)
 	}
 }
+
+// An external agent's turn that called the agent's own tools holds no
+// dispatches and continues: its line does not say the model made no tool
+// call (it made some; the agent ran them).
+func TestAnExternalAgentsToolTurnDoesNotSayNoToolCall(t *testing.T) {
+	line := Summary(fact(t, events.TurnCompleted{Evidence: events.RunEvidence{RunID: "r", TaskGeneration: 1, Turn: 1,
+		EvidencePosition: 4, ActorIntent: events.Continue()}}))
+	if strings.Contains(line, NoToolCall) || !strings.Contains(line, "dispatches=0") {
+		t.Fatalf("an external agent's turn with calls renders %q", line)
+	}
+}

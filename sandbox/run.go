@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,20 @@ type Command struct {
 	// OutputCap bounds the output kept, stdout and stderr together (zero or
 	// less: nothing is kept).
 	OutputCap int
+	// Stdin is written to the command's standard input, which is then
+	// closed (empty: end of file at once). A container's command reads
+	// end of file at once: its engine is not given the input.
+	Stdin string
+	// HostNetwork keeps the host's network namespace where the
+	// containment would give the command a fresh one without network: for
+	// an external agent, which must reach its attempt's model endpoint on
+	// the host's loopback (docs/agents.md). Containers ignore it.
+	HostNetwork bool
+	// NoAddressSpaceLimit lifts the containment's address-space limit
+	// (RLIMIT_AS) for this command, keeping every other: V8 reserves far
+	// more address space than it uses (WebAssembly's guard regions), so a
+	// Node.js agent cannot even make an HTTP request under it.
+	NoAddressSpaceLimit bool
 }
 
 // Result is how a contained command ended.
@@ -83,12 +98,20 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("start command: %w", err)
 	}
+	if cmd.NoAddressSpaceLimit && c != nil {
+		lifted := *c
+		lifted.limits.AddressSpace = 0
+		c = &lifted
+	}
 	argv := c.wrap(cmd.Script)
 	proc := exec.Command(argv[0], argv[1:]...)
 	proc.Dir = cmd.Dir
 	// Never nil: a nil Env would hand the caller's whole environment over.
 	proc.Env = append([]string{}, cmd.Env...)
-	proc.SysProcAttr = s.sysProcAttr()
+	proc.SysProcAttr = s.sysProcAttr(cmd.HostNetwork)
+	if cmd.Stdin != "" {
+		proc.Stdin = strings.NewReader(cmd.Stdin)
+	}
 	sv, err := supervise(ctx, proc, cmd.OutputCap, start(proc), func() {
 		// Whatever the command left running goes too. The session
 		// leader's pid is its process group: kill the group, not just

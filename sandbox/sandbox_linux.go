@@ -10,8 +10,8 @@ import (
 
 // sysProcAttr is how a contained command is started: its own session (and
 // so its own process group), and as far as the host allows its own user
-// and network namespace.
-func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
+// and network namespace (unless hostNet keeps the host's network).
+func (s *Sandbox) sysProcAttr(hostNet bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if s == nil || s.c == nil {
 		return attr
@@ -20,7 +20,7 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 		// No supplementary groups: root's stay behind.
 		attr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}
 	}
-	if s.c.netns {
+	if s.c.netns && !hostNet {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 		if s.c.userns {
 			// Not root: a user namespace in which the service's uid maps to

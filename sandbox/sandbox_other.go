@@ -9,7 +9,7 @@ import (
 
 // sysProcAttr starts a command in its own session. User and network
 // namespaces are Linux features; the probe reports them unsupported here.
-func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
+func (s *Sandbox) sysProcAttr(bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if s != nil && s.uid != 0 {
 		attr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}

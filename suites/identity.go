@@ -60,7 +60,30 @@ const (
 	// read under other scorers measure something else, and a comparison
 	// across them must name it.
 	ComponentScorers = "scorers"
+	// ComponentAgent is the external agent a treatment runs in place of
+	// the runner's loop (only when it names one): its command, environment
+	// templates, stdin template and wire (AgentComponent). The runner's
+	// run.claimed adds the version the agent's own version command printed
+	// on that runner, so that two installations of different versions are
+	// two agents.
+	ComponentAgent = "agent"
 )
+
+// AgentComponent is the value of the agent component of a, with the
+// version its version command printed ("" when not asked or none).
+func AgentComponent(a *cases.Agent, version string) (string, error) {
+	b, err := json.Marshal(struct {
+		Command []string          `json:"command"`
+		Env     map[string]string `json:"env,omitempty"`
+		Stdin   string            `json:"stdin,omitempty"`
+		Wire    string            `json:"wire"`
+		Version string            `json:"version,omitempty"`
+	}{a.Command, a.Env, a.Stdin, a.WireOf(), version})
+	if err != nil {
+		return "", fmt.Errorf("agent component: %w", err)
+	}
+	return string(b), nil
+}
 
 // StallComponentVersion is the form of the stall component's value: 2 is
 // snake_case keys as every other value has, with "version": 2 first.
@@ -185,6 +208,18 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentEnvironment, pinned})
+	}
+	if t.Agent != nil {
+		// Only then: a treatment of the runner's own loop keeps its
+		// identity.
+		v, err := AgentComponent(t.Agent, "")
+		if err != nil {
+			return "", nil, fmt.Errorf("identity of %s under %s: %w", c.ID, t.ID, err)
+		}
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentAgent, v})
 	}
 	if prompt != cases.DefaultSystemPrompt {
 		// Only then, like extensions: a treatment that sets no prompt

@@ -9,7 +9,6 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/factline/factline/internal/sleep"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/internal/httpmodel"
 )
 
 // Provider is the provider name of this package's models.
@@ -114,7 +114,7 @@ func New(cfg Config) (*Model, error) {
 	m := &Model{
 		cfg:    cfg,
 		svc:    sdk.NewChatCompletionService(opts...),
-		redact: redactor(key),
+		redact: httpmodel.Redactor(key),
 		sleep:  sleep.For,
 		now:    time.Now,
 		jitter: rand.Float64,
@@ -124,16 +124,6 @@ func New(cfg Config) (*Model, error) {
 
 func configError(format string, args ...any) *models.Error {
 	return &models.Error{Kind: models.ErrConfig, Provider: Provider, Err: fmt.Errorf(format, args...)}
-}
-
-// redactor returns a function that removes key from a text.
-func redactor(key string) func(string) string {
-	return func(s string) string {
-		if key == "" {
-			return s
-		}
-		return strings.ReplaceAll(s, key, redactedMessage)
-	}
 }
 
 // String describes the model without its key.
@@ -163,73 +153,18 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 	if err != nil {
 		return models.Reply{}, err
 	}
-	maxAttempts := m.cfg.MaxRetries + 1
-	for attempt := 1; ; attempt++ {
+	retry := httpmodel.Retry{Provider: Provider, MaxRetries: m.cfg.MaxRetries, MaxBackoff: m.cfg.MaxBackoff, Sleep: m.sleep, Jitter: m.jitter}
+	return retry.Do(ctx, func(ctx context.Context) (models.Reply, *httpmodel.Failure) {
 		reply, f := m.attempt(ctx, params, body)
 		if f == nil {
 			return reply, nil
 		}
-		if f.ctxErr != nil {
-			return models.Reply{}, m.contextError(attempt, f.ctxErr)
-		}
-		f.err.Attempts = attempt
-		if st := f.err.Status; st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
-			// Every throttled attempt, the retried ones too: a limiter
-			// shared by the fleet must slow down while this call still
-			// retries, not only once it gives up.
-			models.ReportThrottle(ctx, models.Throttle{Status: st, RetryAfter: f.err.RetryAfter})
-		}
-		if !f.retry || attempt >= maxAttempts {
-			return models.Reply{}, f.err
-		}
-		if f.err.RetryAfter > m.cfg.MaxBackoff {
-			f.err.Err = &cause{msg: fmt.Sprintf("%s; the provider asks to wait %s, more than the %s cap",
-				f.err.Err, f.err.RetryAfter, m.cfg.MaxBackoff), err: f.err.Err}
-			return models.Reply{}, f.err
-		}
-		if err := m.sleep(ctx, m.backoff(attempt, f.err.RetryAfter)); err != nil {
-			return models.Reply{}, m.contextError(attempt, err)
-		}
-	}
+		return models.Reply{}, &httpmodel.Failure{Err: f.err, Retry: f.retry, CtxErr: f.ctxErr}
+	})
 }
 
-// backoff is the wait after failed attempt n (1-based): what the provider
-// asked for plus up to 10% (at most 1s) of jitter, or an exponential backoff
-// from 500ms with equal jitter; never more than MaxBackoff and never less
-// than retryAfter.
+// backoff is the wait after failed attempt n (1-based), as
+// httpmodel.Backoff has it for every hosted provider.
 func (m *Model) backoff(n int, retryAfter time.Duration) time.Duration {
-	maxWait := m.cfg.MaxBackoff
-	if retryAfter > 0 {
-		jitter := min(retryAfter/10, time.Second)
-		return max(retryAfter, min(retryAfter+time.Duration(m.jitter()*float64(jitter)), maxWait))
-	}
-	d := maxWait
-	if n < 30 {
-		d = min(500*time.Millisecond<<(n-1), maxWait)
-	}
-	return d/2 + time.Duration(m.jitter()*float64(d/2))
+	return httpmodel.Backoff(n, retryAfter, m.cfg.MaxBackoff, m.jitter)
 }
-
-// contextError maps the end of the caller's ctx after attempts attempts.
-func (m *Model) contextError(attempts int, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &models.Error{Kind: models.ErrTimeout, Provider: Provider, Attempts: attempts,
-			Err: fmt.Errorf("the caller's deadline passed: %w", err)}
-	}
-	return fmt.Errorf("openai: call canceled after %d attempts: %w", attempts, err)
-}
-
-// cause is an error text (already redacted) that still answers errors.Is
-// for the error it came from, without exposing that error: its text could
-// hold what redaction removed.
-type cause struct {
-	msg string
-	err error
-}
-
-// Error returns the redacted text.
-func (c *cause) Error() string { return c.msg }
-
-// Is reports whether the original error matches target (e.g.
-// context.DeadlineExceeded).
-func (c *cause) Is(target error) bool { return errors.Is(c.err, target) }

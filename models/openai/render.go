@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"math/bits"
-	"strconv"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/internal/httpmodel"
 )
 
 // Render returns the exact JSON body Complete POSTs for req: the SDK's
@@ -121,44 +119,7 @@ func messageParam(msg models.Message) (sdk.ChatCompletionMessageParamUnion, erro
 
 // schema decodes a tool's JSON schema, keeping integers exact.
 func schema(raw json.RawMessage) (shared.FunctionParameters, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v map[string]any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("not a JSON object: trailing data")
-	}
-	if v == nil {
-		return nil, fmt.Errorf("not a JSON object: null")
-	}
-	return numbers(v).(map[string]any), nil
-}
-
-// numbers replaces the json.Numbers in v by int64, uint64 or float64 (the
-// SDK's encoder would write a json.Number as a string).
-func numbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return i
-		}
-		if u, err := strconv.ParseUint(string(x), 10, 64); err == nil {
-			return u
-		}
-		f, _ := x.Float64() // valid JSON numbers parse; huge ones become ±Inf, caught by the encoder
-		return f
-	}
-	return v
+	return httpmodel.Schema(raw)
 }
 
 // Reserve returns the worst-case cost of req in cost units: the input
@@ -186,19 +147,5 @@ func (m *Model) Reserve(req models.Request) uint64 {
 // cost is ceil((in*inPrice + out*outPrice) / 1e6), saturating at the
 // largest uint64 instead of overflowing.
 func cost(in, out, inPrice, outPrice uint64) uint64 {
-	hi1, lo1 := bits.Mul64(in, inPrice)
-	hi2, lo2 := bits.Mul64(out, outPrice)
-	lo, carry := bits.Add64(lo1, lo2, 0)
-	hi, overflow := bits.Add64(hi1, hi2, carry)
-	if overflow != 0 {
-		return math.MaxUint64
-	}
-	// Round up: add 1e6-1 to the 128-bit sum.
-	lo, carry = bits.Add64(lo, 1_000_000-1, 0)
-	hi, overflow = bits.Add64(hi, 0, carry)
-	if overflow != 0 || hi >= 1_000_000 {
-		return math.MaxUint64
-	}
-	q, _ := bits.Div64(hi, lo, 1_000_000)
-	return q
+	return httpmodel.Cost(httpmodel.Priced{Tokens: in, Price: inPrice}, httpmodel.Priced{Tokens: out, Price: outPrice})
 }

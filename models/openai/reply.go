@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/internal/httpmodel"
 )
 
 // maxErrorBody bounds how much of an error body is read for its message.
@@ -101,7 +100,7 @@ func (m *Model) fail(kind models.ErrorKind, status int, retry bool, err, orig er
 		orig = err
 	}
 	return &failure{
-		err:   &models.Error{Kind: kind, Provider: Provider, Status: status, Err: &cause{msg: m.redact(err.Error()), err: orig}},
+		err:   &models.Error{Kind: kind, Provider: Provider, Status: status, Err: &httpmodel.Cause{Msg: m.redact(err.Error()), Orig: orig}},
 		retry: retry,
 	}
 }
@@ -155,39 +154,8 @@ func isContentFilter(code string) bool {
 }
 
 // retryAfter reads Retry-After-Ms (milliseconds) or Retry-After (seconds or
-// an HTTP date); 0 when absent or unusable.
-func (m *Model) retryAfter(h http.Header) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
-			return durationOf(ms, time.Millisecond)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && !math.IsInf(s, 0) {
-			return durationOf(s, time.Second)
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(m.now()); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-// durationOf converts v units to a Duration, saturating.
-func durationOf(v float64, unit time.Duration) time.Duration {
-	f := v * float64(unit)
-	if f >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(math.Ceil(f))
-}
+// an HTTP date); 0 when absent or unusable (httpmodel.RetryAfter).
+func (m *Model) retryAfter(h http.Header) time.Duration { return httpmodel.RetryAfter(h, m.now()) }
 
 // parseReply maps a Chat Completions response body onto a Reply; redact
 // cleans what of the body an error quotes.
@@ -265,9 +233,4 @@ func clip(s string) string { return clipTo(s, 120) }
 
 // clipTo shortens s to at most n bytes (plus an ellipsis), never cutting a
 // character in two.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
+func clipTo(s string, n int) string { return httpmodel.ClipTo(s, n) }

@@ -12,26 +12,22 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
-	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/models/hosted"
 	"github.com/factline/factline/models/scripted"
 	"github.com/factline/factline/services/grader/grade"
 	"github.com/factline/factline/workspace"
 )
 
 // DefaultJudges builds a judge's model from the case: a scripted model from
-// its inline script, or an OpenAI-compatible endpoint whose key comes from
+// its inline script, or a hosted API (package hosted) whose key comes from
 // the environment.
 func DefaultJudges(ctx context.Context, in cases.Instrument) (models.Model, error) {
 	m := in.Model
-	switch m.Provider {
-	case cases.ProviderScripted:
+	switch {
+	case m.Provider == cases.ProviderScripted:
 		return scripted.Parse(in.ID+".yaml", []byte(in.Script))
-	case cases.ProviderOpenAI:
-		cfg, err := openai.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}.FromEnv()
-		if err != nil {
-			return nil, err
-		}
-		return openai.New(cfg)
+	case hosted.Is(m.Provider):
+		return hosted.New(*m)
 	}
 	return nil, fmt.Errorf("unknown judge provider %q", m.Provider)
 }
@@ -137,7 +133,7 @@ func eventUsage(u *models.Usage) *events.Usage {
 		return nil
 	}
 	return &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
-		CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
+		CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 }
 
 // judgePrompt is the rubric, the changed paths and the named files.

@@ -91,6 +91,9 @@ type attempt struct {
 	// turn's request, which repeats it and adds the turn's messages, is
 	// stored as a delta of it (see bus.Blobs.PutAfter).
 	lastRequest *bus.BlobVersion
+	// agentVersion is what the external agent's version command printed
+	// (external.go), recorded in the claim's identity.
+	agentVersion string
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,
@@ -529,7 +532,7 @@ func repliedFact(turn uint32, provider string, r models.Reply) events.ModelRepli
 	out := events.ModelReplied{Turn: turn, Provider: provider, Model: r.Model, Text: r.Text, Calls: calls, Finish: r.Finish}
 	if u := r.Usage; u != nil {
 		out.Usage = &events.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
-			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens}
+			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 	}
 	step.NameCalls(out.Calls)
 	return out

@@ -11,7 +11,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
-	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/models/hosted"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/step"
 )
@@ -74,10 +74,10 @@ func newResponseCache(kase *cases.Case, t *cases.Treatment, settings models.Sett
 		return nil, nil
 	}
 	id := cacheIdentity{Trial: trial, Provider: t.Model.Provider, Settings: settings}
-	switch t.Model.Provider {
-	case cases.ProviderOpenAI:
-		id.Endpoint = openai.Endpoint(t.Model.BaseURL)
-	case cases.ProviderScripted:
+	switch {
+	case hosted.Is(t.Model.Provider):
+		id.Endpoint = hosted.Endpoint(t.Model)
+	case t.Model.Provider == cases.ProviderScripted:
 		id.Script = events.DigestOf([]byte(t.Model.ScriptFiles[kase.ID]))
 	}
 	data, err := json.Marshal(id)

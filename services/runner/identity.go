@@ -68,6 +68,16 @@ func (a *attempt) claimIdentity(claim *events.RunClaimed) error {
 			return err
 		}
 	}
+	if ag := a.eff.Treatment.Agent; ag != nil {
+		// The agent as installed on this runner: its own version output.
+		value, err := suites.AgentComponent(ag, a.agentVersion)
+		if err != nil {
+			return err
+		}
+		if _, comps, err = suites.WithComponent(comps, suites.ComponentAgent, value); err != nil {
+			return err
+		}
+	}
 	claim.Identity, _, err = suites.WithComponent(comps, suites.ComponentHarness, harness)
 	return err
 }

@@ -45,7 +45,7 @@ func (s *Service) limited(m models.Model, t *cases.Treatment) (models.Model, err
 	if l.MaxRequestsPerMinute != nil {
 		spec.MaxRequestsPerMinute = *l.MaxRequestsPerMinute
 	}
-	provider, base, name := t.Model.Provider, t.Model.BaseURL, t.Model.Name
+	provider, base, name := limitProvider(t.Model.Provider), t.Model.BaseURL, t.Model.Name
 	lim, err := limit.New(limit.Config{
 		Store: limitStore{s.bus.Limits()}, Key: limit.Key(provider, base, name), Label: limit.Label(provider, base, name),
 		Spec: spec, Holder: s.instance, Lease: s.slotLease, Observer: limitMetrics{}, Logger: s.log,
@@ -54,6 +54,16 @@ func (s *Service) limited(m models.Model, t *cases.Treatment) (models.Model, err
 		return nil, err
 	}
 	return limit.Wrap(m, lim), nil
+}
+
+// limitProvider names the provider in a limit's key: OpenAI's two APIs at
+// one endpoint draw on one account's rate limits for a model, so their
+// calls share one limit; every other provider is its own.
+func limitProvider(provider string) string {
+	if provider == cases.ProviderOpenAIResponses {
+		return cases.ProviderOpenAI
+	}
+	return provider
 }
 
 // limitStore is the bus's LIMITS bucket as a limit.Store.

@@ -259,7 +259,12 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return bus.Permanent(err)
 	}
 	go a.ctl.watch(sigs)
-	end, err := a.loop(ctx)
+	var end step.Ending
+	if a.eff.Treatment != nil && a.eff.Treatment.Agent != nil {
+		end, err = a.external(ctx)
+	} else {
+		end, err = a.loop(ctx)
+	}
 	// The run's extension servers end with its last dispatch, before the
 	// candidate is sealed, and so does its container: none outlives the
 	// run's ending.
@@ -418,6 +423,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	claim := events.RunClaimed{Runner: s.instance, Lease: a.lease, Containment: sb.Record()}
 	if err := a.startExtensions(ctx, admitted, minimalEnv(home, tmp, nil), &claim); err != nil {
 		return nil, err
+	}
+	if ag := treat.Agent; ag != nil {
+		a.agentVersion = a.agentVersionOf(ctx, ag)
 	}
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err

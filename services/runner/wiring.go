@@ -9,7 +9,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
-	"github.com/factline/factline/models/openai"
+	"github.com/factline/factline/models/hosted"
 	"github.com/factline/factline/models/scripted"
 	"github.com/factline/factline/services/runner/tools"
 	"github.com/factline/factline/workspace"
@@ -77,8 +77,9 @@ func (w storedWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {
 }
 
 // Models builds the model a treatment names: a scripted model from the
-// treatment's script for the case, or an OpenAI-compatible endpoint whose
-// key comes from the environment.
+// treatment's script for the case, or a hosted API (package hosted:
+// Chat Completions, the Responses API, Anthropic Messages) whose key comes
+// from the environment.
 func Models(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error) {
 	switch t.Model.Provider {
 	case cases.ProviderScripted:
@@ -91,13 +92,9 @@ func Models(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Mode
 			return nil, err
 		}
 		return finiteScript{m}, nil
-	case cases.ProviderOpenAI:
-		cfg, err := openai.Config{BaseURL: t.Model.BaseURL, Model: t.Model.Name,
-			InputPrice: t.Model.InputPrice, OutputPrice: t.Model.OutputPrice}.FromEnv()
-		if err != nil {
-			return nil, err
-		}
-		return openai.New(cfg)
+	}
+	if hosted.Is(t.Model.Provider) {
+		return hosted.New(t.Model)
 	}
 	return nil, fmt.Errorf("unknown model provider %q", t.Model.Provider)
 }

@@ -213,7 +213,7 @@ func TestReportColumns(t *testing.T) {
 		t.Fatal("a suite with awaiting attempts is not complete")
 	}
 	a, b := r.Treatments[0], r.Treatments[1]
-	want := TreatmentReport{Treatment: "A", Planned: 6, Started: 6, Ended: 6, Graded: 2, Passed: 1, Failed: 1, Pending: 1,
+	want := TreatmentReport{Treatment: "A", Harness: HarnessBuiltIn, Planned: 6, Started: 6, Ended: 6, Graded: 2, Passed: 1, Failed: 1, Pending: 1,
 		Invalid: 1, Abstained: 1, Excluded: 1}
 	got := a
 	got.PassRate, got.Wilson, got.ClusteredSE, got.PassAtK, got.Usage = nil, nil, nil, nil, Usage{}

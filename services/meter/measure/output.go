@@ -111,6 +111,11 @@ func WriteTable(w io.Writer, r Report) error {
 		if n := breakdown(t); n != "" {
 			notes = append(notes, wrap(fmt.Sprintf("  %s: %s", t.Treatment, n), 100, "    "))
 		}
+		if strings.HasPrefix(t.Harness, HarnessExternal) {
+			// Its own evidence class: said wherever its numbers are.
+			notes = append(notes, wrap(fmt.Sprintf("  %s: an %s agent: its evidence is its recorded model calls and its final "+
+				"workspace, with no dispatches under tool contracts (docs/agents.md)", t.Treatment, t.Harness), 100, "    "))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -93,7 +93,12 @@ type Report struct {
 
 // TreatmentReport is one treatment's row of the report.
 type TreatmentReport struct {
-	Treatment     string `json:"treatment"`
+	Treatment string `json:"treatment"`
+	// Harness is the agent harness its attempts ran under (harnessOf):
+	// "built-in", or "external (<command>)" for an external agent, whose
+	// evidence is of another class (its model calls and its workspace, no
+	// dispatches). Empty until an attempt is requested.
+	Harness       string `json:"harness,omitempty"`
 	Planned       int    `json:"planned"`
 	Started       int    `json:"started"`
 	Ended         int    `json:"ended"`
@@ -336,6 +341,7 @@ func Build(l *Log) Report {
 	for _, t := range s.Treatments {
 		tr := treatmentReport(t.ID, r.Attempts, s.Trials)
 		tr.Scores = scoreSummaries(t.ID, r.Attempts)
+		tr.Harness = harnessOf(t.ID, r.Attempts, l.Runs)
 		r.Treatments = append(r.Treatments, tr)
 	}
 	for i := range s.Treatments {

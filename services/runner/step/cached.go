@@ -120,7 +120,8 @@ func ReplyDiff(a, b events.ModelReplied) string {
 	if a.Usage != nil {
 		x, y := *a.Usage, *b.Usage
 		if x.InputTokens != y.InputTokens || x.OutputTokens != y.OutputTokens ||
-			!samePtr(x.CachedInputTokens, y.CachedInputTokens) || !samePtr(x.ReasoningTokens, y.ReasoningTokens) {
+			!samePtr(x.CachedInputTokens, y.CachedInputTokens) || !samePtr(x.ReasoningTokens, y.ReasoningTokens) ||
+			!samePtr(x.CacheWriteInputTokens, y.CacheWriteInputTokens) {
 			return fmt.Sprintf("the tokens (%d in %d out, %d in %d out)", x.InputTokens, x.OutputTokens, y.InputTokens, y.OutputTokens)
 		}
 	}

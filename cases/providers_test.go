@@ -1,0 +1,65 @@
+package cases
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A treatment may name Anthropic's Messages API or OpenAI's Responses API
+// beside Chat Completions, with the prices of cache reads and writes.
+func TestTheNativeProvidersAreTreatmentProviders(t *testing.T) {
+	for _, yaml := range []string{
+		"id: t\nmodel: {provider: anthropic, name: claude-x, base_url: 'http://127.0.0.1:1', reasoning_effort: high, cache_read_price: 30, cache_write_price: 375}\n",
+		"id: t\nmodel: {provider: openai-responses, name: gpt-x, temperature: 0, top_p: 0.5, reasoning_effort: minimal, cache_read_price: 1}\n",
+	} {
+		tr, err := ParseTreatment("t.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", yaml, err)
+		}
+		b, _ := tr.Encode()
+		back, err := DecodeTreatment(b)
+		if err != nil || back.Model.Provider != tr.Model.Provider || back.Model.CacheReadPrice != tr.Model.CacheReadPrice ||
+			back.Model.CacheWritePrice != tr.Model.CacheWritePrice {
+			t.Fatalf("round trip of %s: %+v, %v", b, back, err)
+		}
+	}
+}
+
+// Settings a provider's API cannot carry, a hosted model without a name
+// and an unknown provider are refused when the treatment is loaded,
+// naming the field.
+func TestProviderSettingsAreCheckedWhenLoaded(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"id: t\nmodel: {provider: anthropic, name: m, temperature: 0}\n", `model.temperature: provider "anthropic" takes no temperature`},
+		{"id: t\nmodel: {provider: anthropic, name: m, top_p: 0.9}\n", `model.top_p: provider "anthropic" takes no top_p`},
+		{"id: t\nmodel: {provider: anthropic, name: m, seed: 1}\n", `model.seed: provider "anthropic" takes no seed`},
+		{"id: t\nmodel: {provider: anthropic, name: m, reasoning_effort: minimal}\n", `model.reasoning_effort: provider "anthropic" takes one of`},
+		{"id: t\nmodel: {provider: openai-responses, name: m, seed: 1}\n", `model.seed: provider "openai-responses" takes no seed`},
+		{"id: t\nmodel: {provider: anthropic}\n", `model.name: required for provider "anthropic"`},
+		{"id: t\nmodel: {provider: openai-responses}\n", `model.name: required for provider "openai-responses"`},
+		{"id: t\nmodel: {provider: gemini, name: m}\n", `unknown provider "gemini" (want one of ["scripted" "openai" "openai-responses" "anthropic"])`},
+	} {
+		_, err := ParseTreatment("t.yaml", []byte(c.yaml))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// A judge may be a native provider's model too, under the same checks.
+func TestAJudgeMayBeANativeProvidersModel(t *testing.T) {
+	judge := func(model string) string {
+		return "id: c\ninstruction: x\ngrading:\n  instruments:\n    - {id: review, kind: judge, rubric: 'is it right?', model: " + model + "}\n"
+	}
+	if _, err := ParseCase("c.yaml", []byte(judge("{provider: anthropic, name: claude-judge}"))); err != nil {
+		t.Fatalf("an Anthropic judge: %v", err)
+	}
+	if _, err := ParseCase("c.yaml", []byte(judge("{provider: openai-responses, name: gpt-judge}"))); err != nil {
+		t.Fatalf("a Responses judge: %v", err)
+	}
+	_, err := ParseCase("c.yaml", []byte(judge("{provider: anthropic, name: claude-judge, temperature: 0}")))
+	if err == nil || !strings.Contains(err.Error(), "takes no temperature") {
+		t.Fatalf("an Anthropic judge with a temperature: %v", err)
+	}
+}

@@ -1,0 +1,41 @@
+package hosted
+
+import (
+	"testing"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/models"
+)
+
+// Each hosted provider's spec builds that provider's model, configured
+// from the spec; a scripted spec is not a hosted one.
+func TestNewBuildsTheProviderTheSpecNames(t *testing.T) {
+	for _, p := range []string{cases.ProviderOpenAI, cases.ProviderOpenAIResponses, cases.ProviderAnthropic} {
+		m, err := New(cases.ModelSpec{Provider: p, Name: "m", BaseURL: "http://127.0.0.1:1/v1"})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if m.Provider() != p {
+			t.Fatalf("spec %s built a %s model", p, m.Provider())
+		}
+		if got := Endpoint(cases.ModelSpec{Provider: p, BaseURL: "http://127.0.0.1:1/v1"}); got != "http://127.0.0.1:1/v1" {
+			t.Fatalf("%s: endpoint %q", p, got)
+		}
+	}
+	if _, err := New(cases.ModelSpec{Provider: cases.ProviderScripted}); err == nil || Is(cases.ProviderScripted) {
+		t.Fatal("a scripted spec was taken for a hosted API")
+	}
+}
+
+// A model that cannot be configured is a nil model and a config error,
+// never a typed nil pointer inside a non-nil interface.
+func TestABadSpecIsANilModel(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("FACTLINE_ANTHROPIC_API_KEY", "")
+	t.Setenv("FACTLINE_ANTHROPIC_BASE_URL", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	m, err := New(cases.ModelSpec{Provider: cases.ProviderAnthropic, Name: "m"})
+	if m != nil || models.KindOf(err) != models.ErrConfig {
+		t.Fatalf("model %v, error %v: want none and a config error (no key for api.anthropic.com)", m, err)
+	}
+}

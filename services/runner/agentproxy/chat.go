@@ -1,0 +1,265 @@
+package agentproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/factline/factline/models"
+)
+
+// ChatPath is where the OpenAI Chat Completions wire is served.
+const ChatPath = "/v1/chat/completions"
+
+// chatRequest is the part of a Chat Completions request the proxy reads.
+// The request's own settings (temperature, max_tokens, model) are not
+// taken: the treatment's model and settings answer every call, so that an
+// agent cannot choose a model the treatment did not name.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Tools         []chatTool    `json:"tools"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []chatToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// ChatRequest is a decoded Chat Completions request: what the model port
+// is asked, and how the agent wants the answer.
+type ChatRequest struct {
+	Request models.Request
+	// Stream asks for server-sent events; IncludeUsage for a last chunk
+	// with the usage.
+	Stream, IncludeUsage bool
+}
+
+// DecodeChat reads a Chat Completions request body into the model port's
+// request. Content given as parts is joined from its text parts; any other
+// part (an image, audio) is refused by name, as is a role the port does
+// not know. "developer" is read as "system".
+func DecodeChat(body []byte) (ChatRequest, error) {
+	var in chatRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&in); err != nil {
+		return ChatRequest{}, fmt.Errorf("request body: %w", err)
+	}
+	if len(in.Messages) == 0 {
+		return ChatRequest{}, fmt.Errorf("messages: none given")
+	}
+	out := ChatRequest{Stream: in.Stream, IncludeUsage: in.StreamOptions != nil && in.StreamOptions.IncludeUsage}
+	for i, m := range in.Messages {
+		role := models.Role(m.Role)
+		switch role {
+		case models.RoleSystem, models.RoleUser, models.RoleAssistant, models.RoleTool:
+		case "developer":
+			role = models.RoleSystem
+		default:
+			return ChatRequest{}, fmt.Errorf("messages[%d].role: unknown role %q", i, m.Role)
+		}
+		text, err := contentText(m.Content)
+		if err != nil {
+			return ChatRequest{}, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		msg := models.Message{Role: role, Content: text, ToolCallID: m.ToolCallID}
+		for j, c := range m.ToolCalls {
+			if c.Type != "" && c.Type != "function" {
+				return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls[%d].type: %q is not a function call", i, j, c.Type)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
+		}
+		out.Request.Messages = append(out.Request.Messages, msg)
+	}
+	for i, t := range in.Tools {
+		if t.Type != "" && t.Type != "function" {
+			return ChatRequest{}, fmt.Errorf("tools[%d].type: %q is not a function tool", i, t.Type)
+		}
+		if t.Function.Name == "" {
+			return ChatRequest{}, fmt.Errorf("tools[%d].function.name: required", i)
+		}
+		params := t.Function.Parameters
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Request.Tools = append(out.Request.Tools, models.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+	}
+	return out, nil
+}
+
+// contentText reads a message's content: a string, null, or an array of
+// parts of which only text parts are accepted.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("neither a string nor an array of parts")
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("part %d: %q parts are not supported (text only)", i, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// chatFinish is the Chat Completions finish reason of a reply.
+func chatFinish(r models.Reply) string {
+	switch {
+	case r.Finish == models.FinishRefusal:
+		return "content_filter"
+	case r.Finish != "":
+		return r.Finish
+	case len(r.Calls) > 0:
+		return models.FinishToolCalls
+	}
+	return models.FinishStop
+}
+
+type wireCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type wireUsage struct {
+	PromptTokens     uint64 `json:"prompt_tokens"`
+	CompletionTokens uint64 `json:"completion_tokens"`
+	TotalTokens      uint64 `json:"total_tokens"`
+}
+
+func usageOf(r models.Reply) *wireUsage {
+	if r.Usage == nil {
+		return nil
+	}
+	return &wireUsage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
+}
+
+func callsOf(r models.Reply, indexed bool) []wireCall {
+	var out []wireCall
+	for i, c := range r.Calls {
+		w := wireCall{ID: c.ID, Type: "function"}
+		if indexed {
+			w.Index = &i
+		}
+		w.Function.Name, w.Function.Arguments = c.Name, c.Args
+		out = append(out, w)
+	}
+	return out
+}
+
+// EncodeChat is the non-streaming Chat Completions response to a reply.
+// Usage is left out when the model reported none.
+func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error) {
+	var content *string
+	if r.Text != "" || len(r.Calls) == 0 {
+		content = &r.Text
+	}
+	type message struct {
+		Role      string     `json:"role"`
+		Content   *string    `json:"content"`
+		ToolCalls []wireCall `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	return json.Marshal(struct {
+		ID      string     `json:"id"`
+		Object  string     `json:"object"`
+		Created int64      `json:"created"`
+		Model   string     `json:"model"`
+		Choices []choice   `json:"choices"`
+		Usage   *wireUsage `json:"usage,omitempty"`
+	}{id, "chat.completion", created, model,
+		[]choice{{Message: message{Role: "assistant", Content: content, ToolCalls: callsOf(r, false)}, FinishReason: chatFinish(r)}},
+		usageOf(r)})
+}
+
+// EncodeChatStream is the streamed Chat Completions response to a reply,
+// as the data of each server-sent event in order (the caller frames them
+// and ends with "[DONE]"): the text in one chunk, each call whole in one
+// chunk, the finish reason, and the usage when asked for and known.
+func EncodeChatStream(id, model string, created int64, r models.Reply, includeUsage bool) ([][]byte, error) {
+	type delta struct {
+		Role      string     `json:"role,omitempty"`
+		Content   *string    `json:"content,omitempty"`
+		ToolCalls []wireCall `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Delta        delta   `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	type chunk struct {
+		ID      string     `json:"id"`
+		Object  string     `json:"object"`
+		Created int64      `json:"created"`
+		Model   string     `json:"model"`
+		Choices []choice   `json:"choices"`
+		Usage   *wireUsage `json:"usage,omitempty"`
+	}
+	mk := func(cs []choice, u *wireUsage) chunk {
+		return chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: cs, Usage: u}
+	}
+	text := r.Text
+	chunks := []chunk{mk([]choice{{Delta: delta{Role: "assistant", Content: &text}}}, nil)}
+	for _, c := range callsOf(r, true) {
+		chunks = append(chunks, mk([]choice{{Delta: delta{ToolCalls: []wireCall{c}}}}, nil))
+	}
+	finish := chatFinish(r)
+	chunks = append(chunks, mk([]choice{{Delta: delta{}, FinishReason: &finish}}, nil))
+	if u := usageOf(r); includeUsage && u != nil {
+		chunks = append(chunks, mk([]choice{}, u))
+	}
+	out := make([][]byte, 0, len(chunks))
+	for _, c := range chunks {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

@@ -1,0 +1,338 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
+	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/services/runner/agentproxy"
+	"github.com/factline/factline/services/runner/step"
+)
+
+// Reasons an attempt with an external agent ends for.
+const (
+	// ReasonAgentInterrupted: an earlier attempt ran the agent and its
+	// runner was lost. An external agent's own state (its conversation,
+	// its plans) lives in its process, not in the log, so it cannot be
+	// resumed: the run ends errored, a harness error `factline retry`
+	// runs again as a new attempt.
+	ReasonAgentInterrupted = "harness: interrupted: the runner driving an external agent was lost mid-attempt, and an external agent cannot be resumed from the log"
+	// ReasonAgentExited: the agent ended by itself without the stop
+	// decider finishing the run. The grader grades what it left.
+	ReasonAgentExited = "agent_exited"
+)
+
+// agentOutputCap bounds the agent's output kept for the runner's log.
+const agentOutputCap = 64 << 10
+
+// ContextPolicyAgent is the policy turn.started names for an external
+// agent's calls: the agent builds its own context.
+const ContextPolicyAgent = "agent"
+
+// agentRun is the state an external agent's attempt shares between the
+// agent's calls (the proxy's handlers) and the attempt that waits for the
+// agent.
+type agentRun struct {
+	a *attempt
+	// mu serialises the agent's calls: each is one turn, in order.
+	mu sync.Mutex
+	// end is the ending a call decided (a budget spent, the run
+	// finished, a cancel); err a harness failure. Either stops the agent.
+	end  step.Ending
+	err  error
+	stop context.CancelFunc
+	// ctx is the attempt's: commits outlive a cancel of the work.
+	ctx context.Context
+}
+
+// external runs the treatment's agent in the workspace in place of the
+// runner's loop, serving it the attempt's model endpoint, until the agent
+// exits or a call, a control or the wall-time budget ends the run.
+func (a *attempt) external(ctx context.Context) (step.Ending, error) {
+	log, err := a.load(ctx)
+	if err != nil {
+		return step.Ending{}, err
+	}
+	if claims(log.Facts()) > 1 {
+		// This attempt's claim is not the first: an earlier runner started
+		// the agent and was lost.
+		return step.Ending{Status: events.RunErrored, Reason: ReasonAgentInterrupted}, nil
+	}
+	x := &agentRun{a: a, ctx: ctx}
+	agentCtx, stop := a.withinWall(ctx)
+	defer stop()
+	x.stop = stop
+	srv, err := agentproxy.Start(x.call, a.settings().Model, a.svc.log.With("suite", a.suite, "run", a.run))
+	if err != nil {
+		return step.Ending{}, err
+	}
+	defer srv.Close()
+	spec := a.eff.Treatment.Agent
+	r, err := spec.Render(cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: srv.BaseURL(),
+		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()})
+	if err != nil {
+		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + err.Error()}, nil
+	}
+	env := append([]string{}, a.env.Environ...)
+	wire := map[string]string{"OPENAI_BASE_URL": srv.BaseURL(), "OPENAI_API_KEY": srv.Token(), "OPENAI_MODEL": a.settings().Model}
+	for k, v := range wire {
+		if _, ok := r.Env[k]; !ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range r.Env {
+		env = append(env, k+"="+v)
+	}
+	a.status("agent", map[string]any{"command": r.Argv[0]})
+	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
+		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
+	stop()
+	// A call in flight finishes recording its turn before the attempt
+	// reads how the agent's run went.
+	x.mu.Lock()
+	end, callErr := x.end, x.err
+	x.end = step.Ending{Status: events.RunErrored, Reason: "the agent has ended"} // refuse any later call
+	x.mu.Unlock()
+	a.svc.log.Info("external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
+		"output", tail(res.Output, 4096))
+	switch {
+	case callErr != nil:
+		return step.Ending{}, callErr
+	case end.Ends():
+		return end, nil
+	}
+	if sig := a.ctl.pendingCancel(); sig != nil {
+		return a.acceptCancel(ctx, sig)
+	}
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 && a.wallUsed() >= wall {
+		return step.Exhausted(ReasonWallLimit), nil
+	}
+	if runErr != nil {
+		return step.Ending{}, fmt.Errorf("run the agent: %w", runErr)
+	}
+	if ctx.Err() != nil {
+		return step.Ending{}, ctx.Err()
+	}
+	// The agent's last turn is decided before the run ends: its finish,
+	// when the stop decider finishes the run, is the run's ending.
+	log, err = a.load(ctx)
+	if err != nil {
+		return step.Ending{}, err
+	}
+	if next, _ := step.ReadProgress(log.Facts()).Next(); next == step.AwaitDecision {
+		if _, err := a.awaitDecision(ctx, step.ReadProgress(log.Facts()).Turn); err != nil {
+			return step.Ending{}, err
+		}
+		if log, err = a.load(ctx); err != nil {
+			return step.Ending{}, err
+		}
+	}
+	if next, end := step.ReadProgress(log.Facts()).Next(); next == step.End {
+		return end, nil
+	}
+	reason := ReasonAgentExited
+	if res.ExitCode != 0 {
+		reason += fmt.Sprintf(": exit status %d", res.ExitCode)
+	}
+	return step.Ending{Status: events.RunIncomplete, Reason: reason}, nil
+}
+
+// call is one model call of the agent: recorded as a turn, answered by the
+// treatment's model, or refused when the run must end.
+func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil || x.end.Ends() {
+		return models.Reply{}, &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended",
+			Message: "the run has ended; no more calls are answered"}
+	}
+	// The attempt's context, not the request's: an agent hanging up does
+	// not leave a turn half recorded.
+	reply, end, err := x.a.agentTurn(x.ctx, req)
+	switch {
+	case err != nil:
+		x.err = err
+		x.stop()
+		return models.Reply{}, fmt.Errorf("harness: %w", err)
+	case end.Ends():
+		x.end = end
+		x.stop()
+		return models.Reply{}, refusalOf(end)
+	}
+	return reply, nil
+}
+
+// refusalOf is the error an agent is answered with when its call ends the
+// run, in OpenAI's shapes: a spent budget is insufficient_quota.
+func refusalOf(end step.Ending) *agentproxy.Refusal {
+	msg := fmt.Sprintf("the run ended %s: %s", end.Status, end.Reason)
+	if end.Status == events.RunExhausted {
+		return &agentproxy.Refusal{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "insufficient_quota",
+			Message: "the run's budget is spent (" + end.Reason + "): no more model calls are answered"}
+	}
+	return &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended", Message: msg}
+}
+
+// agentTurn records one call of the agent as a turn: it waits for the
+// stop decision on the agent's previous turn, checks the budgets, commits
+// turn.started with the rendered request (stored as a blob), asks the
+// model (through the response cache and the fleet's limits), commits
+// model.replied and then turn.completed, the agent's tools being its own
+// (no dispatches). It returns the ending when the run must end instead.
+func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Reply, step.Ending, error) {
+	var p step.Progress
+	var facts []events.Fact
+	for {
+		log, err := a.view(ctx)
+		if err != nil {
+			return models.Reply{}, step.Ending{}, err
+		}
+		facts = log.Facts()
+		p = step.ReadProgress(facts)
+		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, queueWait(facts)
+		a.ctl.seen(facts)
+		if sig := a.ctl.pendingCancel(); sig != nil {
+			end, err := a.acceptCancel(ctx, sig)
+			return models.Reply{}, end, err
+		}
+		next, end := p.Next()
+		if next == step.End {
+			return models.Reply{}, end, nil
+		}
+		if next != step.AwaitDecision {
+			break
+		}
+		if _, err := a.awaitDecision(ctx, p.Turn); err != nil {
+			if sig := a.ctl.pendingCancel(); sig != nil {
+				end, err := a.acceptCancel(ctx, sig)
+				return models.Reply{}, end, err
+			}
+			return models.Reply{}, step.Ending{}, err
+		}
+	}
+	if next, _ := p.Next(); next != step.StartTurn {
+		return models.Reply{}, step.Ending{}, fmt.Errorf("turn %d is open: an external agent's turn is recorded whole", p.Turn)
+	}
+	turn := p.Turn + 1
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 && a.wallUsed() >= wall {
+		return models.Reply{}, step.Exhausted(ReasonWallLimit), nil
+	}
+	req.Turn, req.Settings = int(turn), a.settings()
+	reserve := a.model.Reserve(req)
+	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
+		return models.Reply{}, step.Exhausted(reason), nil
+	}
+	body, err := a.model.Render(req)
+	if err != nil {
+		return models.Reply{}, step.Ending{Status: events.RunErrored, Reason: "harness: render the agent's request: " + err.Error()}, nil
+	}
+	digest := events.DigestOf(body)
+	blob, err := a.svc.bus.Blobs().PutAfter(ctx, body, a.lastRequest)
+	if err != nil {
+		return models.Reply{}, step.Ending{}, err
+	}
+	a.lastRequest = blob
+	if _, err := a.commit(ctx, key(turn), events.TurnStarted{Turn: turn, ContextDigest: digest, Messages: uint32(len(req.Messages)),
+		Policy: ContextPolicyAgent, Reserve: reserve}); err != nil {
+		return models.Reply{}, step.Ending{}, err
+	}
+	a.status("turn", map[string]any{"turn": turn})
+	reply, cached, err := a.answer(ctx, req, turn, digest)
+	if err != nil {
+		if sig := a.ctl.pendingCancel(); sig != nil {
+			end, err := a.acceptCancel(ctx, sig)
+			return models.Reply{}, end, err
+		}
+		if wall := a.kase.Budget.Wall.Std(); wall > 0 && a.wallUsed() >= wall {
+			return models.Reply{}, step.Exhausted(ReasonWallLimit), nil
+		}
+		if end := modelEnding(err); end.Ends() {
+			return models.Reply{}, end, nil
+		}
+		return models.Reply{}, step.Ending{}, err
+	}
+	replied := repliedFact(turn, a.model.Provider(), redactReply(a.svc.secrets, reply))
+	replied.Cached = cached
+	if a.respCache != nil {
+		replied.CacheIdentity = a.respCache.identity
+	}
+	replied.QueueWaitMs = uint64(reply.QueueWait.Milliseconds())
+	if _, err := a.commit(ctx, key(turn), replied); err != nil {
+		return models.Reply{}, step.Ending{}, err
+	}
+	log, err := a.view(ctx)
+	if err != nil {
+		return models.Reply{}, step.Ending{}, err
+	}
+	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(log.Facts()), replied.Usage, reserve); reason != "" {
+		// What the reply asked for is never done: the agent is not
+		// given it.
+		return models.Reply{}, step.Exhausted(reason), nil
+	}
+	if reply.Finish == models.FinishRefusal {
+		return models.Reply{}, step.Ending{Status: events.RunNeedsHuman, Reason: "model_refused"}, nil
+	}
+	if err := a.completeTurn(ctx, turn, p.Gen, step.TurnIntent(nil, len(reply.Calls)), nil); err != nil {
+		return models.Reply{}, step.Ending{}, err
+	}
+	return reply, step.Ending{}, nil
+}
+
+// agentVersionOf runs the agent's version command (cases.Agent.VersionArgv)
+// contained as its commands are, without network, and returns what it
+// printed, trimmed; "" when it names none or fails (said in the log).
+func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
+	argv := ag.VersionArgv()
+	if len(argv) == 0 {
+		return ""
+	}
+	// In the attempt's home, not its workspace: whatever the command
+	// leaves behind is no work.
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "exec " + shellQuote(argv), Dir: filepath.Join(a.dir, "home"), Env: a.env.Environ,
+		Timeout: agentVersionTimeout, OutputCap: 2048, NoAddressSpaceLimit: true})
+	if err != nil || res.TimedOut || res.ExitCode != 0 {
+		a.svc.log.Warn("the agent's version command failed: its identity names no version", "suite", a.suite, "run", a.run,
+			"argv", argv, "err", err, "exit", res.ExitCode, "timed_out", res.TimedOut, "output", tail(res.Output, 512))
+		return ""
+	}
+	return strings.TrimSpace(res.Output)
+}
+
+// agentVersionTimeout bounds the agent's version command.
+const agentVersionTimeout = 30 * time.Second
+
+// claims counts the run's claims.
+func claims(facts []events.Fact) int {
+	n := 0
+	for _, f := range facts {
+		if _, ok := f.Body.(events.RunClaimed); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// shellQuote renders argv as one shell line that runs it as given.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, s := range argv {
+		q[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
