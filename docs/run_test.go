@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 var (
@@ -29,7 +31,7 @@ func factlineOnPath(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "factline"), "../cmd/factline").CombinedOutput()
+		out, err := testutil.GoBuild(filepath.Join(binDir, "factline"), "../cmd/factline").CombinedOutput()
 		if err != nil {
 			buildErr = err
 			binDir = string(out)

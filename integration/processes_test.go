@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 var (
@@ -32,7 +34,7 @@ func factlineBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "factline")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/factline").CombinedOutput()
+		out, err := testutil.GoBuild(binPath, "../cmd/factline").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -38,7 +38,7 @@ func factlineBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "factline")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		if out, err := testutil.GoBuild(binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // BenchmarkRunPeakRSS runs the factline binary on suites with one large
@@ -23,7 +25,7 @@ import (
 //	go test -run '^$' -bench BenchmarkRunPeakRSS -benchtime 1x ./cmd/factline/
 func BenchmarkRunPeakRSS(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "factline")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := testutil.GoBuild(bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	for _, c := range []struct {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // BenchmarkRunSuiteSize runs 'factline run' (all five services and the
@@ -31,7 +33,7 @@ import (
 // FACTLINE_BENCH_SIZES=10000,20000 picks other sizes.
 func BenchmarkRunSuiteSize(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "factline")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := testutil.GoBuild(bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	sizes := []int{10_000, 50_000, 100_000}

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // factline builds the binary the job calls.
 func factline(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "factline")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/factline").CombinedOutput(); err != nil {
+	if out, err := testutil.GoBuild(bin, "../../cmd/factline").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/factline: %v\n%s", err, out)
 	}
 	return bin

@@ -18,6 +18,8 @@ import (
 	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // buildAgent builds the test's external agent (miniagent, an agent of
@@ -34,7 +36,7 @@ func buildAgent(t *testing.T) string {
 	dir, err = filepath.Abs(dir)
 	must(t, err)
 	bin := filepath.Join(dir, "miniagent")
-	out, err := exec.Command("go", "build", "-o", bin, "./agentproxy/miniagent").CombinedOutput()
+	out, err := testutil.GoBuild(bin, "./agentproxy/miniagent").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build miniagent: %v\n%s", err, out)
 	}
