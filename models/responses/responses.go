@@ -148,30 +148,17 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 	})
 }
 
-// attempt makes one HTTP call with body and maps its outcome.
+// attempt makes one HTTP call with body (the rendered bytes, as they
+// are) and maps its outcome.
 func (m *Model) attempt(ctx context.Context, params sdk.ResponseNewParams, body []byte) (models.Reply, *httpmodel.Failure) {
-	actx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	defer cancel()
-	var (
-		raw  []byte
-		resp *http.Response
-	)
-	_, err := m.svc.New(actx, params,
-		option.WithRequestBody("application/json", body), // the rendered bytes, as they are
-		option.WithResponseBodyInto(&raw),
-		option.WithResponseInto(&resp),
-	)
-	if f := m.errs.Check(httpmodel.Exchange{Ctx: ctx, Attempt: actx, Timeout: m.cfg.Timeout, Resp: resp, Err: err}); f != nil {
-		return models.Reply{}, f
-	}
-	reply, perr := ParseReply(raw)
-	if perr != nil {
-		return models.Reply{}, m.errs.Fail(models.ErrBadResponse, resp.StatusCode, false, perr, nil)
-	}
-	if reply.Usage != nil {
-		reply.Usage.Cost = m.prices.Of(*reply.Usage)
-	}
-	return reply, nil
+	return m.errs.Attempt(ctx, m.cfg.Timeout, m.prices, func(ctx context.Context, raw *[]byte, resp **http.Response) error {
+		_, err := m.svc.New(ctx, params,
+			option.WithRequestBody("application/json", body),
+			option.WithResponseBodyInto(raw),
+			option.WithResponseInto(resp),
+		)
+		return err
+	}, ParseReply)
 }
 
 // errorDetail reads OpenAI's error body, {"error":{"message","type","code"}}:
