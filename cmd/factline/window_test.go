@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -82,6 +84,14 @@ func checkRequests(t *testing.T, facts []events.Fact, window, planned int) {
 func TestAKilledRunRequestsTheRestOfItsSuiteOnce(t *testing.T) {
 	const trials, window = 40, 4
 	suite := writeTrialsSuite(t, trials)
+	// Each reply takes a while, so that the runs cannot all end between
+	// two progress lines (at most one a second): on a quiet machine the
+	// 40 instant runs ended within 0.6 s, before the kill, and the test
+	// proved nothing.
+	slow := "turns:\n  - text: Done.\n    delay: 200ms\n    usage: {input_tokens: 10, output_tokens: 2, cost: 1}\n"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(suite), "s", "c.yaml"), []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	store := t.TempDir() + "/store"
 	args := []string{"run", suite, "--store", store, "--fsync", "interval", "--json", "--request-window", strconv.Itoa(window)}
 	first := startFactline(t, args...)
