@@ -24,17 +24,17 @@ import (
 
 // buildAgent builds the test's external agent (miniagent, an agent of
 // factline's tests, not the example's npm agent) where the attempt's user
-// can run it: not below /tmp, which the attempt's mount namespace covers
-// with a tmpfs of its own, but in a directory of the package's, removed
-// when the test ends.
+// (a fresh uid) can run it, removed when the test ends: not below /tmp or
+// /var/tmp, which the attempt's mount namespace covers with tmpfs of its
+// own, nor in the package's directory, which on a fresh machine is below
+// root's home (0700: the uid could not reach it), but in /usr/local/lib,
+// which every uid may search.
 func buildAgent(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp(".", ".miniagent-")
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-miniagent-")
 	must(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
-	dir, err = filepath.Abs(dir)
-	must(t, err)
 	bin := filepath.Join(dir, "miniagent")
 	out, err := testutil.GoBuild(bin, "./agentproxy/miniagent").CombinedOutput()
 	if err != nil {
