@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/internal/testutil"
+	auditpkg "github.com/factline/factline/ops/audit"
+	"github.com/factline/factline/projections"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/suites"
 )
 
 // writeTurnsSuite writes suite "ctl": one case under one treatment with
@@ -284,5 +293,89 @@ func TestACancelledSuiteEndsItsRunsAndIsReported(t *testing.T) {
 	code, _, errOut = factline(t, "suite", "pause", "nosuch", "--store", store)
 	if code != 1 || !strings.Contains(errOut, "nosuch") || !strings.Contains(errOut, "no suite.submitted") {
 		t.Fatalf("a control of a suite never submitted: exit %d %q", code, errOut)
+	}
+}
+
+// suiteFacts reads suite ctl's facts from b, in log order.
+func suiteFacts(t *testing.T, ctx context.Context, b *bus.Bus) []events.Fact {
+	t.Helper()
+	var out []events.Fact
+	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter("ctl")}, func(r bus.Raw) error {
+		f, err := r.Fact()
+		if err != nil {
+			return err
+		}
+		out = append(out, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A pause that arrives before the first claim (here before any service
+// runs at all) starts no run, on a real fleet, until the resume; then the
+// suite runs whole, and the audit package finds its log sound. A drain
+// after the last run ended changes nothing but the heading, and a control
+// after the report is refused.
+func TestAPauseBeforeTheFirstClaimStartsNothingUntilResumed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, _ := bustest.Start(t)
+	s, err := suites.Load(writeTurnsSuite(t, 4, 1, "50ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := suites.Publish(ctx, b.Blobs(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := suites.Submit(ctx, b, p, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := controlSuite(ctx, b, "ctl", events.SuiteControlled{ID: "p1", Action: events.SuitePause, From: "tester", Reason: "not yet"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Start(ctx, b, serveOptions{instances: 2, requestWindow: 1024}.fleetOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Stop() }()
+	// A bounded look while paused: the meter may request the first
+	// window (it read the submission before the pause), but no run is
+	// claimed.
+	time.Sleep(2 * time.Second)
+	for _, fact := range suiteFacts(t, ctx, b) {
+		if _, ok := fact.Body.(events.RunClaimed); ok {
+			t.Fatalf("run %s claimed while its suite was paused", fact.Run)
+		}
+	}
+	if err := controlSuite(ctx, b, "ctl", events.SuiteControlled{ID: "r1", Action: events.SuiteResume, From: "tester"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var facts []events.Fact
+	testutil.Within(t, 2*time.Minute, "the resumed suite's report", func() bool {
+		facts = suiteFacts(t, ctx, b)
+		for _, fact := range facts {
+			if _, ok := fact.Body.(events.SuiteReported); ok {
+				return true
+			}
+		}
+		return false
+	})
+	r, err := meter.Report(ctx, b, "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Complete || r.NotRun != 0 || r.Treatments[0].Passed != 4 || len(r.Controlled) != 2 {
+		t.Fatalf("the resumed suite's report: complete %v, not run %d, %+v, controls %v", r.Complete, r.NotRun, r.Treatments[0], r.Controlled)
+	}
+	if v := auditpkg.Check(facts, auditpkg.Options{}); len(v) > 0 {
+		t.Fatalf("audit: %v", v)
+	}
+	err = controlSuite(ctx, b, "ctl", events.SuiteControlled{ID: "d1", Action: events.SuiteDrain, From: "tester"}, &out)
+	if !errors.Is(err, projections.ErrSuiteReported) || !strings.Contains(err.Error(), "ctl") {
+		t.Fatalf("a drain after the report: %v", err)
 	}
 }
