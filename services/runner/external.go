@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/agentproxy"
 	"github.com/factline/factline/services/runner/step"
 )
@@ -29,6 +30,10 @@ const (
 	// decider finishing the run. The grader grades what it left.
 	ReasonAgentExited = "agent_exited"
 )
+
+// AgentTokenSecret names an attempt's endpoint token in the redaction
+// marker ("[redacted:agent_token]").
+const AgentTokenSecret = "agent_token"
 
 // agentOutputCap bounds the agent's output kept for the runner's log.
 const agentOutputCap = 64 << 10
@@ -74,6 +79,9 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	if err != nil {
 		return step.Ending{}, err
 	}
+	// The token is a secret while the attempt runs: an agent whose tool
+	// prints its environment sends it back in its next request.
+	defer a.svc.secrets.Add(secrets.Secret{Name: AgentTokenSecret, Value: srv.Token()})()
 	defer srv.Close()
 	spec := a.eff.Treatment.Agent
 	r, err := spec.Render(cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: srv.BaseURL(),
@@ -226,6 +234,10 @@ func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Rep
 		return models.Reply{}, step.Exhausted(ReasonWallLimit), nil
 	}
 	req.Turn, req.Settings = int(turn), a.settings()
+	// What the agent sends enters the log as the stored request: secrets
+	// in it (the token its tool printed) are redacted before the model is
+	// asked, so the blob is still exactly what the model was sent.
+	req = redactRequest(a.svc.secrets, req)
 	reserve := a.model.Reserve(req)
 	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
 		return models.Reply{}, step.Exhausted(reason), nil
