@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -84,14 +85,14 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	defer a.svc.secrets.Add(secrets.Secret{Name: AgentTokenSecret, Value: srv.Token()})()
 	defer srv.Close()
 	spec := a.eff.Treatment.Agent
-	r, err := spec.Render(cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: srv.BaseURL(),
-		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()})
+	vars := cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: spec.BaseURLOf(srv.Origin()), Origin: srv.Origin(),
+		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()}
+	r, err := spec.Render(vars)
 	if err != nil {
 		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + err.Error()}, nil
 	}
 	env := append([]string{}, a.env.Environ...)
-	wire := map[string]string{"OPENAI_BASE_URL": srv.BaseURL(), "OPENAI_API_KEY": srv.Token(), "OPENAI_MODEL": a.settings().Model}
-	for k, v := range wire {
+	for k, v := range spec.WireEnv(vars) {
 		if _, ok := r.Env[k]; !ok {
 			env = append(env, k+"="+v)
 		}
@@ -109,7 +110,12 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	end, callErr := x.end, x.err
 	x.end = step.Ending{Status: events.RunErrored, Reason: "the agent has ended"} // refuse any later call
 	x.mu.Unlock()
-	a.svc.log.Info("external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
+	level := slog.LevelInfo
+	if res.ExitCode != 0 && !end.Ends() && callErr == nil {
+		// It failed by itself: what it printed is the one clue.
+		level = slog.LevelWarn
+	}
+	a.svc.log.Log(ctx, level, "external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
 		"output", tail(res.Output, 4096))
 	switch {
 	case callErr != nil:
