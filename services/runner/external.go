@@ -100,6 +100,9 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	for k, v := range r.Env {
 		env = append(env, k+"="+v)
 	}
+	if why := a.agentRunnable(ctx, r.Argv[0], env); why != "" {
+		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + why}, nil
+	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
 		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
@@ -322,6 +325,35 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 		return ""
 	}
 	return strings.TrimSpace(res.Output)
+}
+
+// agentRunnableScript says, as the attempt's user in its workspace, why
+// the command $c (set before it) cannot be run, exiting 1; it prints nothing when it can.
+// A path whose directories the user may not search looks like no file at
+// all (EACCES), so the message names both.
+const agentRunnableScript = `case $c in
+*/*) p=$c ;;
+*) p=$(command -v -- "$c") || { echo "$c: not found in PATH ($PATH) of the attempt's user"; exit 1; } ;;
+esac
+[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
+[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }`
+
+// agentRunnable checks, contained as the agent will run, that its command
+// can be run: "" when it can, otherwise why not, naming the command. An
+// agent the attempt's user cannot reach (below root's 0700 home, say)
+// would otherwise exit 126 with nothing said but the status.
+func (a *attempt) agentRunnable(ctx context.Context, command string, env []string) string {
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "c=" + shellQuote([]string{command}) + "\n" + agentRunnableScript, Dir: a.ws.Root(), Env: env,
+		Timeout: agentVersionTimeout, OutputCap: 2048, HostNetwork: true, NoAddressSpaceLimit: true})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("check that %s can be run: %v", command, err)
+	case res.TimedOut:
+		return fmt.Sprintf("check that %s can be run: timed out", command)
+	case res.ExitCode != 0:
+		return strings.TrimSpace(res.Output)
+	}
+	return ""
 }
 
 // agentVersionTimeout bounds the agent's version command.
