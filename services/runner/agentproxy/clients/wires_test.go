@@ -1,4 +1,8 @@
-package agentproxy_test
+// Package clients_test tests the endpoint's wires with the providers'
+// official clients (openai-go, anthropic-sdk-go) against the real server
+// on 127.0.0.1. It is a package of its own so that fuzzing agentproxy's
+// decoders does not instrument those large SDKs.
+package clients_test
 
 import (
 	"context"
@@ -42,6 +46,16 @@ func (r *recorder) call(_ context.Context, req models.Request) (models.Reply, er
 }
 
 func u64(n uint64) *uint64 { return &n }
+
+func start(t *testing.T, call agentproxy.Call) *agentproxy.Server {
+	t.Helper()
+	s, err := agentproxy.Start(call, "scripted-model", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
 
 // callReply is a reply calling one tool, with usage including cache reads.
 var callReply = models.Reply{Calls: []models.ToolCall{{ID: "call_1", Name: "exec_command", Args: `{"cmd":"ls"}`}},
