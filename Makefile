@@ -18,8 +18,9 @@ build:
 run: build
 	./$(BIN) run examples/demo/suite.yaml
 
-# qwen-code from npm (installed once into examples/external-agent/.cache)
-# and factline's own loop on one case (examples/external-agent/README.md).
+# qwen-code, codex and claude-code from npm (installed once, as root, into
+# /usr/local/lib/factline-agents) and factline's own loop on one case
+# (examples/external-agent/README.md).
 external-agent: build
 	examples/external-agent/install.sh
 	./$(BIN) run examples/external-agent/suite.yaml

@@ -21,8 +21,7 @@ type Agent struct {
 	// up in PATH unless it holds a slash.
 	Command []string `yaml:"command" json:"command"`
 	// Env adds variables to the agent's environment (the attempt's minimal
-	// one plus the wire's: OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL
-	// for openai-chat). A key set here replaces the wire's.
+	// one plus the wire's, WireEnv). A key set here replaces the wire's.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Stdin is written to the agent's standard input, which is then
 	// closed (empty: the agent reads end of file at once).
@@ -41,8 +40,11 @@ type AgentVars struct {
 	Instruction string
 	// Case is the case ID.
 	Case string
-	// BaseURL is the endpoint's base, ending in /v1 for OpenAI wires.
+	// BaseURL is the endpoint's base for the agent's wire (BaseURLOf):
+	// ending in /v1 for OpenAI wires, the origin for Anthropic's.
 	BaseURL string
+	// Origin is the endpoint without a path, http://127.0.0.1:<port>.
+	Origin string
 	// Token is the attempt's bearer token for the endpoint.
 	Token string
 	// Model is the model name the agent should ask for (the treatment's
@@ -57,10 +59,44 @@ type AgentVars struct {
 const (
 	// WireOpenAIChat is OpenAI Chat Completions (POST /v1/chat/completions).
 	WireOpenAIChat = "openai-chat"
+	// WireOpenAIResponses is OpenAI's Responses API (POST /v1/responses).
+	WireOpenAIResponses = "openai-responses"
+	// WireAnthropicMessages is Anthropic's Messages API (POST /v1/messages).
+	WireAnthropicMessages = "anthropic-messages"
 )
 
-// AgentWires are the wires the runner serves.
-var AgentWires = []string{WireOpenAIChat}
+// AgentWires are the wires the runner serves. The endpoint answers each
+// on its own path; the wire an agent names chooses the variables that
+// point it there (WireEnv) and its .BaseURL.
+var AgentWires = []string{WireOpenAIChat, WireOpenAIResponses, WireAnthropicMessages}
+
+// BaseURLOf is the base URL the agent's wire takes for the endpoint at
+// origin (http://127.0.0.1:<port>): OpenAI's clients take it with /v1,
+// Anthropic's without (they add /v1/messages).
+func (a *Agent) BaseURLOf(origin string) string {
+	if a.WireOf() == WireAnthropicMessages {
+		return origin
+	}
+	return origin + "/v1"
+}
+
+// WireEnv are the variables that point the agent at the endpoint, by its
+// wire: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL for both OpenAI
+// wires, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_MODEL for
+// Anthropic's (the model's variable only when the treatment's model
+// has a name). v.Origin is the endpoint's origin.
+func (a *Agent) WireEnv(v AgentVars) map[string]string {
+	prefix := "OPENAI_"
+	if a.WireOf() == WireAnthropicMessages {
+		prefix = "ANTHROPIC_"
+	}
+	env := map[string]string{prefix + "BASE_URL": a.BaseURLOf(v.Origin), prefix + "API_KEY": v.Token}
+	if v.Model != "" {
+		// An empty name would be taken as the model to ask for.
+		env[prefix+"MODEL"] = v.Model
+	}
+	return env
+}
 
 // AgentNoVersion as the whole Version argv asks for no version output.
 const AgentNoVersion = "none"

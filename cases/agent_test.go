@@ -47,3 +47,32 @@ func TestAgentRender(t *testing.T) {
 		t.Fatalf("version none gave %v", v)
 	}
 }
+
+// Each wire the endpoint speaks may be named, and names the variables
+// that point the agent at it: OpenAI's for both OpenAI wires, Anthropic's
+// (without /v1: its clients add it) for Messages.
+func TestAgentWiresNameTheirVariables(t *testing.T) {
+	vars := AgentVars{Origin: "http://127.0.0.1:9", Token: "fl-x", Model: "m"}
+	for wire, want := range map[string]map[string]string{
+		"":                   {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "fl-x", "OPENAI_MODEL": "m"},
+		"openai-responses":   {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "fl-x", "OPENAI_MODEL": "m"},
+		"anthropic-messages": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "fl-x", "ANTHROPIC_MODEL": "m"},
+	} {
+		tr, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m}\nagent: {command: [a], wire: '"+wire+"'}\n"))
+		if err != nil {
+			t.Fatalf("wire %q: %v", wire, err)
+		}
+		got := tr.Agent.WireEnv(vars)
+		if len(got) != len(want) {
+			t.Errorf("wire %q: env %v, want %v", wire, got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("wire %q: %s=%q, want %q", wire, k, got[k], v)
+			}
+		}
+		if base := tr.Agent.BaseURLOf(vars.Origin); base != want["OPENAI_BASE_URL"]+want["ANTHROPIC_BASE_URL"] {
+			t.Errorf("wire %q: .BaseURL %q", wire, base)
+		}
+	}
+}

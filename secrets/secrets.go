@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MinLen is the shortest value redacted. Shorter values ("1", "true",
@@ -32,6 +33,13 @@ type Secret struct {
 // Redactor replaces secret values in text. The zero value and nil redact
 // nothing. It is safe for concurrent use.
 type Redactor struct {
+	mu sync.RWMutex
+	// base are the secrets it was made with; added those Add registered,
+	// by registration, until removed.
+	base  []Secret
+	added map[uint64][]Secret
+	next  uint64
+	// names and replacer are built from base and added.
 	names    []string
 	replacer *strings.Replacer
 }
@@ -42,11 +50,57 @@ func Marker(name string) string { return "[redacted:" + name + "]" }
 // New returns a redactor of the given secrets. Values shorter than MinLen
 // are ignored. When one value contains another, the longer one wins.
 func New(secrets ...Secret) *Redactor {
+	r := &Redactor{base: slices.Clone(secrets)}
+	r.build()
+	return r
+}
+
+// Add registers more secrets, redacted from then on (also by the log
+// handlers made over r) until the returned function is called; calling it
+// again does nothing. It is for secrets that live shorter than the
+// redactor, such as an attempt's endpoint token. On a nil redactor it
+// does nothing.
+func (r *Redactor) Add(secrets ...Secret) (remove func()) {
+	if r == nil {
+		return func() {}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.added == nil {
+		r.added = map[uint64][]Secret{}
+	}
+	id := r.next
+	r.next++
+	r.added[id] = slices.Clone(secrets)
+	r.build()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.added, id)
+			r.build()
+		})
+	}
+}
+
+// build makes names and the replacer from every secret held; the caller
+// holds the lock (or is New).
+func (r *Redactor) build() {
 	type pair struct{ old, new string }
 	var pairs []pair
 	seen := map[string]bool{}
 	names := map[string]bool{}
-	for _, s := range secrets {
+	all := slices.Clone(r.base)
+	ids := make([]uint64, 0, len(r.added))
+	for id := range r.added {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		all = append(all, r.added[id]...)
+	}
+	for _, s := range all {
 		if len(s.Value) < MinLen {
 			continue
 		}
@@ -59,13 +113,14 @@ func New(secrets ...Secret) *Redactor {
 			pairs = append(pairs, pair{form, Marker(s.Name)})
 		}
 	}
-	r := &Redactor{}
+	r.names = r.names[:0]
 	for n := range names {
 		r.names = append(r.names, n)
 	}
 	slices.Sort(r.names)
+	r.replacer = nil
 	if len(pairs) == 0 {
-		return r
+		return
 	}
 	// strings.Replacer takes the first listed match at a position: longest
 	// first, so a secret containing another is replaced whole.
@@ -75,7 +130,6 @@ func New(secrets ...Secret) *Redactor {
 		args = append(args, p.old, p.new)
 	}
 	r.replacer = strings.NewReplacer(args...)
-	return r
 }
 
 // encodings are the forms of a value worth looking for besides itself:
@@ -102,10 +156,16 @@ func encodings(v string) []string {
 
 // Redact returns s with every secret replaced by its marker.
 func (r *Redactor) Redact(s string) string {
-	if r == nil || r.replacer == nil || s == "" {
+	if r == nil || s == "" {
 		return s
 	}
-	return r.replacer.Replace(s)
+	r.mu.RLock()
+	rep := r.replacer
+	r.mu.RUnlock()
+	if rep == nil {
+		return s
+	}
+	return rep.Replace(s)
 }
 
 // Names lists the names of the secrets redacted, sorted.
@@ -113,6 +173,8 @@ func (r *Redactor) Names() []string {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return slices.Clone(r.names)
 }
 
@@ -121,5 +183,7 @@ func (r *Redactor) Len() int {
 	if r == nil {
 		return 0
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return len(r.names)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox"
+	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/agentproxy"
 	"github.com/factline/factline/services/runner/step"
 )
@@ -29,6 +31,10 @@ const (
 	// decider finishing the run. The grader grades what it left.
 	ReasonAgentExited = "agent_exited"
 )
+
+// AgentTokenSecret names an attempt's endpoint token in the redaction
+// marker ("[redacted:agent_token]").
+const AgentTokenSecret = "agent_token"
 
 // agentOutputCap bounds the agent's output kept for the runner's log.
 const agentOutputCap = 64 << 10
@@ -74,22 +80,28 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	if err != nil {
 		return step.Ending{}, err
 	}
+	// The token is a secret while the attempt runs: an agent whose tool
+	// prints its environment sends it back in its next request.
+	defer a.svc.secrets.Add(secrets.Secret{Name: AgentTokenSecret, Value: srv.Token()})()
 	defer srv.Close()
 	spec := a.eff.Treatment.Agent
-	r, err := spec.Render(cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: srv.BaseURL(),
-		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()})
+	vars := cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: spec.BaseURLOf(srv.Origin()), Origin: srv.Origin(),
+		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()}
+	r, err := spec.Render(vars)
 	if err != nil {
 		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + err.Error()}, nil
 	}
 	env := append([]string{}, a.env.Environ...)
-	wire := map[string]string{"OPENAI_BASE_URL": srv.BaseURL(), "OPENAI_API_KEY": srv.Token(), "OPENAI_MODEL": a.settings().Model}
-	for k, v := range wire {
+	for k, v := range spec.WireEnv(vars) {
 		if _, ok := r.Env[k]; !ok {
 			env = append(env, k+"="+v)
 		}
 	}
 	for k, v := range r.Env {
 		env = append(env, k+"="+v)
+	}
+	if why := a.agentRunnable(ctx, r.Argv[0], env); why != "" {
+		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + why}, nil
 	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
@@ -101,7 +113,12 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	end, callErr := x.end, x.err
 	x.end = step.Ending{Status: events.RunErrored, Reason: "the agent has ended"} // refuse any later call
 	x.mu.Unlock()
-	a.svc.log.Info("external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
+	level := slog.LevelInfo
+	if res.ExitCode != 0 && !end.Ends() && callErr == nil {
+		// It failed by itself: what it printed is the one clue.
+		level = slog.LevelWarn
+	}
+	a.svc.log.Log(ctx, level, "external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
 		"output", tail(res.Output, 4096))
 	switch {
 	case callErr != nil:
@@ -226,6 +243,10 @@ func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Rep
 		return models.Reply{}, step.Exhausted(ReasonWallLimit), nil
 	}
 	req.Turn, req.Settings = int(turn), a.settings()
+	// What the agent sends enters the log as the stored request: secrets
+	// in it (the token its tool printed) are redacted before the model is
+	// asked, so the blob is still exactly what the model was sent.
+	req = redactRequest(a.svc.secrets, req)
 	reserve := a.model.Reserve(req)
 	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
 		return models.Reply{}, step.Exhausted(reason), nil
@@ -304,6 +325,35 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 		return ""
 	}
 	return strings.TrimSpace(res.Output)
+}
+
+// agentRunnableScript says, as the attempt's user in its workspace, why
+// the command $c (set before it) cannot be run, exiting 1; it prints nothing when it can.
+// A path whose directories the user may not search looks like no file at
+// all (EACCES), so the message names both.
+const agentRunnableScript = `case $c in
+*/*) p=$c ;;
+*) p=$(command -v -- "$c") || { echo "$c: not found in PATH ($PATH) of the attempt's user"; exit 1; } ;;
+esac
+[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
+[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }`
+
+// agentRunnable checks, contained as the agent will run, that its command
+// can be run: "" when it can, otherwise why not, naming the command. An
+// agent the attempt's user cannot reach (below root's 0700 home, say)
+// would otherwise exit 126 with nothing said but the status.
+func (a *attempt) agentRunnable(ctx context.Context, command string, env []string) string {
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "c=" + shellQuote([]string{command}) + "\n" + agentRunnableScript, Dir: a.ws.Root(), Env: env,
+		Timeout: agentVersionTimeout, OutputCap: 2048, HostNetwork: true, NoAddressSpaceLimit: true})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("check that %s can be run: %v", command, err)
+	case res.TimedOut:
+		return fmt.Sprintf("check that %s can be run: timed out", command)
+	case res.ExitCode != 0:
+		return strings.TrimSpace(res.Output)
+	}
+	return ""
 }
 
 // agentVersionTimeout bounds the agent's version command.

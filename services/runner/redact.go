@@ -29,6 +29,29 @@ func redactReply(r *secrets.Redactor, reply models.Reply) models.Reply {
 	return reply
 }
 
+// redactRequest removes secrets from what an external agent sent: its
+// messages' text and its calls' arguments.
+func redactRequest(r *secrets.Redactor, req models.Request) models.Request {
+	if r.Len() == 0 {
+		return req
+	}
+	msgs := make([]models.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		m.Content = r.Redact(m.Content)
+		if len(m.ToolCalls) > 0 {
+			calls := make([]models.ToolCall, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				c.Args = r.Redact(c.Args)
+				calls[j] = c
+			}
+			m.ToolCalls = calls
+		}
+		msgs[i] = m
+	}
+	req.Messages = msgs
+	return req
+}
+
 // redactResult removes secrets from what a tool returned.
 func redactResult(r *secrets.Redactor, res tools.Result) tools.Result {
 	if r.Len() == 0 {

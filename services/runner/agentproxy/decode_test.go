@@ -33,3 +33,91 @@ func FuzzDecodeChat(f *testing.F) {
 		}
 	})
 }
+
+// A Responses request the port cannot carry is refused naming where.
+func TestDecodeResponsesNamesWhatIsWrong(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"input":[{"role":"user","content":[{"type":"input_file"}]}]}`: "input[0].content: part 0",
+		`{"input":[{"role":"wizard","content":"x"}]}`:                   "input[0].role",
+		`{"input":[{"type":"item_reference","id":"x"}]}`:                "input[0].type",
+		`{"input":[{"type":"function_call","name":"f"}]}`:               "input[0]: a function_call needs call_id",
+		`{"input":[{"type":"function_call_output","output":"x"}]}`:      "input[0].call_id",
+		`{"input":"x","tools":[{"type":"function"}]}`:                   "tools[0].name",
+		`{"input":"x","previous_response_id":"resp_1"}`:                 "previous_response_id",
+		`{"input":[]}`:  "input: none",
+		`{"model":"x"}`: "input: required",
+		`{"input":`:     "request body",
+		`{"input":[{"type":"reasoning","summary":[]}]}`:                       "input: none",
+		`{"input":[{"role":"user","content":"x"}],"tools":[{"type":"code"}]}`: "tools[0].type",
+	} {
+		_, _, err := DecodeResponses([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %q", body, err, want)
+		}
+	}
+}
+
+// A Messages request the port cannot carry is refused naming where.
+func TestDecodeMessagesNamesWhatIsWrong(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                                                   "messages[0].content[0].type",
+		`{"messages":[{"role":"tool","content":"x"}]}`:                                                                     "messages[0].role",
+		`{"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f"}]}]}`:                               "messages[0].content[0]: a tool_use block in a user message",
+		`{"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"a"}]}]}`:                         "messages[0].content[0]: a tool_result block in a assistant message",
+		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`:                                                "messages[0].content[0].tool_use_id",
+		`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image"}]}]}]}`: "messages[0].content[0].content: block 0",
+		`{"system":[{"type":"image"}],"messages":[{"role":"user","content":"x"}]}`:                                         "system: block 0",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":""}]}`:                                               "tools[0].name",
+		`{"messages":[{"role":"user","content":5}]}`:                                                                       "messages[0].content",
+		`{"messages":[]}`: "messages: none",
+		`{"messages":`:    "request body",
+	} {
+		_, _, err := DecodeMessages([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %q", body, err, want)
+		}
+	}
+}
+
+// A user message's tool results are tool messages in order, its text a
+// user message after them; an error result says so; thinking is dropped.
+func TestDecodeMessagesSplitsToolResults(t *testing.T) {
+	req, stream, err := DecodeMessages([]byte(`{"stream":true,"messages":[
+		{"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"two"},
+			{"type":"tool_use","id":"a","name":"f","input":{"x":1}},{"type":"tool_use","id":"b","name":"g","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"},
+			{"type":"tool_result","tool_use_id":"b","is_error":true,"content":[{"type":"text","text":"no"}]},{"type":"text","text":"go on"}]}]}`))
+	if err != nil || !stream {
+		t.Fatal(err, stream)
+	}
+	m := req.Messages
+	if len(m) != 4 || m[0].Content != "two" || len(m[0].ToolCalls) != 2 || m[0].ToolCalls[0].Args != `{"x":1}` ||
+		m[1].Role != "tool" || m[1].ToolCallID != "a" || m[1].Content != "ok" ||
+		m[2].ToolCallID != "b" || m[2].Content != "error: no" || m[3].Role != "user" || m[3].Content != "go on" {
+		t.Fatalf("messages %+v", m)
+	}
+}
+
+// The decoder never panics, and what it accepts has messages.
+func FuzzDecodeResponses(f *testing.F) {
+	f.Add([]byte(`{"model":"x","instructions":"be brief","input":"hello","stream":true}`))
+	f.Add([]byte(`{"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"},{"type":"reasoning"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, _, err := DecodeResponses(body)
+		if err == nil && len(req.Messages) == 0 {
+			t.Fatalf("accepted %q with no messages", body)
+		}
+	})
+}
+
+// The decoder never panics, and what it accepts has messages.
+func FuzzDecodeMessages(f *testing.F) {
+	f.Add([]byte(`{"model":"x","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"hello"}],"stream":true}`))
+	f.Add([]byte(`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]},{"role":"system","content":[{"type":"text","text":"note"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, _, err := DecodeMessages(body)
+		if err == nil && len(req.Messages) == 0 {
+			t.Fatalf("accepted %q with no messages", body)
+		}
+	})
+}

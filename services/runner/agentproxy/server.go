@@ -1,12 +1,12 @@
 // Package agentproxy is the model endpoint the runner serves to one
 // attempt's external agent: an HTTP server on 127.0.0.1 (a port of its
-// own) that speaks a provider's wire (OpenAI Chat Completions today),
-// refuses every caller without the attempt's bearer token, and hands each
-// call to the attempt, which records it as a turn and answers through the
-// model port (docs/agents.md). A wire is a decoder of the provider's
-// request into models.Request and an encoder of models.Reply into its
-// response; another wire (OpenAI Responses, Anthropic Messages) is another
-// handler on its own path.
+// own) that speaks three providers' wires (OpenAI Chat Completions,
+// OpenAI Responses, Anthropic Messages), refuses every caller without the
+// attempt's token, and hands each call to the attempt, which records it as
+// a turn and answers through the model port (docs/agents.md). A wire is a
+// decoder of the provider's request into models.Request and an encoder of
+// models.Reply into its response, on its own path; the recording behind
+// every wire is the same.
 package agentproxy
 
 import (
@@ -78,14 +78,16 @@ func Start(call Call, model string, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{token: "fl-" + hex.EncodeToString(b[:]), model: model, call: call, log: log, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+ChatPath, s.chat)
+	mux.HandleFunc("POST "+ChatPath, s.serve(chatWire))
+	mux.HandleFunc("POST "+ResponsesPath, s.serve(responsesWire))
+	mux.HandleFunc("POST "+MessagesPath, s.serve(messagesWire))
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorised(w, r) {
+		if !s.authorised(w, r, writeError) {
 			return
 		}
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-			fmt.Sprintf("%s %s is not served here: the endpoint speaks POST %s", r.Method, r.URL.Path, ChatPath))
+			fmt.Sprintf("%s %s is not served here: the endpoint speaks POST %s, %s and %s", r.Method, r.URL.Path, ChatPath, ResponsesPath, MessagesPath))
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -98,7 +100,11 @@ func Start(call Call, model string, log *slog.Logger) (*Server, error) {
 }
 
 // BaseURL is the endpoint's base for OpenAI wires (ending in /v1).
-func (s *Server) BaseURL() string { return "http://" + s.ln.Addr().String() + "/v1" }
+func (s *Server) BaseURL() string { return s.Origin() + "/v1" }
+
+// Origin is the endpoint without a path: Anthropic's clients take it as
+// their base URL and add /v1/messages themselves.
+func (s *Server) Origin() string { return "http://" + s.ln.Addr().String() }
 
 // Token is the bearer token this endpoint alone accepts.
 func (s *Server) Token() string { return s.token }
@@ -110,8 +116,15 @@ func (s *Server) Close() error {
 	return err
 }
 
-// authorised answers 401 unless the request carries this endpoint's token.
-func (s *Server) authorised(w http.ResponseWriter, r *http.Request) bool {
+// errorWriter answers an error in a wire's shape; typ and code are
+// OpenAI's names.
+type errorWriter func(w http.ResponseWriter, status int, typ, code, msg string)
+
+// authorised answers 401 in the wire's error shape unless the request
+// carries this endpoint's token, as a bearer token (OpenAI's clients,
+// Anthropic's with an auth token) or in x-api-key (Anthropic's with an
+// API key).
+func (s *Server) authorised(w http.ResponseWriter, r *http.Request, fail errorWriter) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
 		// Anthropic's SDKs send the key in x-api-key.
@@ -120,13 +133,13 @@ func (s *Server) authorised(w http.ResponseWriter, r *http.Request) bool {
 	if got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1 {
 		return true
 	}
-	writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+	fail(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 		"this endpoint serves one attempt and the key given is not its token")
 	return false
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if !s.authorised(w, r) {
+	if !s.authorised(w, r, writeError) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -134,58 +147,152 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		{"id": s.model, "object": "model", "created": 0, "owned_by": "factline"}}})
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	if !s.authorised(w, r) {
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body: %v", err))
-		return
-	}
-	in, err := DecodeChat(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
-		return
-	}
-	reply, err := s.call(r.Context(), in.Request)
-	if err != nil {
-		var ref *Refusal
-		if errors.As(err, &ref) {
-			writeError(w, ref.Status, ref.Type, ref.Code, ref.Message)
-			return
+// wire is one provider API: how its requests are read, its replies
+// written and its errors shaped.
+type wire struct {
+	// decode reads a request body: the port's request, whether a stream
+	// is asked for, and for Chat Completions whether its usage is.
+	decode func(body []byte) (req models.Request, stream, includeUsage bool, err error)
+	// reply writes the answer to a reply, whole or as events.
+	reply func(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error
+	fail  errorWriter
+}
+
+var chatWire = wire{
+	decode: func(body []byte) (models.Request, bool, bool, error) {
+		in, err := DecodeChat(body)
+		return in.Request, in.Stream, in.IncludeUsage, err
+	},
+	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error {
+		id, created := fmt.Sprintf("chatcmpl-%d", time.Now().UnixNano()), time.Now().Unix()
+		if !stream {
+			out, err := EncodeChat(id, model, created, r)
+			if err != nil {
+				return err
+			}
+			writeJSON(w, out)
+			return nil
 		}
-		s.log.Warn("agent proxy: call failed", "err", err)
-		writeError(w, http.StatusBadGateway, "server_error", "model_error", err.Error())
-		return
-	}
-	id := fmt.Sprintf("chatcmpl-%d", time.Now().UnixNano())
-	model := reply.Model
-	if model == "" {
-		model = s.model
-	}
-	created := time.Now().Unix()
-	if !in.Stream {
-		out, err := EncodeChat(id, model, created, reply)
+		chunks, err := EncodeChatStream(id, model, created, r, includeUsage)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "server_error", "encode", err.Error())
+			return err
+		}
+		events := make([]Event, 0, len(chunks)+1)
+		for _, c := range chunks {
+			events = append(events, Event{Data: c})
+		}
+		writeEvents(w, append(events, Event{Data: []byte("[DONE]")}))
+		return nil
+	},
+	fail: writeError,
+}
+
+var responsesWire = wire{
+	decode: func(body []byte) (models.Request, bool, bool, error) {
+		req, stream, err := DecodeResponses(body)
+		return req, stream, false, err
+	},
+	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, _ bool) error {
+		id, created := fmt.Sprintf("resp_%d", time.Now().UnixNano()), time.Now().Unix()
+		if !stream {
+			out, err := EncodeResponses(id, model, created, r)
+			if err != nil {
+				return err
+			}
+			writeJSON(w, out)
+			return nil
+		}
+		events, err := EncodeResponsesStream(id, model, created, r)
+		if err != nil {
+			return err
+		}
+		writeEvents(w, events)
+		return nil
+	},
+	fail: writeError,
+}
+
+var messagesWire = wire{
+	decode: func(body []byte) (models.Request, bool, bool, error) {
+		req, stream, err := DecodeMessages(body)
+		return req, stream, false, err
+	},
+	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, _ bool) error {
+		id := fmt.Sprintf("msg_%d", time.Now().UnixNano())
+		if !stream {
+			out, err := EncodeMessages(id, model, r)
+			if err != nil {
+				return err
+			}
+			writeJSON(w, out)
+			return nil
+		}
+		events, err := EncodeMessagesStream(id, model, r)
+		if err != nil {
+			return err
+		}
+		writeEvents(w, events)
+		return nil
+	},
+	fail: writeAnthropicError,
+}
+
+// serve is the handler of one wire: authorise, read the request, hand it
+// to the attempt, answer the reply or the refusal in the wire's shapes.
+func (s *Server) serve(wr wire) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorised(w, r, wr.fail) {
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-		return
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		if err != nil {
+			wr.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body: %v", err))
+			return
+		}
+		req, stream, includeUsage, err := wr.decode(body)
+		if err != nil {
+			wr.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+			return
+		}
+		reply, err := s.call(r.Context(), req)
+		if err != nil {
+			var ref *Refusal
+			if errors.As(err, &ref) {
+				wr.fail(w, ref.Status, ref.Type, ref.Code, ref.Message)
+				return
+			}
+			s.log.Warn("agent proxy: call failed", "err", err)
+			wr.fail(w, http.StatusBadGateway, "server_error", "model_error", err.Error())
+			return
+		}
+		model := reply.Model
+		if model == "" {
+			model = s.model
+		}
+		if err := wr.reply(w, model, reply, stream, includeUsage); err != nil {
+			// Nothing is written before the reply is encoded whole.
+			wr.fail(w, http.StatusBadGateway, "server_error", "encode", fmt.Sprintf("the model's reply cannot be sent on this wire: %v", err))
+		}
 	}
-	chunks, err := EncodeChatStream(id, model, created, reply, in.IncludeUsage)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "encode", err.Error())
-		return
-	}
+}
+
+// writeJSON answers a JSON body.
+func writeJSON(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// writeEvents answers server-sent events, each with its name when it has
+// one.
+func writeEvents(w http.ResponseWriter, events []Event) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	for _, c := range chunks {
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", c)
+	for _, e := range events {
+		if e.Name != "" {
+			_, _ = fmt.Fprintf(w, "event: %s\n", e.Name)
+		}
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", e.Data)
 	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 // writeError answers in OpenAI's error shape.

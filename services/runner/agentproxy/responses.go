@@ -1,0 +1,398 @@
+package agentproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/factline/factline/models"
+)
+
+// ResponsesPath is where OpenAI's Responses API is served.
+const ResponsesPath = "/v1/responses"
+
+// responsesRequest is the part of a Responses API request the proxy
+// reads. As for Chat Completions, the agent's model and settings are not
+// taken.
+type responsesRequest struct {
+	Model              string          `json:"model"`
+	Instructions       *string         `json:"instructions"`
+	Input              json.RawMessage `json:"input"`
+	Tools              []responsesTool `json:"tools"`
+	Stream             bool            `json:"stream"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+}
+
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// responsesItem is one input item: a message (typed "message" or, in the
+// easy form, untyped with a role), a function_call, a
+// function_call_output, or a reasoning item.
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// DecodeResponses reads a Responses API request body into the model
+// port's request, and whether the agent asked for a stream. instructions
+// is a first system message; input is a string (one user message) or a
+// list of items: a message of role user, assistant, system or developer
+// (read as system) whose content is a string or text parts
+// (input_text, output_text); a function_call, joined to the assistant
+// message before it; a function_call_output, a tool message. Reasoning
+// items are dropped: the endpoint never sends any, and the port has no
+// place for them. Anything else — an image or file part, an
+// item_reference, previous_response_id (the endpoint keeps no responses),
+// a tool that is not a function (a hosted tool such as web_search, which
+// the endpoint cannot serve) — is refused naming where.
+func DecodeResponses(body []byte) (models.Request, bool, error) {
+	var in responsesRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
+		return models.Request{}, false, fmt.Errorf("request body: %w", err)
+	}
+	if in.PreviousResponseID != nil && *in.PreviousResponseID != "" {
+		return models.Request{}, false, fmt.Errorf("previous_response_id: not supported: the endpoint keeps no responses; send the whole input (store: false)")
+	}
+	var out models.Request
+	if in.Instructions != nil && *in.Instructions != "" {
+		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Content: *in.Instructions})
+	}
+	items, err := inputItems(in.Input)
+	if err != nil {
+		return models.Request{}, false, err
+	}
+	for i, it := range items {
+		where := fmt.Sprintf("input[%d]", i)
+		switch it.Type {
+		case "message", "":
+			role := models.Role(it.Role)
+			switch role {
+			case models.RoleSystem, models.RoleUser, models.RoleAssistant:
+			case "developer":
+				role = models.RoleSystem
+			default:
+				return models.Request{}, false, fmt.Errorf("%s.role: unknown role %q", where, it.Role)
+			}
+			text, err := responsesText(it.Content)
+			if err != nil {
+				return models.Request{}, false, fmt.Errorf("%s.content: %w", where, err)
+			}
+			out.Messages = append(out.Messages, models.Message{Role: role, Content: text})
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return models.Request{}, false, fmt.Errorf("%s: a function_call needs call_id and name", where)
+			}
+			call := models.ToolCall{ID: it.CallID, Name: it.Name, Args: it.Arguments}
+			// Calls made in one reply follow its message: they are that
+			// assistant message's calls, as the port holds them.
+			if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == models.RoleAssistant {
+				out.Messages[n-1].ToolCalls = append(out.Messages[n-1].ToolCalls, call)
+			} else {
+				out.Messages = append(out.Messages, models.Message{Role: models.RoleAssistant, ToolCalls: []models.ToolCall{call}})
+			}
+		case "function_call_output":
+			if it.CallID == "" {
+				return models.Request{}, false, fmt.Errorf("%s.call_id: required", where)
+			}
+			text, err := responsesText(it.Output)
+			if err != nil {
+				return models.Request{}, false, fmt.Errorf("%s.output: %w", where, err)
+			}
+			out.Messages = append(out.Messages, models.Message{Role: models.RoleTool, Content: text, ToolCallID: it.CallID})
+		case "reasoning":
+		default:
+			return models.Request{}, false, fmt.Errorf("%s.type: %q items are not supported (message, function_call, function_call_output, reasoning)", where, it.Type)
+		}
+	}
+	if len(out.Messages) == 0 {
+		return models.Request{}, false, fmt.Errorf("input: none given")
+	}
+	for i, t := range in.Tools {
+		if t.Type != "function" {
+			return models.Request{}, false, fmt.Errorf("tools[%d].type: %q is not a function tool: the endpoint serves no hosted tools", i, t.Type)
+		}
+		if t.Name == "" {
+			return models.Request{}, false, fmt.Errorf("tools[%d].name: required", i)
+		}
+		params := t.Parameters
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, models.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	return out, in.Stream, nil
+}
+
+// inputItems reads input: a string is one user message.
+func inputItems(raw json.RawMessage) ([]responsesItem, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, fmt.Errorf("input: required")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []responsesItem{{Type: "message", Role: "user", Content: raw}}, nil
+	}
+	var items []responsesItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("input: neither a string nor a list of items: %w", err)
+	}
+	return items, nil
+}
+
+// responsesText reads a message's content or a call's output: a string,
+// or a list of text parts.
+func responsesText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("neither a string nor a list of parts")
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			return "", fmt.Errorf("part %d: %q parts are not supported (text only)", i, p.Type)
+		}
+	}
+	return b.String(), nil
+}
+
+// responsesUsage is the Responses API's usage object.
+type responsesUsage struct {
+	InputTokens        uint64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens uint64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        uint64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens uint64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens uint64 `json:"total_tokens"`
+}
+
+func responsesUsageOf(r models.Reply) *responsesUsage {
+	if r.Usage == nil {
+		return nil
+	}
+	u := &responsesUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+		TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
+	if r.Usage.CachedInputTokens != nil {
+		u.InputTokensDetails.CachedTokens = *r.Usage.CachedInputTokens
+	}
+	if r.Usage.ReasoningTokens != nil {
+		u.OutputTokensDetails.ReasoningTokens = *r.Usage.ReasoningTokens
+	}
+	return u
+}
+
+// responsesPart is a content part of an output message.
+type responsesPart struct {
+	Type        string   `json:"type"`
+	Text        *string  `json:"text,omitempty"`
+	Refusal     *string  `json:"refusal,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// responsesOutput is one output item: a message or a function_call.
+type responsesOutput struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Status    string          `json:"status"`
+	Role      string          `json:"role,omitempty"`
+	Content   []responsesPart `json:"content,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments *string         `json:"arguments,omitempty"`
+}
+
+// responseObject is the response the API answers with, and that its
+// stream's first and last events carry.
+type responseObject struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	CreatedAt         int64              `json:"created_at"`
+	Status            string             `json:"status"`
+	Model             string             `json:"model"`
+	Output            []responsesOutput  `json:"output"`
+	Usage             *responsesUsage    `json:"usage"`
+	IncompleteDetails *map[string]string `json:"incomplete_details"`
+	Error             *struct{}          `json:"error"`
+	ParallelToolCalls bool               `json:"parallel_tool_calls"`
+	ToolChoice        string             `json:"tool_choice"`
+	Tools             []struct{}         `json:"tools"`
+}
+
+// responseOf is the completed response object of a reply: its message
+// (text, or the refusal) first when there is one, then a function_call
+// item per call. A reply cut at its length is "incomplete", with
+// max_output_tokens as the reason.
+func responseOf(id, model string, created int64, r models.Reply) responseObject {
+	out := responseObject{ID: id, Object: "response", CreatedAt: created, Status: "completed", Model: model,
+		Output: []responsesOutput{}, Usage: responsesUsageOf(r), ToolChoice: "auto", ParallelToolCalls: true, Tools: []struct{}{}}
+	if r.Text != "" || len(r.Calls) == 0 {
+		text := r.Text
+		part := responsesPart{Type: "output_text", Text: &text, Annotations: []string{}}
+		if r.Finish == models.FinishRefusal {
+			part = responsesPart{Type: "refusal", Refusal: &text}
+		}
+		out.Output = append(out.Output, responsesOutput{Type: "message", ID: "msg_" + id, Status: "completed", Role: "assistant",
+			Content: []responsesPart{part}})
+	}
+	for i, c := range r.Calls {
+		args := c.Args
+		out.Output = append(out.Output, responsesOutput{Type: "function_call", ID: fmt.Sprintf("fc_%s_%d", id, i), Status: "completed",
+			CallID: c.ID, Name: c.Name, Arguments: &args})
+	}
+	if r.Finish == models.FinishLength {
+		out.Status = "incomplete"
+		out.IncompleteDetails = &map[string]string{"reason": "max_output_tokens"}
+	}
+	return out
+}
+
+// EncodeResponses is the non-streaming Responses API response to a reply.
+func EncodeResponses(id, model string, created int64, r models.Reply) ([]byte, error) {
+	return json.Marshal(responseOf(id, model, created, r))
+}
+
+// Event is one server-sent event: its name and its JSON data.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// EncodeResponsesStream is the streamed Responses API response to a reply,
+// as the events the API sends, in order: response.created and
+// response.in_progress (no output yet); per output item
+// response.output_item.added, its content (for a message
+// response.content_part.added, one response.output_text.delta with the
+// whole text, response.output_text.done, response.content_part.done; for
+// a call one response.function_call_arguments.delta and .done) and
+// response.output_item.done; then response.completed (or
+// response.incomplete) carrying the whole response with its usage. Each
+// event's data names its type and a sequence_number.
+func EncodeResponsesStream(id, model string, created int64, r models.Reply) ([]Event, error) {
+	final := responseOf(id, model, created, r)
+	var events []Event
+	seq := 0
+	add := func(name string, fields map[string]any) error {
+		fields["type"] = name
+		fields["sequence_number"] = seq
+		seq++
+		b, err := json.Marshal(fields)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", name, err)
+		}
+		events = append(events, Event{Name: name, Data: b})
+		return nil
+	}
+	start := final
+	start.Status, start.Output, start.Usage, start.IncompleteDetails = "in_progress", []responsesOutput{}, nil, nil
+	if err := add("response.created", map[string]any{"response": start}); err != nil {
+		return nil, err
+	}
+	if err := add("response.in_progress", map[string]any{"response": start}); err != nil {
+		return nil, err
+	}
+	for i, item := range final.Output {
+		opening := item
+		opening.Status = "in_progress"
+		if item.Type == "message" {
+			opening.Content = []responsesPart{}
+		} else {
+			empty := ""
+			opening.Arguments = &empty
+		}
+		if err := add("response.output_item.added", map[string]any{"output_index": i, "item": opening}); err != nil {
+			return nil, err
+		}
+		var err error
+		if item.Type == "message" {
+			err = messageEvents(add, i, item)
+		} else {
+			err = add("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": i, "delta": *item.Arguments})
+			if err == nil {
+				err = add("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": i,
+					"name": item.Name, "arguments": *item.Arguments})
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := add("response.output_item.done", map[string]any{"output_index": i, "item": item}); err != nil {
+			return nil, err
+		}
+	}
+	last := "response.completed"
+	if final.Status == "incomplete" {
+		last = "response.incomplete"
+	}
+	if err := add(last, map[string]any{"response": final}); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// messageEvents adds the events of an output message's one part: the
+// part opened empty, its whole text (or refusal) as one delta, the text
+// done and the part done.
+func messageEvents(add func(string, map[string]any) error, index int, item responsesOutput) error {
+	part := item.Content[0]
+	at := func(kv ...any) map[string]any {
+		m := map[string]any{"item_id": item.ID, "output_index": index, "content_index": 0}
+		for j := 0; j+1 < len(kv); j += 2 {
+			m[kv[j].(string)] = kv[j+1]
+		}
+		return m
+	}
+	blank, opened := "", part
+	kind, text := "output_text", ""
+	if part.Type == "refusal" {
+		opened.Refusal, kind, text = &blank, "refusal", *part.Refusal
+	} else {
+		opened.Text, text = &blank, *part.Text
+	}
+	doneField := "text"
+	if kind == "refusal" {
+		doneField = "refusal"
+	}
+	for _, e := range []struct {
+		name   string
+		fields map[string]any
+	}{
+		{"response.content_part.added", at("part", opened)},
+		{"response." + kind + ".delta", at("delta", text, "logprobs", []struct{}{})},
+		{"response." + kind + ".done", at(doneField, text, "logprobs", []struct{}{})},
+		{"response.content_part.done", at("part", part)},
+	} {
+		if err := add(e.name, e.fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// An agent command the attempt's user cannot run is found before the
+// agent starts: the run ends errored, with a reason naming the command
+// and why (a directory on its path it may not search, a file it may not
+// execute, a name not in PATH), and no turn is started.
+func TestExternalAgentTheUserCannotRunEndsNamingIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only then does the agent run as a uid of its own that a 0700 directory shuts out")
+	}
+	e, _ := startWith(t)
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-closed-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	closed := filepath.Join(dir, "closed")
+	must(t, os.Mkdir(closed, 0o700))
+	hidden := filepath.Join(closed, "agent")
+	must(t, os.WriteFile(hidden, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	plain := filepath.Join(dir, "plain")
+	must(t, os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644))
+	for i, c := range []struct{ cmd, want string }{
+		{hidden, hidden + ": no such file, or a directory on its path the attempt's user may not search"},
+		{plain, plain + ": not executable by the attempt's user"},
+		{"no-such-agent-anywhere", "no-such-agent-anywhere: not found in PATH"},
+	} {
+		log, end := e.runAgent(fixtureCase(t, "{steps: 4}"), agentTreatment(t, fixScript, c.cmd, "{{.Instruction}}"), "ext-exec-"+string(rune('a'+i)))
+		if end.Status != events.RunErrored || !strings.Contains(end.Reason, c.want) {
+			t.Errorf("%s: ended %s (%s), want errored naming %q", c.cmd, end.Status, end.Reason, c.want)
+		}
+		for _, f := range log.Facts() {
+			if _, ok := f.Body.(events.TurnStarted); ok {
+				t.Errorf("%s: a turn started", c.cmd)
+			}
+		}
+	}
+}
