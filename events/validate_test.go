@@ -278,6 +278,9 @@ func TestEveryErrorNamesKindAndField(t *testing.T) {
 		events.KindSuiteStopped:  {events.SuiteStopped{Comparison: "a vs b", Reason: "luck", Pairs: 3, Confidence: 950}, events.ErrInvalidField, "body.reason"},
 		events.KindContextSummarised: {events.ContextSummarised{Turn: 3, From: 1, Through: 3, RequestDigest: digest("r"), Provider: "p"},
 			events.ErrInvalidField, "body.through"},
+		events.KindRunDelegated: {events.RunDelegated{Request: events.RunRequested{Case: "c", CaseDigest: digest("c"), Treatment: "t",
+			TreatmentDigest: digest("t"), Trial: 1}, Parent: events.ParentRef{Run: "p", Turn: 1, CallID: "c1"}},
+			events.ErrMissingField, "body.parent.operation_id"},
 	}
 	for _, k := range events.Kinds() {
 		tc, ok := broken[k]

@@ -63,11 +63,22 @@ func Summary(f events.Fact) string {
 			usage = fmt.Sprintf("tokens=%d+%d", b.Usage.InputTokens, b.Usage.OutputTokens)
 		}
 		return fmt.Sprintf("turn=%d summary of turns %d-%d %s", b.Turn, b.From, b.Through, usage)
+	case events.RunDelegated:
+		r := b.Request
+		return fmt.Sprintf("child of %s (turn=%d %s) case=%s treatment=%s trial=%d", b.Parent.Run, b.Parent.Turn, b.Parent.CallID, r.Case, r.Treatment, r.Trial)
 	case events.DispatchIntended:
-		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
+		line := fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
+		if d := b.Delegation; d != nil {
+			line += fmt.Sprintf(" child=%s", d.Run)
+		}
+		return line
 	case events.DispatchCompleted:
 		d := b.Dispatch
-		return fmt.Sprintf("turn=%d %s %s mutation=%s verification=%s", b.Turn, d.CallID, d.Disposition, d.Mutation, d.Verification.Type())
+		line := fmt.Sprintf("turn=%d %s %s mutation=%s verification=%s", b.Turn, d.CallID, d.Disposition, d.Mutation, d.Verification.Type())
+		if c := b.Child; c != nil {
+			line += fmt.Sprintf(" child=%s %s", c.Run, c.Status)
+		}
+		return line
 	case events.TurnCompleted:
 		e := b.Evidence
 		line := fmt.Sprintf("turn=%d intent=%s dispatches=%d", e.Turn, e.ActorIntent.Type(), len(e.Dispatches))
