@@ -97,18 +97,12 @@ func (d *DelegationDenied) Error() string {
 //
 // run is the child's run ID (ChildRun).
 func Delegate(ask DelegateAsk, parent DelegateParent, run string) (events.Delegation, []string, *DelegationDenied) {
-	tools := ask.Tools
-	if tools == nil {
-		tools = slices.DeleteFunc(slices.Clone(parent.Offered), func(t string) bool { return t == DelegateTool })
-	}
-	for _, t := range tools {
-		if t == DelegateTool || !slices.Contains(parent.Offered, t) {
-			return events.Delegation{}, nil, &DelegationDenied{Reason: DenyTool, Tool: t}
-		}
+	tools, denied := ChildTools(ask.Tools, parent.Offered)
+	if denied != nil {
+		return events.Delegation{}, nil, denied
 	}
 	s, b := parent.Spend, parent.Budget
 	d := events.Delegation{Run: run}
-	var denied *DelegationDenied
 	carve := func(name string, limit, used, asked uint64) uint64 {
 		if denied != nil {
 			return 0
@@ -149,6 +143,21 @@ func Delegate(ask DelegateAsk, parent DelegateParent, run string) (events.Delega
 		d.WallMillis = max(parent.WallLeft, 1)
 	}
 	return d, tools, nil
+}
+
+// ChildTools are the tools a child is offered: those asked, each of which
+// the parent must be offered (delegate never), or, none asked, the
+// parent's without delegate.
+func ChildTools(asked, offered []string) ([]string, *DelegationDenied) {
+	if asked == nil {
+		return slices.DeleteFunc(slices.Clone(offered), func(t string) bool { return t == DelegateTool }), nil
+	}
+	for _, t := range asked {
+		if t == DelegateTool || !slices.Contains(offered, t) {
+			return nil, &DelegationDenied{Reason: DenyTool, Tool: t}
+		}
+	}
+	return slices.Clone(asked), nil
 }
 
 // ChildRun is the run ID of the child a delegate call starts: made from
@@ -215,35 +224,3 @@ func ChildOutcomeOf(run string, facts []events.Fact) (events.ChildOutcome, bool)
 
 // maxAnswer bounds the answer a child's outcome carries: facts stay small.
 const maxAnswer = 8 << 10
-
-// OpenChildren are the children the run's delegate calls started and
-// never settled: the runs a cancel of the parent must reach.
-func OpenChildren(facts []events.Fact) []string {
-	type key struct {
-		turn uint32
-		id   events.CallID
-	}
-	open := map[key]string{}
-	var order []key
-	for _, f := range facts {
-		switch b := f.Body.(type) {
-		case events.DispatchIntended:
-			if b.Delegation != nil {
-				k := key{b.Turn, b.CallID}
-				if _, seen := open[k]; !seen {
-					order = append(order, k)
-				}
-				open[k] = b.Delegation.Run
-			}
-		case events.DispatchCompleted:
-			delete(open, key{b.Turn, b.Dispatch.CallID})
-		}
-	}
-	var out []string
-	for _, k := range order {
-		if r, ok := open[k]; ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}

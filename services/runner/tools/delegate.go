@@ -43,6 +43,11 @@ type DelegateBudget struct {
 // for more budget than the parent has left. The message names which.
 const CodeDelegationDenied = "DELEGATION_DENIED"
 
+// CodeChildUnfinished settles a delegate call whose child ended other than
+// done (blocked, incomplete, exhausted, cancelled, errored, needs_human):
+// the observation still carries its answer.
+const CodeChildUnfinished = "CHILD_UNFINISHED"
+
 // Contract implements Tool.
 func (Delegate) Contract() Contract {
 	return Contract{
