@@ -78,7 +78,7 @@ type ChildOutcome struct {
 	Status RunStatus `msgpack:"status" json:"status"`
 	Reason string    `msgpack:"reason" json:"reason"`
 	// Answer is the child's final answer: the text of its last reply that
-	// had any, and the summary of the task_complete it proposed done with.
+	// had any (cut at 8 KiB).
 	Answer string `msgpack:"answer,omitempty" json:"answer,omitempty"`
 	// Steps is the child's model turns.
 	Steps uint32 `msgpack:"steps" json:"steps"`
