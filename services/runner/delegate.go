@@ -30,8 +30,14 @@ const ReasonParentEnded = "parent_ended"
 // running out, is passed on to the child, whose end then settles the call.
 func (a *attempt) delegate(ctx context.Context, p step.Progress, call events.ToolCall, t callTool) (settled, error) {
 	var args tools.DelegateArgs
-	if err := json.Unmarshal(t.args, &args); err != nil && t.args != nil {
-		return settled{}, fmt.Errorf("delegate call %s: arguments the schema took: %w", call.ID, err)
+	raw := t.args
+	if raw == nil {
+		// An earlier attempt intended the call: its arguments are the
+		// reply's, whatever the registry says of them now.
+		raw = json.RawMessage(call.Args)
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return settled{}, fmt.Errorf("%w: delegate call %s: arguments: %v", errBadInput, call.ID, err)
 	}
 	in, intended := p.Intended[call.ID]
 	if !intended || in.Delegation == nil {

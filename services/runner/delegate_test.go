@@ -268,3 +268,50 @@ func TestAParentTakenOverFindsItsCompletedChild(t *testing.T) {
 		t.Fatalf("the parent spent %+v", end.Spent)
 	}
 }
+
+// A child that outlives its parent's runner is taken over like any run:
+// its run.delegated is redelivered, and a runner claims it under a newer
+// lease and drives it from its log to its end. One whose parent has ended
+// before any runner took it is cancelled without running.
+func TestAChildIsTakenOverLikeAnyRunUnlessItsParentEnded(t *testing.T) {
+	ctx := fleettest.Ctx(t)
+	c := fixtureCase(t, "{steps: 6}")
+	e := startTuned(t, nil, func(_ *runner.Service, b *bus.Bus) {
+		p, err := fleettest.Publish(ctx, b, c, delegating(t, "turns: []\n", childAnswers))
+		must(t, err)
+		start := func(run, parent string, parentEnded bool) {
+			ref := events.ParentRef{Run: parent, Turn: 1, CallID: "ask", OperationID: parent + "/t1/ask"}
+			kase := cases.ChildCase(p.Case, "What does answer.txt hold?", []string{"read_file", "task_complete"}, cases.Budget{Steps: 3}, p.Case.FixtureDigest, ref)
+			data, err := kase.Encode()
+			must(t, err)
+			cd, err := b.Blobs().Put(ctx, data)
+			must(t, err)
+			// The parent's log: claimed, and running or ended; no
+			// run.requested, so that no runner takes the parent itself.
+			ps := fleettest.NewSim(b, "suite", parent)
+			must(t, ps.Commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "dead", Lease: 1}))
+			if parentEnded {
+				must(t, ps.Commit(ctx, "ended", events.OwnerRunner, events.RunEnded{Status: events.RunCancelled, Reason: "cancelled"}))
+			}
+			cs := fleettest.NewSim(b, "suite", run)
+			must(t, cs.Commit(ctx, "delegated", events.OwnerRunner, events.RunDelegated{Request: events.RunRequested{Case: "fix", CaseDigest: cd,
+				Treatment: "delegating", TreatmentDigest: p.TreatmentDigest, Trial: 1, Budget: events.Budget{Steps: 3}}, Parent: ref}))
+			if !parentEnded {
+				// Its first runner claimed it and died.
+				must(t, cs.Commit(ctx, "claimed", events.OwnerRunner, events.RunClaimed{Runner: "dead", Lease: 1}))
+			}
+		}
+		start("orphan-d1-ask", "orphan", false)
+		start("late-d1-ask", "late", true)
+	})
+	log, end := e.wait("orphan-d1-ask")
+	claims := kinds(log, events.KindRunClaimed)
+	if end.Status != events.RunDone || len(claims) != 2 || claims[1].Body.(events.RunClaimed).Lease != 2 {
+		t.Fatalf("the orphaned child ended %s/%q after %d claims", end.Status, end.Reason, len(claims))
+	}
+	log, end = e.wait("late-d1-ask")
+	if end.Status != events.RunCancelled || !strings.HasPrefix(end.Reason, "parent_ended") || len(kinds(log, events.KindRunClaimed)) != 0 ||
+		len(kinds(log, events.KindTurnStarted)) != 0 {
+		t.Fatalf("the child of an ended parent ended %s/%q", end.Status, end.Reason)
+	}
+}
