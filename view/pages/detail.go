@@ -15,9 +15,9 @@ import (
 type runDetail struct {
 	requested *events.RunRequested
 	// parent is set on a child run: the run and call that delegated it.
-	parent    *events.ParentRef
-	claims    []Claim
-	turns     map[uint32]*turnDetail
+	parent *events.ParentRef
+	claims []Claim
+	turns  map[uint32]*turnDetail
 	// current is the newest turn started: a control accepted now belongs
 	// to it (0: before the first turn).
 	current  uint32

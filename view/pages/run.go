@@ -26,7 +26,7 @@ type RunPage struct {
 	Parent *events.ParentRef `json:"parent,omitempty"`
 	// Children are the child runs this run's delegate calls started.
 	Children []Child `json:"children,omitempty"`
-	Claims    []Claim                `json:"claims,omitempty"`
+	Claims   []Claim `json:"claims,omitempty"`
 	// Preamble holds controls accepted before the first turn started.
 	Preamble []Control `json:"preamble,omitempty"`
 	Turns    []Turn    `json:"turns"`
