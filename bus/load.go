@@ -92,12 +92,16 @@ func (l RunLog) Ended() bool {
 }
 
 // Requested returns the run's run.requested, which names the case,
-// treatment and trial it runs; false when the log holds none (a run
-// whose request was never committed, or a log read from its middle).
+// treatment and trial it runs (for a child run, the request its
+// run.delegated carries); false when the log holds none (a run whose
+// request was never committed, or a log read from its middle).
 func (l RunLog) Requested() (events.RunRequested, bool) {
 	for _, r := range l.Records {
-		if rr, ok := r.Fact.Body.(events.RunRequested); ok {
-			return rr, true
+		switch b := r.Fact.Body.(type) {
+		case events.RunRequested:
+			return b, true
+		case events.RunDelegated:
+			return b.Request, true
 		}
 	}
 	return events.RunRequested{}, false

@@ -23,3 +23,15 @@ func TestARunLogFindsItsRequest(t *testing.T) {
 		t.Fatal("a log without a run.requested found one")
 	}
 }
+
+// A child run's request is the one its run.delegated carries: the stall
+// handler and the stop decider read its case the same way as any run's.
+func TestAChildRunLogFindsTheRequestItsDelegationCarries(t *testing.T) {
+	req := events.RunRequested{Case: "fix-sum", Treatment: "baseline", Trial: 1}
+	log := bus.RunLog{Records: []bus.Record{
+		{Seq: 1, Fact: events.Fact{Body: events.RunDelegated{Request: req, Parent: events.ParentRef{Run: "p", Turn: 1, CallID: "c", OperationID: "p/t1/c"}}}},
+	}}
+	if got, ok := log.Requested(); !ok || got.Case != "fix-sum" {
+		t.Fatalf("Requested() = %+v, %v; want the delegated request", got, ok)
+	}
+}

@@ -60,6 +60,9 @@ type Case struct {
 	// run in (it replaces the treatment's default); absent, commands run
 	// as contained host processes.
 	Environment *Environment `yaml:"environment,omitempty" json:"environment,omitempty"`
+	// Parent is set only on a child run's case (ChildCase): the parent run
+	// and delegate call it belongs to. No case file sets it.
+	Parent *events.ParentRef `yaml:"-" json:"parent,omitempty"`
 }
 
 // Budget is an attempt's hard limits. Zero means no limit of that kind,
@@ -191,7 +194,9 @@ func (caseFile) Invalid() error { return ErrInvalid }
 
 // BuiltinTools are the tools a case may list; a case that lists none gets
 // them all.
-var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete", "http_call"}
+// delegate is among them for the registry's sake, but no case lists it: a
+// treatment offers it (Delegation).
+var BuiltinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "task_complete", "http_call", DelegateTool}
 
 // ParseCase parses case YAML; name is used in errors. Unknown keys are
 // refused so that a misspelt field is not silently ignored.
@@ -232,6 +237,9 @@ func (c *Case) normalise() error {
 		// http_call reaches outside the workspace: only a case that allows
 		// endpoints offers it.
 		for _, t := range BuiltinTools {
+			if t == DelegateTool {
+				continue
+			}
 			if t != "http_call" || c.HTTP != nil {
 				c.Tools = append(c.Tools, t)
 			}
@@ -244,6 +252,9 @@ func (c *Case) normalise() error {
 		return err
 	}
 	for i, t := range c.Tools {
+		if t == DelegateTool {
+			return fieldErr(fmt.Sprintf("tools[%d]", i), "a case does not list delegate: a treatment offers it (delegation: {allowed: true})")
+		}
 		if !slices.Contains(BuiltinTools, t) {
 			return fieldErr(fmt.Sprintf("tools[%d]", i), "unknown tool %q (known: %v)", t, BuiltinTools)
 		}

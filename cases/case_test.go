@@ -12,7 +12,7 @@ func TestLoadCaseFillsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Budget.Steps != 6 || len(c.Tools) != len(BuiltinTools)-1 || slices.Contains(c.Tools, "http_call") || c.Context.Mode != ContextFull {
+	if c.Budget.Steps != 6 || len(c.Tools) != len(BuiltinTools)-2 || slices.Contains(c.Tools, "http_call") || slices.Contains(c.Tools, DelegateTool) || c.Context.Mode != ContextFull {
 		t.Fatalf("defaults not filled: %+v", c)
 	}
 	if len(c.Requirements) != 1 || c.Requirements[0].Check != "tests" {

@@ -311,16 +311,20 @@ func PromptData(c *Case, t *Treatment) (map[string]any, error) {
 
 // OfferedTools are the built-in tools a case offers under a treatment: the
 // case's, in its order, narrowed to the treatment's scaffold tools when
-// it names any.
+// it names any, and delegate last where the treatment allows delegation
+// (DelegationAllowed).
 func OfferedTools(c *Case, t *Treatment) []string {
-	if t == nil || t.Scaffold == nil || len(t.Scaffold.Tools) == 0 {
-		return slices.Clone(c.Tools)
-	}
 	var out []string
 	for _, name := range c.Tools {
-		if slices.Contains(t.Scaffold.Tools, name) {
+		if name == DelegateTool {
+			continue // only the treatment offers it, below
+		}
+		if t == nil || t.Scaffold == nil || len(t.Scaffold.Tools) == 0 || slices.Contains(t.Scaffold.Tools, name) {
 			out = append(out, name)
 		}
+	}
+	if DelegationAllowed(c, t) {
+		out = append(out, DelegateTool)
 	}
 	return out
 }

@@ -32,6 +32,9 @@ type Treatment struct {
 	// it offers and their descriptions (absent: the defaults, and the
 	// identity a treatment had before scaffolds existed).
 	Scaffold *Scaffold `yaml:"scaffold,omitempty" json:"scaffold,omitempty"`
+	// Delegation, when it allows it, offers the built-in agent the
+	// delegate tool (delegation.go, docs/tools.md#delegate). Absent: never.
+	Delegation *Delegation `yaml:"delegation,omitempty" json:"delegation,omitempty"`
 }
 
 // ModelSpec says which model answers.
@@ -216,6 +219,10 @@ func (t *Treatment) normalise() error {
 	}
 	if err := t.Scaffold.check("scaffold", t.ID); err != nil {
 		return err
+	}
+	if t.Agent != nil && t.Delegation != nil && t.Delegation.Allowed {
+		// An external agent calls its own tools, never the runner's.
+		return fieldErr("delegation", "delegation is a tool of the built-in loop; a treatment with an agent cannot offer it")
 	}
 	return t.Stall.check("stall")
 }

@@ -164,6 +164,9 @@ type DispatchIntended struct {
 	OperationID string      `msgpack:"operation_id"`
 	ArgsDigest  Digest      `msgpack:"args_digest"`
 	Effect      EffectClass `msgpack:"effect"`
+	// Delegation, on a delegate call's intent, names the child run it
+	// starts and the budget reserved for it (absent on any other call).
+	Delegation *Delegation `msgpack:"delegation,omitempty"`
 }
 
 // Kind implements Body.
@@ -185,6 +188,11 @@ func (b DispatchIntended) validate(p string) error {
 	if err := needDigest(p, "args_digest", b.ArgsDigest); err != nil {
 		return err
 	}
+	if b.Delegation != nil {
+		if err := b.Delegation.validate(join(p, "delegation")); err != nil {
+			return err
+		}
+	}
 	return needOneOf(p, "effect", b.Effect, effectClasses)
 }
 
@@ -202,6 +210,9 @@ type DispatchCompleted struct {
 	Output       string            `msgpack:"output,omitempty"`
 	OutputDigest Digest            `msgpack:"output_digest,omitempty"`
 	Error        *ToolError        `msgpack:"error,omitempty"`
+	// Child, on a delegate call's settlement, is how the child run ended
+	// (absent on any other call, and on a delegation that was refused).
+	Child *ChildOutcome `msgpack:"child,omitempty"`
 }
 
 // Kind implements Body.
@@ -216,6 +227,11 @@ func (b DispatchCompleted) validate(p string) error {
 	}
 	if err := optDigest(p, "output_digest", b.OutputDigest); err != nil {
 		return err
+	}
+	if b.Child != nil {
+		if err := b.Child.validate(join(p, "child")); err != nil {
+			return err
+		}
 	}
 	if b.Error != nil {
 		return needString(p, "error.code", b.Error.Code)

@@ -355,6 +355,16 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 			OperationID: genText.Draw(t, "operation_id"),
 			ArgsDigest:  genDigest.Draw(t, "args_digest"),
 			Effect:      rapid.SampledFrom(allEffects).Draw(t, "effect"),
+			Delegation: rapid.Ptr(rapid.Custom(func(t *rapid.T) events.Delegation {
+				return events.Delegation{
+					Run:          genRunID.Draw(t, "child_run"),
+					Steps:        rapid.Uint32Min(1).Draw(t, "child_steps"),
+					InputTokens:  rapid.Uint64().Draw(t, "child_input_tokens"),
+					OutputTokens: rapid.Uint64().Draw(t, "child_output_tokens"),
+					Cost:         rapid.Uint64().Draw(t, "child_cost"),
+					WallMillis:   rapid.Uint64().Draw(t, "child_wall_millis"),
+				}
+			}), true).Draw(t, "delegation"),
 		}
 	}),
 	events.KindDispatchComplete: body(func(t *rapid.T) events.DispatchCompleted {
@@ -370,6 +380,17 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 					Retryable: rapid.Bool().Draw(t, "retryable"),
 				}
 			}), true).Draw(t, "error"),
+			Child: rapid.Ptr(rapid.Custom(func(t *rapid.T) events.ChildOutcome {
+				return events.ChildOutcome{
+					Run:     genRunID.Draw(t, "child_run"),
+					Status:  rapid.SampledFrom(events.RunStatuses()).Draw(t, "child_status"),
+					Reason:  genText.Draw(t, "child_reason"),
+					Answer:  genOptText.Draw(t, "child_answer"),
+					Steps:   rapid.Uint32().Draw(t, "child_steps"),
+					Usage:   rapid.Ptr(genUsage, true).Draw(t, "child_usage"),
+					Charged: rapid.Uint64().Draw(t, "child_charged"),
+				}
+			}), true).Draw(t, "child"),
 		}
 	}),
 	events.KindTurnCompleted: body(func(t *rapid.T) events.TurnCompleted {
@@ -423,6 +444,25 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 			b.ArgsDigest = genDigest.Draw(t, "decided_args_digest")
 		}
 		return b
+	}),
+	events.KindRunDelegated: body(func(t *rapid.T) events.RunDelegated {
+		return events.RunDelegated{
+			Request: events.RunRequested{
+				Case:            genText.Draw(t, "case"),
+				CaseDigest:      genDigest.Draw(t, "case_digest"),
+				Treatment:       genText.Draw(t, "treatment"),
+				TreatmentDigest: genDigest.Draw(t, "treatment_digest"),
+				Trial:           rapid.Uint32Min(1).Draw(t, "trial"),
+				Budget:          events.Budget{Steps: rapid.Uint32().Draw(t, "steps"), Cost: rapid.Uint64().Draw(t, "cost")},
+				Components:      genComponents.Draw(t, "components"),
+			},
+			Parent: events.ParentRef{
+				Run:         genRunID.Draw(t, "parent_run"),
+				Turn:        rapid.Uint32Min(1).Draw(t, "parent_turn"),
+				CallID:      genCallID.Draw(t, "parent_call"),
+				OperationID: genText.Draw(t, "parent_operation"),
+			},
+		}
 	}),
 	events.KindContextSummarised: body(func(t *rapid.T) events.ContextSummarised {
 		from := rapid.Uint32Range(1, 1<<20).Draw(t, "from")

@@ -477,6 +477,26 @@ func goldenFacts(t testing.TB) []goldenCase {
 		{3502, "context_summarised_no_usage", events.ContextSummarised{
 			Turn: 3, From: 1, Through: 1, Summary: "nothing yet", RequestDigest: digest("summary request:3"), Provider: "scripted",
 		}},
+		// Delegation (issue 35): a child run's request naming its parent,
+		// the parent's intent reserving the child's budget, and its
+		// settlement with the child's outcome.
+		{3601, "run_delegated", events.RunDelegated{
+			Request: events.RunRequested{Case: "fix-sum", CaseDigest: digest("child case"), Treatment: "stall-on",
+				TreatmentDigest: digest("treatment stall-on"), Trial: 2, Budget: events.Budget{Steps: 5, Cost: 40},
+				Components: []events.Component{{Name: "delegation", Value: "allowed"}, {Name: "harness", Value: "0.1.0"}}},
+			Parent: events.ParentRef{Run: "r-7f3a", Turn: 2, CallID: "c-1", OperationID: "r-7f3a/t2/c-1"},
+		}},
+		{3602, "dispatch_intended_delegation", events.DispatchIntended{
+			Turn: 2, CallID: "c-1", Tool: "delegate", OperationID: "r-7f3a/t2/c-1", ArgsDigest: digest(`{"instruction":"find it"}`),
+			Effect: events.EffectExternal, Delegation: &events.Delegation{Run: "r-7f3a-d2-c-1", Steps: 5, Cost: 40, WallMillis: 60000},
+		}},
+		{3603, "dispatch_completed_child", events.DispatchCompleted{
+			Turn: 2, Dispatch: events.CompletedDispatch{CallID: "c-1", EvidenceRef: "t2/c-1", Disposition: events.DispositionExecuted,
+				Mutation: events.MutationNotApplicable, Verification: events.NotVerifier(), Tool: "delegate"},
+			Output: "child run r-7f3a-d2-c-1 ended done: sum is in lib/sum.go",
+			Child: &events.ChildOutcome{Run: "r-7f3a-d2-c-1", Status: events.RunDone, Reason: "done", Answer: "sum is in lib/sum.go",
+				Steps: 2, Usage: &events.Usage{InputTokens: 300, OutputTokens: 20, Cost: ptr(uint64(6))}, Charged: 6},
+		}},
 	} {
 		f := fixture(t, c.n, c.body)
 		f.Schema = 1

@@ -33,6 +33,9 @@ const (
 	// KindContextSummarised is a condenser's summary (context policy
 	// summarise), committed before the turn that sees it.
 	KindContextSummarised Kind = "context.summarised"
+	// KindRunDelegated starts a child run: a delegate call's request, on
+	// the child's subject, naming its parent.
+	KindRunDelegated Kind = "run.delegated"
 )
 
 // Owner is the service role allowed to emit a kind.
@@ -87,6 +90,7 @@ var kinds = map[Kind]kindSpec{
 	// The submitter role submits a suite and controls it.
 	KindSuiteControlled:   {1, OwnerSubmitter, suiteScope, func() any { return new(SuiteControlled) }},
 	KindContextSummarised: {1, OwnerRunner, runScope, func() any { return new(ContextSummarised) }},
+	KindRunDelegated:      {1, OwnerRunner, runScope, func() any { return new(RunDelegated) }},
 }
 
 // Kinds returns every known kind, sorted.

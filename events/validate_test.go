@@ -279,6 +279,9 @@ func TestEveryErrorNamesKindAndField(t *testing.T) {
 		events.KindSuiteControlled: {events.SuiteControlled{ID: "c", Action: "stop", From: "ops"}, events.ErrInvalidField, "body.action"},
 		events.KindContextSummarised: {events.ContextSummarised{Turn: 3, From: 1, Through: 3, RequestDigest: digest("r"), Provider: "p"},
 			events.ErrInvalidField, "body.through"},
+		events.KindRunDelegated: {events.RunDelegated{Request: events.RunRequested{Case: "c", CaseDigest: digest("c"), Treatment: "t",
+			TreatmentDigest: digest("t"), Trial: 1}, Parent: events.ParentRef{Run: "p", Turn: 1, CallID: "c1"}},
+			events.ErrMissingField, "body.parent.operation_id"},
 	}
 	for _, k := range events.Kinds() {
 		tc, ok := broken[k]

@@ -21,6 +21,34 @@ func Line(seq uint64, f events.Fact) string {
 	return fmt.Sprintf("%6d %s %s/%s %-18s %s", seq, f.At.Format(time.TimeOnly), f.Suite, f.Run, f.Kind(), Summary(f))
 }
 
+// TreeLine is Line for a fact of a run depth generations below the run
+// it was delegated from: its suite/run is indented two spaces a
+// generation and marked, so that a tail shows children under parents.
+func TreeLine(seq uint64, f events.Fact, depth int) string {
+	if depth <= 0 {
+		return Line(seq, f)
+	}
+	return fmt.Sprintf("%6d %s %s↳ %s/%s %-18s %s", seq, f.At.Format(time.TimeOnly), strings.Repeat("  ", depth-1), f.Suite, f.Run, f.Kind(), Summary(f))
+}
+
+// Tree follows the parent of every child run from the run.delegated
+// facts it is shown, so that a reader of the log in order knows how deep
+// below its root run each fact's run is.
+type Tree struct{ depth map[string]int }
+
+// Depth records f (a run.delegated names its run's parent) and returns how
+// many generations its run is below a run nobody delegated: 0 for a run
+// requested by the meter, 1 for its child.
+func (t *Tree) Depth(f events.Fact) int {
+	if b, ok := f.Body.(events.RunDelegated); ok {
+		if t.depth == nil {
+			t.depth = map[string]int{}
+		}
+		t.depth[f.Suite+"/"+f.Run] = t.depth[f.Suite+"/"+b.Parent.Run] + 1
+	}
+	return t.depth[f.Suite+"/"+f.Run]
+}
+
 // Summary renders the fields of a fact's body an operator looks at first.
 func Summary(f events.Fact) string {
 	switch b := f.Body.(type) {
@@ -63,11 +91,22 @@ func Summary(f events.Fact) string {
 			usage = fmt.Sprintf("tokens=%d+%d", b.Usage.InputTokens, b.Usage.OutputTokens)
 		}
 		return fmt.Sprintf("turn=%d summary of turns %d-%d %s", b.Turn, b.From, b.Through, usage)
+	case events.RunDelegated:
+		r := b.Request
+		return fmt.Sprintf("child of %s (turn=%d %s) case=%s treatment=%s trial=%d", b.Parent.Run, b.Parent.Turn, b.Parent.CallID, r.Case, r.Treatment, r.Trial)
 	case events.DispatchIntended:
-		return fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
+		line := fmt.Sprintf("turn=%d %s(%s) effect=%s op=%s", b.Turn, b.Tool, b.CallID, b.Effect, b.OperationID)
+		if d := b.Delegation; d != nil {
+			line += fmt.Sprintf(" child=%s", d.Run)
+		}
+		return line
 	case events.DispatchCompleted:
 		d := b.Dispatch
-		return fmt.Sprintf("turn=%d %s %s mutation=%s verification=%s", b.Turn, d.CallID, d.Disposition, d.Mutation, d.Verification.Type())
+		line := fmt.Sprintf("turn=%d %s %s mutation=%s verification=%s", b.Turn, d.CallID, d.Disposition, d.Mutation, d.Verification.Type())
+		if c := b.Child; c != nil {
+			line += fmt.Sprintf(" child=%s %s", c.Run, c.Status)
+		}
+		return line
 	case events.TurnCompleted:
 		e := b.Evidence
 		line := fmt.Sprintf("turn=%d intent=%s dispatches=%d", e.Turn, e.ActorIntent.Type(), len(e.Dispatches))

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/events"
 )
@@ -91,6 +92,34 @@ func TestASuiteControlSaysWhatWhoAndWhy(t *testing.T) {
 	for _, want := range []string{"suite.controlled", "cancel by ops@host", `"wrong model"`, "c1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+}
+
+// A tail shows the tree of delegation: a child run's lines are indented
+// under its parent's, a grandchild's further, a run nobody delegated not
+// at all.
+func TestTreeLinesIndentChildrenUnderTheirParents(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fact := func(run string, body events.Body) events.Fact {
+		return events.Fact{Suite: "s", Run: run, At: at, Body: body}
+	}
+	req := events.RunRequested{Case: "c", Treatment: "t", Trial: 1}
+	var tree Tree
+	lines := []string{}
+	for _, f := range []events.Fact{
+		fact("p", req),
+		fact("p-d1-a", events.RunDelegated{Request: req, Parent: events.ParentRef{Run: "p", Turn: 1, CallID: "a", OperationID: "p/t1/a"}}),
+		fact("p-d1-a-d1-b", events.RunDelegated{Request: req, Parent: events.ParentRef{Run: "p-d1-a", Turn: 1, CallID: "b", OperationID: "x"}}),
+		fact("p-d1-a", events.RunEnded{Status: events.RunDone, Reason: "done"}),
+		fact("p", events.RunEnded{Status: events.RunDone, Reason: "done"}),
+	} {
+		lines = append(lines, TreeLine(1, f, tree.Depth(f)))
+	}
+	want := []string{" s/p ", " ↳ s/p-d1-a ", "   ↳ s/p-d1-a-d1-b ", " ↳ s/p-d1-a ", " s/p "}
+	for i, l := range lines {
+		if !strings.Contains(l, want[i]) {
+			t.Errorf("line %d: %q, want it to hold %q", i, l, want[i])
 		}
 	}
 }

@@ -67,6 +67,10 @@ const (
 	// on that runner, so that two installations of different versions are
 	// two agents.
 	ComponentAgent = "agent"
+	// ComponentDelegation says the treatment allows delegation (only
+	// when it does: the value is "allowed"): an agent that may hand part
+	// of its task to child runs is another agent than one that may not.
+	ComponentDelegation = "delegation"
 )
 
 // AgentComponent is the value of the agent component of a, with the
@@ -220,6 +224,14 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 			name string
 			v    any
 		}{ComponentAgent, v})
+	}
+	if cases.DelegationAllowed(c, t) {
+		// Only then, like extensions: a treatment that does not delegate
+		// keeps the identity it had before delegation existed.
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{ComponentDelegation, "allowed"})
 	}
 	if prompt != cases.DefaultSystemPrompt {
 		// Only then, like extensions: a treatment that sets no prompt

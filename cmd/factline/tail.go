@@ -112,6 +112,7 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out io.Writer) error 
 	if o.control {
 		return tailControl(ctx, b, out, o.runID, o.kind, opts, o.asJSON)
 	}
+	var tree ops.Tree
 	_, err = b.Read(ctx, opts, func(r bus.Raw) error {
 		if o.asJSON {
 			return printFactJSON(out, r)
@@ -125,7 +126,8 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out io.Writer) error 
 			_, werr := fmt.Fprintf(out, "%6d %s undecodable: %v\n", r.Seq, r.Subject, err)
 			return werr
 		}
-		_, err = fmt.Fprintln(out, ops.Line(r.Seq, f))
+		// A child run's lines are indented under its parent's.
+		_, err = fmt.Fprintln(out, ops.TreeLine(r.Seq, f, tree.Depth(f)))
 		return err
 	})
 	if ctx.Err() != nil {

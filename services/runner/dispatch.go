@@ -83,7 +83,8 @@ func (a *attempt) toolFor(call events.ToolCall) callTool {
 	tool, args, bad := a.registry.Check(call.Name, call.Args)
 	_, builtin := tools.BuiltinByName(call.Name)
 	t := callTool{tool: tool, args: args, invalid: bad,
-		view: step.Tool{Builtin: builtin, Allowed: contains(a.offered, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name)}}
+		view: step.Tool{Builtin: builtin, Allowed: contains(a.offered, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name),
+			Delegate: call.Name == cases.DelegateTool}}
 	if tool == nil {
 		return t
 	}
@@ -111,6 +112,8 @@ func (a *attempt) carryOut(ctx context.Context, p step.Progress, call events.Too
 		return a.reject(ctx, p.Turn, call, t, plan, op)
 	case step.PlanRun, step.PlanSend:
 		return a.dispatch(ctx, p.Turn, call, t, plan)
+	case step.PlanDelegate:
+		return a.delegate(ctx, p, call, t)
 	case step.PlanReconcile:
 		// The workspace was restored to the last settled digest, but the
 		// effect may have reached its sink before the attempt that

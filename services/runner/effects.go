@@ -340,6 +340,11 @@ func (a *attempt) settleOpen(ctx context.Context, end step.Ending) error {
 		switch left.Act() {
 		case step.LeftSettled:
 			continue
+		case step.LeftChild:
+			if err := a.settleChildLeft(ctx, left.Intended(), end); err != nil {
+				return err
+			}
+			continue
 		case step.LeftNotRun:
 			res = tools.Fail(CodeNotRun, "this call was not run: the run ended %s (%s) before it", end.Status, end.Reason)
 		case step.LeftInterrupted:

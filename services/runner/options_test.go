@@ -25,7 +25,7 @@ func TestRunnerDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
 	s := kittest.Must(New(b))
 	kittest.Defaults(t, s.sh, "runner", bus.ConsumerConfig{Name: ConsumerName, MaxDeliver: 5, OnDemand: true,
-		Filters: []string{events.KindFilter(events.KindRunRequested)}})
+		Filters: []string{events.KindFilter(events.KindRunRequested), events.KindFilter(events.KindRunDelegated)}})
 	c := s.sh.Consumer()
 	if c.Workers != 0 || c.AckWait != 0 || c.OnDeadLetter == nil {
 		t.Errorf("consumer: workers %d (want the bus's 1), ack wait %s (want the bus's 30s), dead letters handled %v", c.Workers, c.AckWait, c.OnDeadLetter != nil)

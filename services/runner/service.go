@@ -100,9 +100,10 @@ const ConsumerName = "runner"
 // behind busy workers would be redelivered every ack wait until it
 // counted as poison. It reads no cases through the kit's policy cache.
 var spec = kit.Spec{
-	Owner:             events.OwnerRunner,
-	Consumer:          ConsumerName,
-	Filters:           []string{events.KindFilter(events.KindRunRequested)},
+	Owner:    events.OwnerRunner,
+	Consumer: ConsumerName,
+	// A child run a delegate call starts is taken like a requested one.
+	Filters:           []string{events.KindFilter(events.KindRunRequested), events.KindFilter(events.KindRunDelegated)},
 	InstancePrefix:    "runner",
 	RunCachePerWorker: 4,
 	MaxDeliver:        5,
@@ -182,7 +183,7 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 	}
 	s.log.Error("giving the run up", "suite", suite, "run", run, "reason", reason)
 	a := s.newAttempt(suite, run, rl)
-	if req, ok := d.Fact.Body.(events.RunRequested); ok {
+	if req, _, ok := requestOf(d.Fact); ok {
 		// Best effort: the case's status lookup may still settle an
 		// operation the run leaves in flight.
 		if data, err := s.bus.Blobs().Get(ctx, req.CaseDigest); err == nil {
@@ -194,9 +195,9 @@ func (s *Service) gaveUp(ctx context.Context, d bus.Delivery, reason string) err
 
 // handle drives one requested run to its end.
 func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
-	req, ok := d.Fact.Body.(events.RunRequested)
+	req, parent, ok := requestOf(d.Fact)
 	if !ok {
-		return bus.Permanent(fmt.Errorf("not a run.requested fact: %s", d.Fact.Kind()))
+		return bus.Permanent(fmt.Errorf("not a run.requested or run.delegated fact: %s", d.Fact.Kind()))
 	}
 	suite, run := d.Fact.Suite, d.Fact.Run
 	log := s.log.With("suite", suite, "run", run)
@@ -234,6 +235,19 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 			log.Info("not run", "reason", end.Reason)
 			a := s.newAttempt(suite, run, rl)
 			return a.finish(ctx, end, rl)
+		}
+		if parent != nil {
+			// A child whose parent has ended is owned by nobody: its
+			// parent's cancel may have come before any runner took it.
+			ended, err := s.parentEnded(ctx, suite, *parent)
+			if err != nil {
+				return err
+			}
+			if ended {
+				log.Info("not run: its parent ended", "parent", parent.Run)
+				a := s.newAttempt(suite, run, rl)
+				return a.finish(ctx, step.Ending{Status: events.RunCancelled, Reason: ReasonParentEnded + ": " + parent.Run}, rl)
+			}
 		}
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)
@@ -297,6 +311,18 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	}
 	log.Info("run ended", "status", end.Status, "reason", end.Reason)
 	return a.finish(ctx, end, rl)
+}
+
+// requestOf is the request a run.requested or run.delegated fact makes,
+// and the parent of a delegated one (nil otherwise).
+func requestOf(f events.Fact) (events.RunRequested, *events.ParentRef, bool) {
+	switch b := f.Body.(type) {
+	case events.RunRequested:
+		return b, nil, true
+	case events.RunDelegated:
+		return b.Request, &b.Parent, true
+	}
+	return events.RunRequested{}, nil, false
 }
 
 // inputErr classifies a failure to fetch what a run needs: a blob that is
@@ -509,8 +535,8 @@ func minimalEnv(home, tmp string, extra map[string]string) []string {
 	return env
 }
 
-// finish seals the candidate (when there is a workspace) and ends the run
-// with its handoff packet.
+// finish seals the candidate (when there is a workspace, and the run is
+// no child) and ends the run with its handoff packet.
 func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) error {
 	if err := a.settleOpen(ctx, end); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
@@ -518,7 +544,9 @@ func (a *attempt) finish(ctx context.Context, end step.Ending, rl bus.RunLog) er
 		}
 		return err
 	}
-	if a.ws != nil {
+	if a.ws != nil && (a.kase == nil || a.kase.Parent == nil) {
+		// A child run seals no candidate: it is part of its parent's
+		// attempt, which alone is graded.
 		snap, files, err := a.ws.Seal(ctx)
 		if bus.Transient(err) {
 			// The bus failed under the seal (a blob put timing out while

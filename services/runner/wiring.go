@@ -83,11 +83,16 @@ func (w storedWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {
 func Models(ctx context.Context, c *cases.Case, t *cases.Treatment) (models.Model, error) {
 	switch t.Model.Provider {
 	case cases.ProviderScripted:
-		src, ok := t.Model.ScriptFiles[c.ID]
-		if !ok {
-			return nil, fmt.Errorf("treatment %s has no script for case %s (add %s.yaml to its scripts)", t.ID, c.ID, c.ID)
+		name := c.ID
+		if c.Parent != nil {
+			// A child run of the case answers from a script of its own.
+			name += ".child"
 		}
-		m, err := scripted.Parse(c.ID+".yaml", []byte(src))
+		src, ok := t.Model.ScriptFiles[name]
+		if !ok {
+			return nil, fmt.Errorf("treatment %s has no script for case %s (add %s.yaml to its scripts)", t.ID, name, name)
+		}
+		m, err := scripted.Parse(name+".yaml", []byte(src))
 		if err != nil {
 			return nil, err
 		}

@@ -14,8 +14,10 @@ import (
 // accepted controls, the end and the sealed candidate.
 type runDetail struct {
 	requested *events.RunRequested
-	claims    []Claim
-	turns     map[uint32]*turnDetail
+	// parent is set on a child run: the run and call that delegated it.
+	parent *events.ParentRef
+	claims []Claim
+	turns  map[uint32]*turnDetail
 	// current is the newest turn started: a control accepted now belongs
 	// to it (0: before the first turn).
 	current  uint32
@@ -56,6 +58,11 @@ func (d *runDetail) apply(seq uint64, f events.Fact) {
 	case events.RunRequested:
 		if d.requested == nil {
 			d.requested = &b
+		}
+	case events.RunDelegated:
+		if d.requested == nil {
+			r, p := b.Request, b.Parent
+			d.requested, d.parent = &r, &p
 		}
 	case events.RunClaimed:
 		d.claims = append(d.claims, Claim{At: f.At, Runner: b.Runner, Lease: b.Lease, ResumeFrom: b.ResumeFrom})

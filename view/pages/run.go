@@ -2,6 +2,7 @@ package pages
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -20,7 +21,12 @@ type RunPage struct {
 	// Handoff is the runs projection's summary: the handoff packet.
 	Handoff   projections.RunSummary `json:"handoff"`
 	Requested *Requested             `json:"requested,omitempty"`
-	Claims    []Claim                `json:"claims,omitempty"`
+	// Parent is set on a child run: the run and the delegate call that
+	// started it (docs/tools.md#delegate).
+	Parent *events.ParentRef `json:"parent,omitempty"`
+	// Children are the child runs this run's delegate calls started.
+	Children []Child `json:"children,omitempty"`
+	Claims   []Claim `json:"claims,omitempty"`
 	// Preamble holds controls accepted before the first turn started.
 	Preamble []Control `json:"preamble,omitempty"`
 	Turns    []Turn    `json:"turns"`
@@ -47,6 +53,15 @@ type Requested struct {
 	Trial           uint32        `json:"trial"`
 	Budget          Budget        `json:"budget"`
 	Identity        events.Digest `json:"identity,omitempty"`
+}
+
+// Child is a child run a delegate call started, and how far it got.
+type Child struct {
+	Run    string        `json:"run"`
+	Turn   uint32        `json:"turn"`
+	CallID events.CallID `json:"call_id"`
+	// Status is its run.ended status ("" while it runs).
+	Status string `json:"status,omitempty"`
 }
 
 // Budget is a run's limits (0: none).
@@ -138,6 +153,8 @@ type Call struct {
 	Output       string        `json:"output,omitempty"`
 	OutputBlob   events.Digest `json:"output_blob,omitempty"`
 	Error        *ToolError    `json:"error,omitempty"`
+	// Child is the child run a delegate call started.
+	Child string `json:"child,omitempty"`
 }
 
 // Diagnostic is one message of a failed verification.
@@ -323,6 +340,18 @@ func (m *Model) Run(suite, run string) (RunPage, bool) {
 		p.Requested = &Requested{Case: r.Case, CaseDigest: r.CaseDigest, Treatment: r.Treatment, TreatmentDigest: r.TreatmentDigest,
 			Trial: r.Trial, Identity: r.Identity, Budget: Budget{Steps: r.Budget.Steps, Tokens: r.Budget.Tokens, Seconds: r.Budget.Seconds, Cost: r.Budget.Cost}}
 	}
+	p.Parent = d.parent
+	for k, c := range m.details {
+		name, ours := strings.CutPrefix(k, suite+"/")
+		if ours && c.parent != nil && c.parent.Run == run {
+			child := Child{Run: name, Turn: c.parent.Turn, CallID: c.parent.CallID}
+			if c.ended != nil {
+				child.Status = string(c.ended.Status)
+			}
+			p.Children = append(p.Children, child)
+		}
+	}
+	slices.SortFunc(p.Children, func(a, b Child) int { return strings.Compare(a.Run, b.Run) })
 	for _, x := range m.history[key] {
 		t := d.turns[x.Turn]
 		if t == nil {
@@ -386,6 +415,9 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 		}
 		if in, ok := t.intended[events.CallID(hc.ID)]; ok {
 			c.Intended, c.Operation, c.Effect, c.ArgsDigest = true, in.OperationID, string(in.Effect), in.ArgsDigest
+			if in.Delegation != nil {
+				c.Child = in.Delegation.Run
+			}
 		}
 		if done, ok := t.completed[events.CallID(hc.ID)]; ok {
 			settle(&c, done)

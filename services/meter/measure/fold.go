@@ -60,6 +60,10 @@ type Attempt struct {
 	// Summaries holds the usage of the run's context summaries (nil where
 	// a provider reported none): context cost, shown apart.
 	Summaries []*events.Usage
+	// Parent is set on a child run (run.delegated): the run and call it
+	// belongs to. A child is never an attempt of the suite; its usage is
+	// reported as part of its parent's (delegationOf).
+	Parent *events.ParentRef
 }
 
 // ReplyUsage sums the usage of a run's model replies: the tokens split
@@ -78,6 +82,18 @@ type ReplyUsage struct {
 	// replies with usage that did not report it.
 	Reasoning        uint64
 	ReasoningUnknown int
+	// Cost sums the replies' costs; CostUnknown counts the replies whose
+	// cost is unknown (no usage, or usage without a cost).
+	Cost        uint64
+	CostUnknown int
+}
+
+// plus is the sum of two runs' reply usage.
+func (r ReplyUsage) plus(o ReplyUsage) ReplyUsage {
+	return ReplyUsage{Calls: r.Calls + o.Calls, Unknown: r.Unknown + o.Unknown, Input: r.Input + o.Input, Output: r.Output + o.Output,
+		CachedInput: r.CachedInput + o.CachedInput, CachedInputUnknown: r.CachedInputUnknown + o.CachedInputUnknown,
+		Reasoning: r.Reasoning + o.Reasoning, ReasoningUnknown: r.ReasoningUnknown + o.ReasoningUnknown,
+		Cost: r.Cost + o.Cost, CostUnknown: r.CostUnknown + o.CostUnknown}
 }
 
 // add folds one reply's usage.
@@ -85,7 +101,13 @@ func (r *ReplyUsage) add(u *events.Usage) {
 	r.Calls++
 	if u == nil {
 		r.Unknown++
+		r.CostUnknown++
 		return
+	}
+	if u.Cost == nil {
+		r.CostUnknown++
+	} else {
+		r.Cost += *u.Cost
 	}
 	r.Input += u.InputTokens
 	r.Output += u.OutputTokens
@@ -159,6 +181,11 @@ func (a *Attempt) apply(f events.Fact, at int) {
 	case events.RunRequested:
 		if a.Requested == nil {
 			a.Requested = &b
+		}
+	case events.RunDelegated:
+		if a.Parent == nil {
+			p := b.Parent
+			a.Parent = &p
 		}
 	case events.RunClaimed:
 		a.Claimed = true

@@ -240,6 +240,10 @@ func breakdown(t TreatmentReport) string {
 	if c := t.Context; c != nil {
 		parts = append(parts, "context summaries (part of the usage) "+contextCost(*c))
 	}
+	if d := t.Delegation; d != nil {
+		parts = append(parts, fmt.Sprintf("delegated to %d child runs (part of the usage): tokens %s own + %s children, %s %s own + %s children",
+			d.Children, orUnknown(d.OwnTokens), orUnknown(d.ChildTokens), UnitCost, orUnknown(d.OwnCost), orUnknown(d.ChildCost)))
+	}
 	if e := t.Evaluator; e.Calls > 0 {
 		parts = append(parts, "evaluator cost in "+UnitCost+" "+evaluator(e))
 	}
@@ -688,4 +692,12 @@ func WriteSVG(w io.Writer, r Report) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// orUnknown renders a figure that may be unknown.
+func orUnknown(v *uint64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return strconv.FormatUint(*v, 10)
 }

@@ -145,6 +145,9 @@ type TreatmentReport struct {
 	// Context is the part of Usage the ended attempts' context summaries
 	// consumed (context policy summarise): absent when none was made.
 	Context *ContextUsage `json:"context,omitempty"`
+	// Delegation is the part of Usage the ended attempts' child runs
+	// consumed, beside their own: absent when none delegated.
+	Delegation *DelegationUsage `json:"delegation,omitempty"`
 	// Scores summarise each scorer the treatment's grades name
 	// (docs/report.md#scores); absent when none does.
 	Scores []ScorerSummary `json:"scores,omitempty"`
@@ -265,6 +268,9 @@ type AttemptRow struct {
 	// EndReason is the reason of the run's run.ended, as the runner gave
 	// it (why a harness error was one), once the run has ended.
 	EndReason string `json:"end_reason,omitempty"`
+	// Delegation is what the attempt's child runs consumed, beside its
+	// own calls (absent: it delegated nothing). Tokens and Cost count both.
+	Delegation *DelegationUsage `json:"delegation,omitempty"`
 	// Turns is the model turns the run took (spent.steps).
 	Turns *uint32 `json:"turns,omitempty"`
 	// InputTokens and OutputTokens split Tokens when the run's replies
@@ -320,7 +326,81 @@ func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.In
 	}
 	r := row(m, l.Runs[m.Run], valid, required)
 	r.Retried = earlier
+	l.delegationOf(&r, l.Runs[m.Run])
 	return r
+}
+
+// DelegationUsage is what an attempt's child runs (delegate calls)
+// consumed, apart from what its own model calls did: the row's (or the
+// treatment's) tokens and cost are the two together, each child counted
+// once. A figure is nil where any call of its part reported none.
+type DelegationUsage struct {
+	// Children counts the child runs.
+	Children    int     `json:"children"`
+	OwnTokens   *uint64 `json:"own_tokens"`
+	ChildTokens *uint64 `json:"child_tokens"`
+	OwnCost     *uint64 `json:"own_cost"`
+	ChildCost   *uint64 `json:"child_cost"`
+}
+
+// delegationOf sets the row of an attempt with child runs: their usage
+// apart from its own, and the input/output split of the two together
+// (which its spent tokens count).
+func (l *Log) delegationOf(r *AttemptRow, a *Attempt) {
+	if a == nil {
+		return
+	}
+	var children ReplyUsage
+	n := 0
+	for _, c := range l.Runs {
+		if c.Parent != nil && c.Parent.Run == r.Run {
+			n++
+			children = children.plus(c.Replies)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	d := &DelegationUsage{Children: n}
+	tokens := func(u ReplyUsage) *uint64 {
+		if u.Unknown > 0 {
+			return nil
+		}
+		return ptr(u.Input + u.Output)
+	}
+	cost := func(u ReplyUsage) *uint64 {
+		if u.CostUnknown > 0 {
+			return nil
+		}
+		return ptr(u.Cost)
+	}
+	d.OwnTokens, d.ChildTokens, d.OwnCost, d.ChildCost = tokens(a.Replies), tokens(children), cost(a.Replies), cost(children)
+	r.Delegation = d
+	if a.Ended != nil {
+		r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens = nil, nil, nil, nil
+		r.split(a.Replies.plus(children), a.Ended.Spent.Tokens)
+	}
+}
+
+// add sums an attempt's delegation usage into a treatment's: a figure
+// unknown for any attempt is unknown for the treatment.
+func (d *DelegationUsage) add(o *DelegationUsage) {
+	first := d.Children == 0
+	d.Children += o.Children
+	sum := func(total **uint64, v *uint64) {
+		switch {
+		case first && v != nil:
+			*total = ptr(*v)
+		case first, v == nil, *total == nil:
+			*total = nil
+		default:
+			**total += *v
+		}
+	}
+	sum(&d.OwnTokens, o.OwnTokens)
+	sum(&d.ChildTokens, o.ChildTokens)
+	sum(&d.OwnCost, o.OwnCost)
+	sum(&d.ChildCost, o.ChildCost)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -574,6 +654,12 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			}
 			u.CachedCalls += a.CachedCalls
 			u.CachedTokens += a.CachedTokens
+			if a.Delegation != nil {
+				if t.Delegation == nil {
+					t.Delegation = &DelegationUsage{}
+				}
+				t.Delegation.add(a.Delegation)
+			}
 			for _, su := range a.Summaries {
 				if t.Context == nil {
 					t.Context = &ContextUsage{}

@@ -49,13 +49,25 @@ type Spend struct {
 	// came without a cost.
 	Cost      uint64
 	CostKnown bool
+	// Reserved is what the run's running children hold: the budget their
+	// delegate calls reserved, counted against the run's limits until the
+	// child's end replaces it with what the child spent. It is no spend:
+	// Spent leaves it out.
+	Reserved Budget
 }
 
 // Tally folds a run's facts into its spend: every model call, its turns'
-// and its summaries' (context.summarised).
+// and its summaries' (context.summarised), and every child a delegate
+// call started: its reservation while it runs, what it spent once its
+// end is settled (exactly once: a child settled is no longer reserved).
 func Tally(facts []events.Fact) Spend {
 	s := Spend{TokensKnown: true, CostKnown: true}
 	reserve := map[uint32]uint64{}
+	type call struct {
+		turn uint32
+		id   events.CallID
+	}
+	children := map[call]events.Delegation{}
 	for _, f := range facts {
 		switch b := f.Body.(type) {
 		case events.TurnStarted:
@@ -67,9 +79,46 @@ func Tally(facts []events.Fact) Spend {
 			// A summary is a model call of the run: charged like a reply,
 			// never a step.
 			s.charge(b.Usage, b.Reserve)
+		case events.DispatchIntended:
+			if b.Delegation != nil {
+				children[call{b.Turn, b.CallID}] = *b.Delegation
+			}
+		case events.DispatchCompleted:
+			k := call{b.Turn, b.Dispatch.CallID}
+			if _, ok := children[k]; !ok {
+				continue
+			}
+			delete(children, k)
+			if c := b.Child; c != nil {
+				s.Steps += c.Steps
+				s.chargeChild(c)
+			}
 		}
 	}
+	for _, d := range children {
+		s.Reserved.Steps += d.Steps
+		s.Reserved.InputTokens += d.InputTokens
+		s.Reserved.OutputTokens += d.OutputTokens
+		s.Reserved.Cost += d.Cost
+	}
 	return s
+}
+
+// chargeChild charges what a settled child spent: its tokens (unknown
+// where any of its calls reported none) and what its cost budget counted.
+func (s *Spend) chargeChild(c *events.ChildOutcome) {
+	s.Charged += c.Charged
+	if c.Usage == nil {
+		s.TokensKnown, s.CostKnown = false, false
+		return
+	}
+	s.InputTokens += c.Usage.InputTokens
+	s.OutputTokens += c.Usage.OutputTokens
+	if c.Usage.Cost == nil {
+		s.CostKnown = false
+		return
+	}
+	s.Cost += *c.Usage.Cost
 }
 
 func (s *Spend) charge(u *events.Usage, reserve uint64) {
@@ -107,14 +156,16 @@ func (s Spend) Spent(millis uint64) events.Spent {
 // the steps left, the tokens left and whether the call's worst-case cost
 // fits what remains. It returns the limit that refuses the call, or "".
 func Preflight(b Budget, s Spend, reserve uint64) string {
+	// What running children hold reserved is not this call's to spend.
+	r := s.Reserved
 	switch {
-	case b.Steps > 0 && s.Steps >= b.Steps:
+	case b.Steps > 0 && s.Steps+r.Steps >= b.Steps:
 		return ReasonStepLimit
-	case b.InputTokens > 0 && s.InputTokens >= b.InputTokens:
+	case b.InputTokens > 0 && s.InputTokens+r.InputTokens >= b.InputTokens:
 		return ReasonInputTokenLimit
-	case b.OutputTokens > 0 && s.OutputTokens >= b.OutputTokens:
+	case b.OutputTokens > 0 && s.OutputTokens+r.OutputTokens >= b.OutputTokens:
 		return ReasonOutputTokenLimit
-	case b.Cost > 0 && (s.Charged > b.Cost || reserve > b.Cost-s.Charged):
+	case b.Cost > 0 && (s.Charged+r.Cost > b.Cost || reserve > b.Cost-s.Charged-r.Cost):
 		return ReasonBudgetPreflight
 	}
 	return ""

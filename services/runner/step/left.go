@@ -23,6 +23,11 @@ const (
 	// may have reached its sink. Its outcome is unknown unless the status
 	// lookup can tell (Found).
 	LeftInFlight
+	// LeftChild: a delegate call was intended and never settled: its
+	// child may still run. The runner cancels it, and settles the call
+	// with the child's outcome where the child has ended, canceled
+	// otherwise.
+	LeftChild
 )
 
 // Left is how one call left open when the run ends is settled. Only this
@@ -47,6 +52,8 @@ func PlanLeft(p Progress, id events.CallID) Left {
 	switch {
 	case !ok:
 		return Left{act: LeftNotRun}
+	case in.Delegation != nil:
+		return Left{act: LeftChild, in: in}
 	case in.Effect.IsEffect():
 		return Left{act: LeftInFlight, in: in, outcome: events.OutcomeUnknown}
 	}
@@ -56,7 +63,8 @@ func PlanLeft(p Progress, id events.CallID) Left {
 // Act is how the call is settled.
 func (l Left) Act() LeftAct { return l.act }
 
-// Intended is the call's dispatch.intended (LeftInterrupted, LeftInFlight).
+// Intended is the call's dispatch.intended (LeftInterrupted, LeftInFlight,
+// LeftChild).
 func (l Left) Intended() events.DispatchIntended { return l.in }
 
 // Disposition is what its dispatch records of how it ran.
@@ -71,7 +79,7 @@ func (l Left) Disposition() events.Disposition {
 // not applicable to an external effect (its workspace writes, if any,
 // went with the attempt's workspace), not applied otherwise.
 func (l Left) Mutation() events.Mutation {
-	if l.act == LeftInFlight {
+	if l.act == LeftInFlight || l.act == LeftChild {
 		return events.MutationNotApplicable
 	}
 	return events.MutationNotApplied

@@ -35,6 +35,9 @@ type Tool struct {
 	// Approval says a person approves the tool's calls before they run:
 	// the case says so, or the tool's contract.
 	Approval bool
+	// Delegate says the call is the built-in delegate tool's: it starts a
+	// child run (PlanDelegate) rather than running anything itself.
+	Delegate bool
 }
 
 // Act is what a plan has the runner do with a call.
@@ -69,6 +72,12 @@ const (
 	// under its operation ID before it is ever sent again, as Effect
 	// says, from Effect.Begin(true).
 	PlanReconcile
+	// PlanDelegate: the call is a delegate call, offered and valid: the
+	// runner decides the child's grant (Delegate), commits the intent
+	// with it, starts the child (or finds it: an earlier attempt intended
+	// the call, and the child's run ID is the operation's) and waits for
+	// the child's end, which settles the call.
+	PlanDelegate
 )
 
 // Reason is why a call is rejected without running.
@@ -156,6 +165,8 @@ func (p Plan) String() string {
 		return what
 	case PlanReconcile:
 		return "reconcile the unknown outcome"
+	case PlanDelegate:
+		return "delegate to a child run"
 	}
 	return fmt.Sprintf("no plan (act %d)", p.act)
 }
@@ -183,6 +194,8 @@ func (r Reason) String() string {
 //
 //   - A call the log settled is taken as it is, whatever else holds.
 //   - A pending cancel stops the reply before any call not yet settled.
+//   - A delegate call an earlier attempt intended goes on as a
+//     delegation: its child is found by its run ID, never started again.
 //   - An external effect an earlier attempt intended and never settled
 //     may have reached its sink: it is reconciled, never repeated blindly;
 //     unless a person had to approve it and never did (it was never sent:
@@ -192,7 +205,8 @@ func (r Reason) String() string {
 //   - Any other call (a workspace call intended earlier included) is
 //     checked in order: a duplicate call ID, a built-in tool the case does
 //     not list, a call the registry refuses, a call the tool's precheck
-//     refuses are rejected; the rest run in the workspace or, for an
+//     refuses are rejected; a delegate call delegates; the rest run in
+//     the workspace or, for an
 //     external effect, are sent behind the fence, after a person's
 //     approval when the case or the tool's contract asks for one.
 func PlanCall(p Progress, call events.ToolCall, t Tool, cancel bool) Plan {
@@ -201,6 +215,11 @@ func PlanCall(p Progress, call events.ToolCall, t Tool, cancel bool) Plan {
 	}
 	if cancel {
 		return Plan{act: PlanStop}
+	}
+	if in, ok := p.Intended[call.ID]; ok && in.Delegation != nil {
+		// The child was started, or may have been: it is found by its
+		// run ID, never started twice.
+		return Plan{act: PlanDelegate}
 	}
 	if in, ok := p.Intended[call.ID]; ok && in.Effect.IsEffect() {
 		if t.Approval {
@@ -228,6 +247,8 @@ func afresh(call events.ToolCall, t Tool) Plan {
 		return rejectFor(RejectInvalid, false)
 	case t.Refused:
 		return rejectFor(RejectRefused, false)
+	case t.Delegate:
+		return Plan{act: PlanDelegate}
 	case t.Effect.IsEffect():
 		return Plan{act: PlanSend, approval: t.Approval}
 	}

@@ -29,7 +29,7 @@ type Registry struct {
 // Builtin returns every built-in tool. http_call is offered only to cases
 // that name the endpoints it may reach.
 func Builtin() []Tool {
-	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}, HTTPCall{}}
+	return []Tool{ReadFile{}, ListFiles{}, WriteFile{}, EditFile{}, RunCommand{}, TaskComplete{}, HTTPCall{}, Delegate{}}
 }
 
 // RegistryOption configures the built-in tools of a registry.
