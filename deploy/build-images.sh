@@ -78,8 +78,19 @@ factline_image() {
 	newroot "$root"
 	mkdir -p "$root/etc/ssl/certs" "$ctx/home"
 	# Static, and stamped with the checkout's revision: factline version
-	# in the image names the build (version/).
-	CGO_ENABLED=0 "$go" build -buildvcs=auto -trimpath -o "$root/usr/local/bin/factline" ./cmd/factline
+	# in the image names the build (version/). Go stamps nothing in a git
+	# worktree (its .git is a file, and go looks for a directory), so
+	# there the binary is built from a clone of the committed HEAD.
+	local src=.
+	if [ -f .git ]; then
+		src=$work/src
+		rm -rf "$src"
+		git clone -q --shared --no-checkout . "$src"
+		git -C "$src" checkout -q --detach "$revision"
+		[ -z "$(git status --porcelain 2>/dev/null)" ] ||
+			echo "build-images: a git worktree: factline is built from HEAD ($revision), without the uncommitted changes" >&2
+	fi
+	(cd "$src" && CGO_ENABLED=0 "$go" build -buildvcs=true -trimpath -o "$OLDPWD/$root/usr/local/bin/factline" ./cmd/factline)
 	cp /bin/busybox "$root/bin/busybox"
 	for applet in $(/bin/busybox --list); do
 		[ "$applet" = busybox ] || [ "$applet" = bash ] || ln -sf busybox "$root/bin/$applet"

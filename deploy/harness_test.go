@@ -200,3 +200,15 @@ func referenceReport(t *testing.T, ctx context.Context, suite string) string {
 	}
 	return string(out)
 }
+
+// TestMain gives every podman the tests start (podman-compose's too)
+// testdata/containers.conf's rlimits, unless CONTAINERS_CONF names
+// another file.
+func TestMain(m *testing.M) {
+	if os.Getenv("CONTAINERS_CONF") == "" {
+		if p, err := filepath.Abs("testdata/containers.conf"); err == nil {
+			os.Setenv("CONTAINERS_CONF", p)
+		}
+	}
+	os.Exit(m.Run())
+}
