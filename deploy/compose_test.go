@@ -350,7 +350,7 @@ func TestDeployComposeFleetFinishesASuiteThroughFaults(t *testing.T) {
 		t.Fatalf("Prometheus loaded %d rules; ops/prometheus/alerts.yaml has %d", loaded, n)
 	}
 
-	t.Run("kube play", func(t *testing.T) { kubePlay(t, ctx, f, want) })
+	t.Run("kube play", func(t *testing.T) { kubePlay(t, ctx, f) })
 
 	f.down(ctx)
 	if left := f.leftovers(ctx); len(left) > 0 {

@@ -29,7 +29,7 @@ const (
 // on the compose fleet's network, in place of its service containers,
 // each pod reading its role's password from a Secret, and runs a suite
 // through them: the same report as one process.
-func kubePlay(t *testing.T, ctx context.Context, f *fleet, want string) {
+func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 	_, ms, err := kubernetes.Load(filepath.Join(root(t), "deploy/kubernetes"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +99,7 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet, want string) {
 	must(t)(sh(ctx, nil, engine(), "kube", "play", "--network", f.network(), play))
 
 	suite := writeSuite(t, "deploy-kube")
+	want := normalise(t, referenceReport(t, ctx, suite), "deploy-kube")
 	res := <-f.submit(ctx, suite)
 	if res.err != nil {
 		t.Fatalf("run through the pods: %v\n%s", res.err, res.stderr)
