@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -47,6 +46,11 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 		d.Name = f.project + "-" + d.Name
 		c := &d.Spec.Template.Spec.Containers[0]
+		// podman (4.3) publishes a containerPort on the host when it has
+		// no hostPort: six pods on one host would collide on 9464, so the
+		// ports (only names for Prometheus and the probe) are dropped here.
+		c.Ports = nil
+		c.ReadinessProbe = nil
 		found := false
 		for i, a := range c.Args {
 			if a == clusterURL {
@@ -65,8 +69,9 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 			t.Fatal(err)
 		}
 		ref.Name = f.project + "-" + ref.Name
-		sec, err := json.Marshal(corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: ref.Name}, Data: map[string][]byte{ref.Key: pw}})
+		// podman (4.3) reads a secretKeyRef's key out of a podman secret
+		// holding a JSON object of base64 values, a Secret's data alone.
+		sec, err := json.Marshal(map[string][]byte{ref.Key: pw})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +99,12 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 		}
 		if _, err := sh(context.Background(), nil, engine(), "kube", "down", play); err != nil {
 			t.Errorf("podman kube down: %v", err)
+		}
+		// A pod kube play made before it failed is not in kube down's
+		// reach, and holds the network.
+		pods, _ := sh(context.Background(), nil, engine(), "pod", "ps", "-q", "--filter", "name="+f.project)
+		for _, p := range strings.Fields(pods) {
+			_, _ = sh(context.Background(), nil, engine(), "pod", "rm", "-f", p)
 		}
 	})
 	must(t)(sh(ctx, nil, engine(), "kube", "play", "--network", f.network(), play))
