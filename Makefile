@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
+.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots image deploy-test clean
 
 all: build
 
@@ -106,6 +106,24 @@ fuzz:
 # shown in headless chromium (Debian's chromium package).
 view-shots:
 	FACTLINE_VIEW_SHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestBrowserScreenshotsOfTheThreeMainPages' -v ./view/
+
+# factline's container images, built here with nothing pulled
+# (docs/deploy.md): localhost/factline (the static binary on scratch, with
+# busybox and bash for cases' commands), localhost/factline-nats and
+# localhost/factline-prometheus, each tagged with the checkout's revision
+# and latest. CONTAINER_ENGINE=docker builds them with docker.
+CONTAINER_ENGINE ?= podman
+image:
+	FACTLINE_CONTAINER_ENGINE=$(CONTAINER_ENGINE) deploy/build-images.sh
+
+# The deployment's tests that take minutes (docs/deploy.md#tests): the
+# image names its build; the compose fleet (three NATS nodes, the five
+# services, Prometheus) finishes a suite through a NATS node and a runner
+# killed, and leaves nothing behind; the Kubernetes manifests' pods finish
+# a suite under podman kube play. .ci/run runs this after make test; the
+# manifests' strict decoding is part of make test.
+deploy-test: test-deps
+	$(GO) test -tags deploy -count=1 -timeout 40m -v -run 'TestDeploy' ./deploy/
 
 clean:
 	rm -rf bin

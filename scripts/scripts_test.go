@@ -18,14 +18,15 @@ import (
 // that brings it: a PATH of a directory holding only bash, id and apt-get
 // lacks every one.
 var missingHere = map[string]string{
-	"gcc":      "gcc libc6-dev",
-	"git":      "git",
-	"ps":       "procps",
-	"promtool": "prometheus",
-	"chromium": "chromium",
-	"xmllint":  "libxml2-utils",
-	"podman":   "podman",
-	"runc":     "runc",
+	"gcc":            "gcc libc6-dev",
+	"git":            "git",
+	"ps":             "procps",
+	"promtool":       "prometheus",
+	"chromium":       "chromium",
+	"xmllint":        "libxml2-utils",
+	"podman":         "podman",
+	"podman-compose": "podman-compose",
+	"runc":           "runc",
 }
 
 // barePath is a directory with only bash, id and apt-get: a machine with
