@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots clean
+.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots jaeger clean
 
 all: build
 
@@ -105,6 +105,14 @@ fuzz:
 # shown in headless chromium (Debian's chromium package).
 view-shots:
 	FACTLINE_VIEW_SHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestBrowserScreenshotsOfTheThreeMainPages' -v ./view/
+
+# Jaeger's all-in-one, the OTLP receiver the trace tests send to, built
+# from its own module (tools/jaeger) into tools/jaeger/.cache, where the
+# tests find it (docs/traces.md). The tests build it themselves when it
+# is missing; this builds it ahead, since it takes minutes.
+jaeger:
+	cd tools/jaeger && h=$$(cat go.mod go.sum | sha256sum | cut -c1-16) && mkdir -p .cache && \
+	  { [ -x .cache/jaeger-$$h ] || $(GO) build -buildvcs=false -o .cache/jaeger-$$h github.com/jaegertracing/jaeger/cmd/jaeger; }
 
 clean:
 	rm -rf bin
