@@ -295,3 +295,45 @@ func TestTraceRefusesAMissingOrBadEndpoint(t *testing.T) {
 		t.Errorf("a bad endpoint from the environment: exit %d %q", code, errOut)
 	}
 }
+
+// With --follow the command keeps reading: the spans of what is
+// committed reach the receiver while it runs, and an interrupt ends it
+// cleanly.
+func TestTraceFollowSendsSpansWhileItRuns(t *testing.T) {
+	j := startJaeger(t)
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "run", tracedSuite(t), "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	export := filepath.Join(t.TempDir(), "traced.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", export); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	var runTrace spans.TraceID
+	for _, f := range exportedFacts(t, export) {
+		if f.Kind() == events.KindRunRequested {
+			runTrace = spans.TraceID(f.ID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	followCtx, stop := context.WithCancel(ctx)
+	var out, errOut strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- run(followCtx, []string{"trace", "--store", store, "--follow", "--otlp-endpoint", j.otlp}, &out, &errOut)
+	}()
+	testutil.Until(ctx, t, "the followed run's spans reach jaeger", func() bool {
+		tr, _, found := j.trace(t, runTrace.String())
+		return found && len(tr.Spans) >= 8
+	})
+	select {
+	case code := <-done:
+		t.Fatalf("trace --follow ended by itself (exit %d): %s%s", code, out.String(), errOut.String())
+	default:
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("an interrupted follow exited %d: %s", code, errOut.String())
+	}
+}
