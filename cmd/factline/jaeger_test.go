@@ -91,6 +91,8 @@ const jaegerConfig = `service:
       level: none
     logs:
       level: warn
+    traces:
+      level: none
 extensions:
   jaeger_query:
     storage:
