@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin/factline
 PKGS     := ./...
 
-.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots image deploy-test clean
+.PHONY: all build run external-agent test test-deps fresh-check vet fmt fmt-check bench bench-full bench-quick fuzz faults chaos soak view-shots image deploy-test jaeger clean
 
 all: build
 
@@ -124,6 +124,13 @@ image:
 # manifests' strict decoding is part of make test.
 deploy-test: test-deps
 	$(GO) test -tags deploy -count=1 -timeout 40m -v -run 'TestDeploy' ./deploy/
+# Jaeger's all-in-one, the OTLP receiver the trace tests send to, built
+# from its own module (tools/jaeger) into tools/jaeger/.cache, where the
+# tests find it (docs/traces.md). The tests build it themselves when it
+# is missing; this builds it ahead, since it takes minutes.
+jaeger:
+	cd tools/jaeger && h=$$(cat go.mod go.sum | sha256sum | cut -c1-16) && mkdir -p .cache && \
+	  { [ -x .cache/jaeger-$$h ] || $(GO) build -buildvcs=false -o .cache/jaeger-$$h github.com/jaegertracing/jaeger/cmd/jaeger; }
 
 clean:
 	rm -rf bin

@@ -62,7 +62,7 @@ func newRoot() *cobra.Command {
 		}
 	}
 	add(groupSuites, newRunCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newRegradeCmd(), newRetryCmd(), newWhatifCmd())
-	add(groupLog, newViewCmd(), newTailCmd(), newReplayCmd(), newProjectionsCmd(), newExportCmd(), newImportCmd(), newAuditCmd(), newDecodeCmd())
+	add(groupLog, newViewCmd(), newTailCmd(), newReplayCmd(), newTraceCmd(), newProjectionsCmd(), newExportCmd(), newImportCmd(), newAuditCmd(), newDecodeCmd())
 	add(groupControls, append(newControlCmds(), newSuiteCmd())...)
 	add(groupSetup, newSetupCmd(), newDemoCmd(), newVersionCmd(), newCompletionCmd())
 	help := newHelpCmd()
