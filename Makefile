@@ -120,10 +120,13 @@ image:
 # image names its build; the compose fleet (three NATS nodes, the five
 # services, Prometheus) finishes a suite through a NATS node and a runner
 # killed, and leaves nothing behind; the Kubernetes manifests' pods finish
-# a suite under podman kube play. .ci/run runs this after make test; the
-# manifests' strict decoding is part of make test.
+# a suite under podman kube play; factline trace's spans as a real Jaeger
+# stores them (its first build takes many minutes: make jaeger). .ci/run
+# runs this after make test; the manifests' strict decoding is part of
+# make test.
 deploy-test: test-deps
 	$(GO) test -tags deploy -count=1 -timeout 40m -v -run 'TestDeploy' ./deploy/
+	$(GO) test -tags deploy -count=1 -timeout 90m -v -run 'Jaeger|TestTraceFollow' ./cmd/factline/
 # Jaeger's all-in-one, the OTLP receiver the trace tests send to, built
 # from its own module (tools/jaeger) into tools/jaeger/.cache, where the
 # tests find it (docs/traces.md). The tests build it themselves when it
