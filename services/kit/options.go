@@ -196,3 +196,17 @@ func Own[X any](name string, set func(*X) error) Option {
 		return nil
 	}
 }
+
+// OwnIf makes an option of a service's own settings X that sets one value:
+// set applies it when valid holds, and otherwise it is refused for reason.
+// Most options of a service are this shape (a nil hook, an empty
+// directory, a wait that is not positive), so each states only its check.
+func OwnIf[X any](name string, valid bool, reason string, set func(*X)) Option {
+	return Own(name, func(x *X) error {
+		if !valid {
+			return errors.New(reason)
+		}
+		set(x)
+		return nil
+	})
+}

@@ -53,13 +53,8 @@ type config struct {
 // Every meter instance of a fleet should agree; one with a larger window
 // only requests further ahead.
 func WithRequestWindow(n int) kit.Option {
-	return kit.Own("WithRequestWindow", func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("window %d; a suite needs at least one run requested at a time", n)
-		}
-		c.window = uint64(n)
-		return nil
-	})
+	return kit.OwnIf("WithRequestWindow", n >= 1, fmt.Sprintf("window %d; a suite needs at least one run requested at a time", n),
+		func(c *config) { c.window = uint64(n) })
 }
 
 // Service is one meter instance.
