@@ -421,7 +421,7 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 			st.last = raw.Seq // the consumers dead-letter it; it holds no fact of the suite
 			return nil
 		}
-		if err := st.count.Apply(f, s.earlier(ctx, f.Suite, raw.Seq)); err != nil {
+		if err := st.count.Apply(f, EarlierFacts(ctx, s.sh.Bus, f.Suite, raw.Seq)); err != nil {
 			return err
 		}
 		if _, ok := f.Body.(events.SuiteSubmitted); ok && st.submission == "" && f.Suite == st.suite {
@@ -456,10 +456,12 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 // of other suites in it are read too, and skipped.
 const maxDirectRange = 256
 
-// earlier reads back a run's facts committed before stream sequence seq.
-func (s *Service) earlier(ctx context.Context, suite string, seq uint64) measure.Earlier {
+// EarlierFacts reads back from b a run's facts committed before stream
+// sequence seq: what a measure.Counter asks for when it needs a run it let
+// go of. The meter and the CLI's progress count with it.
+func EarlierFacts(ctx context.Context, b *bus.Bus, suite string, seq uint64) measure.Earlier {
 	return func(run string) ([]events.Fact, error) {
-		log, err := s.sh.Bus.LoadRun(ctx, suite, run)
+		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
 			return nil, err
 		}
