@@ -177,29 +177,33 @@ type identity struct {
 func (s *Service) planOf(ctx context.Context, sub *events.SuiteSubmitted) (*requestPlan, error) {
 	p := &requestPlan{kases: map[string]*cases.Case{}, treats: map[string]*cases.Treatment{},
 		digests: map[string]events.Digest{}, ids: map[[2]string]identity{}}
-	for _, r := range sub.Cases {
-		data, err := s.blob(ctx, "case", r.Digest)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cases.DecodeCase(data)
-		if err != nil {
-			return nil, bus.Permanent(fmt.Errorf("meter: case %s (%s): %w", r.ID, r.Digest, err))
-		}
-		p.kases[r.ID], p.digests["c/"+r.ID] = c, r.Digest
+	if err := decodeRefs(ctx, s, "case", sub.Cases, cases.DecodeCase, p.kases, "c/", p.digests); err != nil {
+		return nil, err
 	}
-	for _, r := range sub.Treatments {
-		data, err := s.blob(ctx, "treatment", r.Digest)
-		if err != nil {
-			return nil, err
-		}
-		t, err := cases.DecodeTreatment(data)
-		if err != nil {
-			return nil, bus.Permanent(fmt.Errorf("meter: treatment %s (%s): %w", r.ID, r.Digest, err))
-		}
-		p.treats[r.ID], p.digests["t/"+r.ID] = t, r.Digest
+	if err := decodeRefs(ctx, s, "treatment", sub.Treatments, cases.DecodeTreatment, p.treats, "t/", p.digests); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// decodeRefs decodes what refs name (cases or treatments, what says),
+// each from its blob, into into by ID, and records each one's digest in
+// digests under prefix+ID. One that does not decode never will: it is a
+// permanent error.
+func decodeRefs[T any](ctx context.Context, s *Service, what string, refs []events.Ref, decode func([]byte) (T, error),
+	into map[string]T, prefix string, digests map[string]events.Digest) error {
+	for _, r := range refs {
+		data, err := s.blob(ctx, what, r.Digest)
+		if err != nil {
+			return err
+		}
+		v, err := decode(data)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("meter: %s %s (%s): %w", what, r.ID, r.Digest, err))
+		}
+		into[r.ID], digests[prefix+r.ID] = v, r.Digest
+	}
+	return nil
 }
 
 // request is the run.requested of one planned attempt.
