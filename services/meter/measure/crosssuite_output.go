@@ -206,12 +206,7 @@ func WriteCompareCSV(w io.Writer, c SuiteComparison) error {
 	if err := cw.Write(CompareCSVHeader); err != nil {
 		return err
 	}
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'f', -1, 64)
-	}
+	f := csvFloat('f')
 	for _, cc := range c.Cases {
 		p := ""
 		if cc.McNemar != nil {
