@@ -512,6 +512,14 @@ var bodyGens = map[events.Kind]*rapid.Generator[events.Body]{
 			High:       rapid.Int32Range(lo, 1000).Draw(t, "high"),
 		}
 	}),
+	events.KindSuiteControlled: body(func(t *rapid.T) events.SuiteControlled {
+		return events.SuiteControlled{
+			ID:     genText.Draw(t, "id"),
+			Action: rapid.SampledFrom(events.SuiteActions()).Draw(t, "action"),
+			From:   genText.Draw(t, "from"),
+			Reason: rapid.StringN(0, 40, -1).Draw(t, "reason"),
+		}
+	}),
 	events.KindSuiteReported: body(func(t *rapid.T) events.SuiteReported {
 		n := rapid.Uint32Range(0, 1<<28) // six of these cannot overflow uint32
 		b := events.SuiteReported{

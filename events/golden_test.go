@@ -468,6 +468,12 @@ func goldenFacts(t testing.TB) []goldenCase {
 			RequestDigest: digest("summary request:5"), Provider: "openai", Model: "small-summariser",
 			Usage: &events.Usage{InputTokens: 900, OutputTokens: 40, Cost: ptr(uint64(3))}, Reserve: 4, Tokens: 1800,
 		}},
+		// suite.controlled (issue 36): an operator's cancel of a whole
+		// suite, and a pause with no reason given.
+		{3601, "suite_controlled_cancel", events.SuiteControlled{
+			ID: "01JABCDEFGHJKMNPQRST003601", Action: events.SuiteCancel, From: "ops@build-7", Reason: "wrong model in the roster",
+		}},
+		{3602, "suite_controlled_pause", events.SuiteControlled{ID: "c-2", Action: events.SuitePause, From: "ci"}},
 		{3502, "context_summarised_no_usage", events.ContextSummarised{
 			Turn: 3, From: 1, Through: 1, Summary: "nothing yet", RequestDigest: digest("summary request:3"), Provider: "scripted",
 		}},

@@ -27,6 +27,9 @@ const (
 	KindGradeConflict    Kind = "grade.conflict"
 	KindSuiteReported    Kind = "suite.reported"
 	KindSuiteStopped     Kind = "suite.stopped"
+	// KindSuiteControlled is an operator's pause, resume, drain or
+	// cancel of a whole suite, accepted.
+	KindSuiteControlled Kind = "suite.controlled"
 	// KindContextSummarised is a condenser's summary (context policy
 	// summarise), committed before the turn that sees it.
 	KindContextSummarised Kind = "context.summarised"
@@ -72,15 +75,17 @@ var kinds = map[Kind]kindSpec{
 	KindStallObserved:    {1, OwnerStaller, runScope, func() any { return new(StallObserved) }},
 	KindStopDecided:      {1, OwnerDecider, runScope, func() any { return new(StopDecided) }},
 	// Version 2 added the resolve signal: a version-1 reader cannot know it.
-	KindControlAccepted:   {2, OwnerRunner, runScope, func() any { return new(ControlAccepted) }},
-	KindTaskGeneration:    {1, OwnerRunner, runScope, func() any { return new(TaskGenerationStarted) }},
-	KindRunEnded:          {1, OwnerRunner, runScope, func() any { return new(RunEnded) }},
-	KindCandidateSealed:   {1, OwnerRunner, runScope, func() any { return new(CandidateSealed) }},
-	KindGradeInstrument:   {1, OwnerGrader, runScope, func() any { return new(GradeInstrument) }},
-	KindGradeVerdict:      {1, OwnerGrader, runScope, func() any { return new(GradeVerdict) }},
-	KindGradeConflict:     {1, OwnerGrader, runScope, func() any { return new(GradeConflict) }},
-	KindSuiteReported:     {1, OwnerMeter, suiteScope, func() any { return new(SuiteReported) }},
-	KindSuiteStopped:      {1, OwnerMeter, suiteScope, func() any { return new(SuiteStopped) }},
+	KindControlAccepted: {2, OwnerRunner, runScope, func() any { return new(ControlAccepted) }},
+	KindTaskGeneration:  {1, OwnerRunner, runScope, func() any { return new(TaskGenerationStarted) }},
+	KindRunEnded:        {1, OwnerRunner, runScope, func() any { return new(RunEnded) }},
+	KindCandidateSealed: {1, OwnerRunner, runScope, func() any { return new(CandidateSealed) }},
+	KindGradeInstrument: {1, OwnerGrader, runScope, func() any { return new(GradeInstrument) }},
+	KindGradeVerdict:    {1, OwnerGrader, runScope, func() any { return new(GradeVerdict) }},
+	KindGradeConflict:   {1, OwnerGrader, runScope, func() any { return new(GradeConflict) }},
+	KindSuiteReported:   {1, OwnerMeter, suiteScope, func() any { return new(SuiteReported) }},
+	KindSuiteStopped:    {1, OwnerMeter, suiteScope, func() any { return new(SuiteStopped) }},
+	// The submitter role submits a suite and controls it.
+	KindSuiteControlled:   {1, OwnerSubmitter, suiteScope, func() any { return new(SuiteControlled) }},
 	KindContextSummarised: {1, OwnerRunner, runScope, func() any { return new(ContextSummarised) }},
 }
 

@@ -173,7 +173,7 @@ func TestSuiteScopedKindsNeedSuiteScope(t *testing.T) {
 			t.Errorf("%s in %s refused: %v", k, events.SuiteScope, err)
 		}
 	}
-	want := []events.Kind{events.KindSuiteReported, events.KindSuiteStopped, events.KindSuiteSubmitted}
+	want := []events.Kind{events.KindSuiteControlled, events.KindSuiteReported, events.KindSuiteStopped, events.KindSuiteSubmitted}
 	var got []events.Kind
 	for _, k := range events.Kinds() {
 		if k.SuiteScoped() {

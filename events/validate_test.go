@@ -274,8 +274,9 @@ func TestEveryErrorNamesKindAndField(t *testing.T) {
 		events.KindGradeVerdict: {gradeVerdict(events.VerdictAbstain("")), events.ErrMissingField, "body.verdict.result.reason"},
 		events.KindGradeConflict: {events.GradeConflict{SnapshotDigest: digest("s"), Revision: 2, ConflictsWith: 1, Instrument: "judge"},
 			events.ErrMissingField, "body.reason"},
-		events.KindSuiteReported: {events.SuiteReported{}, events.ErrMissingField, "body.report_digest"},
-		events.KindSuiteStopped:  {events.SuiteStopped{Comparison: "a vs b", Reason: "luck", Pairs: 3, Confidence: 950}, events.ErrInvalidField, "body.reason"},
+		events.KindSuiteReported:   {events.SuiteReported{}, events.ErrMissingField, "body.report_digest"},
+		events.KindSuiteStopped:    {events.SuiteStopped{Comparison: "a vs b", Reason: "luck", Pairs: 3, Confidence: 950}, events.ErrInvalidField, "body.reason"},
+		events.KindSuiteControlled: {events.SuiteControlled{ID: "c", Action: "stop", From: "ops"}, events.ErrInvalidField, "body.action"},
 		events.KindContextSummarised: {events.ContextSummarised{Turn: 3, From: 1, Through: 3, RequestDigest: digest("r"), Provider: "p"},
 			events.ErrInvalidField, "body.through"},
 	}

@@ -108,6 +108,12 @@ func Summary(f events.Fact) string {
 		return fmt.Sprintf("revision=%d conflicts with %d: %s", b.Revision, b.ConflictsWith, b.Reason)
 	case events.SuiteReported:
 		return fmt.Sprintf("attempts=%d passed=%d failed=%d pending=%d invalid=%d", b.Attempts, b.Passed, b.Failed, b.Pending, b.Invalid)
+	case events.SuiteControlled:
+		line := fmt.Sprintf("%s by %s", b.Action, b.From)
+		if b.Reason != "" {
+			line += fmt.Sprintf(": %q", b.Reason)
+		}
+		return line + " (control " + b.ID + ")"
 	case events.SuiteStopped:
 		return fmt.Sprintf("%s: %s after %d pairs [%+.1f, %+.1f] pts", b.Comparison, b.Reason, b.Pairs, float64(b.Low)/10, float64(b.High)/10)
 	}

@@ -78,3 +78,19 @@ func TestModelRepliedLineShowsTheSlotWait(t *testing.T) {
 		}
 	}
 }
+
+// A suite's control reads on tail's line as what was done, by whom and why.
+func TestASuiteControlSaysWhatWhoAndWhy(t *testing.T) {
+	f, err := events.NewFact(events.Meta{Suite: "s", Run: events.SuiteScope, Position: 2,
+		Producer: events.Producer{Service: events.OwnerSubmitter, Instance: "cli"}},
+		events.SuiteControlled{ID: "c1", Action: events.SuiteCancel, From: "ops@host", Reason: "wrong model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := Line(9, f)
+	for _, want := range []string{"suite.controlled", "cancel by ops@host", `"wrong model"`, "c1"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+}

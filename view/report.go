@@ -3,6 +3,7 @@ package view
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // reportView is the part of the meter's report JSON the suite page shows,
@@ -28,7 +29,19 @@ type reportView struct {
 		Reason     string
 		Pairs      uint32
 	} `json:"stopped_early"`
-	Method struct {
+	// Controlled are the operator's controls of the suite
+	// (suite.controlled), ControlState where they left it, and NotRun the
+	// attempts that never ran.
+	Controlled []struct {
+		ID     string    `json:"id"`
+		Action string    `json:"action"`
+		From   string    `json:"from"`
+		Reason string    `json:"reason"`
+		At     time.Time `json:"at"`
+	} `json:"controlled"`
+	ControlState string `json:"control_state"`
+	NotRun       int    `json:"not_run"`
+	Method       struct {
 		Z                  float64 `json:"z"`
 		Interval           string  `json:"interval"`
 		BootstrapResamples int     `json:"bootstrap_resamples"`

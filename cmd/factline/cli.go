@@ -63,7 +63,7 @@ func newRoot() *cobra.Command {
 	}
 	add(groupSuites, newRunCmd(), newServeCmd(), newReportCmd(), newCompareCmd(), newRegradeCmd(), newRetryCmd(), newWhatifCmd())
 	add(groupLog, newViewCmd(), newTailCmd(), newReplayCmd(), newProjectionsCmd(), newExportCmd(), newImportCmd(), newAuditCmd(), newDecodeCmd())
-	add(groupControls, newControlCmds()...)
+	add(groupControls, append(newControlCmds(), newSuiteCmd())...)
 	add(groupSetup, newSetupCmd(), newDemoCmd(), newVersionCmd(), newCompletionCmd())
 	help := newHelpCmd()
 	help.GroupID = groupSetup

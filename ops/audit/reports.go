@@ -113,10 +113,11 @@ func earlierIn(facts []events.Fact, byRun map[string][]int, i int) measure.Earli
 
 // buildsAfter says whether the meter builds the suite's report after
 // folding a fact of kind k: the facts it is delivered, and the
-// suite.stopped it appends itself.
+// suite.stopped it appends itself (suite.controlled is delivered too: a
+// drained or cancelled suite completes with what ran).
 func buildsAfter(k events.Kind) bool {
 	switch k {
-	case events.KindSuiteSubmitted, events.KindRunEnded, events.KindGradeVerdict, events.KindSuiteStopped:
+	case events.KindSuiteSubmitted, events.KindRunEnded, events.KindGradeVerdict, events.KindSuiteStopped, events.KindSuiteControlled:
 		return true
 	}
 	return false

@@ -5,9 +5,10 @@
 // them at a time: no more than the window are requested and not ended,
 // and each run.ended lets the next be requested. What is requested is
 // read from the log, never remembered, so a meter that restarts requests
-// exactly the attempts still to request. It also consumes run.ended and
-// grade.verdict, folding the suite's facts with the pure core in package
-// measure until every planned attempt is settled, when it stores the
+// exactly the attempts still to request. It also consumes run.ended,
+// grade.verdict and suite.controlled (a paused, drained or cancelled
+// suite is requested no further; a resume requests again), folding the
+// suite's facts with the pure core in package measure until every planned attempt is settled, when it stores the
 // report as a blob and appends suite.reported. The report is also the
 // "suites" projection, which anyone can rebuild from the log.
 package meter
@@ -37,7 +38,7 @@ var spec = kit.Spec{
 	Owner:    events.OwnerMeter,
 	Consumer: ConsumerName,
 	Filters: []string{events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded),
-		events.KindFilter(events.KindGradeVerdict)},
+		events.KindFilter(events.KindGradeVerdict), events.KindFilter(events.KindSuiteControlled)},
 	InstancePrefix: "meter",
 	SuiteCache:     64,
 }
@@ -124,7 +125,7 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 		if err := checkSize(d.Fact.Suite, b); err != nil {
 			return err
 		}
-	case events.RunEnded, events.GradeVerdict:
+	case events.RunEnded, events.GradeVerdict, events.SuiteControlled:
 		if s.alreadyReported(d.Fact.Suite, d.Seq) {
 			return nil // a backlog message the suite's report already holds
 		}
@@ -231,6 +232,11 @@ func (p *requestPlan) request(m measure.Member) (events.RunRequested, error) {
 // has folded, which never run ahead of the log, so the log never holds
 // more than the window requested and not ended.
 func (s *Service) request(ctx context.Context, st *suiteState) error {
+	if !st.count.Control().MayRequest() {
+		// Paused, drained or cancelled (suite.controlled): no further
+		// window. A resume is delivered here too and requests again.
+		return nil
+	}
 	sub := st.count.Submitted()
 	from, to := st.count.ToRequest(s.window)
 	from = max(from, st.next)

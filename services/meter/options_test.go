@@ -18,7 +18,8 @@ func TestMeterDefaults(t *testing.T) {
 	b, _ := bustest.Start(t)
 	s := kittest.Must(New(b))
 	kittest.Defaults(t, s.sh, "meter", bus.ConsumerConfig{Name: ConsumerName, Filters: []string{
-		events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded), events.KindFilter(events.KindGradeVerdict)}})
+		events.KindFilter(events.KindSuiteSubmitted), events.KindFilter(events.KindRunEnded), events.KindFilter(events.KindGradeVerdict),
+		events.KindFilter(events.KindSuiteControlled)}})
 	if s.sh.SuiteCache != 64 || s.sh.Runs != nil || s.sh.Policies != nil {
 		t.Errorf("suite cache %d, run cache %v, policy cache %v", s.sh.SuiteCache, s.sh.Runs, s.sh.Policies)
 	}

@@ -257,6 +257,11 @@ func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 		case step.End:
 			return end, nil
 		case step.StartTurn:
+			if end, held, err := a.atBoundary(ctx); err != nil || end.Ends() {
+				return end, err
+			} else if held {
+				continue // the run waited for its suite: read the log again
+			}
 			if n, err := a.acceptSteers(ctx, p.Gen); err != nil {
 				return step.Ending{}, err
 			} else if n > 0 {

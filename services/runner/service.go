@@ -79,8 +79,6 @@ type Service struct {
 	containment *sandbox.Containment
 	// engine is the container engine attempts with an environment use.
 	engine sandbox.Engine
-	// stops remembers which suites stopped early.
-	stops suiteStops
 }
 
 // beforeClaimHook is a seam for tests only (export_test.go sets it, for
@@ -217,16 +215,25 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		}
 	}
 	if !claimed {
-		// A run of a suite that stopped early is not started; one already
-		// started finishes.
-		stopped, err := s.suiteStopped(ctx, suite)
+		// A run of a suite that stopped early, or was drained or
+		// cancelled, is not started; one already started finishes (or, in
+		// a cancelled suite, ends at its next boundary). A paused suite's
+		// run waits here to start.
+		end, err := s.beforeStart(ctx, suite, run)
 		if err != nil {
 			return err
 		}
-		if stopped {
-			log.Info("not run: the suite stopped early")
+		// A hold may have lasted: read the run again before acting on it.
+		if rl, err = s.runs.Load(ctx, suite, run); err != nil {
+			return err
+		}
+		if rl.Ended() {
+			return nil
+		}
+		if end.Ends() {
+			log.Info("not run", "reason", end.Reason)
 			a := s.newAttempt(suite, run, rl)
-			return a.finish(ctx, step.Ending{Status: events.RunCancelled, Reason: events.ReasonSuiteStopped}, rl)
+			return a.finish(ctx, end, rl)
 		}
 	}
 	a, err := s.prepare(ctx, suite, run, req, rl, d.Lease)

@@ -151,6 +151,13 @@ func TestTheSuitesPageCountsWhatTheReportCounts(t *testing.T) {
 	if row := s.m.Suites().Suites[1]; !row.StoppedEarly {
 		t.Fatalf("a suite.stopped does not show: %+v", row)
 	}
+	if row := s.m.Suites().Suites[1]; row.Controlled != "" {
+		t.Fatalf("a suite never controlled shows a control: %+v", row)
+	}
+	s.add("sub", events.SuiteScope, 0, events.OwnerSubmitter, events.SuiteControlled{ID: "c", Action: events.SuitePause, From: "ops"})
+	if row := s.m.Suites().Suites[1]; row.Controlled != "paused" {
+		t.Fatalf("a suite.controlled does not show: %+v", row)
+	}
 	sp, ok := s.m.Suite("sub")
 	if !ok || len(sp.Grid) != 2 || len(sp.Grid[0].Cells) != 1 || sp.Grid[0].Cells[0].Trials[0].Run != "a-t-t1" || len(sp.Runs) != 1 {
 		t.Fatalf("the suite page: %+v", sp)

@@ -32,22 +32,26 @@ type SuiteRow struct {
 	Reported   bool     `json:"reported"`
 	// StoppedEarly: the suite's stopping rule settled its comparison
 	// before every planned attempt ran (suite.stopped).
-	StoppedEarly bool      `json:"stopped_early"`
-	Planned      int       `json:"planned"`
-	Started      int       `json:"started"`
-	Ended        int       `json:"ended"`
-	Graded       int       `json:"graded"`
-	Passed       int       `json:"passed"`
-	Failed       int       `json:"failed"`
-	Pending      int       `json:"pending"`
-	Invalid      int       `json:"invalid"`
-	Excluded     int       `json:"excluded"`
-	Awaiting     int       `json:"awaiting"`
-	Harness      int       `json:"harness_errors"`
-	Outcomes     []Count   `json:"outcomes"`
-	Runs         int       `json:"runs"`
-	Running      int       `json:"running"`
-	LastAt       time.Time `json:"last_at"`
+	StoppedEarly bool `json:"stopped_early"`
+	// Controlled is where an operator's controls left the suite
+	// (paused, drained, cancelled or active after a resume); empty for a
+	// suite never controlled.
+	Controlled string    `json:"controlled,omitempty"`
+	Planned    int       `json:"planned"`
+	Started    int       `json:"started"`
+	Ended      int       `json:"ended"`
+	Graded     int       `json:"graded"`
+	Passed     int       `json:"passed"`
+	Failed     int       `json:"failed"`
+	Pending    int       `json:"pending"`
+	Invalid    int       `json:"invalid"`
+	Excluded   int       `json:"excluded"`
+	Awaiting   int       `json:"awaiting"`
+	Harness    int       `json:"harness_errors"`
+	Outcomes   []Count   `json:"outcomes"`
+	Runs       int       `json:"runs"`
+	Running    int       `json:"running"`
+	LastAt     time.Time `json:"last_at"`
 }
 
 // Count is how many attempts landed on one outcome.
@@ -84,7 +88,7 @@ func (m *Model) suiteRow(suite string) SuiteRow {
 	}
 	l := m.suites[suite]
 	row.Submitted, row.Split, row.Cases, row.Trials, row.Complete = true, r.Split, len(r.Cases), r.Trials, r.Complete
-	row.Reported, row.StoppedEarly = len(l.Reported) > 0, r.StoppedEarly != nil
+	row.Reported, row.StoppedEarly, row.Controlled = len(l.Reported) > 0, r.StoppedEarly != nil, string(r.ControlState)
 	for _, t := range r.Treatments {
 		row.Treatments = append(row.Treatments, t.Treatment)
 		row.Planned += t.Planned

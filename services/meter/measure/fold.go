@@ -18,6 +18,9 @@ type Log struct {
 	Reported []events.SuiteReported
 	// Stopped is the suite's suite.stopped, if it stopped early.
 	Stopped *events.SuiteStopped
+	// Control is the fold of the suite's operator controls
+	// (suite.controlled).
+	Control projections.SuiteControl
 	// RetriedBy maps a run to the run that retries it (factline retry).
 	RetriedBy map[string]string
 	// applied counts the facts folded, to order attempts by when their
@@ -99,7 +102,9 @@ func (r *ReplyUsage) add(u *events.Usage) {
 }
 
 // NewLog returns the empty state of one suite.
-func NewLog(suite string) *Log { return &Log{Suite: suite, Runs: map[string]*Attempt{}} }
+func NewLog(suite string) *Log {
+	return &Log{Suite: suite, Runs: map[string]*Attempt{}, Control: projections.SuiteControl{Suite: suite, State: projections.SuiteActive}}
+}
 
 // Apply folds one fact of the suite. Facts of other suites are ignored.
 func (l *Log) Apply(f events.Fact) {
@@ -120,6 +125,9 @@ func (l *Log) Apply(f events.Fact) {
 		if l.Stopped == nil {
 			l.Stopped = &b
 		}
+		return
+	case events.SuiteControlled:
+		l.Control.Apply(f)
 		return
 	}
 	if f.Run == events.SuiteScope {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/factline/factline/events"
 )
@@ -271,7 +272,67 @@ func writeHeading(w io.Writer, r Report) {
 		fmt.Fprintf(w, "; required instruments %v", r.Required)
 	}
 	fmt.Fprintln(w)
+	for _, line := range r.ControlLines() {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w)
+}
+
+// maxNotRunListed bounds the runs the heading names as never run; the
+// JSON marks each (not_run).
+const maxNotRunListed = 8
+
+// ControlLines are what the report's heading says of the operator's
+// controls of the suite (who, when, why, in log order) and of the
+// attempts that never ran, which no figure counts; none for a suite
+// never controlled that ran every attempt.
+func (r Report) ControlLines() []string {
+	var out []string
+	if len(r.Controlled) > 0 {
+		var parts []string
+		for _, c := range r.Controlled {
+			part := fmt.Sprintf("%s by %s at %s", pastTense(c.Action), c.From, c.At.UTC().Format(time.RFC3339))
+			if c.Reason != "" {
+				part += fmt.Sprintf(" (%q)", c.Reason)
+			}
+			parts = append(parts, part)
+		}
+		out = append(out, fmt.Sprintf("controlled (now %s): %s", r.ControlState, strings.Join(parts, "; ")))
+	}
+	if r.NotRun > 0 {
+		var runs []string
+		for _, a := range r.Attempts {
+			if a.NotRun && len(runs) < maxNotRunListed {
+				runs = append(runs, a.Run)
+			}
+		}
+		more := ""
+		if r.NotRun > len(runs) {
+			more = fmt.Sprintf(" and %d more (report --json marks each not_run)", r.NotRun-len(runs))
+		}
+		noun := "attempts"
+		if r.NotRun == 1 {
+			noun = "attempt"
+		}
+		out = append(out, fmt.Sprintf("%d %s never ran, counted in no figure (excluded: not failed, in no rate): %s%s",
+			r.NotRun, noun, strings.Join(runs, ", "), more))
+	}
+	return out
+}
+
+// pastTense names what a control did.
+func pastTense(a events.SuiteAction) string {
+	switch a {
+	case events.SuitePause:
+		return "paused"
+	case events.SuiteResume:
+		return "resumed"
+	case events.SuiteDrain:
+		return "drained"
+	case events.SuiteCancel:
+		return "cancelled"
+	}
+	return string(a)
 }
 
 // PassKs are the k a table shows pass@k for, of n trials: 1, 2, 5, 10,

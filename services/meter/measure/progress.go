@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/projections"
 )
 
 // Tally is a suite's running count of its planned attempts, counted as the
@@ -53,6 +54,11 @@ type Counter struct {
 	cases   map[string][]int // case ID → its indexes in the roster (one, unless IDs repeat)
 	treats  map[string][]int
 	stopped bool
+	// control folds the suite's operator controls; notRunMarked says its
+	// members never requested were settled as not run (drained or
+	// cancelled).
+	control      projections.SuiteControl
+	notRunMarked bool
 
 	// codes holds, by member, how its counted run's row counts (0: not
 	// started, not ended, awaiting); gradedAt when its newest verdict
@@ -91,7 +97,7 @@ const maxIgnored = 4096
 
 // NewCounter returns the counter of a suite with no facts yet.
 func NewCounter(suite string) *Counter {
-	return &Counter{suite: suite, open: map[string]*openRun{}}
+	return &Counter{suite: suite, open: map[string]*openRun{}, control: projections.SuiteControl{Suite: suite, State: projections.SuiteActive}}
 }
 
 // Submitted returns the suite's submission, nil before it is applied.
@@ -104,6 +110,32 @@ func (c *Counter) Tally() Tally { return c.tally }
 // Build's report complete.
 func (c *Counter) Complete() bool {
 	return c.sub != nil && uint64(c.tally.Settled) == Size(*c.sub)
+}
+
+// Control is the suite's state after its operator controls
+// (suite.controlled) applied so far.
+func (c *Counter) Control() projections.SuiteControl { return c.control }
+
+// markNotRun settles, once the suite is drained or cancelled, its members
+// never requested: they never run, and are excluded as Build excludes
+// them. A member requested later after all (a meter that raced the
+// control) is counted by its run again.
+func (c *Counter) markNotRun() {
+	if c.sub == nil || c.notRunMarked || !c.control.Ends() {
+		return
+	}
+	c.notRunMarked = true
+	var r AttemptRow
+	notRun(&r, c.control.State)
+	code := codeOf(r)
+	for i := uint64(0); i < Size(*c.sub); i++ {
+		if c.requested.has(i) || c.codes.get(int(i)) != 0 {
+			continue
+		}
+		c.tally.add(0, -1)
+		c.tally.add(code, 1)
+		c.codes.set(int(i), code)
+	}
 }
 
 // Stopped says whether the suite's suite.stopped was applied.
@@ -134,6 +166,10 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 		return nil
 	case events.SuiteStopped:
 		c.stopped = true
+		return nil
+	case events.SuiteControlled:
+		c.control.Apply(f)
+		c.markNotRun()
 		return nil
 	case events.SuiteReported:
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/projections"
 	"github.com/factline/factline/stats"
 )
 
@@ -84,11 +85,21 @@ type Report struct {
 	// settled the comparison before every run was run: runs not yet
 	// started then end cancelled (reason suite_stopped) and are excluded.
 	StoppedEarly *events.SuiteStopped `json:"stopped_early,omitempty"`
-	Method       Method               `json:"method"`
-	Units        Units                `json:"units"`
-	Treatments   []TreatmentReport    `json:"treatments"`
-	Comparisons  []Comparison         `json:"comparisons"`
-	Attempts     []AttemptRow         `json:"attempts"`
+	// Controlled lists the operator's controls of the suite
+	// (suite.controlled: who, when, why), in log order, and ControlState
+	// is where they left it; both absent for a suite never controlled.
+	// A drained or cancelled suite is complete with what ran: its
+	// attempts never run are excluded (NotRun), never counted.
+	Controlled   []projections.Control  `json:"controlled,omitempty"`
+	ControlState projections.SuiteState `json:"control_state,omitempty"`
+	// NotRun counts the planned attempts that never ran (the suite
+	// stopped early, or was drained or cancelled before they started).
+	NotRun      int               `json:"not_run,omitempty"`
+	Method      Method            `json:"method"`
+	Units       Units             `json:"units"`
+	Treatments  []TreatmentReport `json:"treatments"`
+	Comparisons []Comparison      `json:"comparisons"`
+	Attempts    []AttemptRow      `json:"attempts"`
 }
 
 // TreatmentReport is one treatment's row of the report.
@@ -243,11 +254,14 @@ type AttemptRow struct {
 	Status    events.RunStatus `json:"status,omitempty"`
 	Outcome   Outcome          `json:"outcome"`
 	Reason    string           `json:"reason,omitempty"`
-	Revision  uint32           `json:"revision,omitempty"`
-	Conflicts int              `json:"conflicts,omitempty"`
-	Tokens    *uint64          `json:"tokens,omitempty"`
-	Cost      *uint64          `json:"cost,omitempty"`
-	Millis    *uint64          `json:"millis,omitempty"`
+	// NotRun: the attempt never ran (its suite stopped early, or was
+	// drained or cancelled before it started): excluded, never counted.
+	NotRun    bool    `json:"not_run,omitempty"`
+	Revision  uint32  `json:"revision,omitempty"`
+	Conflicts int     `json:"conflicts,omitempty"`
+	Tokens    *uint64 `json:"tokens,omitempty"`
+	Cost      *uint64 `json:"cost,omitempty"`
+	Millis    *uint64 `json:"millis,omitempty"`
 	// EndReason is the reason of the run's run.ended, as the runner gave
 	// it (why a harness error was one), once the run has ended.
 	EndReason string `json:"end_reason,omitempty"`
@@ -333,7 +347,17 @@ func Build(l *Log) Report {
 		r.Attempts = append(r.Attempts, l.newestRow(m, valid, s.Required))
 	}
 	r.Complete, r.Smoke, r.StoppedEarly = true, s.Trials == 1, l.Stopped
-	for _, a := range r.Attempts {
+	if len(l.Control.Controls) > 0 {
+		r.Controlled, r.ControlState = l.Control.Controls, l.Control.State
+	}
+	for i, a := range r.Attempts {
+		if a.Outcome == OutcomeAwaiting && l.Runs[a.Run] == nil && l.Control.Ends() {
+			notRun(&r.Attempts[i], l.Control.State)
+			a = r.Attempts[i]
+		}
+		if a.NotRun {
+			r.NotRun++
+		}
 		if a.Outcome == OutcomeAwaiting || a.Outcome == OutcomeDisputed {
 			r.Complete = false
 		}
@@ -350,6 +374,13 @@ func Build(l *Log) Report {
 		}
 	}
 	return r
+}
+
+// notRun settles a planned attempt that never ran because its suite was
+// drained or cancelled: excluded, never counted (not failed, not in any
+// rate).
+func notRun(r *AttemptRow, state projections.SuiteState) {
+	r.Outcome, r.Reason, r.NotRun = OutcomeExcluded, "not run: the suite was "+string(state), true
 }
 
 // defaultValid are the valid outcomes of a suite that names none (the same
@@ -381,7 +412,15 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	out.split(a.Replies, e.Spent.Tokens)
 	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
 		// Never run: whatever the suite counts, it says nothing of the agent.
-		out.Outcome, out.Reason = OutcomeExcluded, "not run: the suite stopped early"
+		out.Outcome, out.Reason, out.NotRun = OutcomeExcluded, "not run: the suite stopped early", true
+		return out
+	}
+	if e.Status == events.RunCancelled && !a.Claimed && (e.Reason == events.ReasonSuiteDrained || e.Reason == events.ReasonSuiteCancelled) {
+		state := projections.SuiteDrained
+		if e.Reason == events.ReasonSuiteCancelled {
+			state = projections.SuiteCancelled
+		}
+		notRun(&out, state)
 		return out
 	}
 	if !slices.Contains(valid, e.Status) {
