@@ -29,10 +29,8 @@ func newAuditCmd() *cobra.Command {
 		Short:   "check the log's invariants; exit 1 naming each violation",
 		Example: "  factline audit --suite demo --finished --store /tmp/fl --json",
 		Args:    noArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout()) },
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.suite, "suite", "", "audit one suite")
 	fs.StringVar(&o.runID, "run", "", "audit one run")
 	fs.StringVar(&o.sinkFile, "sink-records", "", "an external sink's record of effects: one operation ID per line per effect")
@@ -48,7 +46,7 @@ type auditFlags struct {
 	finished, asJSON       bool
 }
 
-func (o *auditFlags) run(ctx context.Context, out io.Writer) error {
+func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
 	t := &o.t
 	filter := "fact.>"
 	switch {

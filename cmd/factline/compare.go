@@ -27,12 +27,8 @@ func newCompareCmd() *cobra.Command {
 		Example: "  factline compare nightly@baseline.flx nightly --store /tmp/fl --fail-if-worse 5\n" +
 			"  factline compare demo@/stores/monday demo@/stores/tuesday --markdown > comment.md",
 		Args: exactArgs(2, "name two suites: factline compare A B (each SUITE or SUITE@WHERE)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args[0], args[1], c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.BoolVar(&o.asJSON, "json", false, "the comparison as JSON")
 	fs.BoolVar(&o.asCSV, "csv", false, "one CSV row per case and treatment pair")
 	fs.BoolVar(&o.asMarkdown, "markdown", false, "the comparison as Markdown, for a pull request's comment")
@@ -51,7 +47,8 @@ type compareOptions struct {
 	gates                     gateFlags
 }
 
-func (o *compareOptions) run(ctx context.Context, argA, argB string, out, errOut io.Writer) error {
+func (o *compareOptions) run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	argA, argB := args[0], args[1]
 	if countTrue(o.asJSON, o.asCSV, o.asMarkdown) > 1 {
 		return usageError{"give one of --json, --csv and --markdown: the comparison is written in one format"}
 	}

@@ -61,31 +61,29 @@ func newControlCmd(s controlSpec) *cobra.Command {
 		Short:   s.short,
 		Example: s.example,
 		Args:    exactArgs(s.n, fmt.Sprintf("%s: factline %s %s", want, s.sig, s.args)),
-		RunE: func(c *cobra.Command, args []string) error {
-			ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
-			switch s.sig {
-			case events.SignalSteer:
-				ctl.Instruction = args[1]
-			case events.SignalApprove, events.SignalReject:
-				ctl.Operation = args[1]
-				ctl.ArgsDigest = events.Digest(digest)
-			case events.SignalResolve:
-				if applied == notApplied {
-					return usageError{"say what you found: --applied or --not-applied"}
-				}
-				ctl.Operation, ctl.Outcome = args[1], events.OutcomeNotApplied
-				if applied {
-					ctl.Outcome = events.OutcomeApplied
-				}
-			}
-			if wait < 0 {
-				return usageError{"--wait must not be negative"}
-			}
-			return sendControl(c.Context(), &t, args[0], ctl, wait, c.OutOrStdout())
-		},
 	}
-	fs := c.Flags()
-	t.flags(fs)
+	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, _ io.Writer) error {
+		ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
+		switch s.sig {
+		case events.SignalSteer:
+			ctl.Instruction = args[1]
+		case events.SignalApprove, events.SignalReject:
+			ctl.Operation = args[1]
+			ctl.ArgsDigest = events.Digest(digest)
+		case events.SignalResolve:
+			if applied == notApplied {
+				return usageError{"say what you found: --applied or --not-applied"}
+			}
+			ctl.Operation, ctl.Outcome = args[1], events.OutcomeNotApplied
+			if applied {
+				ctl.Outcome = events.OutcomeApplied
+			}
+		}
+		if wait < 0 {
+			return usageError{"--wait must not be negative"}
+		}
+		return sendControl(ctx, &t, args[0], ctl, wait, out)
+	})
 	fs.StringVar(&reason, "reason", "", "why (shown in the run's handoff)")
 	fs.StringVar(&from, "from", "", "who sends the signal")
 	fs.DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the runner to accept the signal (0: send and return, unconfirmed)")

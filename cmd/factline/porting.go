@@ -26,15 +26,13 @@ func newExportCmd() *cobra.Command {
 		Short:   "write the facts of a store or a server to an export file",
 		Example: "  factline export 'fact.demo.>' --store /tmp/fl > demo.flx",
 		Args:    maxArgs(1, "export takes at most one FILTER subject (or --filter)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				filter = args[0]
-			}
-			return runExport(c.Context(), &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	t.flags(fs)
+	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
+		if len(args) == 1 {
+			filter = args[0]
+		}
+		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, out, errOut)
+	})
 	fs.StringVar(&path, "out", "", "file to write (default: standard output)")
 	fs.StringVar(&filter, "filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
 	fs.Uint64Var(&from, "from-seq", 0, "first stream sequence to export")
@@ -141,12 +139,8 @@ func newReplayCmd() *cobra.Command {
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringVar(&o.file, "file", "", "export file to replay instead of a live stream")
 	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
 	fs.Uint64Var(&o.from, "from-seq", 0, "first stream sequence to replay")

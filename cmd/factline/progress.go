@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/internal/sleep"
+	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 )
 
@@ -206,7 +207,7 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 		unread := false // a fact failed to count: read on from it
 		last, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), Follow: true, FromSeq: from}, func(r bus.Raw) error {
 			lastFact.Store(time.Now().UnixNano())
-			if err := p.fact(r, earlierFacts(ctx, b, suite, r.Seq), func() { reported = true; cancel(nil) }); err != nil {
+			if err := p.fact(r, meter.EarlierFacts(ctx, b, suite, r.Seq), func() { reported = true; cancel(nil) }); err != nil {
 				unread = true
 				return err
 			}
@@ -256,24 +257,6 @@ func (p *progress) storeStopped(cause error) error {
 			"(docs/operations.md#a-full-store), then run this command again to follow the suite to its report", cause, p.summary())
 	}
 	return nil
-}
-
-// earlierFacts reads back a run's facts committed before stream sequence
-// seq, for a counter that let the run go once it settled.
-func earlierFacts(ctx context.Context, b *bus.Bus, suite string, seq uint64) measure.Earlier {
-	return func(run string) ([]events.Fact, error) {
-		log, err := b.LoadRun(ctx, suite, run)
-		if err != nil {
-			return nil, err
-		}
-		var out []events.Fact
-		for _, r := range log.Records {
-			if r.Seq < seq {
-				out = append(out, r.Fact)
-			}
-		}
-		return out, nil
-	}
 }
 
 // fact updates the progress with one committed fact of the suite; done is

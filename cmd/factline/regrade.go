@@ -26,12 +26,8 @@ func newRegradeCmd() *cobra.Command {
 		Example: "  factline regrade demo --grading tests-v2.yaml --store /tmp/fl\n" +
 			"  factline regrade demo --grading tests-v2.yaml --run fix-sum-stall-on-t1 --instrument tests --nats nats://10.0.0.5:4222",
 		Args: exactArgs(1, "name one suite: factline regrade SUITE --grading FILE"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringVar(&o.grading, "grading", "", "a grading section (instruments: …) whose instruments replace the case's of the same id")
 	fs.StringArrayVar(&o.runs, "run", nil, "only this run (repeat for several; default: every ended run of the suite)")
 	fs.StringArrayVar(&o.instruments, "instrument", nil, "only this instrument of --grading (repeat for several; default: all of them)")

@@ -23,27 +23,25 @@ func newReportCmd() *cobra.Command {
 		Short:   "print the meter's report of a suite, rebuilt from the log",
 		Example: "  factline report demo --store /tmp/fl --svg > demo.svg",
 		Args:    exactArgs(1, "name one suite: factline report SUITE"),
-		RunE: func(c *cobra.Command, args []string) error {
-			if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
-				return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
-			}
-			switch by {
-			case "", "treatment":
-			case "case":
-				if asSVG {
-					return usageError{"--by case has no chart: give --json, --csv or neither"}
-				}
-			default:
-				return usageError{fmt.Sprintf("--by %q: want treatment or case", by)}
-			}
-			if wide && (asJSON || asCSV || asSVG || by == "case") {
-				return usageError{"--wide is the treatment table's: JSON, CSV and --by case have every column already"}
-			}
-			return runReport(c.Context(), &t, args[0], reportFormat{asJSON, asCSV, asSVG, by == "case", wide}, c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	t.flags(fs)
+	fs := onTarget(c, &t, oneArg(func(ctx context.Context, suite string, out, errOut io.Writer) error {
+		if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
+			return usageError{"give one of --json, --csv and --svg: the report is written in one format"}
+		}
+		switch by {
+		case "", "treatment":
+		case "case":
+			if asSVG {
+				return usageError{"--by case has no chart: give --json, --csv or neither"}
+			}
+		default:
+			return usageError{fmt.Sprintf("--by %q: want treatment or case", by)}
+		}
+		if wide && (asJSON || asCSV || asSVG || by == "case") {
+			return usageError{"--wide is the treatment table's: JSON, CSV and --by case have every column already"}
+		}
+		return runReport(ctx, &t, suite, reportFormat{asJSON, asCSV, asSVG, by == "case", wide}, out, errOut)
+	}))
 	fs.BoolVar(&asJSON, "json", false, "the report as JSON")
 	fs.BoolVar(&asCSV, "csv", false, "the per-treatment table as CSV")
 	fs.BoolVar(&asSVG, "svg", false, "an SVG chart of pass rates with interval bars, each labelled N passed of M graded")

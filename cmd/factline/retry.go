@@ -24,12 +24,8 @@ func newRetryCmd() *cobra.Command {
 		Example: "  factline retry demo --store /tmp/fl\n" +
 			"  factline retry nightly --run fix-sum-baseline-t2 --nats nats://10.0.0.5:4222",
 		Args: exactArgs(1, "name one suite: factline retry SUITE"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringArrayVar(&o.runs, "run", nil, "only the attempt this run belongs to (repeat for several; default: every attempt that ended errored)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --store: how long to wait for the retries to be graded")
 	return c

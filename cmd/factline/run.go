@@ -32,12 +32,8 @@ func newRunCmd() *cobra.Command {
 		Example: "  factline run examples/demo/suite.yaml --out /tmp/demo-report\n" +
 			"  factline run suite.yaml --nats nats://10.0.0.5:4222 --timeout 2h",
 		Args: exactArgs(1, "name one suite file: factline run SUITE.yaml"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args[0], c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (progress goes to stderr)")
 	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")
 	fsyncFlag(c, &o.t.fsync)

@@ -108,10 +108,8 @@ func newServeCmd() *cobra.Command {
 		Example: "  factline serve --services runner --instances 4 --nats nats://10.0.0.5:4222 --metrics :9464\n" +
 			"  factline serve --store /srv/fl --listen 4222 --fsync always",
 		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout()) },
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
 	_ = c.RegisterFlagCompletionFunc("services", fixedCompletions(fleet.Names()...))
 	fs.StringVar(&o.listen, "listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
@@ -143,7 +141,7 @@ type serveFlags struct {
 	loadExtensions        func() (*extensions.Allowlist, error)
 }
 
-func (o *serveFlags) run(ctx context.Context, out io.Writer) error {
+func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
 	t := &o.t
 	allow, err := o.loadExtensions()
 	if err != nil {

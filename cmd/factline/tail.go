@@ -28,10 +28,8 @@ func newTailCmd() *cobra.Command {
 		Example: "  factline tail --store /tmp/fl --since start --kind stop.decided\n" +
 			"  factline tail 'fact.demo.>' --nats nats://10.0.0.5:4222 --json",
 		Args: maxArgs(1, "tail takes at most one FILTER subject, e.g. 'fact.demo.>'"),
-		RunE: func(c *cobra.Command, args []string) error { return o.run(c.Context(), args, c.OutOrStdout()) },
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.runID, "run", "", "only this run's facts")
 	fs.StringVar(&o.kind, "kind", "", "only facts of this kind, e.g. stop.decided (with --control: a signal or status)")
 	fs.StringVar(&o.since, "since", "new", "where to start: a stream sequence, an RFC 3339 time, start, or new")
@@ -66,7 +64,7 @@ func kindCompletions(c *cobra.Command, _ []string, _ string) ([]cobra.Completion
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (o *tailFlags) run(ctx context.Context, pos []string, out io.Writer) error {
+func (o *tailFlags) run(ctx context.Context, pos []string, out, _ io.Writer) error {
 	t := &o.t
 	filter := "fact.>"
 	if len(pos) == 1 {

@@ -32,12 +32,8 @@ func newViewCmd() *cobra.Command {
 			"  factline view --nats nats://127.0.0.1:4222 --user analyst --password-file analyst.pw\n" +
 			"  factline view --file demo.flx --listen 127.0.0.1:8080",
 		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return o.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.file, "file", "", "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
 	fs.StringVar(&o.listen, "listen", defaultViewListen, "serve the pages at PORT or :PORT (this machine only) or HOST:PORT (port 0 picks a free one)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); whoever reaches it reads every fact, and the traffic is not encrypted")
@@ -53,7 +49,7 @@ type viewFlags struct {
 	hosts        []string
 }
 
-func (o *viewFlags) run(ctx context.Context, out, errOut io.Writer) error {
+func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) error {
 	addr, err := parseListen(o.listen)
 	if err != nil {
 		return err

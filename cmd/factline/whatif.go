@@ -25,12 +25,8 @@ func newWhatifCmd() *cobra.Command {
 		Example: "  factline whatif --store /tmp/calibration --policy strict.yaml --policy patient.yaml\n" +
 			"  factline whatif calibration --file calibration.flx --suite examples/calibration/suite.yaml --svg curve.svg",
 		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			return o.run(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr())
-		},
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
+	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.file, "file", "", "export file to read instead of a store or a server (needs --suite)")
 	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under")
 	fs.StringArrayVar(&o.policies, "policy", nil, "a candidate policy file (a stall block; repeat for several)")

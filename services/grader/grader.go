@@ -82,38 +82,20 @@ var spec = kit.Spec{
 // left there is removed when a grader starts and before each grading
 // (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
-	return kit.Own("WithWorkDir", func(c *config) error {
-		if dir == "" {
-			return errors.New("the work directory is empty")
-		}
-		c.workDir = dir
-		return nil
-	})
+	return kit.OwnIf("WithWorkDir", dir != "", "the work directory is empty", func(c *config) { c.workDir = dir })
 }
 
 // WithJudges sets how judge models are built (default DefaultJudges). A
 // nil factory is refused.
 func WithJudges(f JudgeFactory) kit.Option {
-	return kit.Own("WithJudges", func(c *config) error {
-		if f == nil {
-			return errors.New("the judge factory is nil")
-		}
-		c.judges = f
-		return nil
-	})
+	return kit.OwnIf("WithJudges", f != nil, "the judge factory is nil", func(c *config) { c.judges = f })
 }
 
 // WithExecuteHook calls fn just before each instrument runs. It is for
 // observation (counting executions in tests, metrics); it must not block
 // for long. A nil fn is refused.
 func WithExecuteHook(fn func(context.Context, Execution)) kit.Option {
-	return kit.Own("WithExecuteHook", func(c *config) error {
-		if fn == nil {
-			return errors.New("the hook is nil")
-		}
-		c.hook = fn
-		return nil
-	})
+	return kit.OwnIf("WithExecuteHook", fn != nil, "the hook is nil", func(c *config) { c.hook = fn })
 }
 
 // Service is one grader instance.

@@ -51,27 +51,28 @@ func (s *settings) refuse(option, format string, args ...any) error {
 	return &OptionError{Service: s.spec.Owner, Option: option, Reason: fmt.Sprintf(format, args...)}
 }
 
-// WithInstance names this instance in the facts it writes
-// (producer.instance). The default is the service's (see Spec).
-func WithInstance(name string) Option {
+// sharedIf makes a shared option that sets one value: set applies it when
+// valid holds, and otherwise it is refused for reason (OwnIf's twin for
+// the settings every service has).
+func sharedIf(name string, valid bool, reason string, set func(*settings)) Option {
 	return func(s *settings) error {
-		if name == "" {
-			return s.refuse("WithInstance", "the instance name is empty")
+		if !valid {
+			return s.refuse(name, "%s", reason)
 		}
-		s.instance = name
+		set(s)
 		return nil
 	}
 }
 
+// WithInstance names this instance in the facts it writes
+// (producer.instance). The default is the service's (see Spec).
+func WithInstance(name string) Option {
+	return sharedIf("WithInstance", name != "", "the instance name is empty", func(s *settings) { s.instance = name })
+}
+
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
-	return func(s *settings) error {
-		if l == nil {
-			return s.refuse("WithLogger", "the logger is nil")
-		}
-		s.log = l
-		return nil
-	}
+	return sharedIf("WithLogger", l != nil, "the logger is nil", func(s *settings) { s.log = l })
 }
 
 // WithConsumer replaces the durable consumer's settings (workers,
@@ -107,38 +108,23 @@ func WithConsumer(cc bus.ConsumerConfig) Option {
 // deliveries one at a time, so more workers than runs in flight buy
 // nothing.
 func WithWorkers(n int) Option {
-	return func(s *settings) error {
-		if n < 1 {
-			return s.refuse("WithWorkers", "%d workers; an instance needs at least one", n)
-		}
-		s.consumer.Workers = n
-		return nil
-	}
+	return sharedIf("WithWorkers", n >= 1, fmt.Sprintf("%d workers; an instance needs at least one", n),
+		func(s *settings) { s.consumer.Workers = n })
 }
 
 // WithAckWait sets how long a delivery may go without an ack or a
 // heartbeat before another instance gets it (default 30s). Every instance
 // of a service must agree.
 func WithAckWait(d time.Duration) Option {
-	return func(s *settings) error {
-		if d <= 0 {
-			return s.refuse("WithAckWait", "ack wait %s is not positive", d)
-		}
-		s.consumer.AckWait = d
-		return nil
-	}
+	return sharedIf("WithAckWait", d > 0, fmt.Sprintf("ack wait %s is not positive", d),
+		func(s *settings) { s.consumer.AckWait = d })
 }
 
 // WithMaxDeliver sets how many times a delivery is tried before it is
 // dead-lettered (default the service's, see Spec).
 func WithMaxDeliver(n int) Option {
-	return func(s *settings) error {
-		if n < 1 {
-			return s.refuse("WithMaxDeliver", "%d deliveries; a message is delivered at least once", n)
-		}
-		s.consumer.MaxDeliver = n
-		return nil
-	}
+	return sharedIf("WithMaxDeliver", n >= 1, fmt.Sprintf("%d deliveries; a message is delivered at least once", n),
+		func(s *settings) { s.consumer.MaxDeliver = n })
 }
 
 // WithRunCache bounds how many runs the service keeps loaded (default the
@@ -195,4 +181,18 @@ func Own[X any](name string, set func(*X) error) Option {
 		}
 		return nil
 	}
+}
+
+// OwnIf makes an option of a service's own settings X that sets one value:
+// set applies it when valid holds, and otherwise it is refused for reason.
+// Most options of a service are this shape (a nil hook, an empty
+// directory, a wait that is not positive), so each states only its check.
+func OwnIf[X any](name string, valid bool, reason string, set func(*X)) Option {
+	return Own(name, func(x *X) error {
+		if !valid {
+			return errors.New(reason)
+		}
+		set(x)
+		return nil
+	})
 }

@@ -364,3 +364,35 @@ func (h hiding) WithAttrs(as []slog.Attr) slog.Handler {
 func hide(a slog.Attr) slog.Attr {
 	return slog.String(a.Key, strings.ReplaceAll(a.Value.String(), "secret", "XXX"))
 }
+
+func withDir(dir string) kit.Option {
+	return kit.OwnIf("WithDir", dir != "", "the directory is empty", func(w *workSettings) { w.dir = dir })
+}
+
+func TestAnOwnIfOptionSetsAValidValue(t *testing.T) {
+	b, _ := bustest.Start(t)
+	var own workSettings
+	if _, err := kit.New(b, runSpec, &own, withDir("/tmp/x")); err != nil {
+		t.Fatal(err)
+	}
+	if own.dir != "/tmp/x" {
+		t.Errorf("dir = %q, want /tmp/x", own.dir)
+	}
+}
+
+func TestAnOwnIfOptionRefusesAnInvalidValueForItsReason(t *testing.T) {
+	b, _ := bustest.Start(t)
+	own := workSettings{dir: "kept"}
+	_, err := kit.New(b, runSpec, &own, withDir(""))
+	if oe := kittest.Refused(t, err, "WithDir"); oe.Reason != "the directory is empty" {
+		t.Errorf("got %+v", oe)
+	}
+	if own.dir != "kept" {
+		t.Errorf("a refused option set dir to %q", own.dir)
+	}
+}
+
+func TestAnOwnIfOptionOfAnotherServiceIsRefused(t *testing.T) {
+	_, err := newShell(t, runSpec, withDir("/tmp/x"))
+	kittest.Refused(t, err, "WithDir")
+}

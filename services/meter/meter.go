@@ -54,13 +54,8 @@ type config struct {
 // Every meter instance of a fleet should agree; one with a larger window
 // only requests further ahead.
 func WithRequestWindow(n int) kit.Option {
-	return kit.Own("WithRequestWindow", func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("window %d; a suite needs at least one run requested at a time", n)
-		}
-		c.window = uint64(n)
-		return nil
-	})
+	return kit.OwnIf("WithRequestWindow", n >= 1, fmt.Sprintf("window %d; a suite needs at least one run requested at a time", n),
+		func(c *config) { c.window = uint64(n) })
 }
 
 // Service is one meter instance.
@@ -183,29 +178,33 @@ type identity struct {
 func (s *Service) planOf(ctx context.Context, sub *events.SuiteSubmitted) (*requestPlan, error) {
 	p := &requestPlan{kases: map[string]*cases.Case{}, treats: map[string]*cases.Treatment{},
 		digests: map[string]events.Digest{}, ids: map[[2]string]identity{}}
-	for _, r := range sub.Cases {
-		data, err := s.blob(ctx, "case", r.Digest)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cases.DecodeCase(data)
-		if err != nil {
-			return nil, bus.Permanent(fmt.Errorf("meter: case %s (%s): %w", r.ID, r.Digest, err))
-		}
-		p.kases[r.ID], p.digests["c/"+r.ID] = c, r.Digest
+	if err := decodeRefs(ctx, s, "case", sub.Cases, cases.DecodeCase, p.kases, "c/", p.digests); err != nil {
+		return nil, err
 	}
-	for _, r := range sub.Treatments {
-		data, err := s.blob(ctx, "treatment", r.Digest)
-		if err != nil {
-			return nil, err
-		}
-		t, err := cases.DecodeTreatment(data)
-		if err != nil {
-			return nil, bus.Permanent(fmt.Errorf("meter: treatment %s (%s): %w", r.ID, r.Digest, err))
-		}
-		p.treats[r.ID], p.digests["t/"+r.ID] = t, r.Digest
+	if err := decodeRefs(ctx, s, "treatment", sub.Treatments, cases.DecodeTreatment, p.treats, "t/", p.digests); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// decodeRefs decodes what refs name (cases or treatments, what says),
+// each from its blob, into into by ID, and records each one's digest in
+// digests under prefix+ID. One that does not decode never will: it is a
+// permanent error.
+func decodeRefs[T any](ctx context.Context, s *Service, what string, refs []events.Ref, decode func([]byte) (T, error),
+	into map[string]T, prefix string, digests map[string]events.Digest) error {
+	for _, r := range refs {
+		data, err := s.blob(ctx, what, r.Digest)
+		if err != nil {
+			return err
+		}
+		v, err := decode(data)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("meter: %s %s (%s): %w", what, r.ID, r.Digest, err))
+		}
+		into[r.ID], digests[prefix+r.ID] = v, r.Digest
+	}
+	return nil
 }
 
 // request is the run.requested of one planned attempt.
@@ -432,7 +431,7 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 			st.last = raw.Seq // the consumers dead-letter it; it holds no fact of the suite
 			return nil
 		}
-		if err := st.count.Apply(f, s.earlier(ctx, f.Suite, raw.Seq)); err != nil {
+		if err := st.count.Apply(f, EarlierFacts(ctx, s.sh.Bus, f.Suite, raw.Seq)); err != nil {
 			return err
 		}
 		if _, ok := f.Body.(events.SuiteSubmitted); ok && st.submission == "" && f.Suite == st.suite {
@@ -467,10 +466,12 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 // of other suites in it are read too, and skipped.
 const maxDirectRange = 256
 
-// earlier reads back a run's facts committed before stream sequence seq.
-func (s *Service) earlier(ctx context.Context, suite string, seq uint64) measure.Earlier {
+// EarlierFacts reads back from b a run's facts committed before stream
+// sequence seq: what a measure.Counter asks for when it needs a run it let
+// go of. The meter and the CLI's progress count with it.
+func EarlierFacts(ctx context.Context, b *bus.Bus, suite string, seq uint64) measure.Earlier {
 	return func(run string) ([]events.Fact, error) {
-		log, err := s.sh.Bus.LoadRun(ctx, suite, run)
+		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
 			return nil, err
 		}

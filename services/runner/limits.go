@@ -21,13 +21,8 @@ import (
 // limit.DefaultLease): a runner that dies mid-call frees its slot within
 // it. A lease under a second is refused.
 func WithModelSlotLease(d time.Duration) kit.Option {
-	return kit.Own("WithModelSlotLease", func(c *config) error {
-		if d < time.Second {
-			return fmt.Errorf("the model slot lease %s is under a second", d)
-		}
-		c.slotLease = d
-		return nil
-	})
+	return kit.OwnIf("WithModelSlotLease", d >= time.Second, fmt.Sprintf("the model slot lease %s is under a second", d),
+		func(c *config) { c.slotLease = d })
 }
 
 // limited wraps m in the fleet-wide limit its treatment sets, if any: the

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,25 +28,13 @@ type config struct {
 // WithWorkspaces sets how attempt workspaces are opened (default
 // StoredWorkspaces on the runner's bus). A nil Workspaces is refused.
 func WithWorkspaces(w Workspaces) kit.Option {
-	return kit.Own("WithWorkspaces", func(c *config) error {
-		if w == nil {
-			return errors.New("the workspaces are nil")
-		}
-		c.workspaces = w
-		return nil
-	})
+	return kit.OwnIf("WithWorkspaces", w != nil, "the workspaces are nil", func(c *config) { c.workspaces = w })
 }
 
 // WithModels sets how the model an attempt talks to is built (default
 // Models). A nil factory is refused.
 func WithModels(f ModelFactory) kit.Option {
-	return kit.Own("WithModels", func(c *config) error {
-		if f == nil {
-			return errors.New("the model factory is nil")
-		}
-		c.models = f
-		return nil
-	})
+	return kit.OwnIf("WithModels", f != nil, "the model factory is nil", func(c *config) { c.models = f })
 }
 
 // WithWorkDir sets where attempt directories are made (default the OS
@@ -55,39 +42,23 @@ func WithModels(f ModelFactory) kit.Option {
 // runners left there is removed when a runner starts and before each
 // attempt (sandbox.Reap). An empty dir is refused.
 func WithWorkDir(dir string) kit.Option {
-	return kit.Own("WithWorkDir", func(c *config) error {
-		if dir == "" {
-			return errors.New("the work directory is empty")
-		}
-		c.workDir = dir
-		return nil
-	})
+	return kit.OwnIf("WithWorkDir", dir != "", "the work directory is empty", func(c *config) { c.workDir = dir })
 }
 
 // WithDecisionTimeout bounds the wait for a turn's stop decision (default
 // 10m); then the run ends errored, naming the turn. A wait that is not
 // positive is refused.
 func WithDecisionTimeout(d time.Duration) kit.Option {
-	return kit.Own("WithDecisionTimeout", func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("the decision timeout %s is not positive", d)
-		}
-		c.decisionTimeout = d
-		return nil
-	})
+	return kit.OwnIf("WithDecisionTimeout", d > 0, fmt.Sprintf("the decision timeout %s is not positive", d),
+		func(c *config) { c.decisionTimeout = d })
 }
 
 // WithApprovalTimeout bounds the wait for a person to approve an
 // operation; then it counts as rejected (default 1h). A wait that is not
 // positive is refused.
 func WithApprovalTimeout(d time.Duration) kit.Option {
-	return kit.Own("WithApprovalTimeout", func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("the approval timeout %s is not positive", d)
-		}
-		c.approvalTimeout = d
-		return nil
-	})
+	return kit.OwnIf("WithApprovalTimeout", d > 0, fmt.Sprintf("the approval timeout %s is not positive", d),
+		func(c *config) { c.approvalTimeout = d })
 }
 
 // WithExtensions sets the allowlist of the extensions (MCP servers) runs
@@ -95,26 +66,14 @@ func WithApprovalTimeout(d time.Duration) kit.Option {
 // Without it runs may use none. A nil allowlist is refused: leave the
 // option out instead.
 func WithExtensions(l *extensions.Allowlist) kit.Option {
-	return kit.Own("WithExtensions", func(c *config) error {
-		if l == nil {
-			return errors.New("the allowlist is nil")
-		}
-		c.extensions = l
-		return nil
-	})
+	return kit.OwnIf("WithExtensions", l != nil, "the allowlist is nil", func(c *config) { c.extensions = l })
 }
 
 // WithAfterCommit calls fn after every fact the runner commits: the hook
 // fault-injection tests use to kill a runner between facts. A nil fn is
 // refused.
 func WithAfterCommit(fn func(events.Fact)) kit.Option {
-	return kit.Own("WithAfterCommit", func(c *config) error {
-		if fn == nil {
-			return errors.New("the hook is nil")
-		}
-		c.afterCommit = fn
-		return nil
-	})
+	return kit.OwnIf("WithAfterCommit", fn != nil, "the hook is nil", func(c *config) { c.afterCommit = fn })
 }
 
 // WithContainment sets how commands are contained (default: every
@@ -129,11 +88,5 @@ func WithContainment(cfg sandbox.Config) kit.Option {
 // the runner writes (default: secrets.FromEnvironment). A nil redactor is
 // refused.
 func WithSecrets(r *secrets.Redactor) kit.Option {
-	return kit.Own("WithSecrets", func(c *config) error {
-		if r == nil {
-			return errors.New("the redactor is nil")
-		}
-		c.secrets = r
-		return nil
-	})
+	return kit.OwnIf("WithSecrets", r != nil, "the redactor is nil", func(c *config) { c.secrets = r })
 }

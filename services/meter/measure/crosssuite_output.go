@@ -122,15 +122,8 @@ func WriteCompareText(w io.Writer, c SuiteComparison) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	blocks := c.ByTreatment
-	if len(c.ByTreatment) > 1 {
-		blocks = append([]PairedComparison{c.Overall}, c.ByTreatment...)
-	}
-	for _, p := range blocks {
-		name := pairNames(p.Treatments)
-		if p.Treatments.A == "*" {
-			name = "all treatments"
-		}
+	for _, p := range c.blocks() {
+		name := blockName(p, "all treatments")
 		fmt.Fprintf(tw, "%s\tagents: %s\t\n", name, identityLine(p))
 		fmt.Fprintf(tw, "  pass rate\t%s\t%s\n", changeCell(p), pairedCell(p))
 		for _, d := range p.Scores {
@@ -170,15 +163,8 @@ func WriteCompareMarkdown(w io.Writer, c SuiteComparison) error {
 	}
 	fmt.Fprintln(w, "| treatments | agents | pass rate B − A (95% CI) | pairs |")
 	fmt.Fprintln(w, "|---|---|---|---|")
-	blocks := c.ByTreatment
-	if len(c.ByTreatment) > 1 {
-		blocks = append([]PairedComparison{c.Overall}, c.ByTreatment...)
-	}
-	for _, p := range blocks {
-		name := pairNames(p.Treatments)
-		if p.Treatments.A == "*" {
-			name = "**all**"
-		}
+	for _, p := range c.blocks() {
+		name := blockName(p, "**all**")
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(name), mdCell(identityLine(p)), mdCell(changeCell(p)), mdCell(pairedCell(p)))
 		for _, d := range p.Scores {
 			diff, rest := scoreChange(d)
@@ -220,12 +206,7 @@ func WriteCompareCSV(w io.Writer, c SuiteComparison) error {
 	if err := cw.Write(CompareCSVHeader); err != nil {
 		return err
 	}
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'f', -1, 64)
-	}
+	f := csvFloat('f')
 	for _, cc := range c.Cases {
 		p := ""
 		if cc.McNemar != nil {
@@ -292,4 +273,21 @@ func completeWord(b bool) string {
 		return "complete"
 	}
 	return "not complete"
+}
+
+// blocks is the treatment pairs a comparison's text and Markdown show, a
+// block each: the overall comparison first when there are several pairs.
+func (c SuiteComparison) blocks() []PairedComparison {
+	if len(c.ByTreatment) > 1 {
+		return append([]PairedComparison{c.Overall}, c.ByTreatment...)
+	}
+	return c.ByTreatment
+}
+
+// blockName names a block: its treatment pair, or all for the overall one.
+func blockName(p PairedComparison, all string) string {
+	if p.Treatments.A == "*" {
+		return all
+	}
+	return pairNames(p.Treatments)
 }

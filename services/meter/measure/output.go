@@ -79,6 +79,17 @@ func pct(p *float64) string {
 	return fmt.Sprintf("%.1f%%", 100**p)
 }
 
+// csvFloat formats a CSV cell of a figure that may be unknown: empty when
+// it is, else the shortest exact form in strconv's format ('f' or 'g').
+func csvFloat(format byte) func(*float64) string {
+	return func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, format, -1, 64)
+	}
+}
+
 func num(p *float64, format string) string {
 	if p == nil {
 		return "-"
@@ -593,12 +604,7 @@ func WriteCSV(w io.Writer, r Report) error {
 	if err := cw.Write(head); err != nil {
 		return err
 	}
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'g', -1, 64)
-	}
+	f := csvFloat('g')
 	for _, t := range r.Treatments {
 		var lo, hi *float64
 		if t.Wilson != nil {

@@ -43,6 +43,17 @@ func existing(env Env, p string) (string, fs.FileInfo, *Result) {
 	return abs, st, nil
 }
 
+// existingFile is existing for a tool that works on a file: a directory
+// there is refused too (CodeIsDirectory), hint following the reason.
+func existingFile(env Env, p, hint string) (string, fs.FileInfo, *Result) {
+	abs, st, bad := existing(env, p)
+	if bad == nil && st.IsDir() {
+		res := Fail(CodeIsDirectory, "%s is a directory%s", p, hint)
+		return "", nil, &res
+	}
+	return abs, st, bad
+}
+
 // fileError turns an OS error into a typed result.
 func fileError(p string, err error) Result {
 	switch {
@@ -73,12 +84,9 @@ func (ReadFile) Contract() Contract {
 func (ReadFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path string }
 	_ = json.Unmarshal(raw, &a)
-	abs, st, bad := existing(env, a.Path)
+	abs, st, bad := existingFile(env, a.Path, "; use list_files")
 	if bad != nil {
 		return *bad
-	}
-	if st.IsDir() {
-		return Fail(CodeIsDirectory, "%s is a directory; use list_files", a.Path)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
@@ -219,12 +227,9 @@ func (EditFile) Contract() Contract {
 func (EditFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path, Old, New string }
 	_ = json.Unmarshal(raw, &a)
-	abs, st, bad := existing(env, a.Path)
+	abs, st, bad := existingFile(env, a.Path, "")
 	if bad != nil {
 		return *bad
-	}
-	if st.IsDir() {
-		return Fail(CodeIsDirectory, "%s is a directory", a.Path)
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {

@@ -201,3 +201,20 @@ func TestReadFileSaysHowMuchWasCut(t *testing.T) {
 		t.Fatalf("cut marked as %q, want %q", res.Output[max(0, len(res.Output)-60):], want)
 	}
 }
+
+func TestReadAndEditRefuseADirectoryNamingIt(t *testing.T) {
+	env, dir := testEnv(t)
+	if err := os.Mkdir(filepath.Join(dir, "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewRegistry(nil)
+	for _, c := range []struct{ tool, args, want string }{
+		{"read_file", `{"path":"pkg"}`, "pkg is a directory; use list_files"},
+		{"edit_file", `{"path":"pkg","old":"a","new":"b"}`, "pkg is a directory"},
+	} {
+		res := call(t, r, env, c.tool, c.args)
+		if res.Err == nil || res.Err.Code != CodeIsDirectory || res.Err.Message != c.want {
+			t.Errorf("%s %s: got %+v, want %s %q", c.tool, c.args, res.Err, CodeIsDirectory, c.want)
+		}
+	}
+}
