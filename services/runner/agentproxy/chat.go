@@ -115,6 +115,22 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 // contentText reads a message's content: a string, null, or an array of
 // parts of which only text parts are accepted.
 func contentText(raw json.RawMessage) (string, error) {
+	return joinedText(raw, func(p textPart) (string, bool) { return p.Text, p.Type == "text" })
+}
+
+// textPart is one part of a content given as a list of parts, in any of
+// the wires: a text part, a Responses output's refusal, or a part of a
+// kind the model port cannot carry.
+type textPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal"`
+}
+
+// joinedText reads content given as a string, null, or a list of parts,
+// joining what partText takes from each part; a part it does not take
+// (ok false) is refused, naming its index and kind.
+func joinedText(raw json.RawMessage, partText func(textPart) (text string, ok bool)) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -122,19 +138,17 @@ func contentText(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []textPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("neither a string nor an array of parts")
+		return "", fmt.Errorf("neither a string nor a list of parts")
 	}
 	var b strings.Builder
 	for i, p := range parts {
-		if p.Type != "text" {
+		text, ok := partText(p)
+		if !ok {
 			return "", fmt.Errorf("part %d: %q parts are not supported (text only)", i, p.Type)
 		}
-		b.WriteString(p.Text)
+		b.WriteString(text)
 	}
 	return b.String(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/factline/factline/models"
 )
@@ -151,35 +150,17 @@ func inputItems(raw json.RawMessage) ([]responsesItem, error) {
 }
 
 // responsesText reads a message's content or a call's output: a string,
-// or a list of text parts.
+// or a list of text parts (a refusal read as its text).
 func responsesText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("neither a string nor a list of parts")
-	}
-	var b strings.Builder
-	for i, p := range parts {
+	return joinedText(raw, func(p textPart) (string, bool) {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			b.WriteString(p.Text)
+			return p.Text, true
 		case "refusal":
-			b.WriteString(p.Refusal)
-		default:
-			return "", fmt.Errorf("part %d: %q parts are not supported (text only)", i, p.Type)
+			return p.Refusal, true
 		}
-	}
-	return b.String(), nil
+		return "", false
+	})
 }
 
 // responsesUsage is the Responses API's usage object.
