@@ -5,7 +5,6 @@ package deploy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -169,29 +168,7 @@ func writeSuite(t *testing.T, name string) string {
 // the same.
 func normalise(t *testing.T, report, name string) string {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(bytes.ReplaceAll([]byte(report), []byte(name), []byte("SUITE")), &r); err != nil {
-		t.Fatalf("report does not parse: %v\n%s", err, report)
-	}
-	var walk func(any)
-	walk = func(x any) {
-		switch v := x.(type) {
-		case map[string]any:
-			for k, e := range v {
-				if k == "wall_millis" || k == "millis" {
-					v[k] = 0
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	walk(r)
-	out, _ := json.Marshal(r)
-	return string(out)
+	return testutil.ReportWithoutWallTimes(t, bytes.ReplaceAll([]byte(report), []byte(name), []byte("SUITE")))
 }
 
 // referenceReport is the suite's report from one factline process in the

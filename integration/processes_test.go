@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -48,29 +47,7 @@ func factlineBinary(t *testing.T) string {
 // normalise drops what no two runs share (wall times) from a report.
 func normalise(t *testing.T, report []byte) string {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(report, &r); err != nil {
-		t.Fatalf("report does not parse: %v\n%s", err, report)
-	}
-	var walk func(any)
-	walk = func(x any) {
-		switch v := x.(type) {
-		case map[string]any:
-			for k, e := range v {
-				if k == "wall_millis" || k == "millis" {
-					v[k] = 0
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	walk(r)
-	out, _ := json.Marshal(r)
-	return string(out)
+	return testutil.ReportWithoutWallTimes(t, report)
 }
 
 // The demo suite run by services in three separate OS processes (the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,27 +140,5 @@ func TestAKilledRunRequestsTheRestOfItsSuiteOnce(t *testing.T) {
 // report.
 func normaliseReport(t *testing.T, report string) string {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal([]byte(report), &r); err != nil {
-		t.Fatalf("report does not parse: %v\n%s", err, report)
-	}
-	var walk func(any)
-	walk = func(x any) {
-		switch v := x.(type) {
-		case map[string]any:
-			for k, e := range v {
-				if k == "wall_millis" || k == "millis" {
-					v[k] = 0
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	walk(r)
-	out, _ := json.Marshal(r)
-	return string(out)
+	return testutil.ReportWithoutWallTimes(t, []byte(report))
 }
