@@ -157,6 +157,11 @@ type proxyConn struct {
 	c, s net.Conn
 	once sync.Once
 	done chan struct{}
+	// answering is held by toServer from a hooked publish's write until
+	// its after func has run, and taken by toClient before it passes the
+	// server's bytes on: an answer to that publish cannot slip through
+	// before a Hold (or LoseAnswers) placed right after it takes effect.
+	answering sync.Mutex
 }
 
 func (pc *proxyConn) close() {
@@ -263,11 +268,14 @@ func (p *Proxy) toServer(pc *proxyConn) {
 				}
 				out = nil
 				after := hook(pub)
-				if !p.pass(pc, pc.s, m.raw) {
-					return
-				}
-				if after != nil {
+				pc.answering.Lock()
+				passed := p.pass(pc, pc.s, m.raw)
+				if passed && after != nil {
 					after()
+				}
+				pc.answering.Unlock()
+				if !passed {
+					return
 				}
 			}
 			out = append(out, r.unparsed()...)
@@ -290,6 +298,8 @@ func (p *Proxy) toClient(pc *proxyConn) {
 	for {
 		n, err := pc.s.Read(buf)
 		if n > 0 {
+			pc.answering.Lock() // a hooked publish's after func has run
+			pc.answering.Unlock()
 			if p.acks != nil {
 				r.add(buf[:n])
 				for {
