@@ -184,7 +184,7 @@ func writeSlowSuiteWith(t *testing.T, extra string) string {
 	for i := range 150 {
 		fmt.Fprintf(&script, "  - calls: [{id: look%d, name: list_files, args: {dir: \".\"}}]\n    delay: 1s\n    usage: {input_tokens: 100, output_tokens: 10, cost: 1}\n", i)
 	}
-	for name, data := range map[string]string{
+	testutil.WriteTree(t, dir, map[string]string{
 		"suite.yaml": "name: slow\ncases: [{path: case.yaml}]\ntreatments: [{path: treatment.yaml}]\ntrials: 1\n" + extra,
 		"case.yaml": "id: slow\ninstruction: Look around until told otherwise.\nfixture: fixture\nbudget: {steps: 200}\n" +
 			"tools: [list_files, task_complete]\ngrading:\n  instruments:\n    - {id: unchanged, kind: scope, allow: ['*.tmp']}\n",
@@ -192,15 +192,7 @@ func writeSlowSuiteWith(t *testing.T, extra string) string {
 			"stall: {repeated_failure: 0, repeated_observation: 0, repeated_error: 0, idle_turns: 0, alternation: 0, failing_verifications: 0}\n",
 		"scripts/slow.yaml": script.String(),
 		"fixture/NOTES.md":  "Release 2.4 uses port 9090 by default.\n",
-	} {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	return filepath.Join(dir, "suite.yaml")
 }
 

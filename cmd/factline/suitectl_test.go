@@ -35,7 +35,7 @@ func writeTurnsSuite(t *testing.T, trials, turns int, delay string) string {
 		fmt.Fprintf(&script, "  - calls: [{id: look%d, name: list_files, args: {dir: \".\"}}]\n    delay: %s\n    usage: {input_tokens: 100, output_tokens: 10, cost: 1}\n", i, delay)
 	}
 	script.WriteString("  - text: Done.\n    usage: {input_tokens: 100, output_tokens: 10, cost: 1}\n")
-	for name, data := range map[string]string{
+	testutil.WriteTree(t, dir, map[string]string{
 		"suite.yaml": fmt.Sprintf("name: ctl\ncases: [{path: case.yaml}]\ntreatments: [{path: treatment.yaml}]\ntrials: %d\n", trials),
 		"case.yaml": fmt.Sprintf("id: look\ninstruction: Look around.\nfixture: fixture\nbudget: {steps: %d}\n", turns+4) +
 			"tools: [list_files, task_complete]\ngrading:\n  instruments:\n    - {id: unchanged, kind: scope, allow: ['*.tmp']}\n",
@@ -43,15 +43,7 @@ func writeTurnsSuite(t *testing.T, trials, turns int, delay string) string {
 			"stall: {repeated_failure: 0, repeated_observation: 0, repeated_error: 0, idle_turns: 0, alternation: 0, failing_verifications: 0}\n",
 		"scripts/look.yaml": script.String(),
 		"fixture/NOTES.md":  "nothing to fix\n",
-	} {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	return filepath.Join(dir, "suite.yaml")
 }
 
