@@ -175,9 +175,12 @@ func TestContainerHasNoNetwork(t *testing.T) {
 	}
 	// The client retries until the listener is up (at most 200 tries),
 	// and the listener's exit is waited for, so nothing depends on timing.
-	own := lo.run(`nc -l -p 9999 > got.txt & l=$!
+	// The listener reads a FIFO held open: with stdin at EOF it would shut
+	// its side at once, and a client seeing that EOF may leave before
+	// sending (2 in 100 under load did).
+	own := lo.run(`mkfifo in; nc -l -p 9999 < in > got.txt & l=$!; exec 3> in
 for i in $(seq 200); do echo inside | nc -w 1 127.0.0.1 9999 && break; sleep 0.05; done
-wait $l; cat got.txt`, time.Minute)
+wait $l; exec 3>&-; cat got.txt`, time.Minute)
 	if !strings.Contains(own.Output, "inside") {
 		t.Errorf("the container's own loopback should work: %+v", own)
 	}
