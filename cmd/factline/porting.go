@@ -140,42 +140,33 @@ func newReplayCmd() *cobra.Command {
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 	}
-	fs := onTarget(c, &o.t, oneArg(o.run))
-	fs.StringVar(&o.file, "file", "", "export file to replay instead of a live stream")
+	fs := o.src.flags(c, oneArg(o.run), "export file to replay instead of a live stream")
 	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
-	fs.Uint64Var(&o.from, "from-seq", 0, "first stream sequence to replay")
+	o.src.fromSeqFlag(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "print the projection as JSON")
 	return c
 }
 
 // replayFlags are replay's flags.
 type replayFlags struct {
-	t           target
-	file, runID string
-	from        uint64
-	asJSON      bool
+	src    logSource
+	runID  string
+	asJSON bool
 }
 
 func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Writer) error {
-	t := &o.t
 	p, err := projections.Lookup(name)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	var src replay.Source
-	if o.file != "" {
-		if t.store != "" || t.url != "" {
-			return usageError{"give --file, --store or --nats, only one"}
-		}
-		src = replay.File(o.file)
-	} else {
-		b, closeBus, err := t.readsExisting().open(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeBus()
-		src = replay.Stream(b, bus.ReadOptions{FromSeq: o.from})
+	if _, err := o.src.fromFile(); err != nil {
+		return err
 	}
+	src, _, closeSource, err := o.src.replay(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
 	var keep replay.Filter
 	if o.runID != "" {
 		keep = func(f events.Fact) bool { return f.Run == o.runID }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/projections/replay"
 	"github.com/factline/factline/projections/spans"
@@ -26,13 +25,10 @@ func newTraceCmd() *cobra.Command {
 			"  factline trace --file demo.flx --run fix-sum-stall-on-t1\n" +
 			"  OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4317 factline trace --nats nats://n1:4222 --follow",
 		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr()) },
 	}
-	fs := c.Flags()
-	o.t.flags(fs)
-	fs.StringVar(&o.file, "file", "", "export file to replay instead of a store or a server")
+	fs := o.src.flags(c, o.run, "export file to replay instead of a store or a server")
 	fs.StringVar(&o.runID, "run", "", "only this run's spans (and its suite's)")
-	fs.Uint64Var(&o.from, "from-seq", 0, "first stream sequence to replay")
+	o.src.fromSeqFlag(fs)
 	fs.BoolVar(&o.follow, "follow", false, "keep sending the spans of new facts as they are committed, until interrupted")
 	fs.StringVar(&o.endpoint, "otlp-endpoint", "", "OTLP/gRPC receiver, a URL: http://host:4317 (plaintext) or https://… (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.BoolVar(&o.content, "content", false, "also send what the model wrote and the tools were given and returned (redacted); off by default")
@@ -41,12 +37,11 @@ func newTraceCmd() *cobra.Command {
 
 // traceFlags are trace's flags.
 type traceFlags struct {
-	t           target
-	file, runID string
-	from        uint64
-	follow      bool
-	endpoint    string
-	content     bool
+	src      logSource
+	runID    string
+	follow   bool
+	endpoint string
+	content  bool
 }
 
 // otlpEndpoint is where spans go: the flag, or the environment variables
@@ -69,8 +64,7 @@ func (o *traceFlags) otlpEndpoint() (*url.URL, error) {
 	return u, nil
 }
 
-func (o *traceFlags) run(ctx context.Context, out, errOut io.Writer) error {
-	t := &o.t
+func (o *traceFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) error {
 	endpoint, err := o.otlpEndpoint()
 	if err != nil {
 		return err
@@ -81,23 +75,16 @@ func (o *traceFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var src replay.Source
-	if o.file != "" {
-		if t.store != "" || t.url != "" {
-			return usageError{"give --file, --store or --nats, only one"}
-		}
-		if o.follow {
-			return usageError{"--follow reads a store or a server: an export file does not grow"}
-		}
-		src = replay.File(o.file)
-	} else {
-		b, closeBus, err := t.readsExisting().open(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeBus()
-		src = replay.Stream(b, bus.ReadOptions{FromSeq: o.from, Follow: o.follow})
+	if file, err := o.src.fromFile(); err != nil {
+		return err
+	} else if file && o.follow {
+		return usageError{"--follow reads a store or a server: an export file does not grow"}
 	}
+	src, _, closeSource, err := o.src.replay(ctx, o.follow)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
 	exp, err := newSpanExporter(ctx, endpoint)
 	if err != nil {
 		return err

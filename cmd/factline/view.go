@@ -33,8 +33,7 @@ func newViewCmd() *cobra.Command {
 			"  factline view --file demo.flx --listen 127.0.0.1:8080",
 		Args: noArgs,
 	}
-	fs := onTarget(c, &o.t, o.run)
-	fs.StringVar(&o.file, "file", "", "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
+	fs := o.src.flags(c, o.run, "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
 	fs.StringVar(&o.listen, "listen", defaultViewListen, "serve the pages at PORT or :PORT (this machine only) or HOST:PORT (port 0 picks a free one)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); whoever reaches it reads every fact, and the traffic is not encrypted")
 	fs.StringSliceVar(&o.hosts, "allow-host", nil, "a host name the pages also answer to (the Host header browsers send), besides 127.0.0.1, localhost, [::1] and --listen's host; for a wildcard --listen reached by name")
@@ -43,10 +42,10 @@ func newViewCmd() *cobra.Command {
 
 // viewFlags are view's flags.
 type viewFlags struct {
-	t            target
-	file, listen string
-	allowRemote  bool
-	hosts        []string
+	src         logSource
+	listen      string
+	allowRemote bool
+	hosts       []string
 }
 
 func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) error {
@@ -60,25 +59,25 @@ func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) 
 	// The pages answer to the names this machine's loopback has and to
 	// the ones given, nothing else: a page elsewhere that rebinds its own
 	// name to this address is refused (docs/viewer.md#listening-and-host-names).
-	cfg := view.Config{File: o.file, Hosts: append([]string{addr.given}, o.hosts...)}
-	source := o.file
-	if o.file != "" {
-		if o.t.store != "" || o.t.url != "" {
-			return usageError{"give --file, --store or --nats, only one"}
-		}
-		if _, err := os.Stat(o.file); err != nil {
+	t := &o.src.t
+	cfg := view.Config{File: o.src.file, Hosts: append([]string{addr.given}, o.hosts...)}
+	source := o.src.file
+	if file, err := o.src.fromFile(); err != nil {
+		return err
+	} else if file {
+		if _, err := os.Stat(o.src.file); err != nil {
 			return err
 		}
 	} else {
-		b, closeBus, err := o.t.readsExisting().open(ctx)
+		b, closeBus, err := t.readsExisting().open(ctx)
 		if err != nil {
 			return err
 		}
 		defer closeBus()
 		cfg.Bus = b
-		source = "--store " + o.t.store
-		if o.t.url != "" {
-			source = "--nats " + o.t.url
+		source = "--store " + t.store
+		if t.url != "" {
+			source = "--nats " + t.url
 		}
 	}
 	s, err := view.New(cfg)

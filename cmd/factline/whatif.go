@@ -8,11 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/lab/recorded"
 	"github.com/factline/factline/lab/whatif"
-	"github.com/factline/factline/projections/replay"
 )
 
 // newWhatifCmd replays recorded runs through the stall core under
@@ -26,8 +24,7 @@ func newWhatifCmd() *cobra.Command {
 			"  factline whatif calibration --file calibration.flx --suite examples/calibration/suite.yaml --svg curve.svg",
 		Args: cobra.ArbitraryArgs,
 	}
-	fs := onTarget(c, &o.t, o.run)
-	fs.StringVar(&o.file, "file", "", "export file to read instead of a store or a server (needs --suite)")
+	fs := o.src.flags(c, o.run, "export file to read instead of a store or a server (needs --suite)")
 	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under")
 	fs.StringArrayVar(&o.policies, "policy", nil, "a candidate policy file (a stall block; repeat for several)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
@@ -37,11 +34,11 @@ func newWhatifCmd() *cobra.Command {
 
 // whatifFlags are whatif's flags.
 type whatifFlags struct {
-	t           target
-	file, suite string
-	policies    []string
-	asJSON      bool
-	svg         string
+	src      logSource
+	suite    string
+	policies []string
+	asJSON   bool
+	svg      string
 }
 
 func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.Writer) error {
@@ -68,30 +65,29 @@ func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.W
 		names[c.Name] = p
 		cands = append(cands, c)
 	}
-	var src replay.Source
+	file, err := o.src.fromFile()
+	if err != nil {
+		return err
+	}
 	var resolve recorded.Resolver
 	switch {
-	case o.file != "":
-		if o.t.store != "" || o.t.url != "" {
-			return usageError{"give --file, --store or --nats, only one"}
-		}
+	case file:
 		if o.suite == "" {
 			return usageError{"--file needs --suite: an export holds facts, not the cases and treatments the runs ran under"}
 		}
-		r, err := recorded.FromSuite(ctx, o.suite)
-		if err != nil {
+		if resolve, err = recorded.FromSuite(ctx, o.suite); err != nil {
 			return err
 		}
-		src, resolve = replay.File(o.file), r
 	case o.suite != "":
 		return usageError{"--suite goes with --file; a store or a server holds the cases itself"}
-	default:
-		b, closeBus, err := o.t.readsExisting().open(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeBus()
-		src, resolve = replay.Stream(b, bus.ReadOptions{}), recorded.FromBus(b)
+	}
+	src, b, closeSource, err := o.src.replay(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
+	if b != nil {
+		resolve = recorded.FromBus(b)
 	}
 	res, err := recorded.Load(ctx, src, suites, resolve)
 	if err != nil {
