@@ -176,6 +176,18 @@ type wireCall struct {
 	} `json:"function"`
 }
 
+// chatObject is a Chat Completions response object: the whole completion
+// (choices holding a message) or one chunk of a stream (choices holding a
+// delta). The fields are in the order the API writes them.
+type chatObject[C any] struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []C        `json:"choices"`
+	Usage   *wireUsage `json:"usage,omitempty"`
+}
+
 type wireUsage struct {
 	PromptTokens     uint64 `json:"prompt_tokens"`
 	CompletionTokens uint64 `json:"completion_tokens"`
@@ -219,14 +231,7 @@ func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error)
 		Message      message `json:"message"`
 		FinishReason string  `json:"finish_reason"`
 	}
-	return json.Marshal(struct {
-		ID      string     `json:"id"`
-		Object  string     `json:"object"`
-		Created int64      `json:"created"`
-		Model   string     `json:"model"`
-		Choices []choice   `json:"choices"`
-		Usage   *wireUsage `json:"usage,omitempty"`
-	}{id, "chat.completion", created, model,
+	return json.Marshal(chatObject[choice]{id, "chat.completion", created, model,
 		[]choice{{Message: message{Role: "assistant", Content: content, ToolCalls: callsOf(r, false)}, FinishReason: chatFinish(r)}},
 		usageOf(r)})
 }
@@ -246,14 +251,7 @@ func EncodeChatStream(id, model string, created int64, r models.Reply, includeUs
 		Delta        delta   `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	}
-	type chunk struct {
-		ID      string     `json:"id"`
-		Object  string     `json:"object"`
-		Created int64      `json:"created"`
-		Model   string     `json:"model"`
-		Choices []choice   `json:"choices"`
-		Usage   *wireUsage `json:"usage,omitempty"`
-	}
+	type chunk = chatObject[choice]
 	mk := func(cs []choice, u *wireUsage) chunk {
 		return chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: cs, Usage: u}
 	}
