@@ -100,14 +100,11 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		if t.Type != "" && t.Type != "function" {
 			return ChatRequest{}, fmt.Errorf("tools[%d].type: %q is not a function tool", i, t.Type)
 		}
-		if t.Function.Name == "" {
-			return ChatRequest{}, fmt.Errorf("tools[%d].function.name: required", i)
+		spec, err := toolSpec(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name, t.Function.Description, t.Function.Parameters)
+		if err != nil {
+			return ChatRequest{}, err
 		}
-		params := t.Function.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Request.Tools = append(out.Request.Tools, models.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+		out.Request.Tools = append(out.Request.Tools, spec)
 	}
 	return out, nil
 }

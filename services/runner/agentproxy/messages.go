@@ -90,14 +90,11 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		if t.Type != "" && t.Type != "custom" {
 			return models.Request{}, false, fmt.Errorf("tools[%d].type: %q is a server tool the endpoint cannot serve", i, t.Type)
 		}
-		if t.Name == "" {
-			return models.Request{}, false, fmt.Errorf("tools[%d].name: required", i)
+		spec, err := toolSpec(fmt.Sprintf("tools[%d].name", i), t.Name, t.Description, t.InputSchema)
+		if err != nil {
+			return models.Request{}, false, err
 		}
-		params := t.InputSchema
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, models.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
+		out.Tools = append(out.Tools, spec)
 	}
 	return out, in.Stream, nil
 }

@@ -121,14 +121,11 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 		if t.Type != "function" {
 			return models.Request{}, false, fmt.Errorf("tools[%d].type: %q is not a function tool: the endpoint serves no hosted tools", i, t.Type)
 		}
-		if t.Name == "" {
-			return models.Request{}, false, fmt.Errorf("tools[%d].name: required", i)
+		spec, err := toolSpec(fmt.Sprintf("tools[%d].name", i), t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return models.Request{}, false, err
 		}
-		params := t.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, models.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
+		out.Tools = append(out.Tools, spec)
 	}
 	return out, in.Stream, nil
 }
