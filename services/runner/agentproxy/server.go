@@ -153,9 +153,13 @@ type wire struct {
 	// decode reads a request body: the port's request, whether a stream
 	// is asked for, and for Chat Completions whether its usage is.
 	decode func(body []byte) (req models.Request, stream, includeUsage bool, err error)
-	// reply writes the answer to a reply, whole or as events.
-	reply func(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error
-	fail  errorWriter
+	// idPrefix begins the ID of each answer, as the API's own IDs do.
+	idPrefix string
+	// whole encodes the answer to a reply as one JSON body, stream as
+	// server-sent events (with the usage when asked for).
+	whole  func(id, model string, created int64, r models.Reply) ([]byte, error)
+	stream func(id, model string, created int64, r models.Reply, includeUsage bool) ([]Event, error)
+	fail   errorWriter
 }
 
 var chatWire = wire{
@@ -163,26 +167,18 @@ var chatWire = wire{
 		in, err := DecodeChat(body)
 		return in.Request, in.Stream, in.IncludeUsage, err
 	},
-	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error {
-		id, created := fmt.Sprintf("chatcmpl-%d", time.Now().UnixNano()), time.Now().Unix()
-		if !stream {
-			out, err := EncodeChat(id, model, created, r)
-			if err != nil {
-				return err
-			}
-			writeJSON(w, out)
-			return nil
-		}
+	idPrefix: "chatcmpl-",
+	whole:    EncodeChat,
+	stream: func(id, model string, created int64, r models.Reply, includeUsage bool) ([]Event, error) {
 		chunks, err := EncodeChatStream(id, model, created, r, includeUsage)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		events := make([]Event, 0, len(chunks)+1)
 		for _, c := range chunks {
 			events = append(events, Event{Data: c})
 		}
-		writeEvents(w, append(events, Event{Data: []byte("[DONE]")}))
-		return nil
+		return append(events, Event{Data: []byte("[DONE]")}), nil
 	},
 	fail: writeError,
 }
@@ -192,22 +188,10 @@ var responsesWire = wire{
 		req, stream, err := DecodeResponses(body)
 		return req, stream, false, err
 	},
-	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, _ bool) error {
-		id, created := fmt.Sprintf("resp_%d", time.Now().UnixNano()), time.Now().Unix()
-		if !stream {
-			out, err := EncodeResponses(id, model, created, r)
-			if err != nil {
-				return err
-			}
-			writeJSON(w, out)
-			return nil
-		}
-		events, err := EncodeResponsesStream(id, model, created, r)
-		if err != nil {
-			return err
-		}
-		writeEvents(w, events)
-		return nil
+	idPrefix: "resp_",
+	whole:    EncodeResponses,
+	stream: func(id, model string, created int64, r models.Reply, _ bool) ([]Event, error) {
+		return EncodeResponsesStream(id, model, created, r)
 	},
 	fail: writeError,
 }
@@ -217,24 +201,35 @@ var messagesWire = wire{
 		req, stream, err := DecodeMessages(body)
 		return req, stream, false, err
 	},
-	reply: func(w http.ResponseWriter, model string, r models.Reply, stream, _ bool) error {
-		id := fmt.Sprintf("msg_%d", time.Now().UnixNano())
-		if !stream {
-			out, err := EncodeMessages(id, model, r)
-			if err != nil {
-				return err
-			}
-			writeJSON(w, out)
-			return nil
-		}
-		events, err := EncodeMessagesStream(id, model, r)
+	idPrefix: "msg_",
+	whole: func(id, model string, _ int64, r models.Reply) ([]byte, error) {
+		return EncodeMessages(id, model, r)
+	},
+	stream: func(id, model string, _ int64, r models.Reply, _ bool) ([]Event, error) {
+		return EncodeMessagesStream(id, model, r)
+	},
+	fail: writeAnthropicError,
+}
+
+// reply writes the answer to a reply, whole or as events. Nothing is
+// written unless the answer was encoded whole.
+func (wr wire) reply(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error {
+	now := time.Now()
+	id, created := fmt.Sprintf("%s%d", wr.idPrefix, now.UnixNano()), now.Unix()
+	if !stream {
+		body, err := wr.whole(id, model, created, r)
 		if err != nil {
 			return err
 		}
-		writeEvents(w, events)
+		writeJSON(w, body)
 		return nil
-	},
-	fail: writeAnthropicError,
+	}
+	events, err := wr.stream(id, model, created, r, includeUsage)
+	if err != nil {
+		return err
+	}
+	writeEvents(w, events)
+	return nil
 }
 
 // serve is the handler of one wire: authorise, read the request, hand it
