@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/factline/factline/bus"
+)
+
+// A miniature of the scaling benchmark on a real three-node loopback
+// cluster: every append of every point is acknowledged, the mapping
+// spreads the suites over all of a point's streams, and the leaders sit
+// where the point says.
+func TestScalingSpreadsSuitesOverPartitionsWithLeadersPlaced(t *testing.T) {
+	ctx := testCtx(t)
+	points := []ScalingPoint{{Streams: 1}, {Streams: 3}, {Streams: 3, OneLeader: true}}
+	samples, err := RunScaling(ctx, ScalingConfig{Dir: t.TempDir(), Modes: []bus.Durability{bus.SyncInterval},
+		Points: points, Reps: 1, Runs: 30, Rounds: 3, Limit: 2 * time.Minute, Publishers: 3, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != len(points) {
+		t.Fatalf("%d samples, want %d", len(samples), len(points))
+	}
+	for _, s := range samples {
+		if s.Facts != 90 || s.Rate() <= 0 {
+			t.Errorf("%s: %d facts at %v/s, want 90", s.Point, s.Facts, s.Rate())
+		}
+		if len(s.PerStream) != s.Point.Streams {
+			t.Errorf("%s: facts landed in %v, want all %d streams", s.Point, s.PerStream, s.Point.Streams)
+		}
+		distinct := map[string]bool{}
+		for _, l := range s.Leaders {
+			distinct[l] = true
+		}
+		want := min(s.Point.Streams, scalingNodes)
+		if s.Point.OneLeader {
+			want = 1
+		}
+		if len(distinct) != want {
+			t.Errorf("%s: leaders %v, want %d distinct", s.Point, s.Leaders, want)
+		}
+	}
+}
+
+// A partitioned stream keeps factline's fence: its transform stores the
+// unmapped subject, so the run-wide expected-sequence filter writers send
+// sees the run's facts, and a stale writer's append is rejected.
+func TestPartitionedStreamRejectsAStaleAppend(t *testing.T) {
+	ctx := testCtx(t)
+	nodes, err := startScalingCluster(ctx, filepath.Join(t.TempDir(), "c"), bus.SyncInterval, []int{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Shutdown()
+		}
+	}()
+	nc, err := nats.Connect(nodes[1].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitMetaLeader(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := makePartitions(ctx, js, nc, nodes, 2); err != nil {
+		t.Fatal(err)
+	}
+	appendAt := func(ctx context.Context, expect uint64, id string) (*jetstream.PubAck, error) {
+		m := &nats.Msg{Subject: "s2.suite-a.run.turn.completed", Data: []byte("x"), Header: nats.Header{}}
+		m.Header.Set(jetstream.MsgIDHeader, id)
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, fmt.Sprint(expect))
+		m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, "s2.suite-a.run.>")
+		return js.PublishMsg(ctx, m)
+	}
+	first, err := appendAt(ctx, 0, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendAt(ctx, first.Sequence, "2"); err != nil {
+		t.Fatalf("append after %d: %v", first.Sequence, err)
+	}
+	_, err = appendAt(ctx, first.Sequence, "3")
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		t.Fatalf("stale append: %v, want wrong last sequence", err)
+	}
+	st, err := js.Stream(ctx, first.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "s2.suite-a.run.>")
+	if err != nil || m.Subject != "s2.suite-a.run.turn.completed" {
+		t.Fatalf("stored under %v (%v), want the unmapped subject", m, err)
+	}
+}
