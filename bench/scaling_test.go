@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,6 +98,23 @@ func TestPartitionedStreamRejectsAStaleAppend(t *testing.T) {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
 		t.Fatalf("stale append: %v, want wrong last sequence", err)
+	}
+	// The partition is nats-server's FNV-1a (32 bits) of the suite token
+	// modulo the count: a client can name a suite's stream without asking
+	// (for direct gets and reads), and a server whose hash changed would
+	// fail here.
+	for i := range 40 {
+		suite := fmt.Sprintf("suite-%d", i)
+		m := &nats.Msg{Subject: "s2." + suite + ".run.turn.completed", Data: []byte("x")}
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := fnv.New32a()
+		h.Write([]byte(suite))
+		if want := partitionStream(2, int(h.Sum32()%2)); ack.Stream != want {
+			t.Fatalf("suite %s landed in %s, FNV-1a says %s", suite, ack.Stream, want)
+		}
 	}
 	st, err := js.Stream(ctx, first.Stream)
 	if err != nil {
