@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 )
 
 // A miniature of the scaling benchmark on a real three-node loopback
@@ -123,5 +125,82 @@ func TestPartitionedStreamRejectsAStaleAppend(t *testing.T) {
 	m, err := st.GetLastMsgForSubject(ctx, "s2.suite-a.run.>")
 	if err != nil || m.Subject != "s2.suite-a.run.turn.completed" {
 		t.Fatalf("stored under %v (%v), want the unmapped subject", m, err)
+	}
+}
+
+// The production form of the design on one server: a mapping of the whole
+// fact.<suite>.<run>.> space (a destination ending in ">") into two
+// partitions whose transforms store the unmapped subjects. What factline
+// relies on inside FACTS keeps working in each partition: a durable
+// consumer filtered by kind (events.KindFilter) receives the fact under
+// its own subject, and FACTS' republish rule, unchanged, announces each
+// stored stop decision on stored.fact.<suite>.<run>.stop.decided.
+func TestPartitionedStreamKeepsKindFiltersAndTheStoredWake(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mappings.conf")
+	mapping := `mappings = { "fact.*.*.>": "factp.{{partition(2,1)}}.{{wildcard(1)}}.{{wildcard(2)}}.>" }` + "\n"
+	if err := os.WriteFile(conf, []byte(mapping), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), ConfigFile: conf, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake := &jetstream.RePublish{Source: "fact.*.*." + string(events.KindStopDecided),
+		Destination: bus.StoredPrefix + ".fact.{{wildcard(1)}}.{{wildcard(2)}}." + string(events.KindStopDecided), HeadersOnly: true}
+	for i := range 2 {
+		src := fmt.Sprintf("factp.%d.>", i)
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: partitionStream(2, i), Subjects: []string{src},
+			SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: "fact.>"}, RePublish: wake}); err != nil {
+			t.Fatalf("partition %d: %v", i, err)
+		}
+	}
+	wakes, err := nc.SubscribeSync(bus.StoredPrefix + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := map[string]bool{}
+	for i := range 8 {
+		subject := fmt.Sprintf("fact.suite-%d.run-1.%s", i, events.KindStopDecided)
+		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[ack.Stream] = true
+		w, err := wakes.NextMsg(5 * time.Second)
+		if err != nil || w.Subject != bus.StoredPrefix+"."+subject {
+			t.Fatalf("wake for %s: %v %v", subject, w, err)
+		}
+		c, err := js.CreateOrUpdateConsumer(ctx, ack.Stream, jetstream.ConsumerConfig{Durable: "decider",
+			FilterSubjects: []string{events.KindFilter(events.KindStopDecided)}, AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			t.Fatalf("consumer on %s: %v", ack.Stream, err)
+		}
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for m := range batch.Messages() {
+			got = m.Subject()
+			_ = m.Ack()
+		}
+		if got != subject {
+			t.Fatalf("consumer on %s got %q, want %s", ack.Stream, got, subject)
+		}
+	}
+	if len(streams) != 2 {
+		t.Fatalf("8 suites landed in %v, want both partitions", streams)
 	}
 }
