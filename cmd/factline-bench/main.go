@@ -1,6 +1,10 @@
 // Command factline-bench runs factline's benchmark table side by side with
 // raw JetStream on an embedded server, in both fsync modes, prints it and
 // writes it into docs/benchmarks.md. See docs/benchmarks.md.
+//
+// `factline-bench scaling` measures raw appends to one stream against
+// several partitions of it on a three-node loopback cluster instead; see
+// docs/scaling.md.
 package main
 
 import (
@@ -28,6 +32,9 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "scaling" {
+		return runScaling(os.Args[2:])
+	}
 	fs := flag.NewFlagSet("factline-bench", flag.ContinueOnError)
 	modes := fs.String("modes", "always,interval", "fsync modes to run the table in")
 	reps := fs.Int("reps", 3, "repetitions of each figure (at least 3 for the table)")
