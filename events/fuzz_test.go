@@ -22,12 +22,14 @@ var sentinels = []error{
 // must refuse with a classified *FieldError; what it accepts must survive a
 // re-encode and decode unchanged, with stable bytes.
 //
-// The seeds are the golden files (added below) and the checked-in corpus in
-// testdata/fuzz/FuzzDecode (golden facts, truncated and with a byte flipped).
+// The seeds are the golden files of both envelope versions (added below)
+// and the checked-in corpus in testdata/fuzz/FuzzDecode (golden facts of
+// both versions, truncated and with a byte flipped).
 func FuzzDecode(f *testing.F) {
-	files := goldenFiles(f)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		f.Add(files[name])
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			f.Add(files[name])
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fact, err := events.Decode(data)
