@@ -68,3 +68,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWireMap feeds arbitrary bytes to WireMap, the generic reader factline
+// decode and tail --json show facts with. It must never panic, and every
+// fact Decode accepts must also show as a map whose id and kind are the
+// fact's. Seeds: the golden files of both versions and testdata/fuzz/FuzzWireMap.
+func FuzzWireMap(f *testing.F) {
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			f.Add(files[name])
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := events.WireMap(data)
+		fact, derr := events.Decode(data)
+		if derr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode accepts the fact, WireMap refuses it: %v", err)
+		}
+		if m["id"] != fact.ID.String() || m["kind"] != string(fact.Kind()) {
+			t.Fatalf("WireMap shows id %v kind %v, the fact is %s %s", m["id"], m["kind"], fact.ID, fact.Kind())
+		}
+	})
+}
