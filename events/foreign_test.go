@@ -15,7 +15,7 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// examples/foreign-reader/readfact.js reads facts as a reader in another
+// docs/readfact.js reads facts as a reader in another
 // language would, from docs/facts.md alone (its own msgpack decoder, no
 // package). Every golden file of both envelope versions must read there as
 // it reads here (events.WireMap), and the two versions of one fixture must
@@ -35,7 +35,7 @@ func TestTheForeignNodeReaderReadsBothVersions(t *testing.T) {
 			paths[tag+"/"+strings.TrimSuffix(filepath.Base(p), ".msgpack")] = p
 		}
 	}
-	args := []string{"../examples/foreign-reader/readfact.js"}
+	args := []string{"../docs/readfact.js"}
 	byPath := map[string]string{}
 	for key, p := range paths {
 		args = append(args, p)

@@ -4,7 +4,7 @@
 // line it prints one JSON line: the fact with version 1's keys, IDs and
 // digests as strings, the time as RFC 3339 with nanoseconds.
 //
-//   node examples/foreign-reader/readfact.js events/testdata/golden/v2/*.msgpack
+//   node docs/readfact.js events/testdata/golden/v2/*.msgpack
 'use strict';
 const fs = require('fs');
 
