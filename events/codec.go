@@ -11,25 +11,12 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// wireOut and wireIn are the envelope as it travels: a msgpack map with the
-// snake_case keys documented in docs/facts.md.
-type wireOut struct {
-	ID             string    `msgpack:"id"`
-	Kind           Kind      `msgpack:"kind"`
-	Schema         uint16    `msgpack:"schema"`
-	Suite          string    `msgpack:"suite"`
-	Run            string    `msgpack:"run"`
-	TaskGeneration uint32    `msgpack:"task_generation"`
-	Position       uint64    `msgpack:"position"`
-	Causation      string    `msgpack:"causation,omitempty"`
-	Producer       Producer  `msgpack:"producer"`
-	At             time.Time `msgpack:"at"`
-	Body           Body      `msgpack:"body"`
-}
-
-// wireIn is the envelope being read. It decodes itself field by field,
-// keeping the body raw until the kind is known.
+// wireIn is the envelope being read, in either version (docs/facts.md): a
+// version 1 map with snake_case keys or a version 2 array (envelope2.go).
+// It decodes itself field by field, keeping the body raw until the kind is
+// known.
 type wireIn struct {
+	envelope       int // EnvelopeV1 or EnvelopeV2
 	ID             string
 	Kind           Kind
 	Schema         uint16
@@ -46,6 +33,14 @@ type wireIn struct {
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (w *wireIn) DecodeMsgpack(dec *msgpack.Decoder) error {
+	code, err := dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	if code >= 0x90 && code <= 0x9f || code == 0xdc || code == 0xdd { // an array
+		return w.decodeV2(dec)
+	}
+	w.envelope = EnvelopeV1
 	n, err := dec.DecodeMapLen()
 	if err != nil {
 		return err
@@ -108,25 +103,14 @@ func (w *wireIn) decodeBody(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// Encode returns the wire form of a fact. It does not validate: facts are
-// validated where they are made (NewFact) and where they are read (Decode).
+// Encode returns the wire form of a fact, in envelope version 2 (Decode
+// reads both versions). It does not validate: facts are validated where they
+// are made (NewFact) and where they are read (Decode).
 func Encode(f Fact) ([]byte, error) {
 	if f.Body == nil {
 		return nil, missing("body")
 	}
-	b, err := marshal(wireOut{
-		ID:             f.ID.String(),
-		Kind:           f.Kind(),
-		Schema:         f.Schema,
-		Suite:          f.Suite,
-		Run:            f.Run,
-		TaskGeneration: f.TaskGeneration,
-		Position:       f.Position,
-		Causation:      f.Causation,
-		Producer:       f.Producer,
-		At:             f.At,
-		Body:           f.Body,
-	})
+	b, err := marshal(envelope2{&f})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", f.Kind(), err)
 	}

@@ -152,3 +152,68 @@ func TestFactsDocMapsEveryEnding(t *testing.T) {
 		t.Errorf("the endings table has %d rows for %d statuses", len(rows), len(events.RunStatuses()))
 	}
 }
+
+// docs/facts.md walks one version 2 fact byte by byte and lists the kind
+// and role numbers: a reader in another language decodes from those alone,
+// so they must be the golden file's bytes and the numbers Encode writes.
+func TestFactsDocGivesVersion2ByteByByte(t *testing.T) {
+	data, err := os.ReadFile("../docs/facts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i := strings.Index(doc, "Byte by byte, the `run.claimed` example")
+	if i < 0 {
+		t.Fatal("no byte-by-byte example of version 2")
+	}
+	block := doc[i:]
+	block = block[strings.Index(block, "```\n")+4:]
+	block = block[:strings.Index(block, "```")]
+	hexByte := regexp.MustCompile("^[0-9a-f]{2}$")
+	var dump []byte
+	for _, line := range strings.Split(block, "\n") {
+		for _, tok := range strings.Fields(line) {
+			if !hexByte.MatchString(tok) {
+				break
+			}
+			n, _ := strconv.ParseUint(tok, 16, 8)
+			dump = append(dump, byte(n))
+		}
+	}
+	want, err := os.ReadFile("testdata/golden/v2/run_claimed.msgpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dump, want) {
+		t.Errorf("the doc's bytes\n  %x\nthe golden file's\n  %x", dump, want)
+	}
+	row := regexp.MustCompile("(?m)^\\| ([0-9]+) \\| `([a-z.]+)` \\| ([0-9]+) \\| `([a-z.]+)` \\|$")
+	seen := map[events.Kind]bool{}
+	for _, m := range row.FindAllStringSubmatch(doc, -1) {
+		for _, p := range [][2]string{{m[1], m[2]}, {m[3], m[4]}} {
+			k := events.Kind(p[1])
+			if n, _ := strconv.Atoi(p[0]); int(k.KindCode()) != n {
+				t.Errorf("the doc numbers %s %d, the code %d", k, n, k.KindCode())
+			}
+			seen[k] = true
+		}
+	}
+	for _, k := range events.Kinds() {
+		if !seen[k] {
+			t.Errorf("kind %s has no number in the doc", k)
+		}
+	}
+	roles := regexp.MustCompile("([0-9]) `([a-z]+)`")
+	in := doc[strings.Index(doc, "**Role numbers**"):]
+	in = in[:strings.Index(in, "\n\n")]
+	n := 0
+	for _, m := range roles.FindAllStringSubmatch(in, -1) {
+		if c, _ := strconv.Atoi(m[1]); int(events.Owner(m[2]).OwnerCode()) != c {
+			t.Errorf("the doc numbers role %s %d, the code %d", m[2], c, events.Owner(m[2]).OwnerCode())
+		}
+		n++
+	}
+	if n != 6 {
+		t.Errorf("the doc numbers %d roles, want 6", n)
+	}
+}

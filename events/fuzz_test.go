@@ -22,12 +22,14 @@ var sentinels = []error{
 // must refuse with a classified *FieldError; what it accepts must survive a
 // re-encode and decode unchanged, with stable bytes.
 //
-// The seeds are the golden files (added below) and the checked-in corpus in
-// testdata/fuzz/FuzzDecode (golden facts, truncated and with a byte flipped).
+// The seeds are the golden files of both envelope versions (added below)
+// and the checked-in corpus in testdata/fuzz/FuzzDecode (golden facts of
+// both versions, truncated and with a byte flipped).
 func FuzzDecode(f *testing.F) {
-	files := goldenFiles(f)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		f.Add(files[name])
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			f.Add(files[name])
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fact, err := events.Decode(data)
@@ -63,6 +65,31 @@ func FuzzDecode(f *testing.F) {
 		b2, err := events.Encode(again)
 		if err != nil || !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: %v\n%x\n%x", err, b, b2)
+		}
+	})
+}
+
+// FuzzWireMap feeds arbitrary bytes to WireMap, the generic reader factline
+// decode and tail --json show facts with. It must never panic, and every
+// fact Decode accepts must also show as a map whose id and kind are the
+// fact's. Seeds: the golden files of both versions and testdata/fuzz/FuzzWireMap.
+func FuzzWireMap(f *testing.F) {
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			f.Add(files[name])
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := events.WireMap(data)
+		fact, derr := events.Decode(data)
+		if derr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode accepts the fact, WireMap refuses it: %v", err)
+		}
+		if m["id"] != fact.ID.String() || m["kind"] != string(fact.Kind()) {
+			t.Fatalf("WireMap shows id %v kind %v, the fact is %s %s", m["id"], m["kind"], fact.ID, fact.Kind())
 		}
 	})
 }

@@ -18,19 +18,25 @@ import (
 )
 
 // Golden files pin the wire format: testdata/golden/<name>.msgpack holds the
-// encoding of the fixed fact goldenFacts returns under <name>, and
-// TestGoldenDecodes checks that today's reader still decodes every one of
-// them to that fact.
+// envelope version 1 encoding of the fixed fact goldenFacts returns under
+// <name> (written by the writers before version 2), and
+// testdata/golden/v2/<name>.msgpack its version 2 encoding, which Encode
+// writes today. TestGoldenDecodes checks that today's reader still decodes
+// every version 1 file to its fact; TestGoldenV2 that every fixture has a
+// version 2 file, that the file decodes to it, and that Encode still writes
+// exactly those bytes.
 //
 // Golden files are never regenerated once committed. A reader must keep
 // decoding what older writers wrote, so a new schema version adds new files
 // (e.g. run_ended_v2.msgpack) next to the old ones; it does not replace them.
-// -update therefore only writes files that do not exist yet, and fails if a
-// committed file no longer matches its fixture's encoding.
+// -update therefore only writes version 2 files that do not exist yet, and
+// fails if a committed one no longer matches its fixture's encoding; the
+// version 1 set is closed (no writer makes version 1 any more).
 var update = flag.Bool("update", false, "write missing golden files and their fuzz seeds")
 
 const (
 	goldenDir   = "testdata/golden"
+	goldenV2Dir = "testdata/golden/v2"
 	fuzzSeedDir = "testdata/fuzz/FuzzDecode"
 	goldenSuite = "nightly-2025-06"
 	goldenRun   = "r-7f3a"
@@ -517,10 +523,16 @@ func goldenFact(t testing.TB, name string) events.Fact {
 	return events.Fact{}
 }
 
-// goldenFiles returns the checked-in golden files, by name without extension.
-func goldenFiles(t testing.TB) map[string][]byte {
+// goldenFiles returns the checked-in version 1 golden files, by name
+// without extension.
+func goldenFiles(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenDir) }
+
+// goldenV2Files returns the checked-in version 2 golden files.
+func goldenV2Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenV2Dir) }
+
+func goldenFilesIn(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(goldenDir, "*.msgpack"))
+	paths, err := filepath.Glob(filepath.Join(dir, "*.msgpack"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,15 +547,16 @@ func goldenFiles(t testing.TB) map[string][]byte {
 	return out
 }
 
-// writeGolden writes the golden file of c, and its fuzz seeds, if the
-// golden file does not exist yet. It never rewrites a committed golden file.
+// writeGolden writes the version 2 golden file of c, and its fuzz seeds, if
+// the golden file does not exist yet. It never rewrites a committed golden
+// file.
 func writeGolden(t *testing.T, c goldenCase) {
 	t.Helper()
 	b, err := events.Encode(c.fact)
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
-	path := filepath.Join(goldenDir, c.name+".msgpack")
+	path := filepath.Join(goldenV2Dir, c.name+".msgpack")
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -554,7 +567,7 @@ func writeGolden(t *testing.T, c goldenCase) {
 	case !os.IsNotExist(err):
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+	if err := os.MkdirAll(goldenV2Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -562,7 +575,7 @@ func writeGolden(t *testing.T, c goldenCase) {
 	}
 	t.Logf("wrote %s", path)
 	for suffix, seed := range fuzzSeeds(b) {
-		writeFuzzSeed(t, "golden_"+c.name+suffix, seed)
+		writeFuzzSeed(t, "golden_v2_"+c.name+suffix, seed)
 	}
 }
 
@@ -590,21 +603,56 @@ func writeFuzzSeed(t *testing.T, name string, data []byte) {
 	}
 }
 
+// TestGoldenDecodes reads the version 1 files: old stores and export files
+// hold facts written that way, and every one must still decode to its
+// fixture.
 func TestGoldenDecodes(t *testing.T) {
+	cases := map[string]events.Fact{}
+	for _, c := range goldenFacts(t) {
+		cases[c.name] = c.fact
+	}
+	files := goldenFiles(t)
+	if len(files) == 0 {
+		t.Fatalf("no version 1 golden files in %s", goldenDir)
+	}
+	for name, b := range files {
+		want, ok := cases[name]
+		if !ok {
+			t.Errorf("golden file %s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
+			continue
+		}
+		if b[0]&0xf0 != 0x80 {
+			t.Errorf("%s: a version 1 file holds a msgpack map, this one starts %#x", name, b[0])
+		}
+		got, err := events.Decode(b)
+		if err != nil {
+			t.Errorf("%s: committed golden file no longer decodes: %v", name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", name, got, want)
+		}
+	}
+}
+
+// TestGoldenV2 reads the version 2 files: each fixture has one, it decodes
+// to the fixture, and Encode writes exactly its bytes. Together they cover
+// every kind and every union variant.
+func TestGoldenV2(t *testing.T) {
 	cases := goldenFacts(t)
 	if *update {
 		for _, c := range cases {
 			writeGolden(t, c)
 		}
 	}
-	files := goldenFiles(t)
+	files := goldenV2Files(t)
 
 	kinds := map[events.Kind]bool{}
 	variants := map[string]bool{}
 	for _, c := range cases {
 		b, ok := files[c.name]
 		if !ok {
-			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenDir, c.name)
+			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenV2Dir, c.name)
 			continue
 		}
 		delete(files, c.name)
@@ -616,13 +664,16 @@ func TestGoldenDecodes(t *testing.T) {
 		if !reflect.DeepEqual(got, c.fact) {
 			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", c.name, got, c.fact)
 		}
+		if enc := mustEncode(t, c.fact); !bytes.Equal(enc, b) {
+			t.Errorf("%s: Encode no longer writes the committed version 2 bytes:\n got %x\nwant %x", c.name, enc, b)
+		}
 		kinds[got.Kind()] = true
 		for _, v := range unionsOf(got.Body) {
 			variants[v] = true
 		}
 	}
 	for name := range files {
-		t.Errorf("golden file %s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
+		t.Errorf("golden file v2/%s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
 	}
 	for _, k := range events.Kinds() {
 		if !kinds[k] {

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/events"
 )
@@ -73,8 +72,9 @@ func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) err
 		}
 		return fmt.Errorf("not a fact (%w)", err)
 	}
-	var wire map[string]any
-	if err := msgpack.Unmarshal(data, &wire); err != nil {
+	// Either envelope version, shown with version 1's keys.
+	wire, err := events.WireMap(data)
+	if err != nil {
 		return fmt.Errorf("the message's map: %w", err)
 	}
 	enc := json.NewEncoder(out)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
@@ -139,9 +138,9 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out, _ io.Writer) err
 // A fact that is not the one its subject names is shown too, with
 // "refused" saying why every reader leaves it out.
 func printFactJSON(out io.Writer, r bus.Raw) error {
-	var wire map[string]any
 	line := map[string]any{"seq": r.Seq, "subject": r.Subject, "msg_id": r.MsgID}
-	if err := msgpack.Unmarshal(r.Data, &wire); err != nil {
+	// Either envelope version, shown with version 1's keys.
+	if wire, err := events.WireMap(r.Data); err != nil {
 		line["error"] = err.Error()
 	} else {
 		line["fact"] = wire

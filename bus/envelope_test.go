@@ -1,0 +1,144 @@
+package bus_test
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/events"
+)
+
+// v1Facts are facts as the writers before envelope version 2 stored them:
+// the events package's version 1 golden files, the bytes those writers
+// made.
+func v1Facts(t *testing.T) map[string][]byte {
+	t.Helper()
+	paths, err := filepath.Glob("../events/testdata/golden/*.msgpack")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no version 1 golden files: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[0]&0xf0 != 0x80 {
+			t.Fatalf("%s is no version 1 map", p)
+		}
+		f, err := events.Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		subj, err := f.Subject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[subj+" "+filepath.Base(p)] = b
+	}
+	return out
+}
+
+// A store written by the version 1 writers keeps reading: its messages
+// (stored as those writers stored them) read back as the facts they
+// encode, byte for byte the same through an export and an import into a
+// new stream, and a run begun in version 1 loads whole after version 2
+// facts joined it.
+func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
+	ctx := testCtx(t)
+	b, srv := bustest.Start(t)
+	files := v1Facts(t)
+	want := map[uint64][]byte{}
+	for _, key := range slices.Sorted(maps.Keys(files)) {
+		subj := key[:bytes.IndexByte([]byte(key), ' ')]
+		ack, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subj, Data: files[key]})
+		if err != nil {
+			t.Fatalf("store %s: %v", key, err)
+		}
+		want[ack.Sequence] = files[key]
+	}
+	check := func(b *bus.Bus, what string) {
+		t.Helper()
+		n := 0
+		if _, err := b.Read(ctx, bus.ReadOptions{}, func(r bus.Raw) error {
+			n++
+			data, ok := want[r.Seq]
+			if !ok {
+				t.Errorf("%s: message %d was not stored", what, r.Seq)
+				return nil
+			}
+			if !bytes.Equal(r.Data, data) {
+				t.Errorf("%s: message %d is not the bytes the version 1 writer stored", what, r.Seq)
+			}
+			got, err := r.Fact()
+			if err != nil {
+				t.Errorf("%s: message %d (%s): %v", what, r.Seq, r.Subject, err)
+				return nil
+			}
+			if f, _ := events.Decode(data); !reflect.DeepEqual(got, f) {
+				t.Errorf("%s: message %d read back as\n  %#v\nwant\n  %#v", what, r.Seq, got, f)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != len(want) {
+			t.Errorf("%s: read %d facts, stored %d", what, n, len(want))
+		}
+	}
+	check(b, "the store")
+
+	var export bytes.Buffer
+	if res, err := b.Export(ctx, &export, bus.ReadOptions{}); err != nil || res.Messages != len(want) {
+		t.Fatalf("export: %+v, %v", res, err)
+	}
+	if err := b.JetStream().DeleteStream(ctx, bus.FactsStream); err != nil {
+		t.Fatal(err)
+	}
+	fresh := bustest.OpenWith(t, srv, bus.Config{})
+	if res, err := fresh.Import(ctx, &export); err != nil || res.Messages != len(want) {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	check(fresh, "the imported export")
+
+	// A version 2 fact appended to a run whose facts are version 1.
+	log, err := fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(log.Records)
+	if before == 0 {
+		t.Fatal("the version 1 run loaded empty")
+	}
+	next := bustest.Turn(t, "nightly-2025-06", "r-7f3a", log.NextPosition(), 1)
+	recs, err := fresh.Append(ctx, log.Expect(), bus.Pending{Fact: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := fresh.JetStream().Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.GetMsg(ctx, recs[0].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Data[0]&0xf0 != 0x90 {
+		t.Errorf("a new fact is stored starting %#x, want a version 2 array", raw.Data[0])
+	}
+	log, err = fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Records) != before+1 || !reflect.DeepEqual(log.Records[before].Fact, next) {
+		t.Errorf("the mixed run loaded %d facts (want %d), last %#v", len(log.Records), before+1, log.Records[len(log.Records)-1].Fact)
+	}
+}

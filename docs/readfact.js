@@ -1,0 +1,143 @@
+// readfact.js reads stored factline facts written in either envelope
+// version, from docs/facts.md alone and with no package but Node's own: a
+// foreign reader of the wire format. For each file named on the command
+// line it prints one JSON line: the fact with version 1's keys, IDs and
+// digests as strings, the time as RFC 3339 with nanoseconds.
+//
+//   node docs/readfact.js events/testdata/golden/v2/*.msgpack
+'use strict';
+const fs = require('fs');
+
+// A minimal MessagePack decoder: every type a fact uses (docs/facts.md,
+// "Encoding"), bin as a Buffer and ext as {ext, data}.
+function decode(buf) {
+  let p = 0;
+  const u8 = () => buf[p++];
+  const take = (n) => { if (p + n > buf.length) throw new Error('truncated'); const b = buf.subarray(p, p + n); p += n; return b; };
+  const str = (n) => take(n).toString('utf8');
+  const arr = (n) => { const a = []; for (let i = 0; i < n; i++) a.push(value()); return a; };
+  const map = (n) => { const m = {}; for (let i = 0; i < n; i++) { const k = value(); m[k] = value(); } return m; };
+  const ext = (n) => { const t = buf.readInt8(p); p += 1; return { ext: t, data: take(n) }; };
+  function value() {
+    const c = u8();
+    if (c <= 0x7f) return c;
+    if (c >= 0xe0) return c - 0x100;
+    if (c >= 0x80 && c <= 0x8f) return map(c & 0x0f);
+    if (c >= 0x90 && c <= 0x9f) return arr(c & 0x0f);
+    if (c >= 0xa0 && c <= 0xbf) return str(c & 0x1f);
+    let v;
+    switch (c) {
+      case 0xc0: return null;
+      case 0xc2: return false;
+      case 0xc3: return true;
+      case 0xc4: return Buffer.from(take(u8()));
+      case 0xc5: v = buf.readUInt16BE(p); p += 2; return Buffer.from(take(v));
+      case 0xc6: v = buf.readUInt32BE(p); p += 4; return Buffer.from(take(v));
+      case 0xc7: return ext(u8());
+      case 0xc8: v = buf.readUInt16BE(p); p += 2; return ext(v);
+      case 0xc9: v = buf.readUInt32BE(p); p += 4; return ext(v);
+      case 0xca: v = buf.readFloatBE(p); p += 4; return v;
+      case 0xcb: v = buf.readDoubleBE(p); p += 8; return v;
+      case 0xcc: return u8();
+      case 0xcd: v = buf.readUInt16BE(p); p += 2; return v;
+      case 0xce: v = buf.readUInt32BE(p); p += 4; return v;
+      case 0xcf: v = buf.readBigUInt64BE(p); p += 8; return v;
+      case 0xd0: v = buf.readInt8(p); p += 1; return v;
+      case 0xd1: v = buf.readInt16BE(p); p += 2; return v;
+      case 0xd2: v = buf.readInt32BE(p); p += 4; return v;
+      case 0xd3: v = buf.readBigInt64BE(p); p += 8; return v;
+      case 0xd4: return ext(1);
+      case 0xd5: return ext(2);
+      case 0xd6: return ext(4);
+      case 0xd7: return ext(8);
+      case 0xd8: return ext(16);
+      case 0xd9: return str(u8());
+      case 0xda: v = buf.readUInt16BE(p); p += 2; return str(v);
+      case 0xdb: v = buf.readUInt32BE(p); p += 4; return str(v);
+      case 0xdc: v = buf.readUInt16BE(p); p += 2; return arr(v);
+      case 0xdd: v = buf.readUInt32BE(p); p += 4; return arr(v);
+      case 0xde: v = buf.readUInt16BE(p); p += 2; return map(v);
+      case 0xdf: v = buf.readUInt32BE(p); p += 4; return map(v);
+    }
+    throw new Error('msgpack type byte 0x' + c.toString(16) + ' at ' + (p - 1));
+  }
+  return value();
+}
+
+// Crockford base32 of a ULID's 16 bytes (docs/facts.md, envelope version 2).
+const B32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+function ulid(b) {
+  if (!Buffer.isBuffer(b)) return b;
+  if (b.length !== 16) throw new Error('a ULID is 16 bytes');
+  let n = BigInt('0x' + b.toString('hex'));
+  let s = '';
+  for (let i = 0; i < 26; i++) { s = B32[Number(n & 31n)] + s; n >>= 5n; }
+  return s;
+}
+
+// RFC 3339 with the nanoseconds Go prints (trailing zeros dropped).
+function rfc3339(sec, nsec) {
+  const day = new Date(Number(sec) * 1000).toISOString().slice(0, 19);
+  let frac = String(nsec).padStart(9, '0').replace(/0+$/, '');
+  return day + (frac ? '.' + frac : '') + 'Z';
+}
+
+// The time: Unix nanoseconds (version 2), or the msgpack timestamp
+// extension (type -1; version 1, and version 2 beyond 1677–2262).
+function time(v) {
+  if (v && v.ext === -1) {
+    const d = v.data;
+    if (d.length === 4) return rfc3339(BigInt(d.readUInt32BE(0)), 0);
+    if (d.length === 8) {
+      const x = d.readBigUInt64BE(0);
+      return rfc3339(x & 0x3ffffffffn, Number(x >> 34n));
+    }
+    if (d.length === 12) return rfc3339(d.readBigInt64BE(4), d.readUInt32BE(0));
+    throw new Error('timestamp of ' + d.length + ' bytes');
+  }
+  let ns = BigInt(v);
+  let sec = ns / 1000000000n, rem = ns % 1000000000n;
+  if (rem < 0n) { sec -= 1n; rem += 1000000000n; }
+  return rfc3339(sec, Number(rem));
+}
+
+// Digests in a version 2 body: 0x01 and 32 bytes is sha256.
+function digests(v) {
+  if (Buffer.isBuffer(v)) {
+    if (v.length === 33 && v[0] === 0x01) return 'sha256:' + v.subarray(1).toString('hex');
+    throw new Error('a binary value that is no digest');
+  }
+  if (Array.isArray(v)) return v.map(digests);
+  if (v && typeof v === 'object') { for (const k of Object.keys(v)) v[k] = digests(v[k]); }
+  return v;
+}
+
+const KINDS = [null, 'suite.submitted', 'run.requested', 'run.claimed', 'turn.started', 'model.replied',
+  'dispatch.intended', 'dispatch.completed', 'turn.completed', 'stall.observed', 'stop.decided',
+  'control.accepted', 'task.generation', 'run.ended', 'candidate.sealed', 'grade.instrument',
+  'grade.verdict', 'grade.conflict', 'suite.reported', 'suite.stopped', 'suite.controlled',
+  'context.summarised', 'run.delegated'];
+const ROLES = [null, 'submitter', 'runner', 'staller', 'decider', 'grader', 'meter'];
+const named = (table, v) => (typeof v === 'string' ? v : table[v] || ('code ' + v));
+
+function readFact(buf) {
+  const v = decode(buf);
+  if (!Array.isArray(v)) { // envelope version 1: already keyed
+    v.at = time(v.at);
+    return v;
+  }
+  if (v.length < 13 || v[0] !== 2) throw new Error('not an envelope version 2 array');
+  const f = {
+    id: ulid(v[1]), kind: named(KINDS, v[2]), schema: v[3], suite: v[4], run: v[5],
+    task_generation: v[6], position: v[7],
+    producer: { service: named(ROLES, v[9]), instance: v[10] },
+    at: time(v[11]), body: digests(v[12]),
+  };
+  if (v[8] !== null) f.causation = ulid(v[8]);
+  return f;
+}
+
+const big = (k, v) => (typeof v === 'bigint' ? Number(v) : v);
+for (const file of process.argv.slice(2)) {
+  process.stdout.write(JSON.stringify({ file, fact: readFact(fs.readFileSync(file)) }, big) + '\n');
+}

@@ -1,0 +1,288 @@
+package events
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Envelope versions. Version 1 is a msgpack map keyed by field names;
+// version 2, which Encode writes, is a msgpack array of the envelope's
+// fields in a fixed order, with the ID and the causation as 16 raw bytes,
+// the kind and the producer's role as numbers (wirecodes.go), the time as
+// Unix nanoseconds, and digests in the body as binary (digestwire.go). A
+// reader tells them apart by the first byte: a map or an array.
+const (
+	EnvelopeV1 = 1
+	EnvelopeV2 = 2
+)
+
+// The positions of version 2's array. Readers take at least v2Fields
+// elements and skip any after them (fields a newer writer appended).
+const (
+	v2Version = iota
+	v2ID
+	v2Kind
+	v2Schema
+	v2Suite
+	v2Run
+	v2TaskGeneration
+	v2Position
+	v2Causation
+	v2Service
+	v2Instance
+	v2At
+	v2Body
+	v2Fields
+)
+
+// envelope2 is a fact on the wire in version 2.
+type envelope2 struct{ f *Fact }
+
+// EncodeMsgpack implements msgpack.CustomEncoder.
+func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
+	f := e.f
+	if err := enc.EncodeArrayLen(v2Fields); err != nil {
+		return err
+	}
+	if err := enc.EncodeUint(EnvelopeV2); err != nil {
+		return err
+	}
+	if err := enc.EncodeBytes(f.ID[:]); err != nil {
+		return err
+	}
+	if err := encodeCode(enc, kindCodes[f.Kind()], string(f.Kind())); err != nil {
+		return err
+	}
+	if err := enc.EncodeUint(uint64(f.Schema)); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(f.Suite); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(f.Run); err != nil {
+		return err
+	}
+	if err := enc.EncodeUint(uint64(f.TaskGeneration)); err != nil {
+		return err
+	}
+	if err := enc.EncodeUint(f.Position); err != nil {
+		return err
+	}
+	if err := encodeCausation(enc, f.Causation); err != nil {
+		return err
+	}
+	if err := encodeCode(enc, ownerCodes[f.Producer.Service], string(f.Producer.Service)); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(f.Producer.Instance); err != nil {
+		return err
+	}
+	if err := encodeAt(enc, f.At); err != nil {
+		return err
+	}
+	return enc.Encode(f.Body)
+}
+
+// Unix nanoseconds in an int64 reach from 1677 to 2262; a time outside
+// them (never one a clock gives, but a fact may say it) is written as the
+// msgpack timestamp extension, as version 1 wrote every time.
+var (
+	minNanoTime = time.Unix(0, math.MinInt64)
+	maxNanoTime = time.Unix(0, math.MaxInt64)
+)
+
+func encodeAt(enc *msgpack.Encoder, t time.Time) error {
+	if t.Before(minNanoTime) || t.After(maxNanoTime) {
+		return enc.EncodeTime(t)
+	}
+	return enc.EncodeInt(t.UnixNano())
+}
+
+// encodeCode writes a kind's or a role's number, or its name when it has
+// none (a fact that validation refuses anyway keeps what it said).
+func encodeCode(enc *msgpack.Encoder, code uint8, name string) error {
+	if code == 0 {
+		return enc.EncodeString(name)
+	}
+	return enc.EncodeUint(uint64(code))
+}
+
+// encodeCausation writes a causation ULID as 16 bytes, nil when there is
+// none, and the string itself when it is no ULID (which validation names).
+func encodeCausation(enc *msgpack.Encoder, c string) error {
+	if c == "" {
+		return enc.EncodeNil()
+	}
+	id, err := ulid.ParseStrict(c)
+	if err != nil || id.String() != c {
+		return enc.EncodeString(c)
+	}
+	return enc.EncodeBytes(id[:])
+}
+
+// decodeV2 reads a version 2 envelope into w, leaving the body raw.
+func (w *wireIn) decodeV2(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < v2Fields {
+		return fmt.Errorf("envelope version 2 has %d fields, want at least %d", n, v2Fields)
+	}
+	for i := range n {
+		if err := w.decodeV2Field(dec, i); err != nil {
+			return fmt.Errorf("%s: %w", v2FieldName(i), err)
+		}
+	}
+	return nil
+}
+
+func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
+	switch i {
+	case v2Version:
+		v, err := dec.DecodeUint64()
+		if err != nil {
+			return err
+		}
+		if v != EnvelopeV2 {
+			return fmt.Errorf("an array envelope is version 2, this one says %d", v)
+		}
+		w.envelope = EnvelopeV2
+	case v2ID:
+		s, err := decodeULIDBytes(dec)
+		if err != nil {
+			return err
+		}
+		w.ID = s
+	case v2Kind:
+		name, err := decodeCode(dec, func(c uint64) (string, bool) {
+			if c == 0 || c >= uint64(len(kindByCode)) || kindByCode[c] == "" {
+				return "", false
+			}
+			return string(kindByCode[c]), true
+		})
+		if err != nil {
+			return err
+		}
+		w.Kind = Kind(name)
+	case v2Schema:
+		return dec.Decode(&w.Schema)
+	case v2Suite:
+		return dec.Decode(&w.Suite)
+	case v2Run:
+		return dec.Decode(&w.Run)
+	case v2TaskGeneration:
+		return dec.Decode(&w.TaskGeneration)
+	case v2Position:
+		return dec.Decode(&w.Position)
+	case v2Causation:
+		code, err := dec.PeekCode()
+		if err != nil {
+			return err
+		}
+		if code == 0xc0 {
+			return dec.Skip()
+		}
+		if !isBinCode(code) {
+			return dec.Decode(&w.Causation)
+		}
+		s, err := decodeULIDBytes(dec)
+		if err != nil {
+			return err
+		}
+		w.Causation = s
+	case v2Service:
+		name, err := decodeCode(dec, func(c uint64) (string, bool) {
+			if c == 0 || c >= uint64(len(ownerByCode)) || ownerByCode[c] == "" {
+				return "", false
+			}
+			return string(ownerByCode[c]), true
+		})
+		if err != nil {
+			return err
+		}
+		w.Producer.Service = Owner(name)
+	case v2Instance:
+		return dec.Decode(&w.Producer.Instance)
+	case v2At:
+		code, err := dec.PeekCode()
+		if err != nil {
+			return err
+		}
+		if code == 0xc0 {
+			return dec.Skip() // Validate names the missing time
+		}
+		if isExtCode(code) {
+			return dec.Decode(&w.At)
+		}
+		ns, err := dec.DecodeInt64()
+		if err != nil {
+			return err
+		}
+		t := time.Unix(0, ns)
+		w.At = &t
+	case v2Body:
+		return w.decodeBody(dec)
+	default:
+		return dec.Skip() // a field a newer writer appended
+	}
+	return nil
+}
+
+// v2FieldName names a version 2 position in errors, as version 1 keys it.
+func v2FieldName(i int) string {
+	names := [...]string{"envelope", "id", "kind", "schema", "suite", "run", "task_generation",
+		"position", "causation", "producer.service", "producer.instance", "at", "body"}
+	if i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("field %d", i)
+}
+
+// decodeULIDBytes reads a ULID written as 16 raw bytes and returns its
+// string form.
+func decodeULIDBytes(dec *msgpack.Decoder) (string, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil {
+		return "", err
+	}
+	if n != len(ulid.ULID{}) {
+		return "", fmt.Errorf("a ULID is 16 bytes, got %d", n)
+	}
+	var id ulid.ULID
+	if err := dec.ReadFull(id[:]); err != nil {
+		return "", err
+	}
+	return id.String(), nil
+}
+
+// decodeCode reads a number and names it with lookup, or a name written as
+// a string. A number lookup does not know becomes the name "code N", which
+// validation then refuses as an unknown kind or role, naming the number.
+func decodeCode(dec *msgpack.Decoder, lookup func(uint64) (string, bool)) (string, error) {
+	code, err := dec.PeekCode()
+	if err != nil {
+		return "", err
+	}
+	if isStrCode(code) {
+		return dec.DecodeString()
+	}
+	c, err := dec.DecodeUint64()
+	if err != nil {
+		return "", err
+	}
+	if name, ok := lookup(c); ok {
+		return name, nil
+	}
+	return fmt.Sprintf("code %d", c), nil
+}
+
+// isStrCode reports whether a msgpack type byte starts a str value.
+func isStrCode(c byte) bool { return c >= 0xa0 && c <= 0xbf || c == 0xd9 || c == 0xda || c == 0xdb }
+
+// isExtCode reports whether a msgpack type byte starts an ext value.
+func isExtCode(c byte) bool { return c >= 0xd4 && c <= 0xd8 || c >= 0xc7 && c <= 0xc9 }

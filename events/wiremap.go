@@ -1,0 +1,126 @@
+package events
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// WireMap returns a stored fact's wire form as the keyed map of envelope
+// version 1 (docs/facts.md), whichever version it was written in: IDs and
+// digests as their strings, the kind and the producer's role by name, the
+// time as a time.Time. It interprets no more than that, so that tools which
+// show facts as they are (factline decode, tail --json) show facts this
+// version cannot decode too, and show both versions alike.
+func WireMap(data []byte) (map[string]any, error) {
+	var v any
+	if err := unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return v, nil
+	case []any:
+		return v2Map(v)
+	}
+	return nil, fmt.Errorf("a fact is a msgpack map or array, not %T", v)
+}
+
+// v2Map names the fields of a version 2 envelope decoded generically.
+func v2Map(a []any) (map[string]any, error) {
+	if len(a) < v2Fields {
+		return nil, fmt.Errorf("envelope version 2 has %d fields, want at least %d", len(a), v2Fields)
+	}
+	m := map[string]any{}
+	for i, v := range a[:v2Fields] {
+		switch i {
+		case v2Version:
+			continue
+		case v2ID, v2Causation:
+			if b, ok := v.([]byte); ok && len(b) == len(ulid.ULID{}) {
+				v = ulid.ULID(b).String()
+			}
+			if v == nil && i == v2Causation {
+				continue // version 1 leaves an empty causation out
+			}
+		case v2Kind:
+			v = codeName(v, func(c int) string { return string(kindByCode[c]) }, len(kindByCode))
+		case v2Service:
+			v = codeName(v, func(c int) string { return string(ownerByCode[c]) }, len(ownerByCode))
+		case v2At:
+			if ns, ok := asInt64(v); ok {
+				v = time.Unix(0, ns).UTC()
+			}
+		case v2Body:
+			v = digestStrings(v)
+		}
+		key := v2FieldName(i)
+		switch key {
+		case "producer.service", "producer.instance":
+			p, _ := m["producer"].(map[string]any)
+			if p == nil {
+				p = map[string]any{}
+				m["producer"] = p
+			}
+			p[key[len("producer."):]] = v
+		default:
+			m[key] = v
+		}
+	}
+	return m, nil
+}
+
+// codeName turns a known code into its name and leaves anything else as
+// it is.
+func codeName(v any, name func(int) string, n int) any {
+	if c, ok := asInt64(v); ok && c > 0 && c < int64(n) && name(int(c)) != "" {
+		return name(int(c))
+	}
+	return v
+}
+
+// digestStrings replaces every binary digest in a generically decoded body
+// by its string form; bodies hold no other binary values.
+func digestStrings(v any) any {
+	switch v := v.(type) {
+	case []byte:
+		if d, err := digestFromWire(v); err == nil {
+			return string(d)
+		}
+	case map[string]any:
+		for k, c := range v {
+			v[k] = digestStrings(c)
+		}
+	case []any:
+		for i, c := range v {
+			v[i] = digestStrings(c)
+		}
+	}
+	return v
+}
+
+// asInt64 reads any msgpack integer decoded generically.
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case uint64:
+		if n <= 1<<63-1 {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
