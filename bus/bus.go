@@ -45,6 +45,11 @@ type Config struct {
 	// CompressFacts creates FACTS storing its sealed blocks S2-compressed
 	// (see CompressFacts); an existing stream is left as it is.
 	CompressFacts bool
+	// AtomicBatchesOnOneReplica commits a decision of several facts as
+	// one atomic batch on a FACTS of one replica on file too, where it is
+	// slower than appending them one at a time (see AppendBatch); for
+	// tests of batches on a single server.
+	AtomicBatchesOnOneReplica bool
 }
 
 func (c *Config) defaults() {
@@ -95,6 +100,9 @@ type Bus struct {
 	// storedWakes says FACTS republishes stop decisions once stored
 	// (wake.go); a stream made before it did not.
 	storedWakes atomic.Bool
+	// atomic says FACTS takes atomic batches (batch.go); a stream made
+	// before factline asked for them, or on a server without them, does not.
+	atomic atomic.Bool
 }
 
 // Open ensures the streams and buckets exist with the expected settings and

@@ -26,6 +26,8 @@ const commitAttempts = 8
 
 // Commit is the one write path services use: load the run, decide, append
 // under optimistic concurrency, and on conflict reload and decide again.
+// A decision of several facts is appended with AppendBatch: as one atomic
+// batch where FACTS takes them, else one fact at a time.
 //
 // Before appending, and again after a conflict, it looks for the decided
 // facts' message IDs in the log: those already committed (a redelivered
@@ -86,7 +88,7 @@ func (b *Bus) commit(ctx context.Context, runs *RunLogs, suite, run string, deci
 		if len(rest) == 0 {
 			return done, nil
 		}
-		recs, err := b.Append(ctx, log.Expect(), rest...)
+		recs, err := b.AppendBatch(ctx, log.Expect(), rest...)
 		if err == nil {
 			if runs != nil {
 				runs.observe(log, recs)

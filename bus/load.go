@@ -245,7 +245,7 @@ func (b *Bus) fetchByLinks(ctx context.Context, filter string, stop uint64, last
 	// batch is still arriving: the run is loaded in about len/prevDepth
 	// overlapping round trips, not one after another.
 	add := func(seq uint64, m *nats.Msg) (bool, error) {
-		prev, okp := parsePrev(m.Header.Get(HeaderPrev))
+		prev, okp := parsePrev(m.Header.Get(HeaderPrev), seq)
 		if !okp {
 			return false, nil
 		}

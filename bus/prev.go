@@ -70,12 +70,13 @@ func (e Expect) header() string {
 	return sb.String()
 }
 
-// parsePrev decodes a HeaderPrev value into sequences, newest first. It
-// reports false for a malformed value.
-func parsePrev(v string) ([]uint64, bool) {
+// parsePrev decodes a HeaderPrev value of the message stored at self into
+// sequences, newest first. It reports false for a malformed value.
+func parsePrev(v string, self uint64) ([]uint64, bool) {
 	if v == "" {
 		return nil, true
 	}
+	v, relative := strings.CutPrefix(v, relativeMark)
 	parts := strings.Split(v, ",")
 	out := make([]uint64, 0, len(parts))
 	var cur uint64
@@ -84,9 +85,15 @@ func parsePrev(v string) ([]uint64, bool) {
 		if err != nil {
 			return nil, false
 		}
-		if i == 0 {
+		switch {
+		case i == 0 && relative:
+			if n == 0 || n >= self {
+				return nil, false
+			}
+			cur = self - n
+		case i == 0:
 			cur = n
-		} else {
+		default:
 			if n == 0 || n >= cur {
 				return nil, false
 			}
@@ -95,4 +102,23 @@ func parsePrev(v string) ([]uint64, bool) {
 		out = append(out, cur)
 	}
 	return out, true
+}
+
+// relativeMark starts a HeaderPrev value whose first number is a distance
+// back from the message's own stream sequence rather than a sequence: a
+// member of an atomic batch after the first (AppendBatch) links to the
+// members before it, whose sequences are not known when it is sent but
+// sit right below its own.
+const relativeMark = "~"
+
+// inBatchLinks is the HeaderPrev value of the i-th member (i > 0) of an
+// atomic batch: the members before it, newest first ("~1,1" for the
+// third). The first member links to the run's messages before the batch.
+func inBatchLinks(i int) string {
+	var sb strings.Builder
+	sb.WriteString(relativeMark + "1")
+	for range min(i, prevDepth) - 1 {
+		sb.WriteString(",1")
+	}
+	return sb.String()
 }

@@ -47,6 +47,9 @@ func (b *Bus) streamConfigs() []jetstream.StreamConfig {
 			DenyPurge:   true,
 			RePublish:   storedWakes(),
 			Compression: factsCompression(b.cfg.CompressFacts),
+			// A step's facts are committed as one batch, all or nothing
+			// (AppendBatch).
+			AllowAtomicPublish: true,
 		},
 		b.controlConfig(),
 		{
@@ -162,16 +165,20 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		cctx, cancel := context.WithTimeout(ctx, createTimeout)
 		defer cancel()
-		if _, err := b.js.CreateStream(cctx, want); err != nil {
+		s, err := b.js.CreateStream(cctx, want)
+		if err != nil {
 			return fmt.Errorf("create stream %s: %w", want.Name, createErr(ctx, "stream "+want.Name, err))
 		}
 		b.noteRePublish(want, want)
+		// What the server kept: one that does not know a setting drops it.
+		b.noteAtomic(s.CachedInfo().Config)
 		return nil
 	case err != nil:
 		return fmt.Errorf("look up stream %s: %w", want.Name, err)
 	}
 	have := s.CachedInfo().Config
 	b.noteRePublish(have, want)
+	b.noteAtomic(have)
 	if legacyControl(have, want) {
 		b.log.Warn("CONTROL is kept in memory, as factline made it before: it is used as it is, and made again on file if a restart loses it (docs/operations.md)")
 		return nil

@@ -70,6 +70,12 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, compress *bool, o
 	case added:
 		fmt.Fprintf(out, "stream %s now announces each stop decision once stored (on %s.fact.<suite>.<run>.stop.decided): runners opened from now on wake on it\n", bus.FactsStream, bus.StoredPrefix)
 	}
+	switch added, err := b.AllowAtomicBatches(ctx); {
+	case err != nil:
+		fmt.Fprintf(out, "warning: %v\n", err)
+	case added:
+		fmt.Fprintf(out, "stream %s now takes atomic batches (allow_atomic): on replicated streams a decision of several facts commits as one, from the next open\n", bus.FactsStream)
+	}
 	err = b.CheckAppendOnly(ctx)
 	var na *bus.NotAppendOnlyError
 	switch {
