@@ -267,6 +267,15 @@ func (s *Sandbox) Record() *events.Containment {
 	return s.c.Record()
 }
 
+// ContainerWorkdir is where a command in the sandbox's container sees
+// the workspace; "" when its commands run on the host.
+func (s *Sandbox) ContainerWorkdir() string {
+	if s == nil || s.ctr == nil {
+		return ""
+	}
+	return s.ctr.workdir
+}
+
 // Container reports whether the sandbox runs commands in a container.
 func (s *Sandbox) Container() bool { return s != nil && s.ctr != nil }
 
