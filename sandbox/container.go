@@ -209,18 +209,28 @@ func (ctr *container) start(ctx context.Context) error {
 	if ctr.network != NetworkNone {
 		return nil
 	}
-	out, err := ctr.engine.output(ctx, "inspect", "--format", "{{.State.Pid}}", ctr.name)
+	pid, err := ctr.pid(ctx)
 	if err != nil {
-		return fmt.Errorf("container: %w", err)
-	}
-	pid, err := strconv.Atoi(out)
-	if err != nil || pid <= 0 {
-		return fmt.Errorf("container %s: the engine names no process (%q)", ctr.name, out)
+		return err
 	}
 	if err := loopbackDown(pid); err != nil {
 		return fmt.Errorf("container %s: %w", ctr.name, err)
 	}
 	return nil
+}
+
+// pid is the host's ID of the container's first process, whose network
+// namespace is the container's.
+func (ctr *container) pid(ctx context.Context) (int, error) {
+	out, err := ctr.engine.output(ctx, "inspect", "--format", "{{.State.Pid}}", ctr.name)
+	if err != nil {
+		return 0, fmt.Errorf("container: %w", err)
+	}
+	pid, err := strconv.Atoi(out)
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("container %s: the engine names no process (%q)", ctr.name, out)
+	}
+	return pid, nil
 }
 
 // closeContainer removes the attempt's container, with everything still
@@ -255,6 +265,15 @@ func (s *Sandbox) Record() *events.Containment {
 		return &r
 	}
 	return s.c.Record()
+}
+
+// ContainerWorkdir is where a command in the sandbox's container sees
+// the workspace; "" when its commands run on the host.
+func (s *Sandbox) ContainerWorkdir() string {
+	if s == nil || s.ctr == nil {
+		return ""
+	}
+	return s.ctr.workdir
 }
 
 // Container reports whether the sandbox runs commands in a container.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,9 +24,22 @@ func (s *Sandbox) runInContainer(ctx context.Context, cmd Command) (Result, erro
 		return Result{}, err
 	}
 	args := ctr.execArgs(s.uid, ctr.containerDir(cmd.Dir), containerEnv(cmd.Env))
-	args = append(args, s.c.wrapWith(ctr.shell, cmd.Script)...)
+	if cmd.Stdin != "" {
+		// The engine passes its own standard input on only when asked.
+		args = slices.Insert(args, 1, "--interactive")
+	}
+	c := s.c
+	if cmd.NoAddressSpaceLimit && c != nil {
+		lifted := *c
+		lifted.limits.AddressSpace = 0
+		c = &lifted
+	}
+	args = append(args, c.wrapWith(ctr.shell, cmd.Script)...)
 	proc := ctr.engine.command(context.WithoutCancel(ctx), args...)
 	proc.Dir = ctr.dir
+	if cmd.Stdin != "" {
+		proc.Stdin = strings.NewReader(cmd.Stdin)
+	}
 	// The engine's client leads a session of its own, so that it and any
 	// helper it forked go together.
 	proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

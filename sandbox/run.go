@@ -27,13 +27,14 @@ type Command struct {
 	// less: nothing is kept).
 	OutputCap int
 	// Stdin is written to the command's standard input, which is then
-	// closed (empty: end of file at once). A container's command reads
-	// end of file at once: its engine is not given the input.
+	// closed (empty: end of file at once), in a container as on the host.
 	Stdin string
 	// HostNetwork keeps the host's network namespace where the
 	// containment would give the command a fresh one without network: for
 	// an external agent, which must reach its attempt's model endpoint on
-	// the host's loopback (docs/agents.md). Containers ignore it.
+	// the host's loopback (docs/agents.md). Containers ignore it: an
+	// agent in one reaches its endpoint in the container's own network
+	// namespace (Sandbox.ListenInside).
 	HostNetwork bool
 	// NoAddressSpaceLimit lifts the containment's address-space limit
 	// (RLIMIT_AS) for this command, keeping every other: V8 reserves far

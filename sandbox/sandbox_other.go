@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
+	"net"
 	"syscall"
 )
 
@@ -36,6 +38,11 @@ func owner(path string) (uint32, uint64) {
 
 // loopbackDown needs Linux network namespaces.
 func loopbackDown(int) error { return errors.New("network namespaces are a Linux feature") }
+
+// ListenInside needs Linux network namespaces.
+func (s *Sandbox) ListenInside(context.Context) (net.Listener, error) {
+	return nil, errors.New("listen inside a container: network namespaces are a Linux feature")
+}
 
 // newMountNS needs Linux mount namespaces; the probe never asks for one
 // elsewhere (it is root only, and records the feature unsupported).

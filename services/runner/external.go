@@ -76,7 +76,22 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	agentCtx, stop := a.withinWall(ctx)
 	defer stop()
 	x.stop = stop
-	srv, err := agentproxy.Start(x.call, a.settings().Model, a.svc.log.With("suite", a.suite, "run", a.run))
+	spec := a.eff.Treatment.Agent
+	sb := a.env.Sandbox
+	inContainer := sb.Container()
+	if inContainer {
+		// In a container the check comes before the endpoint: a sandbox
+		// without a uid of its own restarts its container after a command,
+		// which gives it a new network namespace.
+		pre, err := spec.Render(a.agentVars(spec, "http://127.0.0.1", ""))
+		if err != nil {
+			return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + err.Error()}, nil
+		}
+		if why := a.agentRunnable(ctx, pre.Argv[0], a.env.Environ); why != "" {
+			return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + inImage(sb) + why}, nil
+		}
+	}
+	srv, err := a.agentEndpoint(ctx, x.call)
 	if err != nil {
 		return step.Ending{}, err
 	}
@@ -84,9 +99,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	// prints its environment sends it back in its next request.
 	defer a.svc.secrets.Add(secrets.Secret{Name: AgentTokenSecret, Value: srv.Token()})()
 	defer srv.Close()
-	spec := a.eff.Treatment.Agent
-	vars := cases.AgentVars{Instruction: a.kase.Instruction, Case: a.kase.ID, BaseURL: spec.BaseURLOf(srv.Origin()), Origin: srv.Origin(),
-		Token: srv.Token(), Model: a.settings().Model, Workspace: a.ws.Root()}
+	vars := a.agentVars(spec, srv.Origin(), srv.Token())
 	r, err := spec.Render(vars)
 	if err != nil {
 		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + err.Error()}, nil
@@ -100,8 +113,10 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	for k, v := range r.Env {
 		env = append(env, k+"="+v)
 	}
-	if why := a.agentRunnable(ctx, r.Argv[0], env); why != "" {
-		return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + why}, nil
+	if !inContainer {
+		if why := a.agentRunnable(ctx, r.Argv[0], env); why != "" {
+			return step.Ending{Status: events.RunErrored, Reason: "harness: agent: " + why}, nil
+		}
 	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,

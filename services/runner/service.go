@@ -459,6 +459,7 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	}
 	if ag := treat.Agent; ag != nil {
 		a.agentVersion = a.agentVersionOf(ctx, ag)
+		claim.Containment = withAgentNetwork(claim.Containment, sb.Container())
 	}
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err

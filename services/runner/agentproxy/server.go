@@ -65,13 +65,24 @@ type Server struct {
 // Start serves call on a fresh 127.0.0.1 port with a fresh token. model is
 // the name responses carry (the treatment's model).
 func Start(call Call, model string, log *slog.Logger) (*Server, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("agent proxy token: %w", err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("agent proxy listen: %w", err)
+	}
+	s, err := StartOn(ln, call, model, log)
+	if err != nil {
+		_ = ln.Close()
+	}
+	return s, err
+}
+
+// StartOn is Start on a listener of the caller's: one opened inside an
+// attempt's container (sandbox.Sandbox.ListenInside), reachable from
+// there alone. Close closes it.
+func StartOn(ln net.Listener, call Call, model string, log *slog.Logger) (*Server, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("agent proxy token: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
