@@ -260,6 +260,7 @@ func (s *Service) request(ctx context.Context, st *suiteState) error {
 	for i := from; i < to; i++ {
 		if st.count.IsRequested(i) {
 			if err := p.known(ctx, i); err != nil {
+				_ = p.drain(ctx) // the answers still out, taken; err is the first failure
 				return err
 			}
 			continue
@@ -267,9 +268,11 @@ func (s *Service) request(ctx context.Context, st *suiteState) error {
 		m := st.count.Member(i)
 		body, err := st.plan.request(m)
 		if err != nil {
-			return errors.Join(err, p.drain(ctx))
+			_ = p.drain(ctx) // what was sent is taken first; st.next stays before m
+			return err
 		}
 		if err := p.send(ctx, i, m, body); err != nil {
+			_ = p.drain(ctx)
 			return err
 		}
 	}
