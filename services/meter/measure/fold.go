@@ -34,9 +34,14 @@ type Log struct {
 
 // Attempt is one run as the report sees it.
 type Attempt struct {
+	// Requested is the run's first run.requested; its case, treatment,
+	// digests and components are shared with the other runs that repeat
+	// them (sharedValues): read them, never change them.
 	Requested *events.RunRequested
 	Claimed   bool
-	Ended     *events.RunEnded
+	// Ended is the run's first run.ended, without its last evidence and
+	// next action (what a run's page shows, never what a report counts).
+	Ended *events.RunEnded
 	// Snapshot is the newest sealed candidate ("" when none).
 	Snapshot events.Digest
 	// Verdicts holds the newest revision of the grade of each snapshot
