@@ -226,11 +226,17 @@ func (p *requestPlan) request(m measure.Member) (events.RunRequested, error) {
 
 // request commits the run.requested of the suite's planned attempts its
 // window lets it request now (measure.Counter.ToRequest), in roster
-// order, each once: an attempt whose run already holds its request (a
-// redelivery, another meter instance, a meter that died mid-window) is
-// passed over by Commit. The window is counted from the facts the state
-// has folded, which never run ahead of the log, so the log never holds
-// more than the window requested and not ended.
+// order, each once. The window is counted from the facts the state has
+// folded, which never run ahead of the log, so the log never holds more
+// than the window requested and not ended.
+//
+// The requests are pipelined (pipeline.go): each is appended on the
+// condition that its run is still empty, under its deterministic message
+// ID, without waiting for the one before. An attempt whose run already
+// holds a fact (a redelivery, another meter instance, a meter that died
+// mid-window, an append whose answer was lost) fails that condition and
+// is committed again the ordinary way (Commit), which finds its request
+// and passes it over.
 func (s *Service) request(ctx context.Context, st *suiteState) error {
 	if !st.count.Control().MayRequest() {
 		// Paused, drained or cancelled (suite.controlled): no further
@@ -250,39 +256,56 @@ func (s *Service) request(ctx context.Context, st *suiteState) error {
 		}
 		st.plan = p
 	}
-	requested := 0
+	p := newPipeline(s, st)
 	for i := from; i < to; i++ {
 		if st.count.IsRequested(i) {
-			st.next = i + 1
+			if err := p.known(ctx, i); err != nil {
+				_ = p.drain(ctx) // the answers still out, taken; err is the first failure
+				return err
+			}
 			continue
 		}
 		m := st.count.Member(i)
 		body, err := st.plan.request(m)
 		if err != nil {
+			_ = p.drain(ctx) // what was sent is taken first; st.next stays before m
 			return err
 		}
-		recs, err := s.sh.Bus.Commit(ctx, nil, st.suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
-			if _, ok := log.Requested(); ok {
-				return nil, nil
-			}
-			f, err := s.sh.Fact(events.Meta{Suite: st.suite, Run: m.Run, TaskGeneration: 1, Position: log.NextPosition(),
-				Causation: st.submission}, body)
-			return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(m.Run)}}, err
-		})
-		if err != nil {
-			return fmt.Errorf("meter: request %s/%s: %w", st.suite, m.Run, err)
-		}
-		// Committed now, or before: every attempt up to this one is.
-		st.next = i + 1
-		if len(recs) > 0 && !recs[0].Duplicate {
-			requested++
+		if err := p.send(ctx, i, m, body); err != nil {
+			_ = p.drain(ctx)
+			return err
 		}
 	}
+	if err := p.drain(ctx); err != nil {
+		return err
+	}
 	if from == 0 {
-		s.sh.Log.Info("suite submitted", "suite", st.suite, "requested", requested, "window", s.window,
+		s.sh.Log.Info("suite submitted", "suite", st.suite, "requested", p.requested, "window", s.window,
 			"planned", measure.Size(*sub), "cases", len(sub.Cases), "treatments", len(sub.Treatments), "trials", sub.Trials)
 	}
 	return nil
+}
+
+// commitRequest commits one attempt's run.requested the ordinary way:
+// load its run and append the request unless the run holds it.
+func (s *Service) commitRequest(ctx context.Context, st *suiteState, m measure.Member, body events.RunRequested) (bool, error) {
+	recs, err := s.sh.Bus.Commit(ctx, nil, st.suite, m.Run, func(log bus.RunLog) ([]bus.Pending, error) {
+		if _, ok := log.Requested(); ok {
+			return nil, nil
+		}
+		f, err := s.requestFact(st, m, log.NextPosition(), body)
+		return []bus.Pending{{Fact: f, MsgID: measure.RequestMsgID(m.Run)}}, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("meter: request %s/%s: %w", st.suite, m.Run, err)
+	}
+	return len(recs) > 0 && !recs[0].Duplicate, nil
+}
+
+// requestFact is the run.requested fact of an attempt at position pos
+// of its run.
+func (s *Service) requestFact(st *suiteState, m measure.Member, pos uint64, body events.RunRequested) (events.Fact, error) {
+	return s.sh.Fact(events.Meta{Suite: st.suite, Run: m.Run, TaskGeneration: 1, Position: pos, Causation: st.submission}, body)
 }
 
 func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byte, error) {

@@ -22,7 +22,7 @@ import (
 	"github.com/factline/factline/suites"
 )
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -33,9 +33,15 @@ func must(t *testing.T, err error) {
 // returns what suite.submitted will carry.
 func publish(t *testing.T, ctx context.Context, b *bus.Bus) *suites.Published {
 	t.Helper()
+	return publishTrials(t, ctx, b, 2)
+}
+
+// publishTrials is publish with the given trials: 4 × trials runs.
+func publishTrials(t testing.TB, ctx context.Context, b *bus.Bus, trials int) *suites.Published {
+	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"suite.yaml": "name: m\ncases: [{path: a.yaml}, {path: b.yaml}]\ntreatments: [{path: t1.yaml}, {path: t2.yaml}]\ntrials: 2\n",
+		"suite.yaml": fmt.Sprintf("name: m\ncases: [{path: a.yaml}, {path: b.yaml}]\ntreatments: [{path: t1.yaml}, {path: t2.yaml}]\ntrials: %d\n", trials),
 		"a.yaml":     "id: a\ninstruction: x\ngrading:\n  instruments: [{id: tests, kind: command, command: 'true'}]\n",
 		"b.yaml":     "id: b\ninstruction: y\nbudget: {steps: 3, cost: 9}\ngrading:\n  instruments: [{id: tests, kind: command, command: 'true'}]\n",
 		"t1.yaml":    "id: t1\nmodel: {provider: openai, name: m1}\n",

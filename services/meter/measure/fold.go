@@ -23,6 +23,10 @@ type Log struct {
 	Control projections.SuiteControl
 	// RetriedBy maps a run to the run that retries it (factline retry).
 	RetriedBy map[string]string
+	// shared holds one copy of each of the values many runs repeat (case,
+	// treatment and identity digests, an identity's components), which
+	// every decoded fact brings a copy of its own.
+	shared sharedValues
 	// applied counts the facts folded, to order attempts by when their
 	// grade arrived.
 	applied int
@@ -30,13 +34,21 @@ type Log struct {
 
 // Attempt is one run as the report sees it.
 type Attempt struct {
+	// Requested is the run's first run.requested; its case, treatment,
+	// digests and components are shared with the other runs that repeat
+	// them (sharedValues): read them, never change them.
 	Requested *events.RunRequested
 	Claimed   bool
-	Ended     *events.RunEnded
+	// Ended is the run's first run.ended, without its last evidence and
+	// next action (what a run's page shows, never what a report counts).
+	Ended *events.RunEnded
 	// Snapshot is the newest sealed candidate ("" when none).
 	Snapshot events.Digest
-	// Verdicts holds the newest revision of the grade of each snapshot.
-	Verdicts map[events.Digest]events.GraderVerdict
+	// Verdicts holds the newest revision of the grade of each snapshot
+	// graded, one a snapshot, in the order each was first graded: a run
+	// seals few candidates, and a map of them cost a kilobyte a run. Each
+	// is what the report reads of it (compactVerdict).
+	Verdicts []events.GraderVerdict
 	// ClaimedIdentity is the agent identity the newest run.claimed that
 	// recorded one says ran (empty when none did).
 	ClaimedIdentity events.Digest
@@ -160,6 +172,7 @@ func (l *Log) Apply(f events.Fact) {
 		a = newAttempt()
 		l.Runs[f.Run] = a
 	}
+	f.Body = l.shared.body(f.Body)
 	if b, ok := f.Body.(events.RunRequested); ok && a.Requested == nil && b.RetryOf != "" {
 		if l.RetriedBy == nil {
 			l.RetriedBy = map[string]string{}
@@ -171,7 +184,7 @@ func (l *Log) Apply(f events.Fact) {
 	a.apply(f, l.applied)
 }
 
-func newAttempt() *Attempt { return &Attempt{Verdicts: map[events.Digest]events.GraderVerdict{}} }
+func newAttempt() *Attempt { return &Attempt{} }
 
 // apply folds one fact of the attempt's run; at is how many facts of the
 // suite were folded with it, recorded as GradedAt when it is the newest
@@ -194,14 +207,20 @@ func (a *Attempt) apply(f events.Fact, at int) {
 		}
 	case events.RunEnded:
 		if a.Ended == nil { // a run ends once; a second end never rewrites the first
+			b.LastEvidence, b.NextAction = nil, "" // the report reads neither
 			a.Ended = &b
 		}
 	case events.CandidateSealed:
 		a.Snapshot = b.SnapshotDigest
 	case events.GradeVerdict:
-		v := b.Verdict
-		if old, ok := a.Verdicts[v.SnapshotID]; !ok || v.Revision > old.Revision {
-			a.Verdicts[v.SnapshotID] = v
+		v := compactVerdict(b.Verdict)
+		i := slices.IndexFunc(a.Verdicts, func(old events.GraderVerdict) bool { return old.SnapshotID == v.SnapshotID })
+		switch {
+		case i < 0:
+			a.Verdicts = append(a.Verdicts, v)
+			a.GradedAt = at
+		case v.Revision > a.Verdicts[i].Revision:
+			a.Verdicts[i] = v
 			a.GradedAt = at
 		}
 	case events.GradeConflict:

@@ -312,7 +312,7 @@ type EarlierRun struct {
 
 // newestRow classifies a planned attempt by its newest run, following its
 // retries, and lists the runs they replaced.
-func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.InstrumentID) AttemptRow {
+func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.InstrumentID, children map[string][]*Attempt) AttemptRow {
 	var earlier []EarlierRun
 	seen := map[string]bool{m.Run: true}
 	for next, ok := l.RetriedBy[m.Run]; ok && !seen[next]; next, ok = l.RetriedBy[m.Run] {
@@ -326,7 +326,7 @@ func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.In
 	}
 	r := row(m, l.Runs[m.Run], valid, required)
 	r.Retried = earlier
-	l.delegationOf(&r, l.Runs[m.Run])
+	delegationOf(&r, l.Runs[m.Run], children[m.Run])
 	return r
 }
 
@@ -343,23 +343,34 @@ type DelegationUsage struct {
 	ChildCost   *uint64 `json:"child_cost"`
 }
 
-// delegationOf sets the row of an attempt with child runs: their usage
-// apart from its own, and the input/output split of the two together
-// (which its spent tokens count).
-func (l *Log) delegationOf(r *AttemptRow, a *Attempt) {
-	if a == nil {
+// childrenOf maps each run with child runs to them (nil when none has
+// any): looked up a row at a time, where a walk of every run for each
+// row made a suite's report cost its runs squared.
+func (l *Log) childrenOf() map[string][]*Attempt {
+	var out map[string][]*Attempt
+	for _, a := range l.Runs {
+		if a.Parent == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string][]*Attempt{}
+		}
+		out[a.Parent.Run] = append(out[a.Parent.Run], a)
+	}
+	return out
+}
+
+// delegationOf sets the row of an attempt with child runs (kids, in any
+// order: their usage is summed): their usage apart from its own, and the
+// input/output split of the two together (which its spent tokens count).
+func delegationOf(r *AttemptRow, a *Attempt, kids []*Attempt) {
+	if a == nil || len(kids) == 0 {
 		return
 	}
 	var children ReplyUsage
-	n := 0
-	for _, c := range l.Runs {
-		if c.Parent != nil && c.Parent.Run == r.Run {
-			n++
-			children = children.plus(c.Replies)
-		}
-	}
-	if n == 0 {
-		return
+	n := len(kids)
+	for _, c := range kids {
+		children = children.plus(c.Replies)
 	}
 	d := &DelegationUsage{Children: n}
 	tokens := func(u ReplyUsage) *uint64 {
@@ -423,8 +434,15 @@ func Build(l *Log) Report {
 	for _, c := range s.Cases {
 		r.Cases = append(r.Cases, c.ID)
 	}
+	children := l.childrenOf()
+	if n := Size(s); n > 0 {
+		// Sized once: grown by appends, the rows of a large suite were
+		// copied a dozen times and held up to twice over. (A roster past
+		// any a meter runs is only read, and grows.)
+		r.Attempts = make([]AttemptRow, 0, min(n, maxRowsSized))
+	}
 	for m := range Members(s) {
-		r.Attempts = append(r.Attempts, l.newestRow(m, valid, s.Required))
+		r.Attempts = append(r.Attempts, l.newestRow(m, valid, s.Required, children))
 	}
 	r.Complete, r.Smoke, r.StoppedEarly = true, s.Trials == 1, l.Stopped
 	if len(l.Control.Controls) > 0 {
@@ -455,6 +473,11 @@ func Build(l *Log) Report {
 	}
 	return r
 }
+
+// maxRowsSized bounds the rows Build sizes its report for at once: above
+// the largest suite the meter runs (suites.MaxRuns), so that a forged
+// roster's size is never allocated on its word.
+const maxRowsSized = 1 << 17
 
 // notRun settles a planned attempt that never ran because its suite was
 // drained or cancelled: excluded, never counted (not failed, not in any
@@ -571,8 +594,11 @@ func (out *AttemptRow) split(r ReplyUsage, tokens *uint64) {
 // of the run without one.
 func verdictOf(a *Attempt) (events.GraderVerdict, bool) {
 	if a.Snapshot != "" {
-		v, ok := a.Verdicts[a.Snapshot]
-		return v, ok
+		i := slices.IndexFunc(a.Verdicts, func(v events.GraderVerdict) bool { return v.SnapshotID == a.Snapshot })
+		if i < 0 {
+			return events.GraderVerdict{}, false
+		}
+		return a.Verdicts[i], true
 	}
 	var best events.GraderVerdict
 	found := false

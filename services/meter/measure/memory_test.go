@@ -1,0 +1,115 @@
+package measure
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/factline/factline/events"
+)
+
+// foldDecoded folds a suite of ten cases under one treatment, trials
+// trials each, into a Log the way a reader of the log does: every fact
+// encoded to its wire form and decoded again before it is applied, so that
+// each holds strings and slices of its own, as a fact read from the
+// stream does (facts built in memory would share their constants and
+// hide what a Log keeps of each).
+func foldDecoded(t testing.TB, trials uint32) *Log {
+	t.Helper()
+	var cs []string
+	for c := 1; c <= 10; c++ {
+		cs = append(cs, fmt.Sprintf("c%d", c))
+	}
+	sub := submitted(cs, []string{"t"}, trials)
+	l := NewLog("s")
+	pos := map[string]uint64{}
+	n := 0
+	apply := func(run string, b events.Body, owner events.Owner) {
+		pos[run]++
+		n++
+		m := events.Meta{Suite: "s", Run: run, TaskGeneration: 1, Position: pos[run],
+			Producer: events.Producer{Service: owner, Instance: "test"}, At: time.Unix(int64(n), 0)}
+		if run == events.SuiteScope {
+			m.TaskGeneration = 0
+		}
+		f, err := events.NewFact(m, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := events.Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := events.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(g)
+	}
+	apply(events.SuiteScope, sub, events.OwnerSubmitter)
+	// An identity of a few components, as suites.AgentIdentity makes.
+	comps := []events.Component{{Name: "capabilities", Value: string(d("caps"))}, {Name: "case", Value: string(d("case"))},
+		{Name: "harness", Value: "0.1.0"}, {Name: "model", Value: `{"provider":"scripted","scripts":"s"}`},
+		{Name: "policies", Value: string(d("policies"))}}
+	one, cost := uint64(105), uint64(1)
+	for m := range Members(sub) {
+		apply(m.Run, events.RunRequested{Case: m.Case, CaseDigest: d("case:" + m.Case), Treatment: m.Treatment,
+			TreatmentDigest: d("treatment:t"), Trial: m.Trial, Identity: d("identity"), Components: comps,
+			Budget: events.Budget{Steps: 2}}, events.OwnerMeter)
+		apply(m.Run, events.RunClaimed{Runner: "runner-1", Lease: 1, Identity: d("identity")}, events.OwnerRunner)
+		apply(m.Run, events.ModelReplied{Turn: 1, Provider: "scripted", Text: "Done.", Calls: []events.ToolCall{},
+			Usage: &events.Usage{InputTokens: 100, OutputTokens: 5, Cost: &cost}}, events.OwnerRunner)
+		apply(m.Run, events.CandidateSealed{SnapshotDigest: d(m.Run)}, events.OwnerRunner)
+		apply(m.Run, events.RunEnded{Status: events.RunDone, Reason: "the agent said it was done",
+			Spent: events.Spent{Steps: 1, Tokens: &one, Cost: &cost, Millis: 12}, Steps: 1,
+			LastEvidence: []events.EvidenceRef{events.EvidenceRef(m.Run + "/t1/reply")}}, events.OwnerRunner)
+		apply(m.Run, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: m.Run, SnapshotID: d(m.Run), Revision: 1,
+			Result: events.VerdictOK(), Vetoes: []events.GradeVeto{}, Instruments: []events.InstrumentResult{{Instrument: "tests",
+				Version: "1", Required: true, Outcome: events.InstrumentPassed, Detail: "exit 0: 12 tests passed in 0.4s",
+				Evidence: []events.EvidenceRef{events.EvidenceRef(m.Run + "/grade/tests")}}}}}, events.OwnerGrader)
+	}
+	return l
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// maxLogBytesARun bounds what a folded Log and the report built from it
+// hold a planned attempt (docs/benchmarks.md#suite-size): its report row
+// and a compact record of what the row is made of, never the facts as
+// decoded.
+const maxLogBytesARun = 2048
+
+// A Log keeps of each attempt what its report row needs, not every fact
+// as it was decoded: the Log and the report of a suite of ten times the
+// runs hold no more than maxLogBytesARun more a run. A Log that kept each
+// decoded fact (a verdict's instrument details and evidence, a run's last
+// evidence, an identity's components copied into every run, a map of
+// verdicts a run) made the report of a 50,000-run suite peak at 1.2 GB.
+func TestLogHoldsLittleARun(t *testing.T) {
+	measureHeld := func(trials uint32) uint64 {
+		before := liveHeap()
+		l := foldDecoded(t, trials)
+		r := Build(l)
+		after := liveHeap()
+		if !r.Complete || len(r.Attempts) != int(trials)*10 {
+			t.Fatalf("%d trials: complete %v with %d attempts", trials, r.Complete, len(r.Attempts))
+		}
+		runtime.KeepAlive(l)
+		runtime.KeepAlive(r)
+		return after - min(before, after)
+	}
+	small, large := measureHeld(10), measureHeld(100)
+	perRun := (int64(large) - int64(small)) / 900
+	t.Logf("Log and report: 100 runs %d KiB, 1,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
+	if perRun > maxLogBytesARun {
+		t.Errorf("a Log and its report hold %d bytes a run, more than %d", perRun, maxLogBytesARun)
+	}
+}
