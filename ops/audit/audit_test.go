@@ -226,3 +226,47 @@ func TestEffectSettledNotAppliedButAppliedFails(t *testing.T) {
 		t.Fatalf("a refused effect the sink never applied gave %q", got)
 	}
 }
+
+// cancelledAfterATurn is a run whose one turn completed and whose cancel
+// was accepted before the stall handler looked at that turn: the run ends
+// without the turn's stall.observed and stop.decided. With observed, the
+// stall handler was quicker and only the decision is missing.
+func cancelledAfterATurn(t *testing.T, observed bool) *runLog {
+	l := &runLog{t: t}
+	d := events.DigestOf([]byte("x"))
+	l.add(events.RunClaimed{Runner: "a", Lease: 1})
+	l.add(events.TurnStarted{Turn: 1, ContextDigest: d})
+	l.add(events.ModelReplied{Turn: 1, Provider: "p"})
+	l.add(events.TurnCompleted{Evidence: events.RunEvidence{RunID: "r", TaskGeneration: 1, Turn: 1, EvidencePosition: 3, ActorIntent: events.Continue()}})
+	if observed {
+		l.add(events.StallObserved{Turn: 1, Observation: events.StallObservation{Position: 4}})
+	}
+	l.add(events.ControlAccepted{Control: events.ControlRef{ID: "c1", Signal: events.SignalCancel}, Reason: "suite_cancelled: x"})
+	l.add(events.RunEnded{Status: events.RunCancelled, Reason: "cancelled: suite_cancelled: x"})
+	return l
+}
+
+// A cancel may be accepted at any instant, also between a turn's
+// completion and its observation: the run's last turn then goes
+// unobserved, and the log says why (the accepted cancel right after it).
+func TestACancelBeforeTheLastTurnIsObservedPasses(t *testing.T) {
+	for _, observed := range []bool{false, true} {
+		if vs := Check(cancelledAfterATurn(t, observed).facts, Options{}); len(vs) != 0 {
+			t.Errorf("stall observed %v: %v", observed, vs)
+		}
+	}
+}
+
+// Without the accepted cancel, the same unobserved turn is a fact lost.
+func TestAnUnobservedTurnWithoutACancelFails(t *testing.T) {
+	l := cancelledAfterATurn(t, false)
+	var kept []events.Fact
+	for _, f := range l.facts {
+		if f.Kind() != events.KindControlAccepted {
+			kept = append(kept, f)
+		}
+	}
+	if got := rules(Check(kept, Options{})); !strings.Contains(got, RuleOneStall) || !strings.Contains(got, RuleOneDecision) {
+		t.Fatalf("an unobserved turn without a cancel gave %q", got)
+	}
+}
