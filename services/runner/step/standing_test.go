@@ -1,6 +1,7 @@
 package step
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -184,5 +185,41 @@ func TestProgressHandedOutIsNotWrittenByTheFoldOn(t *testing.T) {
 	}
 	if got := s.Progress(); len(got.Completed) != 1 {
 		t.Fatalf("the standing holds %d settlements, want 1", len(got.Completed))
+	}
+}
+
+// BenchmarkReadingEveryTurn reads where a run stands at each turn of a
+// run of 10, 100 and 1,000 turns, and reports the cost of a turn's read
+// (ns/turn): flat in the run's length for the standing, which folds the
+// turn's facts, and growing with it for the batch readings of the whole
+// log, which the runner's every step made before issue 38.
+func BenchmarkReadingEveryTurn(b *testing.B) {
+	for _, turns := range []int{10, 100, 1000} {
+		var facts []events.Fact
+		for turn := uint32(1); turn <= uint32(turns); turn++ {
+			facts = append(facts, factsOf(b, turnBodies(turn, "t", "c1", "ok", nil)...)...)
+		}
+		perTurn := len(facts) / turns
+		b.Run(fmt.Sprintf("standing/turns=%d", turns), func(b *testing.B) {
+			for b.Loop() {
+				s := NewStanding()
+				for end := perTurn; end <= len(facts); end += perTurn {
+					s.Catch(facts[:end])
+					_, _ = s.Progress(), s.Spend()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*turns), "ns/turn")
+		})
+		if turns > 100 {
+			continue // quadratic: 100 turns show the growth
+		}
+		b.Run(fmt.Sprintf("wholelog/turns=%d", turns), func(b *testing.B) {
+			for b.Loop() {
+				for end := perTurn; end <= len(facts); end += perTurn {
+					_, _, _ = ReadProgress(facts[:end]), Tally(facts[:end]), UnknownOperations(facts[:end])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*turns), "ns/turn")
+		})
 	}
 }
