@@ -18,8 +18,8 @@ import (
 // its place); any other log (a takeover's, a replica behind, the log of
 // another run) is folded again from its start. Each reading equals the
 // batch function's over the same facts (ReadProgress, Tally, QueueWaitMs,
-// UnknownOperations, CurrentLease, FinishDecided), at every prefix: they
-// share the fold of one fact, and a test checks it.
+// UnknownOperations, CurrentLease, FinishDecided), at every prefix: the
+// first three share its fold of one fact, and a property test checks all.
 //
 // A Standing is not safe for concurrent use; an attempt drives its run
 // from one goroutine.
