@@ -218,8 +218,11 @@ func (c *RunLogs) observe(base RunLog, recs []Record) {
 	if e.log.LastSeq != base.LastSeq || len(e.log.Records) != len(base.Records) {
 		return
 	}
+	// Appended where the cached records lie, as Load extends them: every
+	// log handed out is clipped, so no holder sees the new records, and a
+	// copy here cost the whole log at every commit (issue 38). A bail-out
+	// below leaves e.log as it was; what it wrote lies past every length.
 	next := e.log
-	next.Records = slices.Clone(next.Records)
 	pos := next.NextPosition()
 	for _, r := range recs {
 		if r.Duplicate || r.Seq <= next.LastSeq || r.Fact.Position != pos {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/bus"
@@ -94,6 +95,11 @@ type attempt struct {
 	// agentVersion is what the external agent's version command printed
 	// (external.go), recorded in the claim's identity.
 	agentVersion string
+	// standing is the run's standing as of the newest log this attempt
+	// looked at (stand): each look folds only the facts since the last.
+	standing *step.Standing
+	// ctlSeen is how many of the run's facts the controls have seen.
+	ctlSeen int
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,
@@ -133,7 +139,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 		if err := a.holds(log, claiming); err != nil {
 			return nil, err
 		}
-		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && step.FinishDecided(log.Facts()) {
+		if ca, ok := body.(events.ControlAccepted); ok && ca.Control.Signal == events.SignalSteer && a.stand(log).FinishDecided() {
 			// A steer is taken in at any point before a finish is
 			// committed, and at none after.
 			return nil, errFinishDecided
@@ -142,7 +148,7 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 			// The lease follows the log as it is now: a claim decided on a
 			// stale read (a lagging replica) must not reuse a lease number
 			// another runner holds.
-			a.lease = step.CurrentLease(log.Facts()) + 1
+			a.lease = a.stand(log).Lease() + 1
 			claim.Lease = a.lease
 			body = claim
 		}
@@ -171,18 +177,15 @@ func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) 
 // holds refuses an append once the attempt no longer holds the run: the
 // run has ended, or a claim other than this attempt's is the newest.
 func (a *attempt) holds(log bus.RunLog, claiming bool) error {
-	var newest bus.Record
-	var lease uint32
-	for _, r := range log.Records {
-		switch b := r.Fact.Body.(type) {
-		case events.RunEnded:
-			return fmt.Errorf("%w: %w", ErrLeaseLost, errRunEnded)
-		case events.RunClaimed:
-			if b.Lease >= lease {
-				newest, lease = r, b.Lease
-			}
-		}
+	st := a.stand(log)
+	if st.Ended() {
+		return fmt.Errorf("%w: %w", ErrLeaseLost, errRunEnded)
 	}
+	var newest bus.Record
+	if i, ok := st.NewestClaim(); ok {
+		newest = log.Records[i]
+	}
+	lease := st.Lease()
 	switch {
 	case claiming:
 		return nil
@@ -192,6 +195,30 @@ func (a *attempt) holds(log bus.RunLog, claiming bool) error {
 		return fmt.Errorf("%w (lease %d, ours %d)", ErrLeaseLost, lease, a.lease)
 	}
 	return nil
+}
+
+// stand brings the attempt's standing up to log and returns it. The logs an
+// attempt looks at only grow (its view, its commits' decisions, its loads),
+// so each look folds only what is new since the last; a log that is no
+// extension of the last (a replica behind) is folded whole (step.Standing).
+func (a *attempt) stand(log bus.RunLog) *step.Standing {
+	if a.standing == nil {
+		a.standing = step.NewStanding()
+	}
+	a.standing.Catch(log.Facts())
+	return a.standing
+}
+
+// seeControls shows the controls the run's facts since they last looked.
+func (a *attempt) seeControls(facts []events.Fact) {
+	if a.ctl == nil {
+		return
+	}
+	if a.ctlSeen > len(facts) {
+		a.ctlSeen = 0 // a log behind the last: see it all again
+	}
+	a.ctl.seen(facts[a.ctlSeen:])
+	a.ctlSeen = len(facts)
 }
 
 // errFinishDecided refuses a steer once the stop decider has committed the
@@ -231,24 +258,38 @@ func (a *attempt) load(ctx context.Context) (bus.RunLog, error) {
 	return log, err
 }
 
+// afterLoopHook is a seam for tests only (export_test.go sets it, for one
+// Service, and clears it when the test ends): it is told, when an
+// attempt's loop returns, how many facts its standing folded in all and
+// how many the run's log held at its last look.
+var afterLoopHook atomic.Pointer[func(s *Service, run string, folded int64, facts int)]
+
 // loop runs turns until the stop decider finishes the run or a limit ends
 // it. Each pass reads where the run stands and takes the next step.
 func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
+	if h := afterLoopHook.Load(); h != nil {
+		defer func() {
+			if a.standing != nil {
+				(*h)(a.svc, a.run, a.standing.Folded(), a.standing.Len())
+			}
+		}()
+	}
 	for {
 		log, err := a.view(ctx)
 		if err != nil {
 			return step.Ending{}, err
 		}
 		facts := log.Facts()
-		p := step.ReadProgress(facts)
-		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, queueWait(facts)
+		st := a.stand(log)
+		p := st.Progress()
+		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, time.Duration(st.QueueWaitMs())*time.Millisecond
 		if a.ctl != nil {
-			a.ctl.seen(facts)
+			a.seeControls(facts)
 			if sig := a.ctl.pendingCancel(); sig != nil {
 				return a.acceptCancel(ctx, sig)
 			}
 		}
-		if unknown := step.UnknownOperations(facts); len(unknown) > 0 {
+		if unknown := st.UnknownOperations(); len(unknown) > 0 {
 			// Settled with an unknown outcome by an attempt that died before
 			// it could end the run: nothing more may happen in it.
 			return step.Ending{Status: events.RunNeedsHuman, Reason: unknown[0].Reason()}, nil
@@ -273,7 +314,7 @@ func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 				continue // the summary is committed: read the log again
 			}
 			a.status("turn", map[string]any{"turn": p.Turn + 1})
-			if end, err := a.startTurn(ctx, facts, p.Turn+1); err != nil || end.Ends() {
+			if end, err := a.startTurn(ctx, facts, st.Spend(), p.Turn+1); err != nil || end.Ends() {
 				return end, err
 			}
 		case step.AskModel:
@@ -281,7 +322,7 @@ func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 				return end, err
 			}
 		case step.FinishTurn:
-			if end, err := a.finishTurn(ctx, facts, p); err != nil || end.Ends() {
+			if end, err := a.finishTurn(ctx, st.Spend(), p); err != nil || end.Ends() {
 				return end, err
 			}
 		case step.AwaitDecision:
@@ -320,8 +361,9 @@ func (a *attempt) request(facts []events.Fact, turn uint32) (turnRequest, error)
 }
 
 // startTurn checks the limits and commits turn.started with the digest of
-// the exact request (stored as a blob).
-func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint32) (step.Ending, error) {
+// the exact request (stored as a blob). spent is what facts say the run
+// spent.
+func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, spent step.Spend, turn uint32) (step.Ending, error) {
 	if ex, ok := a.model.(interface{ Exhausted(turn int) bool }); ok && ex.Exhausted(int(turn)) {
 		return step.Ending{Status: events.RunIncomplete, Reason: ReasonExhausted}, nil
 	}
@@ -334,7 +376,7 @@ func (a *attempt) startTurn(ctx context.Context, facts []events.Fact, turn uint3
 	}
 	req, tokens := built.req, built.tokens
 	reserve := a.model.Reserve(req)
-	if reason := step.Preflight(budgetOf(a.kase.Budget), step.Tally(facts), reserve); reason != "" {
+	if reason := step.Preflight(budgetOf(a.kase.Budget), spent, reserve); reason != "" {
 		return step.Exhausted(reason), nil
 	}
 	body, err := a.model.Render(req)
@@ -430,9 +472,10 @@ func (a *attempt) askModel(ctx context.Context, facts []events.Fact, p step.Prog
 }
 
 // finishTurn checks the reply against the budget, settles every call that
-// is not settled yet and commits turn.completed.
-func (a *attempt) finishTurn(ctx context.Context, facts []events.Fact, p step.Progress) (step.Ending, error) {
-	if reason := step.Overrun(budgetOf(a.kase.Budget), step.Tally(facts), p.Replied.Usage, p.Started.Reserve); reason != "" {
+// is not settled yet and commits turn.completed. spent is what the run
+// spent, as of the progress p.
+func (a *attempt) finishTurn(ctx context.Context, spent step.Spend, p step.Progress) (step.Ending, error) {
+	if reason := step.Overrun(budgetOf(a.kase.Budget), spent, p.Replied.Usage, p.Started.Reserve); reason != "" {
 		return step.Exhausted(reason), nil
 	}
 	if p.Replied.Finish == models.FinishRefusal {

@@ -57,7 +57,7 @@ func startTuned(t *testing.T, tune func(*bus.Bus) []kit.Option, hook func(*runne
 }
 
 // fixtureCase writes a case whose check passes when answer.txt holds 4.
-func fixtureCase(t *testing.T, budget string) *cases.Case {
+func fixtureCase(t testing.TB, budget string) *cases.Case {
 	t.Helper()
 	dir := t.TempDir()
 	fx := filepath.Join(dir, "fixture")
@@ -82,7 +82,7 @@ checks:
 	return c
 }
 
-func treatment(t *testing.T, script string) *cases.Treatment {
+func treatment(t testing.TB, script string) *cases.Treatment {
 	t.Helper()
 	tr, err := cases.ParseTreatment("t.yaml", []byte("id: scripted\nmodel: {provider: scripted, scripts: x}\n"))
 	must(t, err)
@@ -90,7 +90,7 @@ func treatment(t *testing.T, script string) *cases.Treatment {
 	return tr
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

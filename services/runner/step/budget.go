@@ -61,41 +61,66 @@ type Spend struct {
 // call started: its reservation while it runs, what it spent once its
 // end is settled (exactly once: a child settled is no longer reserved).
 func Tally(facts []events.Fact) Spend {
-	s := Spend{TokensKnown: true, CostKnown: true}
-	reserve := map[uint32]uint64{}
-	type call struct {
-		turn uint32
-		id   events.CallID
-	}
-	children := map[call]events.Delegation{}
+	t := newTally()
 	for _, f := range facts {
-		switch b := f.Body.(type) {
-		case events.TurnStarted:
-			s.Steps++
-			reserve[b.Turn] = b.Reserve
-		case events.ModelReplied:
-			s.charge(b.Usage, reserve[b.Turn])
-		case events.ContextSummarised:
-			// A summary is a model call of the run: charged like a reply,
-			// never a step.
-			s.charge(b.Usage, b.Reserve)
-		case events.DispatchIntended:
-			if b.Delegation != nil {
-				children[call{b.Turn, b.CallID}] = *b.Delegation
-			}
-		case events.DispatchCompleted:
-			k := call{b.Turn, b.Dispatch.CallID}
-			if _, ok := children[k]; !ok {
-				continue
-			}
-			delete(children, k)
-			if c := b.Child; c != nil {
-				s.Steps += c.Steps
-				s.chargeChild(c)
-			}
+		t.apply(f)
+	}
+	return t.spend()
+}
+
+// tally is Tally's fold: the spend so far, and what it needs to charge
+// the facts still to come (each started turn's reservation, the children
+// still running).
+type tally struct {
+	s        Spend
+	reserve  map[uint32]uint64
+	children map[turnCall]events.Delegation
+}
+
+// turnCall names a call of a turn.
+type turnCall struct {
+	turn uint32
+	id   events.CallID
+}
+
+func newTally() tally {
+	return tally{s: Spend{TokensKnown: true, CostKnown: true}, reserve: map[uint32]uint64{}, children: map[turnCall]events.Delegation{}}
+}
+
+// apply folds one fact into the tally.
+func (t *tally) apply(f events.Fact) {
+	s := &t.s
+	switch b := f.Body.(type) {
+	case events.TurnStarted:
+		s.Steps++
+		t.reserve[b.Turn] = b.Reserve
+	case events.ModelReplied:
+		s.charge(b.Usage, t.reserve[b.Turn])
+	case events.ContextSummarised:
+		// A summary is a model call of the run: charged like a reply,
+		// never a step.
+		s.charge(b.Usage, b.Reserve)
+	case events.DispatchIntended:
+		if b.Delegation != nil {
+			t.children[turnCall{b.Turn, b.CallID}] = *b.Delegation
+		}
+	case events.DispatchCompleted:
+		k := turnCall{b.Turn, b.Dispatch.CallID}
+		if _, ok := t.children[k]; !ok {
+			return
+		}
+		delete(t.children, k)
+		if c := b.Child; c != nil {
+			s.Steps += c.Steps
+			s.chargeChild(c)
 		}
 	}
-	for _, d := range children {
+}
+
+// spend is the spend so far, with what the running children hold.
+func (t *tally) spend() Spend {
+	s := t.s
+	for _, d := range t.children {
 		s.Reserved.Steps += d.Steps
 		s.Reserved.InputTokens += d.InputTokens
 		s.Reserved.OutputTokens += d.OutputTokens

@@ -58,28 +58,44 @@ func (u UnknownOp) Reason() string { return UnknownReason(u.Intended, []string{u
 // UnknownOperations lists the external operations of a run whose
 // settlement says their outcome is unknown, in log order.
 func UnknownOperations(facts []events.Fact) []UnknownOp {
-	intended := map[string]events.DispatchIntended{}
-	var out []UnknownOp
+	u := newUnknowns()
 	for _, f := range facts {
-		switch b := f.Body.(type) {
-		case events.DispatchIntended:
-			intended[fmt.Sprintf("%d/%s", b.Turn, b.CallID)] = b
-		case events.DispatchCompleted:
-			if b.Dispatch.Outcome != events.OutcomeUnknown {
-				continue
-			}
-			in, ok := intended[fmt.Sprintf("%d/%s", b.Turn, b.Dispatch.CallID)]
-			if !ok {
-				continue
-			}
-			note := ""
-			if b.Error != nil {
-				note = b.Error.Message
-			}
-			out = append(out, UnknownOp{Intended: in, Note: note})
-		}
+		u.apply(f)
 	}
-	return out
+	return u.ops
+}
+
+// unknowns is UnknownOperations' fold: the operations found so far, and
+// the intents of the run's calls, which a settlement names by turn and
+// call.
+type unknowns struct {
+	intended map[turnCall]events.DispatchIntended
+	ops      []UnknownOp
+}
+
+func newUnknowns() unknowns {
+	return unknowns{intended: map[turnCall]events.DispatchIntended{}}
+}
+
+// apply folds one fact into the operations found.
+func (u *unknowns) apply(f events.Fact) {
+	switch b := f.Body.(type) {
+	case events.DispatchIntended:
+		u.intended[turnCall{b.Turn, b.CallID}] = b
+	case events.DispatchCompleted:
+		if b.Dispatch.Outcome != events.OutcomeUnknown {
+			return
+		}
+		in, ok := u.intended[turnCall{b.Turn, b.Dispatch.CallID}]
+		if !ok {
+			return
+		}
+		note := ""
+		if b.Error != nil {
+			note = b.Error.Message
+		}
+		u.ops = append(u.ops, UnknownOp{Intended: in, Note: note})
+	}
 }
 
 // SurfaceUnknown makes a run's end name every operation of unknown

@@ -7,7 +7,7 @@ import (
 )
 
 // factsOf builds a run's facts from bodies, as the runner would commit them.
-func factsOf(t *testing.T, bodies ...events.Body) []events.Fact {
+func factsOf(t testing.TB, bodies ...events.Body) []events.Fact {
 	t.Helper()
 	var out []events.Fact
 	gen := uint32(1)

@@ -23,49 +23,57 @@ type Progress struct {
 
 // ReadProgress folds a run's facts into where it stands.
 func ReadProgress(facts []events.Fact) Progress {
-	p := Progress{Gen: 1, Epoch: 1}
+	p := startProgress()
 	for i, f := range facts {
-		switch b := f.Body.(type) {
-		case events.TaskGenerationStarted:
-			p.Gen = max(p.Gen, b.Generation)
-		case events.TurnStarted:
-			p = Progress{Turn: b.Turn, StartedAt: i, Started: &b, Gen: p.Gen, Epoch: p.Epoch, Digest: p.Digest,
-				TurnGen:  max(f.TaskGeneration, p.Gen),
-				Intended: map[events.CallID]events.DispatchIntended{}, Completed: map[events.CallID]events.DispatchCompleted{},
-				Approvals: map[events.CallID]events.Signal{}}
-		case events.ControlAccepted:
-			if b.CallID != "" && p.Approvals != nil {
-				p.Approvals[b.CallID] = b.Control.Signal
-			}
-		case events.ModelReplied:
-			if b.Turn == p.Turn {
-				p.Replied = &b
-			}
-		case events.DispatchIntended:
-			if b.Turn == p.Turn {
-				p.Intended[b.CallID] = b
-			}
-		case events.DispatchCompleted:
-			if b.Dispatch.Mutation == events.MutationApplied {
-				p.Epoch++
-			}
-			if b.Dispatch.Digest != "" {
-				p.Digest = b.Dispatch.Digest
-			}
-			if b.Turn == p.Turn {
-				p.Completed[b.Dispatch.CallID] = b
-			}
-		case events.TurnCompleted:
-			if b.Evidence.Turn == p.Turn {
-				p.Done = true
-			}
-		case events.StopDecided:
-			if b.Decision.Turn == p.Turn {
-				p.Decision = &b.Decision
-			}
-		}
+		p.apply(i, f)
 	}
 	return p
+}
+
+// startProgress is the progress of a run with no facts.
+func startProgress() Progress { return Progress{Gen: 1, Epoch: 1} }
+
+// apply folds the run's fact at index i into p.
+func (p *Progress) apply(i int, f events.Fact) {
+	switch b := f.Body.(type) {
+	case events.TaskGenerationStarted:
+		p.Gen = max(p.Gen, b.Generation)
+	case events.TurnStarted:
+		*p = Progress{Turn: b.Turn, StartedAt: i, Started: &b, Gen: p.Gen, Epoch: p.Epoch, Digest: p.Digest,
+			TurnGen:  max(f.TaskGeneration, p.Gen),
+			Intended: map[events.CallID]events.DispatchIntended{}, Completed: map[events.CallID]events.DispatchCompleted{},
+			Approvals: map[events.CallID]events.Signal{}}
+	case events.ControlAccepted:
+		if b.CallID != "" && p.Approvals != nil {
+			p.Approvals[b.CallID] = b.Control.Signal
+		}
+	case events.ModelReplied:
+		if b.Turn == p.Turn {
+			p.Replied = &b
+		}
+	case events.DispatchIntended:
+		if b.Turn == p.Turn {
+			p.Intended[b.CallID] = b
+		}
+	case events.DispatchCompleted:
+		if b.Dispatch.Mutation == events.MutationApplied {
+			p.Epoch++
+		}
+		if b.Dispatch.Digest != "" {
+			p.Digest = b.Dispatch.Digest
+		}
+		if b.Turn == p.Turn {
+			p.Completed[b.Dispatch.CallID] = b
+		}
+	case events.TurnCompleted:
+		if b.Evidence.Turn == p.Turn {
+			p.Done = true
+		}
+	case events.StopDecided:
+		if b.Decision.Turn == p.Turn {
+			p.Decision = &b.Decision
+		}
+	}
 }
 
 // Action is the next step of a run, as its progress says.
