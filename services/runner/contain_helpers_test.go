@@ -46,7 +46,10 @@ func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	t.Helper()
 	b, _ := bustest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Only a failure waits this long: a container run under a loaded
+	// -race test binary spends tens of seconds in podman alone (one ended
+	// its 20 s wall budget at 34 s, and its test then ran out of 2 min).
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	logs := &lockedBuffer{}
 	work := reachableDir(t)
 	svc, err := runner.New(b, append([]kit.Option{runner.WithWorkDir(work), kit.WithWorkers(1), runner.WithDecisionTimeout(time.Minute),
