@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // loggedFact is a fact as 'factline tail --json' prints it.
@@ -54,13 +57,20 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := []byte("\xa2id\xba" + id) // the envelope's first key: "id", a 26-character ULID
+	// A fact of envelope version 2 opens with a 13-element array, the
+	// version and its ID as 16 bytes of bin 8 (docs/facts.md).
+	open := []byte("\x9d\x02\xc4\x10")
+	uid, err := ulid.Parse(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := append(slices.Clone(open), uid[:]...)
 	start := bytes.Index(data, marker)
 	if start < 0 || bytes.Count(data, marker) != 1 {
 		t.Fatalf("fact %s is not in the export once", id)
 	}
 	end := len(data)
-	if next := bytes.Index(data[start+len(marker):], []byte("\xa2id\xba")); next >= 0 {
+	if next := bytes.Index(data[start+len(marker):], open); next >= 0 {
 		end = start + len(marker) + next
 	}
 	for _, e := range edits {
