@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -50,34 +51,53 @@ func Image(tb testing.TB, variant string) string {
 }
 
 func buildImage(variant string) (string, error) {
-	bb, err := os.ReadFile(BusyboxPath)
+	bb, applets, err := busybox()
 	if err != nil {
 		return "", err
 	}
-	list, err := exec.Command(BusyboxPath, "--list").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s --list: %w", BusyboxPath, err)
-	}
-	rootfs, err := rootfsTar(bb, strings.Fields(string(list)), variant)
+	rootfs, err := rootfsTar(bb, applets, variant)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(rootfs)
 	ref := "localhost/factline-test:" + variant + "-" + hex.EncodeToString(sum[:6])
-	// The engine sandbox.EngineFromEnv would name (this package cannot
-	// import sandbox, whose tests use it).
-	bin := os.Getenv("FACTLINE_CONTAINER_ENGINE")
-	if bin == "" {
-		bin = "podman"
+	return importImage(ref, 2*time.Minute, func(w io.Writer) error {
+		_, err := w.Write(rootfs)
+		return err
+	})
+}
+
+// busybox reads the static busybox and the names of its applets.
+func busybox() ([]byte, []string, error) {
+	bb, err := os.ReadFile(BusyboxPath)
+	if err != nil {
+		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	list, err := exec.Command(BusyboxPath, "--list").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s --list: %w", BusyboxPath, err)
+	}
+	return bb, strings.Fields(string(list)), nil
+}
+
+// importImage imports the root file system write writes as ref, unless
+// the engine holds ref already (a ref names its content's digest). The
+// file system is streamed: an npm agent with node is hundreds of
+// megabytes.
+func importImage(ref string, timeout time.Duration, write func(io.Writer) error) (string, error) {
+	bin := engineBin()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if exec.CommandContext(ctx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil {
 		return ref, nil
 	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(write(pw)) }()
 	cmd := exec.CommandContext(ctx, bin, "import", "-", ref)
-	cmd.Stdin = bytes.NewReader(rootfs)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	cmd.Stdin = pr
+	out, err := cmd.CombinedOutput()
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
 		return "", fmt.Errorf("%s import: %w: %s", bin, err, out)
 	}
 	return ref, nil

@@ -3,14 +3,12 @@ package sandboxtest
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -47,13 +45,9 @@ type extraFile struct {
 }
 
 func buildImageWith(variant string, files map[string]string) (string, error) {
-	bb, err := os.ReadFile(BusyboxPath)
+	bb, applets, err := busybox()
 	if err != nil {
 		return "", err
-	}
-	list, err := exec.Command(BusyboxPath, "--list").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s --list: %w", BusyboxPath, err)
 	}
 	var extra []extraFile
 	for _, at := range slices.Sorted(func(yield func(string) bool) {
@@ -98,25 +92,9 @@ func buildImageWith(variant string, files map[string]string) (string, error) {
 		}
 	}
 	ref := "localhost/factline-test:" + variant + "-" + hex.EncodeToString(h.Sum(nil)[:6])
-	bin := engineBin()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if exec.CommandContext(ctx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil {
-		return ref, nil
-	}
-	// Streamed: an npm agent with node is hundreds of megabytes.
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(writeRootfs(pw, bb, strings.Fields(string(list)), variant, extra))
-	}()
-	cmd := exec.CommandContext(ctx, bin, "import", "-", ref)
-	cmd.Stdin = pr
-	out, err := cmd.CombinedOutput()
-	_ = pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
-		return "", fmt.Errorf("%s import: %w: %s", bin, err, out)
-	}
-	return ref, nil
+	return importImage(ref, 5*time.Minute, func(w io.Writer) error {
+		return writeRootfs(w, bb, applets, variant, extra)
+	})
 }
 
 // hashContent adds a regular file's content or a link's target to h.
