@@ -26,10 +26,16 @@ func nodeImage(t *testing.T, variant, dir string) string {
 		t.Fatalf("%v: examples/external-agent/install.sh installs it (scripts/test-deps runs it)", err)
 	}
 	files := map[string]string{dir: dir}
-	for _, bin := range []string{"/usr/bin/node", "/usr/bin/env"} {
+	// node wherever this host has it (a tarball install puts it in
+	// /usr/local/bin), at /usr/bin/node in the image.
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (%v): the npm agents need it", err)
+	}
+	for at, bin := range map[string]string{"/usr/bin/node": node, "/usr/bin/env": "/usr/bin/env"} {
 		real, err := filepath.EvalSymlinks(bin)
 		must(t, err)
-		files[bin] = real
+		files[at] = real
 		out, err := exec.Command("ldd", real).Output()
 		if err != nil {
 			t.Fatalf("ldd %s: %v", real, err)
