@@ -51,6 +51,12 @@ type Spec struct {
 	// MaxDeliver is how many times a delivery is tried when the options
 	// leave it unset (0: the bus's default).
 	MaxDeliver int
+	// MaxAckPending bounds the consumer's unacknowledged deliveries across
+	// all instances when the options leave it unset (0: the bus's
+	// default). A service that holds each delivery for as long as its
+	// handler works (the runner, for a whole run) sets it to the most
+	// that may be in flight fleet-wide.
+	MaxAckPending int
 	// OnDemand pulls a delivery only when a worker is free, whatever the
 	// options say: for handlers that may outlive the ack wait, behind
 	// which a prefetched delivery would be redelivered until it counted
@@ -127,6 +133,9 @@ func New[X any](b *bus.Bus, spec Spec, own *X, opts ...Option) (*Shell, error) {
 	s.consumer.Filters = spec.Filters
 	if s.consumer.MaxDeliver == 0 {
 		s.consumer.MaxDeliver = spec.MaxDeliver
+	}
+	if s.consumer.MaxAckPending == 0 {
+		s.consumer.MaxAckPending = spec.MaxAckPending
 	}
 	if spec.OnDemand {
 		s.consumer.OnDemand = true

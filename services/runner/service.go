@@ -107,8 +107,17 @@ var spec = kit.Spec{
 	InstancePrefix:    "runner",
 	RunCachePerWorker: 4,
 	MaxDeliver:        5,
+	MaxAckPending:     MaxRunsInFlight,
 	OnDemand:          true,
 }
+
+// MaxRunsInFlight is how many runs the whole fleet's runners may drive at
+// once. A runner holds a run's delivery unacknowledged for the whole run,
+// so the consumer's MaxAckPending is that ceiling: at the bus's default of
+// 256 a fleet of any size drove at most 256 runs. Each runner process is
+// bounded by its own slots (WithWorkers; it pulls only when one is free),
+// so this only has to be above every fleet's total (docs/scaling.md).
+const MaxRunsInFlight = 1 << 20
 
 // New returns a runner on b, configured by the kit's shared options
 // (WithWorkers is how many runs it drives at once; it keeps a run cache,
