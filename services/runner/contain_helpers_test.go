@@ -42,7 +42,8 @@ func (l *lockedBuffer) String() string {
 func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
 // startWith starts a runner configured by opts and a stand-in decider on
-// a real embedded server; the runner logs to the returned buffer.
+// a real embedded server; the runner logs to the returned buffer, which a
+// failed test prints.
 func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	t.Helper()
 	b, _ := bustest.Start(t)
@@ -59,6 +60,11 @@ func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
 	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
 	return &env{t: t, b: b, ctx: ctx, work: work}, logs
 }
 

@@ -64,11 +64,6 @@ func processWith(marker string) bool {
 func TestExternalAgentInAContainerRunsInTheImage(t *testing.T) {
 	image := miniagentImage(t)
 	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
 	script := `turns:
   - calls:
       - {name: read_file, args: {path: ` + sandboxtest.ImageMarker + `}}
@@ -150,12 +145,7 @@ func ctrSlowAgent(t *testing.T, e *env, image, run, budget string) (marker strin
 // the run cancelled: the agent's process is gone and so is the container.
 func TestExternalAgentInAContainerCancelMidCall(t *testing.T) {
 	image := miniagentImage(t)
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	marker := ctrSlowAgent(t, e, image, "ctr-cancel", "{steps: 10, wall: 5m}")
 	must(t, e.b.Controls().Send(e.ctx, "suite", "ctr-cancel", events.Control{Signal: events.SignalCancel, Reason: "enough"}))
 	_, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ctr-cancel")
@@ -175,12 +165,7 @@ func TestExternalAgentInAContainerCancelMidCall(t *testing.T) {
 // exhausted, the agent and its container gone.
 func TestExternalAgentInAContainerPastTheWallBudget(t *testing.T) {
 	image := miniagentImage(t)
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	marker := ctrSlowAgent(t, e, image, "ctr-wall", "{steps: 10, wall: 20s}")
 	_, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ctr-wall")
 	must(t, err)
@@ -199,12 +184,7 @@ func TestExternalAgentInAContainerPastTheWallBudget(t *testing.T) {
 // naming the image and the command: no turn, no hang, not incomplete.
 func TestExternalAgentMissingFromTheImageEndsNamingIt(t *testing.T) {
 	image := sandboxtest.Image(t, "plain")
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	for _, cmd := range []string{"/usr/local/bin/no-such-agent", "no-such-agent"} {
 		run := "ctr-missing-" + strings.Trim(filepath.Base(cmd), "/")
 		if strings.HasPrefix(cmd, "/") {
@@ -229,12 +209,7 @@ func TestExternalAgentMissingFromTheImageEndsNamingIt(t *testing.T) {
 // (the feature is off: the agent keeps it).
 func TestExternalAgentNetworkIsRecorded(t *testing.T) {
 	image := miniagentImage(t)
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	script := "turns:\n  - text: nothing to do\n"
 	log, _ := e.runAgent(ctrAgentCase(t, image, "{steps: 10, wall: 2m}", cases.NetworkLoopback),
 		agentTreatment(t, script, containerAgent, "{{.Instruction}}"), "ctr-net-lo")

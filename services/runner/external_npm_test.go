@@ -54,12 +54,7 @@ func (g npmAgent) treatment(t *testing.T) *cases.Treatment {
 func TestNpmAgentsFixTheCaseThroughTheirWire(t *testing.T) {
 	for _, g := range npmAgents {
 		t.Run(g.name, func(t *testing.T) {
-			e, logs := startWith(t)
-			defer func() {
-				if t.Failed() {
-					t.Log(logs.String())
-				}
-			}()
+			e, _ := startWith(t)
 			c := fixtureCase(t, "{steps: 10, wall: 2m}")
 			log, end := e.runAgent(c, g.treatment(t), "npm-"+g.name)
 			if end.Status != events.RunDone {
@@ -97,12 +92,7 @@ func TestNpmAgentsFixTheCaseThroughTheirWire(t *testing.T) {
 func TestNpmAgentsPastBudgetAreExhausted(t *testing.T) {
 	for _, g := range npmAgents {
 		t.Run(g.name, func(t *testing.T) {
-			e, logs := startWith(t)
-			defer func() {
-				if t.Failed() {
-					t.Log(logs.String())
-				}
-			}()
+			e, _ := startWith(t)
 			c := fixtureCase(t, "{steps: 1, wall: 2m}")
 			log, end := e.runAgent(c, g.treatment(t), "npm-budget-"+g.name)
 			if end.Status != events.RunExhausted || end.Reason != "step_limit" {

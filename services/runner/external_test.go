@@ -81,12 +81,7 @@ const fixScript = `turns:
 // turn.completed; the agent's tools ran in the workspace, and the sealed
 // candidate is what it left.
 func TestExternalAgentCallsAreRecordedTurns(t *testing.T) {
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
 	log, end := e.runAgent(c, agentTreatment(t, fixScript, bin, "--stream", "{{.Instruction}}"), "ext-1")
@@ -134,12 +129,7 @@ func TestExternalAgentCallsAreRecordedTurns(t *testing.T) {
 // insufficient_quota error and the run ends exhausted: no turn is started
 // for it, and the agent is ended.
 func TestExternalAgentPastBudgetIsExhausted(t *testing.T) {
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 1}")
 	log, end := e.runAgent(c, agentTreatment(t, fixScript, bin, "{{.Instruction}}"), "ext-budget")
@@ -160,12 +150,7 @@ func TestExternalAgentPastBudgetIsExhausted(t *testing.T) {
 // A cancel while the agent's call waits for the model ends the run
 // cancelled and the agent's process with it.
 func TestExternalAgentCancelMidCallEndsTheProcess(t *testing.T) {
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
 	slow := "turns:\n  - text: thinking\n    delay: 60s\n"
@@ -277,12 +262,7 @@ func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
 // The wall-time budget bounds the agent: a call that outlasts it ends the
 // run exhausted (wall_time_limit) and the agent's process with it.
 func TestExternalAgentPastTheWallBudgetIsEnded(t *testing.T) {
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10, wall: 6s}")
 	slow := "turns:\n  - text: thinking\n    delay: 60s\n"
@@ -326,12 +306,7 @@ func agentPID(t *testing.T, e *env) int {
 // the agent's answer, the agent's next call is refused, starts no turn,
 // and the agent's process is ended; the run ends as decided.
 func TestExternalAgentStopDecisionEndsTheAgent(t *testing.T) {
-	e, logs := startWith(t)
-	defer func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
+	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
 	// The delay keeps the agent alive while the test reads its pid.
