@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,20 @@ func exportedFacts(t *testing.T, file string) []events.Fact {
 	return facts
 }
 
+// tracedStore runs the traced suite into a new store and exports it.
+func tracedStore(t *testing.T) (store, export string) {
+	t.Helper()
+	store = t.TempDir()
+	if code, _, errOut := runCLI(t, "run", tracedSuite(t), "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	export = filepath.Join(t.TempDir(), "traced.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", export); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	return store, export
+}
+
 // A suite's run, replayed into a real OTLP receiver (Jaeger), is there as
 // the projection made it: the tree, every span's name, IDs, start and
 // duration, its attributes; the IDs are the facts', so a second replay
@@ -78,14 +93,7 @@ func exportedFacts(t *testing.T, file string) []events.Fact {
 // though the facts hold it.
 func TestTraceSendsARunToJaegerAsItsFactsSay(t *testing.T) {
 	j := startJaeger(t)
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "run", tracedSuite(t), "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("run exited %d: %s", code, errOut)
-	}
-	export := filepath.Join(t.TempDir(), "traced.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", export); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
+	store, export := tracedStore(t)
 	facts := exportedFacts(t, export)
 	var leaked bool
 	for _, f := range facts {
@@ -157,7 +165,7 @@ func TestTraceSendsARunToJaegerAsItsFactsSay(t *testing.T) {
 		"turn 1 > chat script", "turn 1 > execute_tool read_file", "turn 1 > execute_tool list_files", "turn 2 > chat script",
 		"grade > grade unchanged",
 	} {
-		if !containsString(tree, edge) {
+		if !slices.Contains(tree, edge) {
 			t.Errorf("jaeger's tree lacks %q; it has %q", edge, tree)
 		}
 	}
@@ -267,28 +275,12 @@ func equalSets(a, b map[string]bool) bool {
 	return true
 }
 
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // With --follow the command keeps reading: the spans of what is
 // committed reach the receiver while it runs, and an interrupt ends it
 // cleanly.
 func TestTraceFollowSendsSpansWhileItRuns(t *testing.T) {
 	j := startJaeger(t)
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "run", tracedSuite(t), "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("run exited %d: %s", code, errOut)
-	}
-	export := filepath.Join(t.TempDir(), "traced.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", export); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
+	store, export := tracedStore(t)
 	var runTrace spans.TraceID
 	for _, f := range exportedFacts(t, export) {
 		if f.Kind() == events.KindRunRequested {
