@@ -16,6 +16,7 @@ import (
 // at consecutive sequences on every replica, loads by its links, and of
 // two writers on one expectation exactly one wins.
 func TestAtomicBatchesOnTheCluster(t *testing.T) {
+	t.Parallel()
 	b, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
