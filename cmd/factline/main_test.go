@@ -23,6 +23,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // The demo is what 'make run' shows: it must commit a whole run, show the
 // race between two runners and replay the log into projections.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	code, out, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval")
 	if code != 0 {
@@ -112,6 +113,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestBadInvocations(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "x.flx")
 	if err := os.WriteFile(file, []byte("not an export"), 0o644); err != nil {
 		t.Fatal(err)
