@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("FACTLINE_TEST_RUNNER"); url != "" {
 		os.Exit(runChild(url))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeAgent()
+	os.Exit(code)
 }
 
 func runChild(url string) int {
@@ -128,6 +130,7 @@ func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 // crash between the summary's commit and the next turn (or anywhere else)
 // sends the same requests, the summary made once and never asked again.
 func TestTakeoverAtEveryBoundary(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -238,6 +241,7 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p fleet
 // operation ID, a sink with a status lookup is asked, and otherwise the run
 // stops for a person naming the operation. The sink never counts two.
 func TestExternalEffectAfterCrash(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
