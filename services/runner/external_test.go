@@ -296,7 +296,8 @@ func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
 // The wall-time budget bounds the agent: a call that outlasts it ends the
 // run exhausted (wall_time_limit) and the agent's process with it.
 func TestExternalAgentPastTheWallBudgetIsEnded(t *testing.T) {
-	t.Parallel()
+	// Serial: its wall budget is seconds, which tests running beside it
+	// on a loaded -race run could use up before the step it is about.
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10, wall: 6s}")
