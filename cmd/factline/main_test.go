@@ -19,7 +19,7 @@ import (
 // deadline exceeded" while still making progress.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	code = run(ctx, args, &out, &errOut)
