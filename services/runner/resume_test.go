@@ -131,9 +131,11 @@ func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 // sends the same requests, the summary made once and never asked again.
 func TestTakeoverAtEveryBoundary(t *testing.T) {
 	t.Parallel()
-	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	b, _ := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	// A cleanup, not a defer: the crash points run in parallel after this
+	// function returns.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
 	for _, sc := range []struct {
 		name      string
@@ -171,6 +173,17 @@ func TestTakeoverAtEveryBoundary(t *testing.T) {
 
 			for crashAt := 1; crashAt < commits; crashAt++ {
 				t.Run(fmt.Sprintf("after commit %d of %d", crashAt, commits), func(t *testing.T) {
+					// Each crash point has a server of its own, so that its
+					// doomed child and its heir take only its run, and the
+					// crash points run in parallel: each mostly waits (a
+					// process starting, the dead runner's ack wait).
+					t.Parallel()
+					b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+					dctx, stopDecider := context.WithCancel(ctx)
+					t.Cleanup(stopDecider) // before the server stops
+					go func() { _ = fleettest.Decider{Bus: b}.Run(dctx) }()
+					p, err := fleettest.Publish(ctx, b, fixtureCase(t, sc.budget), sc.treatment)
+					must(t, err)
 					run := fmt.Sprintf("%s-crash%d", prefix, crashAt)
 					child := exec.Command(os.Args[0])
 					child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
