@@ -34,14 +34,25 @@ var roles = []string{"admin", "submitter", "runner", "staller", "decider", "grad
 // variable, as an operator would).
 func rolePassword(prefix, role string) string { return "pw-" + strings.ToLower(prefix) + "-" + role }
 
+// rolePasswordsOnce sets the role passwords once for the whole test
+// process. They are the same for every test and no other test reads or
+// clears them, so setting them for good (instead of t.Setenv, which
+// forbids t.Parallel) lets the tests on role servers run in parallel.
+var rolePasswordsOnce sync.Once
+
 // setRolePasswords puts every role's password in the environment variables
 // factline.conf and tenants.conf read.
 func setRolePasswords(t *testing.T) {
-	for _, r := range roles {
-		for _, prefix := range []string{"FACTLINE", "TENANT_A", "TENANT_B"} {
-			t.Setenv(prefix+"_"+strings.ToUpper(r)+"_PASSWORD", rolePassword(prefix, r))
+	t.Helper()
+	rolePasswordsOnce.Do(func() {
+		for _, r := range roles {
+			for _, prefix := range []string{"FACTLINE", "TENANT_A", "TENANT_B"} {
+				if err := os.Setenv(prefix+"_"+strings.ToUpper(r)+"_PASSWORD", rolePassword(prefix, r)); err != nil {
+					t.Fatalf("set the role passwords: %v", err)
+				}
+			}
 		}
-	}
+	})
 }
 
 // roleServer starts a JetStream server in this process from one of the
@@ -172,6 +183,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // decisions), no less (the fleet would stall). Both shipped server
 // configurations are checked, every user of every account.
 func TestRolesAppendExactlyTheKindsTheyOwn(t *testing.T) {
+	t.Parallel()
 	setRolePasswords(t)
 	for _, conf := range []string{"factline.conf", "tenants.conf"} {
 		opts, err := server.ProcessConfigFile(filepath.Join("..", "ops", "nats", conf))
@@ -229,6 +241,7 @@ func TestRolesAppendExactlyTheKindsTheyOwn(t *testing.T) {
 // service's durable consumer. Every refusal is checked on the server side
 // too: nothing refused lands in a stream.
 func TestRolePermissionsOnRealServer(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t, 2*time.Minute)
 	_, url := roleServer(t, "factline.conf")
 	admin, _ := openAs(t, ctx, url, "FACTLINE", "admin")
@@ -313,6 +326,7 @@ func TestRolePermissionsOnRealServer(t *testing.T) {
 // dead-letters it with the reason. Together with the subject permissions,
 // a fact's producer is always the kind's owner.
 func TestForgedProducerIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t, 2*time.Minute)
 	_, url := roleServer(t, "factline.conf")
 	admin, _ := openAs(t, ctx, url, "FACTLINE", "admin")
@@ -355,6 +369,11 @@ func TestForgedProducerIsDeadLettered(t *testing.T) {
 // nothing and writes only into its own log, while a fresh connection as
 // tenant A reads A's run back whole.
 func TestTenantsAreIsolated(t *testing.T) {
+	t.Parallel()
+	// Built before the context starts: building it (once per test binary)
+	// is not what the context bounds, and on a loaded machine it took the
+	// whole two minutes.
+	bin := factlineBinary(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	_, url := roleServer(t, "tenants.conf")
 	openAs(t, ctx, url, "TENANT_A", "a-admin")
@@ -408,7 +427,6 @@ func TestTenantsAreIsolated(t *testing.T) {
 
 	// The same from new OS processes: a replay as tenant A's analyst counts
 	// A's three facts; as tenant B's, the one B wrote.
-	bin := factlineBinary(t)
 	for _, c := range []struct {
 		prefix, user, want string
 	}{{"TENANT_A", "a-analyst", `"run.claimed": 3`}, {"TENANT_B", "b-analyst", `"run.claimed": 1`}} {
@@ -439,6 +457,7 @@ func writePasswordFile(t *testing.T, prefix, role string) string {
 // operator tails it, and identities doing what their role may not are
 // stopped at once with the subject named.
 func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
+	t.Parallel()
 	bin := factlineBinary(t)
 	ctx := ctxFor(t, 4*time.Minute)
 	_, url := roleServer(t, "factline.conf")

@@ -236,6 +236,7 @@ func scheduleText(seed uint64, s []fault) string {
 
 // A schedule is a pure function of its seed, and seeds differ.
 func TestChaosScheduleIsAFunctionOfItsSeed(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(50) {
 		a, b := scheduleText(seed, chaosSchedule(seed)), scheduleText(seed, chaosSchedule(seed))
 		if a != b {
@@ -251,6 +252,7 @@ func TestChaosScheduleIsAFunctionOfItsSeed(t *testing.T) {
 // shape, and partitions for longer than the ack wait; over a few dozen
 // seeds every kind of fault and every moment kind comes up.
 func TestChaosSchedulesCoverEveryFault(t *testing.T) {
+	t.Parallel()
 	kinds := map[faultKind]int{}
 	moments := map[events.Kind]int{}
 	for seed := range uint64(60) {

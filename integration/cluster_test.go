@@ -80,6 +80,7 @@ func startCluster(t *testing.T) (*bus.Bus, []*bus.Embedded) {
 // A run on a three-node cluster with replicated streams: the services work
 // the same, and the log has three replicas.
 func TestRunOnAThreeNodeCluster(t *testing.T) {
+	t.Parallel()
 	b, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

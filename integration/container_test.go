@@ -64,6 +64,10 @@ func writeSlowContainerSuite(t *testing.T, image string) string {
 // runs the attempt to its end in a container of its own lease, and when
 // the run has ended no container of the suite is left.
 func TestARunnerKilledMidAttemptLeavesNoContainer(t *testing.T) {
+	t.Parallel()
+	// The factline binary is built (once) before any context of the
+	// test starts: the build is no part of what the context bounds.
+	factlineBinary(t)
 	image := sandboxtest.Image(t, "plain")
 	srv := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -119,6 +123,10 @@ func TestARunnerKilledMidAttemptLeavesNoContainer(t *testing.T) {
 // The example suite runs with one command once its script built the
 // image: its case needs a tool only the image has, and both runs pass.
 func TestTheContainerExampleRuns(t *testing.T) {
+	t.Parallel()
+	// The factline binary is built (once) before any context of the
+	// test starts: the build is no part of what the context bounds.
+	factlineBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "../examples/container/build-image.sh").CombinedOutput(); err != nil {

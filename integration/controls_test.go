@@ -16,6 +16,7 @@ import (
 // the older generation is stale, so a proposal citing it is not accepted;
 // evidence made after the steer is.
 func TestSteerMakesOlderEvidenceStale(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	tr, err := cases.ParseTreatment("t.yaml", []byte("id: scripted\nmodel: {provider: scripted, scripts: x}\n"))
 	if err != nil {
@@ -84,6 +85,7 @@ func TestSteerMakesOlderEvidenceStale(t *testing.T) {
 // the turn completes: the finish is stale, the run goes on in the new
 // generation, and it ends done only on evidence made after the steer.
 func TestSteerDuringTheFinalTurnIsTakenIn(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	for _, c := range []struct {
 		name  string

@@ -486,6 +486,10 @@ func lastLines(s string, n int) string {
 // so on /healthz and in factline_bus_stream_missing, and is healthy again
 // once an administrator has made CONTROL again.
 func TestARunnerThatMayNotMakeControlSaysSo(t *testing.T) {
+	t.Parallel()
+	// The factline binary is built (once) before any context of the
+	// test starts: the build is no part of what the context bounds.
+	factlineBinary(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	_, url := roleServer(t, "factline.conf")
 	admin, _ := openAs(t, ctx, url, "FACTLINE", "admin")

@@ -33,6 +33,7 @@ import (
 // factline audit fails naming it under the rule fact-subject; tail flags
 // its line.
 func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
+	t.Parallel()
 	bin := factlineBinary(t)
 	ctx := ctxFor(t, 4*time.Minute)
 	_, url := roleServer(t, "factline.conf")

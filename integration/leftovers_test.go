@@ -166,6 +166,10 @@ func runContainers(t *testing.T, suite, run string, filters ...string) []string 
 // the suite is reported and every service stopped, the work dir is empty
 // and no container of the suite is left.
 func TestKilledServicesLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
+	// The factline binary is built (once) before any context of the
+	// test starts: the build is no part of what the context bounds.
+	factlineBinary(t)
 	image := sandboxtest.Image(t, "plain")
 	srv := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

@@ -113,6 +113,10 @@ model: {provider: openai, name: fake-model, base_url: "%s/v1", limits: {max_conc
 // at once, every run completes, and the throttles lowered the limit the
 // fleet shares (its state is in the LIMITS bucket).
 func TestThreeRunnerProcessesShareAModelLimit(t *testing.T) {
+	t.Parallel()
+	// The factline binary is built (once) before any context of the
+	// test starts: the build is no part of what the context bounds.
+	factlineBinary(t)
 	provider := &throttlingProvider{}
 	api := httptest.NewServer(provider)
 	defer api.Close()

@@ -28,6 +28,7 @@ var userNames = rapid.OneOf(
 // distinct: no fact a user can name takes the ID of another fact, of any
 // writer (a collision makes the second fact look committed already).
 func TestNoUserNameReachesAnotherFactsMessageID(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		const run = "r1"
 		snap := events.DigestOf([]byte("snapshot"))

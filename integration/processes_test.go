@@ -55,6 +55,7 @@ func normalise(t *testing.T, report []byte) string {
 // other two) against one NATS server on loopback, submitted by a fourth:
 // the same report as everything in one process.
 func TestServeInSeparateProcesses(t *testing.T) {
+	t.Parallel()
 	bin := factlineBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

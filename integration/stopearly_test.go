@@ -63,6 +63,7 @@ func earlySuite(t *testing.T, n int) string {
 // the runs not yet started end cancelled (suite_stopped) without a turn,
 // and the report is complete and says the suite stopped early.
 func TestASuiteStopsEarlyOnceItsComparisonIsSettled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, _ := bustest.Start(t)

@@ -14,6 +14,7 @@ func fail(n int, answer string) string { return turn(write("w", answer), check("
 // The stop-and-handoff seed's replay cases, end to end with the real stall
 // handler and stop decider: statuses, reasons, steps and spent cost units.
 func TestSeedReplayCasesEndToEnd(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	pass := turn(write("w", "4"), check("c"), done("t%d/c"))
 	cases := []struct {
@@ -56,6 +57,7 @@ func TestSeedReplayCasesEndToEnd(t *testing.T) {
 // The "evidence required for adoption" of the harness ownership seed that
 // concerns stopping and stalling, each as a scripted run on the bus.
 func TestAdoptionEvidence(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	writeTask := task{files: map[string]string{"answer.txt": "3\n"}, yaml: "budget: {steps: 6}\nrequires_write: true\n"}
 	cases := []struct {
@@ -164,6 +166,7 @@ func TestAdoptionEvidence(t *testing.T) {
 // loop; an edit loop whose error text rotates is still stopped by the cap
 // on failing verifications.
 func TestPollingAndRotatingErrors(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	t.Run("polling completes", func(t *testing.T) {
 		poll := `{id: p, name: run_command, args: {command: "date +%s%N"}}`

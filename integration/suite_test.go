@@ -334,6 +334,7 @@ func withoutWallTime(r measure.Report) string {
 // runs only the pending instruments, no actor is rerun, no run ending
 // changes, and the report is identical to that of a run without the crash.
 func TestSuiteEndToEndWithGraderCrash(t *testing.T) {
+	t.Parallel()
 	path := writeE2ESuite(t)
 	clean := runE2E(t, path, false)
 	crashed := runE2E(t, path, true)

@@ -101,6 +101,7 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 // says what suite.reported recorded: both are violations naming the facts.
 // The honest log, and an honest copy of it, audit clean.
 func TestAnEditedExportFailsTheAudit(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	if code, _, errOut := runCLI(t, "run", "testdata/tiny/cheat.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("run: %d %s", code, errOut)

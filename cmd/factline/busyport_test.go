@@ -10,6 +10,7 @@ import (
 // A port another process listens on is named as taken, with the way to
 // choose another, for each address factline listens on.
 func TestABusyPortSaysHowToChooseAnother(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

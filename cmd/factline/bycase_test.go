@@ -11,6 +11,7 @@ import (
 // report --by case gives one row per case and treatment, with the same
 // counts the report has, as a table, JSON and CSV.
 func TestReportByCase(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("run exited %d: %s", code, errOut)

@@ -9,6 +9,7 @@ import (
 // flags that command takes: the control commands no longer share one flag
 // set.
 func TestHelpIsPerCommandAndPrintedOnce(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		cmd      string
 		has, not []string
@@ -44,6 +45,7 @@ func TestHelpIsPerCommandAndPrintedOnce(t *testing.T) {
 // A mistake in how a command is called is a short message and a pointer
 // to --help on stderr, with exit status 2; nothing goes to stdout.
 func TestUsageErrorsAreShortAndOnStderr(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -76,6 +78,7 @@ func TestUsageErrorsAreShortAndOnStderr(t *testing.T) {
 // Bare factline is a mistake (exit 2, the command list on stderr); asking
 // for help is not (exit 0, on stdout).
 func TestBareFactlineAndHelp(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCLI(t)
 	if code != 2 || out != "" || !strings.Contains(errOut, "cancel") || !strings.Contains(errOut, "tail") {
 		t.Errorf("bare factline: exit %d, stdout %q, stderr %q; want 2 and the command list on stderr", code, out, errOut)

@@ -10,6 +10,7 @@ import (
 // docs/cli.md is where a user finds what a command does: its table has a
 // row for every command the binary has, and names none it lacks.
 func TestTheCLIDocHasARowPerCommand(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,7 @@ func strs(v any) []string {
 // --allow-changed-cases. The gates on run and compare exit 3 when they
 // fail and 0 when they hold; --junit writes one test case per attempt.
 func TestCompareTwoStoresAndAnExport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	storeA, storeB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	if code, _, errOut := runCLI(t, "run", nightly(t, dir, "on", false), "--store", storeA, "--fsync", "interval", "--fail-under", "1"); code != 0 {
@@ -184,6 +185,7 @@ func TestCompareTwoStoresAndAnExport(t *testing.T) {
 // Bad calls of compare are usage errors naming what is wrong, before any
 // store is opened.
 func TestCompareUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		says string
@@ -212,6 +214,7 @@ func TestCompareUsage(t *testing.T) {
 // measured the harness, not the agent. Its JUnit file skips each attempt
 // as excluded.
 func TestRunEveryAttemptAHarnessError(t *testing.T) {
+	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	code, out, errOut := runCLI(t, "run", "testdata/harnesserr/suite.yaml", "--store", t.TempDir(), "--fsync", "interval", "--junit", junit)
 	if code != exitAllHarnessErrors || !strings.Contains(errOut, "every one of suite harnesserr's 1 attempts ended as a harness error") {

@@ -12,6 +12,7 @@ import (
 // (bash -n), and the completions it asks the binary for name factline's
 // own commands, flags and values.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		code, out, errOut := runCLI(t, "completion", shell)
 		if code != 0 || len(out) < 500 || !strings.Contains(out, "factline") || errOut != "" {

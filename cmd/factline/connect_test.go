@@ -73,6 +73,7 @@ func TestCredentialFlags(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	got := redactURL("nats://runner:s3cret@127.0.0.1:4222, nats://127.0.0.1:4223,tls://token@h:1")
 	if strings.Contains(got, "s3cret") || !strings.Contains(got, "runner:REDACTED@127.0.0.1:4222") || !strings.Contains(got, "tls://token@h:1") {
 		t.Fatalf("redactURL = %q", got)
@@ -80,6 +81,7 @@ func TestRedactURL(t *testing.T) {
 }
 
 func TestPermissionViolationIsNamed(t *testing.T) {
+	t.Parallel()
 	var got error
 	g := newGuard("user runner", func(err error) { got = err })
 	g.handle(nil, nil, fmt.Errorf(`%w: Permissions Violation for Publish to "fact.s.r.grade.verdict"`, nats.ErrPermissionViolation))

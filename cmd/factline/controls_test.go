@@ -16,6 +16,7 @@ import (
 // cites it in control.accepted, and reports it refused when the run ends
 // first: a steer is never reported sent and then silently dropped.
 func TestControlWaitsForAcceptance(t *testing.T) {
+	t.Parallel()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

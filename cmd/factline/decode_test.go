@@ -13,6 +13,7 @@ import (
 // decode turns a stored message into the fact's wire map as JSON, refuses
 // what is no fact, and with --subject refuses a fact of another subject.
 func TestDecodePrintsAStoredFact(t *testing.T) {
+	t.Parallel()
 	f, err := events.NewFact(events.Meta{Suite: "s", Run: "r", TaskGeneration: 1, Position: 1,
 		Producer: events.Producer{Service: events.OwnerRunner, Instance: "x"}}, events.RunClaimed{Runner: "x", Lease: 1})
 	if err != nil {

@@ -91,6 +91,7 @@ func runUntilTheDiskFills(t *testing.T, disk, suite string, args ...string) (int
 // store, and says how to go on; and going on that way (space freed, the
 // same command again) takes the suite to its report.
 func TestRunSaysWhenTheDiskUnderItsStoreFills(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, "24m")
 	store := filepath.Join(disk, "store")
 	suite := writeTrialsSuite(t, 200)
@@ -124,6 +125,7 @@ func TestRunSaysWhenTheDiskUnderItsStoreFills(t *testing.T) {
 // tells a full disk there from a server that is away, and 'run' says so
 // and what to do.
 func TestRunNatsSaysWhenTheServerStoresNothing(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, "24m")
 	url := startNatsdIn(t, filepath.Join(disk, "store"))
 	startServe(t, "--nats", url, "--instances", "2")

@@ -15,6 +15,7 @@ var doubledPrefix = testutil.DoubledPrefix
 // command's name is not said again by its error, and a library's prefix
 // not again by the wrapper around it.
 func TestErrorMessagesRepeatNoPrefix(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.msg")
 	if err := os.WriteFile(junk, []byte("xx"), 0o644); err != nil {

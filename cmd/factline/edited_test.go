@@ -9,6 +9,7 @@ import (
 // (one name holds one roster), saying what differs and what to do:
 // rename the suite or use another store. Nothing of it is submitted.
 func TestAnEditedSuiteUnderItsOldNameSaysToRenameItOrUseAnotherStore(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("run: %d %s", code, errOut)

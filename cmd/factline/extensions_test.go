@@ -10,6 +10,7 @@ import (
 // A bad extension allowlist stops serve before anything starts,
 // naming the file, the line and the field.
 func TestBadExtensionAllowlist(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "ext.yaml")
 	if err := os.WriteFile(bad, []byte("extensions:\n  - name: notes\n    command: notes-server\n"), 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 // not the file, is refused at once, naming the case, the extension and
 // why, and the store is not even opened.
 func TestALocalRunChecksTheExtensionAllowlistBeforeSubmitting(t *testing.T) {
+	t.Parallel()
 	caseYAML, err := os.ReadFile("../../examples/demo/cases/read-only/case.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // with exit status 2, but with no pointer to --help: the call was right,
 // the file was not, and the help says nothing about the file.
 func TestAFileErrorNamesTheFileWithoutAHelpHint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("name: x\ntrials: ten\n"), 0o644); err != nil {

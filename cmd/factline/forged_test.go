@@ -100,6 +100,7 @@ func forgedStore(t *testing.T) (store, run string, seq uint64) {
 // line, replay folds it into nothing, and export and import carry it but
 // flag it.
 func TestReadersRefuseAndFlagAForgedFact(t *testing.T) {
+	t.Parallel()
 	store, run, seq := forgedStore(t)
 	mark := fmt.Sprintf("message %d", seq)
 

@@ -92,6 +92,7 @@ var hintRe = regexp.MustCompile(`factline (tail --nats \S+ --nkey \S+)`)
 // do, and --store commands of other processes reach the store through the
 // server. A restart keeps the credential.
 func TestServeListenIsLoopbackAndNeedsTheStoresCredential(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	port := freePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
@@ -197,6 +198,7 @@ func TestServeListenIsLoopbackAndNeedsTheStoresCredential(t *testing.T) {
 // --no-auth exists for throwaway stores on loopback, and says loudly what
 // it gives away.
 func TestServeNoAuthIsLoud(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	port := freePort(t)
 	srv := startServe(t, "--services", "meter", "--store", store, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--no-auth")
@@ -220,6 +222,7 @@ func TestServeNoAuthIsLoud(t *testing.T) {
 // An address other hosts can reach is served only when asked for, and
 // never without the credential.
 func TestServeListenBeyondLoopbackIsExplicit(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	for _, c := range []struct {
 		args []string

@@ -13,6 +13,7 @@ import (
 // file takes exactly one of them, and refuses the mix before it opens
 // anything: the store directory stays as it was given.
 func TestEveryReaderOfALogSourceTakesOnlyOne(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "x.flx")
 	policy := "../../" + whatif.ExamplePolicy
 	for _, cmd := range [][]string{
@@ -41,6 +42,7 @@ func TestEveryReaderOfALogSourceTakesOnlyOne(t *testing.T) {
 
 // The commands that replay a stream from a sequence on say so alike.
 func TestReplayAndTraceTakeTheSameFromSeq(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"replay", "trace"} {
 		code, out, _ := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "--from-seq uint") || !strings.Contains(out, "first stream sequence to replay") {

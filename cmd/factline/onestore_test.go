@@ -143,6 +143,7 @@ func checkReport(t *testing.T, who string, data string, suite string, planned in
 // and both suites are run, graded and measured whole, whichever process
 // ends first; the log they leave passes the audit.
 func TestTwoRunsOnOneStoreBothComplete(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	var runs []*proc
 	for _, suite := range []string{"testdata/onestore/a.yaml", "testdata/onestore/b.yaml"} {
@@ -200,6 +201,7 @@ func writeSlowSuiteWith(t *testing.T, extra string) string {
 // store in another process: a steer is accepted (a new task generation),
 // then a cancel ends the run, and the run's process measures its suite.
 func TestControlsReachTheRunnerOfALocalRun(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuite(t), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
@@ -235,6 +237,7 @@ func TestControlsReachTheRunnerOfALocalRun(t *testing.T) {
 // its services only once the grader has graded every sealed candidate of
 // the suite, so the store it leaves passes the audit.
 func TestALocalRunStopsOnlyAfterItsExcludedRunsAreGraded(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuiteWith(t, ""), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
@@ -266,6 +269,7 @@ var viewURLRe = regexp.MustCompile(`factline view: (http://\S+/)`)
 // store is killed, the viewer (attached to it) takes the store over and
 // stays live for the next suite.
 func TestTailAndViewShowARunStartedAfterThem(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	if code, _, errOut := factline(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("the first run: %d %s", code, errOut)
@@ -337,6 +341,7 @@ func get(t *testing.T, url string) string {
 // store's own log, even when another store's server now listens where the
 // dead one did.
 func TestAKilledHoldersStoreIsTakenOver(t *testing.T) {
+	t.Parallel()
 	store, other := filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "other")
 	if code, _, errOut := factline(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("the first run: %d %s", code, errOut)

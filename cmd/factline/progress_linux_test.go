@@ -53,6 +53,9 @@ func openPTY(t *testing.T) (tty *os.File, read func() string) {
 // elapsed time, even while no fact arrives (here no fleet serves, so
 // none does).
 func TestRunProgressIsLiveOnATerminal(t *testing.T) {
+	// Serial: it reads the progress line of each second, and beside
+	// parallel tests on a loaded -race run the line of 1s never came (0s,
+	// then 2s).
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	tty, read := openPTY(t)
 	cancel, exited := startRun(t, tty, &lockedBuffer{}, tinySuite, "--nats", srv.ClientURL())

@@ -11,6 +11,7 @@ import (
 // changed, keeps the earlier one, and says so run by run; a run whose case
 // has none of the file's instruments is skipped.
 func TestRegradeAppendsNewRevisions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
@@ -55,6 +56,7 @@ func TestRegradeAppendsNewRevisions(t *testing.T) {
 }
 
 func TestRegradeRefusesWhatItCannotDo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	grading := filepath.Join(dir, "g.yaml")
 	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: tests, kind: command, command: \"true\"}\n"), 0o644); err != nil {

@@ -36,6 +36,7 @@ func errSuite(t *testing.T) string {
 // every earlier one; retrying again chains on, and a suite with nothing
 // errored has nothing to retry.
 func TestRetryRunsHarnessErrorsAgainAndHidesNothing(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	// Its one attempt a harness error, the run says so in its status.
 	if code, _, errOut := runCLI(t, "run", errSuite(t), "--store", store, "--fsync", "interval"); code != exitAllHarnessErrors {

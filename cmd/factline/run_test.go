@@ -21,6 +21,7 @@ import (
 // The main job on the demo suite: it measures every attempt, and each demo
 // case ends and grades the way its script is meant to show.
 func TestRunDemoSuite(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	outDir := t.TempDir()
 	code, out, errOut := runCLI(t, "run", "../../examples/demo/suite.yaml", "--store", store, "--fsync", "interval", "--out", outDir, "--json")
@@ -191,6 +192,7 @@ func TestRunDemoSuite(t *testing.T) {
 }
 
 func TestRunRefusesBadSuites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -314,6 +316,7 @@ func copyWithoutOne(t *testing.T, store, subject string) string {
 // store stands behind (its holder was killed, and something else listens
 // at its address now) is never followed.
 func TestRunAndDemoAttachToTheStoresHolder(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	srv := startServe(t, "--services", "meter", "--store", store)
 	held := fmt.Sprintf("is held by process %d", os.Getpid())
@@ -345,6 +348,7 @@ func TestRunAndDemoAttachToTheStoresHolder(t *testing.T) {
 // A command that reads the log refuses a --store path that holds no store
 // (a typo) instead of creating an empty one there and reporting nothing.
 func TestReadersRefuseAMissingStore(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-store")
 	for _, args := range [][]string{
 		{"report", "demo", "--store", missing},

@@ -52,6 +52,7 @@ func waitForText(t *testing.T, read func() string, want string, exited <-chan in
 // reattaches; and it does: once runners serve, the same command follows
 // the suite to its report, having submitted nothing twice.
 func TestRunNatsWithoutARunnerSaysSoAndReattaches(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	url := srv.ClientURL()
 	startServe(t, "--services", "meter", "--nats", url)
@@ -95,6 +96,7 @@ func TestRunNatsWithoutARunnerSaysSoAndReattaches(t *testing.T) {
 // ran so far (nothing: both attempts skipped); bad durations are usage
 // errors.
 func TestRunTimeout(t *testing.T) {
+	t.Parallel()
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	url := srv.ClientURL()
 	junit := filepath.Join(t.TempDir(), "junit.xml")

@@ -86,6 +86,7 @@ type wireRequest struct {
 // only its tools, with its description. The report names what differs:
 // the prompt alone (an ablation), and the tools and their descriptions.
 func TestAScaffoldIsATreatmentOnTheWire(t *testing.T) {
+	t.Parallel()
 	fake := newWireRecorder(t)
 	dir := t.TempDir()
 	model := fmt.Sprintf("model: {provider: openai, name: m, base_url: %q, input_price: 1000000, output_price: 1000000}\n", fake.srv.URL+"/v1")

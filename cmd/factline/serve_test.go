@@ -10,6 +10,7 @@ import (
 // where no embedded server starts (--nats), is a usage error rather than
 // a setting silently ignored.
 func TestServeFsync(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	srv := startServe(t, "--services", "meter", "--store", store, "--fsync", "interval")
 	if out := srv.out.String(); !strings.Contains(out, "(fsync: interval)") || !strings.Contains(out, "serving meter") {
@@ -50,6 +51,7 @@ func TestServeFsync(t *testing.T) {
 // --workers sets how many deliveries a service's instances handle at once;
 // what cannot apply is a usage error naming the flag.
 func TestServeWorkers(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	srv := startServe(t, "--services", "staller,decider", "--store", store, "--workers", "staller=4,decider=2")
 	if out := srv.out.String(); !strings.Contains(out, "serving staller") {
@@ -80,6 +82,7 @@ func TestServeWorkers(t *testing.T) {
 // error that names the minimum and why; services other than the runner
 // send nothing and keep the older floor.
 func TestServeRefusesAnAckWaitTooShortToFence(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"serve", "--services", "runner", "--ack-wait", "1500ms", "--nats", "nats://127.0.0.1:1"},
 		{"serve", "--ack-wait", "1s", "--nats", "nats://127.0.0.1:1"}, // every service, the runner among them

@@ -41,6 +41,7 @@ func oldFacts(t *testing.T, ctx context.Context, store string) (string, jetstrea
 // so and how to fix it, and changes nothing; with --append-only it adds
 // deny_delete and deny_purge, and the next setup has nothing to report.
 func TestSetupReportsAndFixesAFactsStreamThatIsNotAppendOnly(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	url, s, _ := oldFacts(t, ctx, t.TempDir())
@@ -82,6 +83,7 @@ func TestSetupReportsAndFixesAFactsStreamThatIsNotAppendOnly(t *testing.T) {
 // up, so setup takes --store only with --append-only). The opening command
 // reports it until then.
 func TestSetupAppendOnlyOnAStore(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := t.TempDir()
@@ -104,6 +106,7 @@ func TestSetupAppendOnlyOnAStore(t *testing.T) {
 // that it applies once the store is opened again; --compress=false turns
 // it off.
 func TestSetupCompress(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})

@@ -147,6 +147,7 @@ func afterControl(facts []events.Fact, action events.SuiteAction) (map[string]ma
 // past their start check, while a run that was mid-run at the pause went
 // on after the resume.
 func TestAPausedSuiteHoldsUntilResumedAndThenFinishes(t *testing.T) {
+	t.Parallel()
 	const trials, instances = 6, 2
 	r, store := startControlledRun(t, trials, 1024)
 	suiteCtl(t, store, events.SuitePause, "lunch")
@@ -196,6 +197,7 @@ func TestAPausedSuiteHoldsUntilResumedAndThenFinishes(t *testing.T) {
 // it is reported with what ran, the runs never started counted in no
 // figure, and its log passes the audit.
 func TestADrainedSuiteFinishesWhatRunsAndReportsTheRest(t *testing.T) {
+	t.Parallel()
 	const trials = 10
 	r, store := startControlledRun(t, trials, 3)
 	suiteCtl(t, store, events.SuiteDrain, "budget spent")
@@ -242,6 +244,7 @@ func TestADrainedSuiteFinishesWhatRunsAndReportsTheRest(t *testing.T) {
 // reported with what ran; a control after its report is refused naming
 // why, and one of a suite the log does not hold names the suite.
 func TestACancelledSuiteEndsItsRunsAndIsReported(t *testing.T) {
+	t.Parallel()
 	const trials = 8
 	r, store := startControlledRun(t, trials, 3)
 	suiteCtl(t, store, events.SuiteCancel, "wrong model")
@@ -311,6 +314,7 @@ func suiteFacts(t *testing.T, ctx context.Context, b *bus.Bus) []events.Fact {
 // after the last run ended changes nothing but the heading, and a control
 // after the report is refused.
 func TestAPauseBeforeTheFirstClaimStartsNothingUntilResumed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, _ := bustest.Start(t)

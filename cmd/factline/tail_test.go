@@ -15,6 +15,7 @@ import (
 // its end with --no-follow (it used to wait forever), for one --run, one
 // --kind (a signal or status), and as --json.
 func TestTailControlHonoursItsOptions(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -279,6 +279,7 @@ func equalSets(a, b map[string]bool) bool {
 // committed reach the receiver while it runs, and an interrupt ends it
 // cleanly.
 func TestTraceFollowSendsSpansWhileItRuns(t *testing.T) {
+	t.Parallel()
 	j := startJaeger(t)
 	store, export := tracedStore(t)
 	var runTrace spans.TraceID

@@ -10,6 +10,7 @@ import (
 // factline version and --version print the build's one line; with --json
 // the whole build record, for scripts.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	want := version.Current()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, errOut := runCLI(t, args...)

@@ -71,6 +71,7 @@ func fetch(t *testing.T, url string) (int, string) {
 // 'factline view' serves a store's pages on loopback, and an export of the
 // same store gives the same page data; it stops cleanly when interrupted.
 func TestViewServesAStoreAndItsExportAlike(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("demo: %s", errOut)
@@ -95,6 +96,7 @@ func TestViewServesAStoreAndItsExportAlike(t *testing.T) {
 // view is called with one source, an export that is there, and a listen
 // address it can use; a mistake says so.
 func TestViewRefusesWhatItCannotServe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -148,6 +150,7 @@ func assertStreams(t *testing.T, url string) {
 // --listen host and --allow-host names, and refuse any other Host (421):
 // a page elsewhere that rebinds its name to the viewer reads nothing.
 func TestViewListensAsServeDoesAndAnswersOnlyItsHostNames(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("demo: %s", errOut)

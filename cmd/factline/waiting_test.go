@@ -16,6 +16,7 @@ import (
 // operation and the digest of the arguments its dispatch.intended
 // recorded, and the store the command reaches.
 func TestALocalRunSaysWhichRunWaitsForYouAndHow(t *testing.T) {
+	t.Parallel()
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	defer sink.Close()
 	suite := writeSuite(t, map[string]string{
@@ -80,6 +81,7 @@ func TestALocalRunSaysWhichRunWaitsForYouAndHow(t *testing.T) {
 // of the run committed after it began to wait, or a status that moved on,
 // ends the wait; facts from before do not.
 func TestWaitingFollowsTheRunnersStatusAndTheFactsAfterIt(t *testing.T) {
+	t.Parallel()
 	w := newWaiting("--store /tmp/fl")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	note := w.status("r1", liveStatus{Phase: phaseAwaitingResolution, Operation: "r1/2/call-1", At: t0})
@@ -122,6 +124,7 @@ func TestWaitingFollowsTheRunnersStatusAndTheFactsAfterIt(t *testing.T) {
 // that command, pasted as printed, reaches the run: the run goes on to
 // its report and the progress no longer says it waits.
 func TestALocalRunSaysHowToResolveAnUnknownOutcomeAndTheCommandWorks(t *testing.T) {
+	t.Parallel()
 	// The sink takes the order and never answers in time: the call's
 	// outcome is unknown, with no lookup and no deduplication to learn it.
 	release := make(chan struct{})

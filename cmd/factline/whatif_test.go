@@ -15,6 +15,7 @@ import (
 // report comes as text, JSON and an SVG curve, from a store and from an
 // export file with its suite file.
 func TestWhatifReplaysTheCalibrationSuite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	if code, _, errOut := runCLI(t, "run", "../../examples/calibration/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
@@ -70,6 +71,7 @@ func TestWhatifReplaysTheCalibrationSuite(t *testing.T) {
 }
 
 func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("stall:\n  repair_budget: -1\n"), 0o644); err != nil {
@@ -98,6 +100,7 @@ func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
 // usage error naming the flag, what the file holds and a file the
 // repository ships, which parses.
 func TestWhatifWithoutAPolicySaysWhatToPass(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCLI(t, "whatif", "--store", t.TempDir())
 	if code != 2 || out != "" {
 		t.Fatalf("whatif without --policy: exit %d, stdout %q; want a usage error", code, out)

@@ -35,6 +35,7 @@ func writeSuite(t *testing.T, files map[string]string) string {
 // Under its report table, run says why runs were harness errors or
 // excluded: each reason once, with how many runs it holds and one of them.
 func TestRunSaysWhyRunsWereHarnessErrorsOrExcluded(t *testing.T) {
+	t.Parallel()
 	suite := writeSuite(t, map[string]string{
 		"suite.yaml": "name: why\ncases:\n  - {path: cases/read-only/case.yaml}\n" +
 			"treatments:\n  - {path: treatments/broken.yaml}\n  - {path: treatments/busy.yaml}\n  - {path: treatments/fine.yaml}\ntrials: 2\n" +

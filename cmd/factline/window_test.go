@@ -81,6 +81,7 @@ func checkRequests(t *testing.T, facts []events.Fact, window, planned int) {
 // suite is reported whole, as a run never killed reports it, and the
 // store passes the audit.
 func TestAKilledRunRequestsTheRestOfItsSuiteOnce(t *testing.T) {
+	t.Parallel()
 	const trials, window = 40, 4
 	suite := writeTrialsSuite(t, trials)
 	// Each reply takes a while, so that the runs cannot all end between

@@ -99,6 +99,7 @@ func (e *env) request(log bus.RunLog, n uint32) string {
 // summary is charged to the run and its request kept. Under a window of
 // one turn the same fact is dropped and the run does not pass.
 func TestAnEarlyFactSurvivesThroughTheSummary(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	const summary = "turn 1 found the code 7391 (evidence t1/r)"
 	log, end := e.runUnder(fixtureCase(t, "{steps: 6, cost: 30}"), withContext(t, summarisePolicy, codeScript(summary)), "summarised")
@@ -150,6 +151,7 @@ func TestAnEarlyFactSurvivesThroughTheSummary(t *testing.T) {
 // the run exhausted, naming the context budget: the summary was made and
 // charged, and nothing it must keep was dropped in silence.
 func TestABudgetTooSmallEvenSummarisedEndsExhausted(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ref, _ := e.runUnder(fixtureCase(t, "{steps: 6, cost: 30}"), withContext(t, summarisePolicy, codeScript("short")), "reference")
 	var second uint64
@@ -177,6 +179,7 @@ func TestABudgetTooSmallEvenSummarisedEndsExhausted(t *testing.T) {
 // would fit) ends the run exhausted before it is asked, and no summary is
 // committed.
 func TestASummaryTheBudgetCannotPayForEndsExhausted(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	script := strings.Replace(codeScript("s"), "reserve: 2", "reserve: 4", 1)
 	if !strings.Contains(script, "reserve: 4") {

@@ -17,6 +17,7 @@ import (
 // command of the run sees exactly the recorded limits, as a user that is
 // not root exactly when the record says so.
 func TestRunClaimedRecordsContainment(t *testing.T) {
+	t.Parallel()
 	limits := sandbox.Limits{CPUSeconds: 120, AddressSpace: 2 << 30, OpenFiles: 256, Processes: 128}
 	e, _ := startWith(t, runner.WithContainment(sandbox.Config{Limits: limits, Network: true, Unprivileged: true}))
 	script := `turns:
@@ -93,6 +94,7 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 // never reaches the host, and run.claimed says so. The attempt's directory
 // in the work dir is named after the runner's process.
 func TestCommandsWriteTheirOwnTmp(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	name := "factline-runner-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	script := `turns:

@@ -59,6 +59,7 @@ func (e *env) wait(run string) (bus.RunLog, events.RunEnded) {
 // interruption never completes a turn, whether the command was the reply's
 // last call or another followed it (that one is settled not_run).
 func TestCancelDuringLongCommand(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	for _, c := range []struct {
 		name string
@@ -193,6 +194,7 @@ func (s *sink) total() int {
 // An approval is bound to the exact arguments: one for other arguments is
 // not an approval, a rejection leaves zero effects and the run goes on.
 func TestApprovalsBindToExactArguments(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	sk := &sink{effects: map[string]int{}}
 	srv := httptest.NewServer(sk)
@@ -248,6 +250,7 @@ func TestApprovalsBindToExactArguments(t *testing.T) {
 // Two runners holding the same run: once another claims it, the first
 // makes no further effect and appends nothing more.
 func TestStaleRunnerMakesNoFurtherEffect(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	s := `turns:
   - calls:

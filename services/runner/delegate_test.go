@@ -73,6 +73,7 @@ const childAnswers = `turns:
 // of the replies recorded in both runs, no more, no less. The child is no
 // candidate: it seals nothing.
 func TestAChildRunAnswersItsParentAndIsChargedOnce(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	parent := `turns:
   - calls:
@@ -130,6 +131,7 @@ func TestAChildRunAnswersItsParentAndIsChargedOnce(t *testing.T) {
 // than the parent has left, is rejected with a typed reason naming what,
 // and no child run starts.
 func TestADelegationDeniedByPermissionsStartsNoChild(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	parent := `turns:
   - calls:
@@ -174,6 +176,7 @@ func TestADelegationDeniedByPermissionsStartsNoChild(t *testing.T) {
 // call is settled with the child's cancelled end before the parent ends
 // cancelled.
 func TestAChildIsCancelledByItsParentsCancel(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	parent := `turns:
   - calls:
@@ -205,6 +208,7 @@ func TestAChildIsCancelledByItsParentsCancel(t *testing.T) {
 // delegate call's operation names the child, so the resumed parent finds
 // its end and settles the call with it.
 func TestAParentTakenOverFindsItsCompletedChild(t *testing.T) {
+	t.Parallel()
 	parentScript := `turns:
   - calls:
       - {id: ask, name: delegate, args: {instruction: "What does answer.txt hold?"}}
@@ -274,6 +278,7 @@ func TestAParentTakenOverFindsItsCompletedChild(t *testing.T) {
 // lease and drives it from its log to its end. One whose parent has ended
 // before any runner took it is cancelled without running.
 func TestAChildIsTakenOverLikeAnyRunUnlessItsParentEnded(t *testing.T) {
+	t.Parallel()
 	ctx := fleettest.Ctx(t)
 	c := fixtureCase(t, "{steps: 6}")
 	e := startTuned(t, nil, func(_ *runner.Service, b *bus.Bus) {

@@ -84,6 +84,7 @@ func (s *slowSink) counts() (ops, total int) {
 // person's finding) or stops the run for a person, and the model never
 // gets the chance to place the order a second time blindly.
 func TestTimedOutEffectIsReconciledNeverRepeated(t *testing.T) {
+	t.Parallel()
 	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{runner.WithApprovalTimeout(2 * time.Second)} }, nil)
 	for _, c := range []struct {
 		name           string
@@ -166,6 +167,7 @@ func TestTimedOutEffectIsReconciledNeverRepeated(t *testing.T) {
 // While an operation of a run is unknown, nothing else of the reply runs:
 // the call after it waits for the reconciliation.
 func TestNothingRunsWhileAnEffectIsUnknown(t *testing.T) {
+	t.Parallel()
 	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{runner.WithApprovalTimeout(time.Second)} }, nil)
 	sk := newSlowSink(false, time.Minute)
 	hs := httptest.NewServer(sk)
@@ -258,6 +260,7 @@ func (s *lateSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // applies the first send within that window, and the lookup after it
 // finds it.
 func TestTimedOutEffectIsNotResentOnANotFoundWithinTheSettleWindow(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	sk := &lateSink{late: time.Second, posts: map[string]int{}, applied: map[string]int{}}
 	hs := httptest.NewServer(sk)

@@ -47,6 +47,7 @@ func listLabelled(suite, run string) ([]string, error) {
 // run.claimed records the container, the image by digest and the limits
 // read back inside, and no container of the run is left when it ends.
 func TestRunCommandRunsInTheCaseEnvironment(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.Image(t, "plain")
 	hostOnly := filepath.Join(reachableDir(t), "host-only")
 	must(t, os.WriteFile(hostOnly, []byte("x"), 0o644))
@@ -88,6 +89,7 @@ func TestRunCommandRunsInTheCaseEnvironment(t *testing.T) {
 // An image the engine does not hold ends the run errored, naming the
 // image, before any command: no dispatch is intended.
 func TestAMissingImageEndsTheRunBeforeAnyCommand(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	script := `turns:
   - calls:
@@ -106,6 +108,7 @@ func TestAMissingImageEndsTheRunBeforeAnyCommand(t *testing.T) {
 // A container an earlier lease left behind (its runner died) is removed
 // when the run is taken: none of the run's containers outlive it.
 func TestATakeoverRemovesTheContainerOfAnEarlierLease(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.Image(t, "plain")
 	e, logs := startWith(t)
 	orphan := sandbox.ContainerName("suite", "orphaned", 7)

@@ -44,6 +44,7 @@ func testAllowlist(t *testing.T, bin string, f extensionstest.Files, extra strin
 // calls read-only but the allowlist calls external waits for a person's
 // approval of its exact arguments. The server ends with the run.
 func TestExtensionEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	e := startWithExtensions(t, testAllowlist(t, bin, f, ""))
@@ -174,6 +175,7 @@ func TestExtensionEndToEnd(t *testing.T) {
 // cancel is accepted, and the server's process group (the server and the
 // child it left running) is killed with the run.
 func TestExtensionCancelledCall(t *testing.T) {
+	t.Parallel()
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	e := startWithExtensions(t, testAllowlist(t, bin, f, ""))
@@ -224,6 +226,7 @@ func TestExtensionCancelledCall(t *testing.T) {
 // not the pinned file, are refused before any process starts; the refusal
 // is the run's ending, with a typed reason.
 func TestExtensionRefusedBeforeStart(t *testing.T) {
+	t.Parallel()
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	tampered := extensionstest.NewFiles(t)
@@ -283,6 +286,7 @@ func childExtensions() (*extensions.Allowlist, error) {
 // claim, and does not repeat the call: nothing tells it whether the effect
 // happened, so the run stops for a person naming the operation.
 func TestExtensionEffectAfterCrash(t *testing.T) {
+	t.Parallel()
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	d, err := extensions.FileDigest(bin)

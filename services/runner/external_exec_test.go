@@ -14,6 +14,7 @@ import (
 // and why (a directory on its path it may not search, a file it may not
 // execute, a name not in PATH), and no turn is started.
 func TestExternalAgentTheUserCannotRunEndsNamingIt(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: only then does the agent run as a uid of its own that a 0700 directory shuts out")
 	}

@@ -60,6 +60,7 @@ func nodeImage(t *testing.T, variant, dir string) string {
 // overwrite one it has not read), and its calls are recorded
 // turns; the run ends done and leaves no container.
 func TestNpmAgentQwenInAContainer(t *testing.T) {
+	t.Parallel()
 	image := nodeImage(t, "node-qwen", qwenDir)
 	e, _ := startWith(t)
 	script := `turns:

@@ -52,6 +52,7 @@ func (g npmAgent) treatment(t *testing.T) *cases.Treatment {
 // tool offered by name, the tool's output sent back), the run ends done
 // and the candidate is the workspace its tool changed.
 func TestNpmAgentsFixTheCaseThroughTheirWire(t *testing.T) {
+	t.Parallel()
 	for _, g := range npmAgents {
 		t.Run(g.name, func(t *testing.T) {
 			e, _ := startWith(t)
@@ -90,6 +91,7 @@ func TestNpmAgentsFixTheCaseThroughTheirWire(t *testing.T) {
 // A budget of one step stops each npm agent: its second call is refused,
 // starts no turn, and the run ends exhausted.
 func TestNpmAgentsPastBudgetAreExhausted(t *testing.T) {
+	t.Parallel()
 	for _, g := range npmAgents {
 		t.Run(g.name, func(t *testing.T) {
 			e, _ := startWith(t)

@@ -2,11 +2,13 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,23 +26,51 @@ import (
 
 // buildAgent builds the test's external agent (miniagent, an agent of
 // factline's tests, not the example's npm agent) where the attempt's user
-// (a fresh uid) can run it, removed when the test ends: not below /tmp or
-// /var/tmp, which the attempt's mount namespace covers with tmpfs of its
-// own, nor in the package's directory, which on a fresh machine is below
-// root's home (0700: the uid could not reach it), but in /usr/local/lib,
-// which every uid may search.
+// (a fresh uid) can run it: not below /tmp or /var/tmp, which the
+// attempt's mount namespace covers with tmpfs of its own, nor in the
+// package's directory, which on a fresh machine is below root's home
+// (0700: the uid could not reach it), but in /usr/local/lib, which every
+// uid may search. It is built once for the test binary (every test only
+// runs it; linking it anew took seconds a test) and removed by TestMain.
 func buildAgent(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/usr/local/lib", "factline-miniagent-")
-	must(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "miniagent")
-	out, err := testutil.GoBuild(bin, "./agentproxy/miniagent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build miniagent: %v\n%s", err, out)
+	agent.once.Do(func() {
+		dir, err := os.MkdirTemp("/usr/local/lib", "factline-miniagent-")
+		if err != nil {
+			agent.err = err
+			return
+		}
+		agent.dir = dir
+		if err := os.Chmod(dir, 0o755); err != nil {
+			agent.err = err
+			return
+		}
+		bin := filepath.Join(dir, "miniagent")
+		if out, err := testutil.GoBuild(bin, "./agentproxy/miniagent").CombinedOutput(); err != nil {
+			agent.err = fmt.Errorf("%w\n%s", err, out)
+			return
+		}
+		agent.bin = bin
+	})
+	if agent.err != nil {
+		t.Fatalf("build miniagent: %v", agent.err)
 	}
-	return bin
+	return agent.bin
+}
+
+// agent is the miniagent buildAgent built, shared by the tests.
+var agent struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// removeAgent removes what buildAgent built, once every test has run.
+func removeAgent() {
+	if agent.dir != "" {
+		_ = os.RemoveAll(agent.dir)
+	}
 }
 
 // agentTreatment runs argv (templates over cases.AgentVars) under the
@@ -81,6 +111,7 @@ const fixScript = `turns:
 // turn.completed; the agent's tools ran in the workspace, and the sealed
 // candidate is what it left.
 func TestExternalAgentCallsAreRecordedTurns(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
@@ -129,6 +160,7 @@ func TestExternalAgentCallsAreRecordedTurns(t *testing.T) {
 // insufficient_quota error and the run ends exhausted: no turn is started
 // for it, and the agent is ended.
 func TestExternalAgentPastBudgetIsExhausted(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 1}")
@@ -150,6 +182,7 @@ func TestExternalAgentPastBudgetIsExhausted(t *testing.T) {
 // A cancel while the agent's call waits for the model ends the run
 // cancelled and the agent's process with it.
 func TestExternalAgentCancelMidCallEndsTheProcess(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")
@@ -197,6 +230,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // keeping every fact the dead runner committed (its claim, the turn it
 // started); a retry of the run is a new attempt that runs to its end.
 func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -262,6 +296,8 @@ func TestExternalAgentRunnerKilledIsInterruptedThenRetried(t *testing.T) {
 // The wall-time budget bounds the agent: a call that outlasts it ends the
 // run exhausted (wall_time_limit) and the agent's process with it.
 func TestExternalAgentPastTheWallBudgetIsEnded(t *testing.T) {
+	// Serial: its wall budget is seconds, which tests running beside it
+	// on a loaded -race run could use up before the step it is about.
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10, wall: 6s}")
@@ -306,6 +342,7 @@ func agentPID(t *testing.T, e *env) int {
 // the agent's answer, the agent's next call is refused, starts no turn,
 // and the agent's process is ended; the run ends as decided.
 func TestExternalAgentStopDecisionEndsTheAgent(t *testing.T) {
+	t.Parallel()
 	e, _ := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")

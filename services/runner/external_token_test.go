@@ -18,6 +18,7 @@ var tokenPattern = regexp.MustCompile(`fl-[0-9a-f]{64}`)
 // neither that request as stored and sent to the model, nor any fact, nor
 // any log line holds it; the redaction marker stands in its place.
 func TestExternalAgentTokenIsRedacted(t *testing.T) {
+	t.Parallel()
 	e, logs := startWith(t)
 	bin := buildAgent(t)
 	c := fixtureCase(t, "{steps: 10}")

@@ -27,6 +27,7 @@ import (
 // effect is sent only under a hold the server confirmed, checked against
 // the run's newest claim. The sink applies the operation once.
 func TestFrozenRunnerSendsNoEffectAfterTakeover(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Durability: bus.SyncInterval, Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

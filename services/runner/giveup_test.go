@@ -24,6 +24,7 @@ import (
 // the runner that sees it last ends the run as errored, naming why, instead
 // of leaving it unended forever.
 func TestRunnerGivesUpOnAPoisonRequest(t *testing.T) {
+	t.Parallel()
 	// 0 is the default bound, 5; 2 is one set with --max-deliver.
 	for _, max := range []int{0, 2} {
 		t.Run(fmt.Sprintf("max-deliver-%d", max), func(t *testing.T) { givesUpAfter(t, max) })
@@ -94,6 +95,7 @@ func poison(t *testing.T, cons jetstream.Consumer, bound int) {
 // one in flight unknown), and a run that may have made an external effect
 // ends needs_human naming the operation, not errored.
 func TestGivingUpSettlesWhatTheRunStarted(t *testing.T) {
+	t.Parallel()
 	b, _ := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -21,6 +21,7 @@ var decisions = []string{"Plan", "EffectStep", "Left"}
 // of them (the zero value is no decision) anywhere in the runner outside
 // step, tests included, and a renamed import of step along with it.
 func TestOnlyTheCoreMakesAPerCallDecision(t *testing.T) {
+	t.Parallel()
 	checked := 0
 	testutil.WalkGoFiles(t, ".", func(rel, path string) {
 		if strings.HasPrefix(rel, "step/") {

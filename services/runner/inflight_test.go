@@ -14,6 +14,7 @@ import (
 // drive MaxRunsInFlight runs at once, not the bus's default of 256 (a
 // fleet of any size drove at most 256).
 func TestTheRunnersConsumerLetsTheFleetDriveManyRunsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	for {
 		info, err := e.b.JetStream().Consumer(e.ctx, bus.FactsStream, runner.ConsumerName)

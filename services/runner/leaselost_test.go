@@ -16,6 +16,7 @@ import (
 // never works at all (as if it died at once): the run must still be
 // delivered again, taken over and ended.
 func TestLosingTheLeaseLeavesTheMessageToTheClaimant(t *testing.T) {
+	t.Parallel()
 	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{kit.WithAckWait(2 * time.Second)} }, nil)
 	b, ctx := e.b, e.ctx
 	e.start(fixtureCase(t, "{steps: 6}"), `turns:

@@ -88,6 +88,8 @@ func checkWaitExcluded(t *testing.T, log bus.RunLog, end events.RunEnded) {
 // A run whose model call waits for a fleet-wide slot longer than its whole
 // wall budget still finishes: the wait is not charged.
 func TestAModelSlotWaitIsNotChargedToTheWallBudget(t *testing.T) {
+	// Serial: its wall budget is seconds, which tests running beside it
+	// on a loaded -race run could use up before the step it is about.
 	e := start(t)
 	p, err := fleettest.Publish(e.ctx, e.b, fixtureCase(t, slotWallBudget), limitedTreatment(t, twoTurnScript))
 	must(t, err)
@@ -102,6 +104,8 @@ func TestAModelSlotWaitIsNotChargedToTheWallBudget(t *testing.T) {
 // after it committed the reply; the heir, whose wall clock runs from the
 // first claim, does not charge the wait the reply recorded and finishes.
 func TestAModelSlotWaitIsNotChargedAfterATakeover(t *testing.T) {
+	// Serial: its wall budget is seconds, which tests running beside it
+	// on a loaded -race run could use up before the step it is about.
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

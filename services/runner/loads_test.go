@@ -26,6 +26,7 @@ import (
 // the wake). It used to ask before every step as well: 7 asks a turn
 // instead of 2.
 func TestARunnerAsksWhereTheRunEndsOnlyToAwaitADecision(t *testing.T) {
+	t.Parallel()
 	const turns = 5
 	srv := bustest.Server(t, bus.EmbeddedConfig{})
 	b := bustest.OpenWith(t, srv, bus.Config{})

@@ -20,6 +20,7 @@ import (
 // "took effect". The lookup reaches only the URL the case wrote; what
 // another host says about the operation settles nothing.
 func TestStatusLookupDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
 	e := startTuned(t, func(*bus.Bus) []kit.Option { return []kit.Option{runner.WithApprovalTimeout(time.Second)} }, nil)
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,7 @@ func (m countingModel) Render(req models.Request) ([]byte, error) {
 // runner that took the run over rebuilds it, and checks it against the
 // committed digest).
 func TestATurnsRequestIsRenderedOnce(t *testing.T) {
+	t.Parallel()
 	var renders atomic.Int32
 	e, _ := startWith(t, runner.WithModels(func(ctx context.Context, c *cases.Case, tr *cases.Treatment) (models.Model, error) {
 		m, err := runner.Models(ctx, c, tr)
@@ -114,6 +115,7 @@ func (m blobLosingModel) Complete(ctx context.Context, req models.Request) (mode
 // runner that takes over a started turn whose request is missing stores it
 // before asking: every turn.started digest of a run resolves to its bytes.
 func TestATakenOverTurnStoresItsMissingRequest(t *testing.T) {
+	t.Parallel()
 	var failed atomic.Bool
 	var b *bus.Bus
 	e := startTuned(t, func(bb *bus.Bus) []kit.Option {

@@ -14,6 +14,7 @@ import (
 // stored as deltas every turn stored its whole request, and the stored
 // sizes grew with the turn.
 func TestRequestBlobsStayFlatInRunLength(t *testing.T) {
+	t.Parallel()
 	const turns = 60
 	e := start(t)
 	var turnsYAML []string

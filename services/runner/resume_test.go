@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("FACTLINE_TEST_RUNNER"); url != "" {
 		os.Exit(runChild(url))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeAgent()
+	os.Exit(code)
 }
 
 func runChild(url string) int {
@@ -128,9 +130,12 @@ func outcomeOf(t *testing.T, log bus.RunLog, end events.RunEnded) outcome {
 // crash between the summary's commit and the next turn (or anywhere else)
 // sends the same requests, the summary made once and never asked again.
 func TestTakeoverAtEveryBoundary(t *testing.T) {
-	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	t.Parallel()
+	b, _ := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+	// A cleanup, not a defer: the crash points run in parallel after this
+	// function returns.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx) }()
 	for _, sc := range []struct {
 		name      string
@@ -168,6 +173,17 @@ func TestTakeoverAtEveryBoundary(t *testing.T) {
 
 			for crashAt := 1; crashAt < commits; crashAt++ {
 				t.Run(fmt.Sprintf("after commit %d of %d", crashAt, commits), func(t *testing.T) {
+					// Each crash point has a server of its own, so that its
+					// doomed child and its heir take only its run, and the
+					// crash points run in parallel: each mostly waits (a
+					// process starting, the dead runner's ack wait).
+					t.Parallel()
+					b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
+					dctx, stopDecider := context.WithCancel(ctx)
+					t.Cleanup(stopDecider) // before the server stops
+					go func() { _ = fleettest.Decider{Bus: b}.Run(dctx) }()
+					p, err := fleettest.Publish(ctx, b, fixtureCase(t, sc.budget), sc.treatment)
+					must(t, err)
 					run := fmt.Sprintf("%s-crash%d", prefix, crashAt)
 					child := exec.Command(os.Args[0])
 					child.Env = append(os.Environ(), "FACTLINE_TEST_RUNNER="+srv.ClientURL(),
@@ -238,6 +254,7 @@ func takeover(t *testing.T, ctx context.Context, b *bus.Bus, run string, p fleet
 // operation ID, a sink with a status lookup is asked, and otherwise the run
 // stops for a person naming the operation. The sink never counts two.
 func TestExternalEffectAfterCrash(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -134,6 +134,7 @@ func kinds(log bus.RunLog, k events.Kind) []events.Fact {
 // spent budget ends exhausted with the limit as its reason and the spend it
 // states; a script with no more replies ends incomplete (no budget ran out).
 func TestSeedReplayCases(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	fail := func(a string) string { return attemptTurn(a, 3, 2) }
 	pass := `  - calls:
@@ -205,6 +206,7 @@ func dispatches(log bus.RunLog) map[string]events.DispatchCompleted {
 // Bad calls become typed observations and the run goes on; in a batch with
 // a refused call the others still run; nothing escapes the workspace.
 func TestBadCallsAreObservationsNotCrashes(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 	c := fixtureCase(t, "{steps: 6}")
@@ -263,6 +265,7 @@ func TestBadCallsAreObservationsNotCrashes(t *testing.T) {
 // Mutation is content identity: an identical rewrite is unchanged, a
 // rename of identical content changes the tree, a read is not a mutation.
 func TestMutationIsContentIdentity(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	s := `turns:
   - calls:
@@ -294,6 +297,9 @@ func TestMutationIsContentIdentity(t *testing.T) {
 // The wall-time budget stops a command that runs past it and ends the run
 // exhausted, as a limit and not an error.
 func TestWallTimeLimit(t *testing.T) {
+	// Serial: its wall budget is seconds, and under a loaded -race run
+	// with other tests beside it the budget ran out before the step it
+	// is about (TestWallTimeLimit ended before its command was sent).
 	e := start(t)
 	s := `turns:
   - calls:

@@ -100,6 +100,7 @@ func firstRequest(t *testing.T, ctx context.Context, b *bus.Bus, log bus.RunLog)
 // run_command; a call of a tool it did not offer is refused as not allowed,
 // and the run still finishes with the tools it has.
 func TestAScaffoldShapesTheRequestSent(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	kase := fixtureCase(t, "{steps: 6}")
 	tr, _ := scaffoldTreatment(t, scaffoldScript)
@@ -168,6 +169,7 @@ func claimed(t *testing.T, log bus.RunLog) events.Digest {
 // the prompt travels in the stored treatment, and the file is never read
 // again. Kill the runner process after each of its first commits in turn.
 func TestATakeoverSendsTheScaffoldTheDeadRunnerRendered(t *testing.T) {
+	t.Parallel()
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

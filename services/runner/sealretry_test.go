@@ -43,6 +43,7 @@ func (w flakyWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {
 // server restarts) is tried again; it does not end the run errored. Only
 // a failure of the workspace itself does that.
 func TestASealTheBusFailedIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	ws := &flakySealing{}
 	e := startTuned(t, func(b *bus.Bus) []kit.Option {
 		ws.StoredWorkspaces = runner.StoredWorkspaces{Blobs: b.Blobs()}

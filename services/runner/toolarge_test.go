@@ -16,6 +16,7 @@ import (
 // failed call (TOO_LARGE, its changes undone), not a harness error: the run
 // goes on, and the candidate is sealed and judged like any other.
 func TestWritingPastTheWorkspaceLimitIsACandidateFailure(t *testing.T) {
+	t.Parallel()
 	e := startTuned(t, func(b *bus.Bus) []kit.Option {
 		return []kit.Option{runner.WithWorkspaces(runner.StoredWorkspaces{Blobs: b.Blobs(), Options: workspace.Options{MaxBytes: 4 << 10}})}
 	}, nil)
