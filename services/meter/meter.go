@@ -367,6 +367,7 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}
 	body := r.Reported(digest)
+	body.Through = st.last
 	recs, err := s.sh.Bus.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
 		for _, rec := range log.Records {
 			if sr, ok := rec.Fact.Body.(events.SuiteReported); ok && sr.ReportDigest == digest {
