@@ -79,12 +79,22 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report
 	if err != nil {
 		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
 	}
-	var r measure.Report
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, ok, err := decodeStoredReport(data)
+	if err != nil {
 		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
 	}
-	// What prints from r must be what the blob says: a field the blob
-	// holds and this build's Report does not would be lost.
+	return r, ok, nil
+}
+
+// decodeStoredReport decodes a report blob (measure.EncodeJSON's form).
+// ok is false when the report decoded does not encode back to the same
+// bytes: what prints from it must be what the blob says, and a field the
+// blob holds that this build's Report does not would be lost.
+func decodeStoredReport(data []byte) (measure.Report, bool, error) {
+	var r measure.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return measure.Report{}, false, fmt.Errorf("decode the report: %w", err)
+	}
 	again, err := measure.EncodeJSON(r)
 	if err != nil || !bytes.Equal(again, data) {
 		return measure.Report{}, false, nil

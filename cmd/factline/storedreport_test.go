@@ -114,3 +114,22 @@ func storeReport(t *testing.T, store, name string, through func(events.SuiteRepo
 	}
 	return meters.Through
 }
+
+// A report blob of any bytes decodes to an error, or to a report that is
+// not taken (ok false), or to one that encodes back to those very bytes:
+// never to a report that prints other than what the blob says.
+func FuzzDecodeStoredReport(f *testing.F) {
+	f.Add([]byte(`{"suite":"s"}`))
+	f.Add([]byte("{\n  \"suite\": \"s\",\n  \"name\": \"\"\n}\n"))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, ok, err := decodeStoredReport(data)
+		if err != nil || !ok {
+			return
+		}
+		again, err := measure.EncodeJSON(r)
+		if err != nil || string(again) != string(data) {
+			t.Fatalf("taken, but encodes back to other bytes: %v\n%q\n%q", err, data, again)
+		}
+	})
+}
