@@ -79,6 +79,11 @@ type SuiteReported struct {
 	Invalid      uint32 `msgpack:"invalid"`
 	Abstained    uint32 `msgpack:"abstained"`
 	Excluded     uint32 `msgpack:"excluded"`
+	// Through is the stream sequence of the newest fact of the suite the
+	// report folded (0: not recorded, as by a meter before it). A reader
+	// that finds no fact of the suite after it but suite.reported facts
+	// may take the report blob for a rebuild from the log as it is now.
+	Through uint64 `msgpack:"through,omitempty"`
 }
 
 // Kind implements Body.

@@ -235,7 +235,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 	}
-	report, err := meter.Report(ctx, b, suite.File.Name)
+	report, err := finalReport(ctx, b, suite.File.Name, o.gates.junit != "")
 	if err != nil {
 		return err
 	}

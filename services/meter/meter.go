@@ -75,14 +75,21 @@ type Service struct {
 const maxReported = 1 << 16
 
 // suiteState is a suite's count of its settled attempts up to a stream
-// sequence: the facts of its runs in flight and a few bytes per planned
-// attempt, never every run's facts (the report reads them back once the
-// suite is complete).
+// sequence (the facts of its runs in flight and a few bytes per planned
+// attempt) and the report's fold of the same facts (measure.Log: a
+// compact record a run, about 0.9 KB, never a run's facts), from which
+// the report is built when the count says complete, without reading the
+// suite back.
 type suiteState struct {
 	mu    sync.Mutex
 	suite string
 	count *measure.Counter
-	last  uint64
+	// log folds every fact the count has counted, through last: what
+	// measure.Build reads. Reading the whole suite again at the end cost
+	// its every fact decoded a second time, the peak of a large suite's
+	// memory (docs/benchmarks.md#the-report-built-from-the-meters-fold).
+	log  *measure.Log
+	last uint64
 	// submission is the ID of the suite.submitted the roster comes from,
 	// which its run.requested facts answer (causation).
 	submission string
@@ -341,13 +348,9 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 	if !st.count.Complete() {
 		return nil
 	}
-	// Complete: the report reads the suite back, through the fact the
-	// count last folded (once per report, not once per fact).
-	l := measure.NewLog(suite)
-	if _, err := readSuite(ctx, s.sh.Bus, l, 0, st.last, func(bus.BadRecord) {}); err != nil {
-		return err
-	}
-	r := measure.Build(l)
+	// Complete: the report is built from the fold of the facts the count
+	// has counted, through the last one (once per report, not per fact).
+	r := measure.Build(st.log)
 	if !r.Complete {
 		// The count and the report disagree: report nothing rather than
 		// a suite that is not complete.
@@ -364,6 +367,7 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}
 	body := r.Reported(digest)
+	body.Through = st.last
 	recs, err := s.sh.Bus.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
 		for _, rec := range log.Records {
 			if sr, ok := rec.Fact.Body.(events.SuiteReported); ok && sr.ReportDigest == digest {
@@ -424,7 +428,7 @@ func (s *Service) state(suite string) *suiteState {
 	if st, ok := s.cache[suite]; ok {
 		return st
 	}
-	st := &suiteState{suite: suite, count: measure.NewCounter(suite)}
+	st := &suiteState{suite: suite, count: measure.NewCounter(suite), log: measure.NewLog(suite)}
 	s.cache[suite] = st
 	s.order = append(s.order, suite)
 	for len(s.order) > s.sh.SuiteCache {
@@ -457,6 +461,9 @@ func (s *Service) refresh(ctx context.Context, st *suiteState, through uint64) e
 		if err := st.count.Apply(f, EarlierFacts(ctx, s.sh.Bus, f.Suite, raw.Seq)); err != nil {
 			return err
 		}
+		// Folded once, as counted: a fact the count failed on is applied
+		// again on the retry, and only then folded.
+		st.log.Apply(f)
 		if _, ok := f.Body.(events.SuiteSubmitted); ok && st.submission == "" && f.Suite == st.suite {
 			st.submission = f.ID.String() // the first submission fixes the roster
 		}

@@ -3,6 +3,7 @@ package meter_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -221,8 +222,50 @@ func TestARestartedMeterRequestsEachRemainingRunOnce(t *testing.T) {
 // count what its filter has pending, which costs as many subjects as the
 // stream's newest block holds, for every run.ended and grade.verdict of a
 // long suite. Sixteen deliveries here, each handled before the next is
-// committed, make no consumer; the report, built once, may make one.
+// committed, make no consumer.
 func TestTheMeterMakesNoConsumerPerDelivery(t *testing.T) {
+	_, _, creates := meterOneByOne(t)
+	// The meter's durable consumer, and no more.
+	if len(creates) > 1 {
+		t.Fatalf("%d consumers made for 17 deliveries: %v", len(creates), creates)
+	}
+}
+
+// The meter builds a suite's report from the fold of the facts it counted
+// as they came, not by reading the whole suite back once it is complete:
+// that second read decoded every fact of the suite again, the peak of a
+// large suite's memory (docs/benchmarks.md). The suite here makes no
+// consumer but the meter's own, and the report it stores is the bytes a
+// rebuild from the log gives.
+func TestTheMeterReportsWithoutReadingTheSuiteAgain(t *testing.T) {
+	b, ctx, creates := meterOneByOne(t)
+	if len(creates) != 1 {
+		t.Fatalf("%d consumers made, want the meter's durable one alone (a read of the suite makes one more): %v", len(creates), creates)
+	}
+	log, err := b.LoadRun(ctx, "m", events.SuiteScope)
+	must(t, err)
+	var stored []byte
+	for _, r := range log.Records {
+		if sr, ok := r.Fact.Body.(events.SuiteReported); ok {
+			stored, err = b.Blobs().Get(ctx, sr.ReportDigest)
+			must(t, err)
+		}
+	}
+	rebuilt, err := meter.Report(ctx, b, "m")
+	must(t, err)
+	want, err := measure.EncodeJSON(rebuilt)
+	must(t, err)
+	if string(stored) != string(want) {
+		t.Fatalf("the stored report differs from the rebuilt one:\n%s\n%s", stored, want)
+	}
+}
+
+// meterOneByOne runs a meter on suite m and plays its runners, each fact
+// committed once the meter has handled the one before, until the suite
+// is reported. It returns the consumers made on the FACTS stream meanwhile
+// (their API subjects).
+func meterOneByOne(t *testing.T) (*bus.Bus, context.Context, []string) {
+	t.Helper()
 	b, ctx := start(t)
 	p := publish(t, ctx, b)
 	roster := measure.Roster(p.Submitted)
@@ -280,10 +323,8 @@ func TestTheMeterMakesNoConsumerPerDelivery(t *testing.T) {
 		}
 		return false
 	})
+	testutil.Until(ctx, t, "the meter handled suite.reported's", handled)
 	mu.Lock()
 	defer mu.Unlock()
-	// The meter's durable consumer, and the report's read.
-	if len(creates) > 2 {
-		t.Fatalf("%d consumers made for %d deliveries: %v", len(creates), 2*len(roster)+1, creates)
-	}
+	return b, ctx, slices.Clone(creates)
 }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
+	"github.com/factline/factline/services/meter"
+	"github.com/factline/factline/services/meter/measure"
+)
+
+// finalReport is the report a finished run prints: the one the meter
+// stored, when it is provably the log's report now (storedReport), or
+// else rebuilt from the log. Rebuilding a suite of 100,000 runs decodes its
+// ~1.5 million facts once more, after the meter has folded them all: the
+// peak of a large suite's memory (docs/benchmarks.md). withVetoes asks
+// for the rebuilt report, which alone holds each attempt's first veto
+// (what --junit writes; kept out of the stored JSON).
+func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool) (measure.Report, error) {
+	if !withVetoes {
+		if r, ok, err := storedReport(ctx, b, suite); err == nil && ok {
+			return r, nil
+		}
+		// Any failure to prove the stored report current (an older
+		// meter, a fact after it, a read that failed) leaves the rebuild,
+		// which says what is wrong if the log cannot be read either.
+	}
+	return meter.Report(ctx, b, suite)
+}
+
+// errNotOnlyReports stops storedReport's read at the first fact that is
+// not a suite.reported.
+var errNotOnlyReports = errors.New("a fact of the suite follows the report's")
+
+// storedReport returns the report blob the suite's newest suite.reported
+// names, decoded, with ok true, when nothing the report could count was
+// committed after the facts it folded: every fact of the suite after its
+// through is a suite.reported (which no report counts). It reads the
+// suite's facts after through, not the suite. ok is false when the meter
+// recorded no through, when through is not before the suite.reported (a
+// copy of the log with other sequences), when a fact follows it (a grade
+// owed after the report, a regrade: the meter reports again, or the
+// rebuild counts it), or when the blob does not encode back to its own
+// bytes (a report this build does not decode whole).
+func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report, bool, error) {
+	scope, err := b.LoadRun(ctx, suite, events.SuiteScope)
+	if err != nil {
+		return measure.Report{}, false, fmt.Errorf("the suite's reports: %w", err)
+	}
+	var newest events.SuiteReported
+	var at uint64
+	for _, rec := range scope.Records {
+		// Only the meter reports a suite: a suite.reported of another
+		// producer names nothing this trusts.
+		if sr, ok := rec.Fact.Body.(events.SuiteReported); ok && rec.Fact.Producer.Service == events.OwnerMeter {
+			newest, at = sr, rec.Seq
+		}
+	}
+	if at == 0 || newest.Through == 0 || newest.Through >= at {
+		return measure.Report{}, false, nil
+	}
+	_, err = b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), FromSeq: newest.Through + 1}, func(raw bus.Raw) error {
+		if _, run, kind, err := events.ParseFactSubject(raw.Subject); err != nil || run != events.SuiteScope || kind != events.KindSuiteReported {
+			return errNotOnlyReports
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNotOnlyReports):
+		return measure.Report{}, false, nil
+	case err != nil:
+		return measure.Report{}, false, fmt.Errorf("the suite after its report: %w", err)
+	}
+	data, err := b.Blobs().Get(ctx, newest.ReportDigest)
+	if err != nil {
+		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
+	}
+	r, ok, err := decodeStoredReport(data)
+	if err != nil {
+		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
+	}
+	return r, ok, nil
+}
+
+// decodeStoredReport decodes a report blob (measure.EncodeJSON's form).
+// ok is false when the report decoded does not encode back to the same
+// bytes: what prints from it must be what the blob says, and a field the
+// blob holds that this build's Report does not would be lost.
+func decodeStoredReport(data []byte) (measure.Report, bool, error) {
+	var r measure.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return measure.Report{}, false, fmt.Errorf("decode the report: %w", err)
+	}
+	again, err := measure.EncodeJSON(r)
+	if err != nil || !bytes.Equal(again, data) {
+		return measure.Report{}, false, nil
+	}
+	return r, true, nil
+}
