@@ -24,12 +24,7 @@ import (
 // every violation.
 func newAuditCmd() *cobra.Command {
 	var o auditFlags
-	c := &cobra.Command{
-		Use:     "audit",
-		Short:   "check the log's invariants; exit 1 naming each violation",
-		Example: "  factline audit --suite demo --finished --store /tmp/fl --json",
-		Args:    noArgs,
-	}
+	c := newCommand("audit", noArgs)
 	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.suite, "suite", "", "audit one suite")
 	fs.StringVar(&o.runID, "run", "", "audit one run")

@@ -28,23 +28,17 @@ func init() {
 // newRoot builds the whole command tree. It holds no state between calls:
 // every command's flags are bound to variables made here.
 func newRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "factline",
-		Short: "factline: an agent harness and evaluation fleet on NATS JetStream",
-		Long: "factline runs suites of agent attempts on an event-sourced log (NATS JetStream),\n" +
-			"and reads, steers, audits and replays that log.",
-		Version: version.Current().String(),
-		Args:    nil, // cobra's own check names an unknown command, with suggestions
-		// Bare "factline" is a mistake: the command list goes to stderr.
-		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprint(c.ErrOrStderr(), c.UsageString())
-			return errNoCommand
-		},
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		// The completion command is factline's own (bash, zsh, fish).
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	root := newCommand("factline", nil) // cobra's own check names an unknown command, with suggestions
+	root.Version = version.Current().String()
+	// Bare "factline" is a mistake: the command list goes to stderr.
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		fmt.Fprint(c.ErrOrStderr(), c.UsageString())
+		return errNoCommand
 	}
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	// The completion command is factline's own (bash, zsh, fish).
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.Flags().Bool("version", false, "print the build's version and exit")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
@@ -75,32 +69,29 @@ func newRoot() *cobra.Command {
 // unknown command a usage error instead of printing the list and
 // succeeding.
 func newHelpCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [COMMAND]",
-		Short: "show the command list, or one command's usage and flags",
-		Args:  cobra.ArbitraryArgs,
-		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
+	c := newCommand("help", cobra.ArbitraryArgs)
+	c.ValidArgsFunction = func(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []cobra.Completion
+		for _, sub := range c.Root().Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
 			}
-			var names []cobra.Completion
-			for _, sub := range c.Root().Commands() {
-				if sub.IsAvailableCommand() {
-					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
-				}
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: func(c *cobra.Command, args []string) error {
-			target, rest, err := c.Root().Find(args)
-			if err != nil || len(rest) > 0 {
-				return usageError{fmt.Sprintf("no command %q: 'factline help' lists them", strings.Join(args, " "))}
-			}
-			target.SetOut(c.OutOrStdout())
-			target.InitDefaultHelpFlag()
-			return target.Help()
-		},
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
 	}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		target, rest, err := c.Root().Find(args)
+		if err != nil || len(rest) > 0 {
+			return usageError{fmt.Sprintf("no command %q: 'factline help' lists them", strings.Join(args, " "))}
+		}
+		target.SetOut(c.OutOrStdout())
+		target.InitDefaultHelpFlag()
+		return target.Help()
+	}
+	return c
 }
 
 // connectionGroup marks the flags that say where the log is and who

@@ -16,18 +16,7 @@ import (
 // a server or an export file (docs/report.md#comparing-two-suites).
 func newCompareCmd() *cobra.Command {
 	var o compareOptions
-	c := &cobra.Command{
-		Use:   "compare A B",
-		Short: "compare suite B with suite A (a baseline), paired on case and trial: what differs, what regressed, gates for CI",
-		Long: "Compare suite B with suite A, each SUITE (read from --store or --nats) or SUITE@WHERE, WHERE a store\n" +
-			"directory, an export file or a nats:// URL. Attempts pair on case ID and trial under each treatment pair;\n" +
-			"a case whose content differs between A and B is refused from the pairing (--allow-changed-cases pairs it).\n" +
-			"Changes are B − A. Exit 3 when a gate fails, 4 when B is not complete, 5 when every attempt of B was a\n" +
-			"harness error (the last two only with a gate).",
-		Example: "  factline compare nightly@baseline.flx nightly --store /tmp/fl --fail-if-worse 5\n" +
-			"  factline compare demo@/stores/monday demo@/stores/tuesday --markdown > comment.md",
-		Args: exactArgs(2, "name two suites: factline compare A B (each SUITE or SUITE@WHERE)"),
-	}
+	c := newCommand("compare", exactArgs(2, "name two suites: factline compare A B (each SUITE or SUITE@WHERE)"))
 	fs := onTarget(c, &o.t, o.run)
 	fs.BoolVar(&o.asJSON, "json", false, "the comparison as JSON")
 	fs.BoolVar(&o.asCSV, "csv", false, "one CSV row per case and treatment pair")

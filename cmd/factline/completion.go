@@ -25,24 +25,15 @@ var completionShells = map[string]func(root *cobra.Command, w io.Writer, descrip
 // they stay right as commands and flags change.
 func newCompletionCmd() *cobra.Command {
 	var noDesc bool
-	c := &cobra.Command{
-		Use:   "completion bash|zsh|fish",
-		Short: "print a shell completion script for bash, zsh or fish",
-		Long: "Print a shell completion script. Load it in the current shell, or install it:\n\n" +
-			"  bash:  source <(factline completion bash)\n" +
-			"         factline completion bash > /etc/bash_completion.d/factline   (needs bash-completion)\n" +
-			"  zsh:   factline completion zsh > \"${fpath[1]}/_factline\"   (with compinit enabled)\n" +
-			"  fish:  factline completion fish > ~/.config/fish/completions/factline.fish",
-		ValidArgs: []cobra.Completion{"bash", "zsh", "fish"},
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 || completionShells[args[0]] == nil {
-				return usageError{fmt.Sprintf("name one shell: bash, zsh or fish (got %q)", args)}
-			}
-			return nil
-		},
-		RunE: func(c *cobra.Command, args []string) error {
-			return completionShells[args[0]](c.Root(), c.OutOrStdout(), !noDesc)
-		},
+	c := newCommand("completion", func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 || completionShells[args[0]] == nil {
+			return usageError{fmt.Sprintf("name one shell: bash, zsh or fish (got %q)", args)}
+		}
+		return nil
+	})
+	c.ValidArgs = []cobra.Completion{"bash", "zsh", "fish"}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return completionShells[args[0]](c.Root(), c.OutOrStdout(), !noDesc)
 	}
 	c.Flags().BoolVar(&noDesc, "no-descriptions", false, "offer the choices without their descriptions")
 	return c

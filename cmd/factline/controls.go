@@ -13,14 +13,11 @@ import (
 	"github.com/factline/factline/internal/sleep"
 )
 
-// controlSpec is one control command: its signal, its arguments and
-// what it says about itself.
+// controlSpec is one control command: the signal it sends and how many
+// arguments it takes (commands.yaml holds its words, under the signal).
 type controlSpec struct {
-	sig     events.Signal
-	args    string // the positional arguments, as usage shows them
-	n       int    // how many
-	short   string
-	example string
+	sig events.Signal
+	n   int
 }
 
 // newControlCmds are the five control commands. Each sends one signal to
@@ -29,16 +26,11 @@ type controlSpec struct {
 // flags.
 func newControlCmds() []*cobra.Command {
 	specs := []controlSpec{
-		{events.SignalCancel, "RUN", 1, "ask a run's runner to cancel it",
-			"  factline cancel fix-sum-stall-on-t1 --reason 'wrong model' --nats nats://10.0.0.5:4222"},
-		{events.SignalSteer, "RUN TEXT", 2, "add an instruction to a running task (a new task generation)",
-			"  factline steer fix-sum-stall-on-t1 'also update the README' --store /tmp/fl"},
-		{events.SignalApprove, "RUN OPERATION", 2, "approve an operation waiting for approval, bound to its exact arguments",
-			"  factline approve RUN RUN/3/call-1 --args-digest sha256:… --store /tmp/fl"},
-		{events.SignalReject, "RUN OPERATION", 2, "reject an operation waiting for approval",
-			"  factline reject RUN RUN/3/call-1 --reason 'not on prod' --store /tmp/fl"},
-		{events.SignalResolve, "RUN OPERATION", 2, "settle an operation of unknown outcome with what a person found",
-			"  factline resolve RUN RUN/3/call-1 --applied --store /tmp/fl"},
+		{events.SignalCancel, 1},
+		{events.SignalSteer, 2},
+		{events.SignalApprove, 2},
+		{events.SignalReject, 2},
+		{events.SignalResolve, 2},
 	}
 	var out []*cobra.Command
 	for _, s := range specs {
@@ -56,12 +48,8 @@ func newControlCmd(s controlSpec) *cobra.Command {
 	if s.n > 1 {
 		want += "s"
 	}
-	c := &cobra.Command{
-		Use:     fmt.Sprintf("%s %s", s.sig, s.args),
-		Short:   s.short,
-		Example: s.example,
-		Args:    exactArgs(s.n, fmt.Sprintf("%s: factline %s %s", want, s.sig, s.args)),
-	}
+	c := newCommand(string(s.sig), nil)
+	c.Args = exactArgs(s.n, fmt.Sprintf("%s: factline %s", want, c.Use))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, _ io.Writer) error {
 		ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
 		switch s.sig {

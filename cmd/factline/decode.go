@@ -27,15 +27,9 @@ const maxRawMessage = 8 << 20
 // its subject is refused too.
 func newDecodeCmd() *cobra.Command {
 	var subject string
-	c := &cobra.Command{
-		Use:   "decode [FILE|-]",
-		Short: "print one raw stored message as JSON (for nats sub --translate, nats stream get)",
-		Example: "  nats sub 'fact.>' --translate 'factline decode'\n" +
-			"  nats stream get FACTS 42 --raw | factline decode",
-		Args: maxArgs(1, "decode reads one message: a FILE, or - (the default) for standard input"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return runDecode(args, subject, c.InOrStdin(), c.OutOrStdout())
-		},
+	c := newCommand("decode", maxArgs(1, "decode reads one message: a FILE, or - (the default) for standard input"))
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return runDecode(args, subject, c.InOrStdin(), c.OutOrStdout())
 	}
 	c.Flags().StringVar(&subject, "subject", "", "the subject the message was stored on: a fact that does not match it is refused")
 	return c

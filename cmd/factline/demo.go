@@ -24,13 +24,9 @@ import (
 func newDemoCmd() *cobra.Command {
 	var store string
 	var fsync durabilityFlag
-	c := &cobra.Command{
-		Use:   "demo",
-		Short: "start an embedded server, append a small run's facts, replay and print them",
-		Args:  noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return runDemo(c.Context(), store, fsync, c.OutOrStdout())
-		},
+	c := newCommand("demo", noArgs)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		return runDemo(c.Context(), store, fsync, c.OutOrStdout())
 	}
 	c.Flags().StringVar(&store, "store", "", "store directory (default: a fresh temporary one, removed afterwards)")
 	fsyncFlag(c, &fsync)

@@ -21,12 +21,7 @@ func newExportCmd() *cobra.Command {
 	var t target
 	var path, filter string
 	var from uint64
-	c := &cobra.Command{
-		Use:     "export [FILTER]",
-		Short:   "write the facts of a store or a server to an export file",
-		Example: "  factline export 'fact.demo.>' --store /tmp/fl > demo.flx",
-		Args:    maxArgs(1, "export takes at most one FILTER subject (or --filter)"),
-	}
+	c := newCommand("export", maxArgs(1, "export takes at most one FILTER subject (or --filter)"))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if len(args) == 1 {
 			filter = args[0]
@@ -82,13 +77,9 @@ func printFlagged(w io.Writer, flagged []bus.BadRecord) {
 // newImportCmd loads an export file into an empty store or server.
 func newImportCmd() *cobra.Command {
 	var t target
-	c := &cobra.Command{
-		Use:   "import FILE",
-		Short: "load an export file (- for standard input) into an empty store or server",
-		Args:  exactArgs(1, "give exactly one export FILE to import (- for standard input)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return runImport(c.Context(), &t, args[0], c.InOrStdin(), c.OutOrStdout())
-		},
+	c := newCommand("import", exactArgs(1, "give exactly one export FILE to import (- for standard input)"))
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return runImport(c.Context(), &t, args[0], c.InOrStdin(), c.OutOrStdout())
 	}
 	t.flags(c.Flags())
 	fsyncFlag(c, &t.fsync)
@@ -123,22 +114,16 @@ func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out
 // file.
 func newReplayCmd() *cobra.Command {
 	var o replayFlags
-	c := &cobra.Command{
-		Use:   "replay PROJECTION",
-		Short: "rebuild a projection from a store, a server or an export file",
-		Example: "  factline replay history --store /tmp/fl --run fix-sum-stall-on-t1 --json\n" +
-			"  factline replay runs --file demo.flx",
-		Args: exactArgs(1, "name the projection to replay (see 'factline projections')"),
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var names []cobra.Completion
-			for _, p := range projections.All() {
-				names = append(names, cobra.CompletionWithDesc(p.Name(), p.Doc()))
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+	c := newCommand("replay", exactArgs(1, "name the projection to replay (see 'factline projections')"))
+	c.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []cobra.Completion
+		for _, p := range projections.All() {
+			names = append(names, cobra.CompletionWithDesc(p.Name(), p.Doc()))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 	fs := o.src.flags(c, oneArg(o.run), "export file to replay instead of a live stream")
 	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
@@ -187,12 +172,9 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 
 // newProjectionsCmd lists the projections replay knows.
 func newProjectionsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "projections",
-		Short: "list the projections replay knows",
-		Args:  noArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return listProjections(c.OutOrStdout()) },
-	}
+	c := newCommand("projections", noArgs)
+	c.RunE = func(c *cobra.Command, _ []string) error { return listProjections(c.OutOrStdout()) }
+	return c
 }
 
 func listProjections(out io.Writer) error {

@@ -20,13 +20,7 @@ import (
 // appending new grade revisions (docs/grading.md#regrading).
 func newRegradeCmd() *cobra.Command {
 	var o regradeFlags
-	c := &cobra.Command{
-		Use:   "regrade SUITE --grading FILE",
-		Short: "grade a suite's runs again under changed instruments: new grade revisions, earlier ones kept",
-		Example: "  factline regrade demo --grading tests-v2.yaml --store /tmp/fl\n" +
-			"  factline regrade demo --grading tests-v2.yaml --run fix-sum-stall-on-t1 --instrument tests --nats nats://10.0.0.5:4222",
-		Args: exactArgs(1, "name one suite: factline regrade SUITE --grading FILE"),
-	}
+	c := newCommand("regrade", exactArgs(1, "name one suite: factline regrade SUITE --grading FILE"))
 	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringVar(&o.grading, "grading", "", "a grading section (instruments: …) whose instruments replace the case's of the same id")
 	fs.StringArrayVar(&o.runs, "run", nil, "only this run (repeat for several; default: every ended run of the suite)")

@@ -18,12 +18,7 @@ func newReportCmd() *cobra.Command {
 	var asJSON, asCSV, asSVG bool
 	var by string
 	var wide bool
-	c := &cobra.Command{
-		Use:     "report SUITE",
-		Short:   "print the meter's report of a suite, rebuilt from the log",
-		Example: "  factline report demo --store /tmp/fl --svg > demo.svg",
-		Args:    exactArgs(1, "name one suite: factline report SUITE"),
-	}
+	c := newCommand("report", exactArgs(1, "name one suite: factline report SUITE"))
 	fs := onTarget(c, &t, oneArg(func(ctx context.Context, suite string, out, errOut io.Writer) error {
 		if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
 			return usageError{"give one of --json, --csv and --svg: the report is written in one format"}

@@ -18,13 +18,7 @@ import (
 // errors (docs/report.md#retries).
 func newRetryCmd() *cobra.Command {
 	var o retryFlags
-	c := &cobra.Command{
-		Use:   "retry SUITE",
-		Short: "run again the attempts of a suite that ended as harness errors, each recorded as a retry of the first",
-		Example: "  factline retry demo --store /tmp/fl\n" +
-			"  factline retry nightly --run fix-sum-baseline-t2 --nats nats://10.0.0.5:4222",
-		Args: exactArgs(1, "name one suite: factline retry SUITE"),
-	}
+	c := newCommand("retry", exactArgs(1, "name one suite: factline retry SUITE"))
 	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringArrayVar(&o.runs, "run", nil, "only the attempt this run belongs to (repeat for several; default: every attempt that ended errored)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --store: how long to wait for the retries to be graded")

@@ -23,16 +23,7 @@ import (
 // and measure it, and print the report.
 func newRunCmd() *cobra.Command {
 	var o runOptions
-	c := &cobra.Command{
-		Use:   "run SUITE.yaml",
-		Short: "run a suite: submit it, run, grade and measure every attempt, print the report",
-		Long: "Run a suite: without --nats, on an embedded JetStream server with all five services in\n" +
-			"this process; with --nats, submit it to a fleet whose services run elsewhere. Shows\n" +
-			"progress, waits for the meter's report and prints it.",
-		Example: "  factline run examples/demo/suite.yaml --out /tmp/demo-report\n" +
-			"  factline run suite.yaml --nats nats://10.0.0.5:4222 --timeout 2h",
-		Args: exactArgs(1, "name one suite file: factline run SUITE.yaml"),
-	}
+	c := newCommand("run", exactArgs(1, "name one suite file: factline run SUITE.yaml"))
 	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (progress goes to stderr)")
 	fs.StringVar(&o.outDir, "out", "", "also write report.json, report.csv and report.svg to this directory")

@@ -99,16 +99,7 @@ func extensionsFlag(fs *pflag.FlagSet) (load func() (*extensions.Allowlist, erro
 // server until it is stopped.
 func newServeCmd() *cobra.Command {
 	var o serveFlags
-	c := &cobra.Command{
-		Use:   "serve",
-		Short: "run services (runner, staller, decider, grader, meter) against a store or a NATS server",
-		Long: "Run any subset of the five services against --store DIR or --nats URL until SIGTERM or\n" +
-			"Ctrl-C; work in flight is then handed back, never acknowledged unfinished. With --store\n" +
-			"DIR --listen PORT other processes may connect to the store's server too.",
-		Example: "  factline serve --services runner --instances 4 --nats nats://10.0.0.5:4222 --metrics :9464\n" +
-			"  factline serve --store /srv/fl --listen 4222 --fsync always",
-		Args: noArgs,
-	}
+	c := newCommand("serve", noArgs)
 	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
 	_ = c.RegisterFlagCompletionFunc("services", fixedCompletions(fleet.Names()...))

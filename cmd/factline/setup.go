@@ -21,21 +21,14 @@ import (
 func newSetupCmd() *cobra.Command {
 	var t target
 	var appendOnly, compress bool
-	c := &cobra.Command{
-		Use:   "setup",
-		Short: "create the streams and buckets on a NATS server (as an identity allowed to)",
-		Example: "  factline setup --nats nats://n1:4222 --replicas 3 --user admin --password-file /run/secrets/admin\n" +
-			"  factline setup --store /srv/fl --append-only\n" +
-			"  factline setup --nats nats://n1:4222 --compress",
-		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			var comp *bool
-			if c.Flags().Changed("compress") {
-				comp = &compress
-				t.compressFacts = compress
-			}
-			return runSetup(c.Context(), &t, appendOnly, comp, c.OutOrStdout())
-		},
+	c := newCommand("setup", noArgs)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		var comp *bool
+		if c.Flags().Changed("compress") {
+			comp = &compress
+			t.compressFacts = compress
+		}
+		return runSetup(c.Context(), &t, appendOnly, comp, c.OutOrStdout())
 	}
 	t.flags(c.Flags())
 	c.Flags().BoolVar(&appendOnly, "append-only", false, "add deny_delete and deny_purge to an existing FACTS stream that lacks them (the server never lets them be removed)")

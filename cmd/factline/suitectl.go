@@ -19,53 +19,37 @@ import (
 // newSuiteCmd is "factline suite pause|resume|drain|cancel SUITE": an
 // operator's control of a whole suite (docs/controls.md#suites).
 func newSuiteCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "suite pause|resume|drain|cancel SUITE",
-		Short: "pause, resume, drain or cancel a whole suite (accepted as suite.controlled)",
-		Example: "  factline suite pause nightly --reason 'provider incident' --store /tmp/fl\n" +
-			"  factline suite cancel nightly --reason 'wrong model' --nats nats://10.0.0.5:4222 --user submitter",
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{"want an action: factline suite pause|resume|drain|cancel SUITE"}
-			}
-			return usageError{fmt.Sprintf("unknown action %q: want pause, resume, drain or cancel", args[0])}
-		},
-		RunE: func(*cobra.Command, []string) error { return nil },
-	}
-	shorts := map[events.SuiteAction]string{
-		events.SuitePause:  "start no new attempt of the suite and hold its running ones at their next turn boundary",
-		events.SuiteResume: "end a suite's pause: its held runs go on and its attempts start again",
-		events.SuiteDrain:  "start no new attempt of the suite; its running ones finish, and it is reported with what ran",
-		events.SuiteCancel: "start no new attempt of the suite and end its running ones cancelled; it is reported with what ran",
-	}
+	c := newCommand("suite", func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usageError{"want an action: factline suite pause|resume|drain|cancel SUITE"}
+		}
+		return usageError{fmt.Sprintf("unknown action %q: want pause, resume, drain or cancel", args[0])}
+	})
+	c.RunE = func(*cobra.Command, []string) error { return nil }
 	for _, a := range events.SuiteActions() {
-		c.AddCommand(newSuiteActionCmd(a, shorts[a]))
+		c.AddCommand(newSuiteActionCmd(a))
 	}
 	return c
 }
 
-func newSuiteActionCmd(action events.SuiteAction, short string) *cobra.Command {
+func newSuiteActionCmd(action events.SuiteAction) *cobra.Command {
 	var t target
 	var reason, from string
-	c := &cobra.Command{
-		Use:   fmt.Sprintf("%s SUITE", action),
-		Short: short,
-		Args:  exactArgs(1, fmt.Sprintf("want 1 argument: factline suite %s SUITE", action)),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := events.ValidateToken("suite", args[0]); err != nil {
-				return usageError{fmt.Sprintf("suite %q: %v", args[0], err)}
-			}
-			if from == "" {
-				from = whoami()
-			}
-			b, closeBus, err := t.readsExisting().open(c.Context())
-			if err != nil {
-				return err
-			}
-			defer closeBus()
-			return controlSuite(c.Context(), b, args[0], events.SuiteControlled{
-				ID: events.NewID().String(), Action: action, From: from, Reason: reason}, c.OutOrStdout())
-		},
+	c := newCommand("suite "+string(action), exactArgs(1, fmt.Sprintf("want 1 argument: factline suite %s SUITE", action)))
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if err := events.ValidateToken("suite", args[0]); err != nil {
+			return usageError{fmt.Sprintf("suite %q: %v", args[0], err)}
+		}
+		if from == "" {
+			from = whoami()
+		}
+		b, closeBus, err := t.readsExisting().open(c.Context())
+		if err != nil {
+			return err
+		}
+		defer closeBus()
+		return controlSuite(c.Context(), b, args[0], events.SuiteControlled{
+			ID: events.NewID().String(), Action: action, From: from, Reason: reason}, c.OutOrStdout())
 	}
 	fs := c.Flags()
 	t.flags(fs)

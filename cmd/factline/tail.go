@@ -21,13 +21,7 @@ import (
 // are committed.
 func newTailCmd() *cobra.Command {
 	var o tailFlags
-	c := &cobra.Command{
-		Use:   "tail [FILTER]",
-		Short: "follow facts (or control signals and status) as they are committed",
-		Example: "  factline tail --store /tmp/fl --since start --kind stop.decided\n" +
-			"  factline tail 'fact.demo.>' --nats nats://10.0.0.5:4222 --json",
-		Args: maxArgs(1, "tail takes at most one FILTER subject, e.g. 'fact.demo.>'"),
-	}
+	c := newCommand("tail", maxArgs(1, "tail takes at most one FILTER subject, e.g. 'fact.demo.>'"))
 	fs := onTarget(c, &o.t, o.run)
 	fs.StringVar(&o.runID, "run", "", "only this run's facts")
 	fs.StringVar(&o.kind, "kind", "", "only facts of this kind, e.g. stop.decided (with --control: a signal or status)")

@@ -18,14 +18,7 @@ import (
 // newTraceCmd replays the log into OpenTelemetry spans sent over OTLP.
 func newTraceCmd() *cobra.Command {
 	var o traceFlags
-	c := &cobra.Command{
-		Use:   "trace",
-		Short: "replay the log into OpenTelemetry spans, sent over OTLP (docs/traces.md)",
-		Example: "  factline trace --store /tmp/fl --otlp-endpoint http://127.0.0.1:4317\n" +
-			"  factline trace --file demo.flx --run fix-sum-stall-on-t1\n" +
-			"  OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4317 factline trace --nats nats://n1:4222 --follow",
-		Args: noArgs,
-	}
+	c := newCommand("trace", noArgs)
 	fs := o.src.flags(c, o.run, "export file to replay instead of a store or a server")
 	fs.StringVar(&o.runID, "run", "", "only this run's spans (and its suite's)")
 	o.src.fromSeqFlag(fs)

@@ -14,20 +14,16 @@ import (
 // line as --version); --json gives the whole record.
 func newVersionCmd() *cobra.Command {
 	var asJSON bool
-	c := &cobra.Command{
-		Use:   "version",
-		Short: "print the build's module version and VCS revision (--json: the whole record)",
-		Args:  noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			b := version.Current()
-			if !asJSON {
-				_, err := fmt.Fprintln(c.OutOrStdout(), b.String())
-				return err
-			}
-			enc := json.NewEncoder(c.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(b)
-		},
+	c := newCommand("version", noArgs)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		b := version.Current()
+		if !asJSON {
+			_, err := fmt.Fprintln(c.OutOrStdout(), b.String())
+			return err
+		}
+		enc := json.NewEncoder(c.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(b)
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON: module, version, revision, time, modified, go")
 	return c

@@ -22,17 +22,7 @@ const defaultViewListen = "127.0.0.1:7070"
 // newViewCmd serves the web viewer of a store, a server or an export file.
 func newViewCmd() *cobra.Command {
 	var o viewFlags
-	c := &cobra.Command{
-		Use:   "view",
-		Short: "serve a live web viewer of suites, reports and run transcripts, rebuilt from the log",
-		Long: "view serves web pages of the log: every suite's progress, each suite's report with plots,\n" +
-			"and each run's transcript, updated as facts are committed (docs/viewer.md). It only reads:\n" +
-			"on a server, the analyst role is all it needs.",
-		Example: "  factline view --store /tmp/fl\n" +
-			"  factline view --nats nats://127.0.0.1:4222 --user analyst --password-file analyst.pw\n" +
-			"  factline view --file demo.flx --listen 127.0.0.1:8080",
-		Args: noArgs,
-	}
+	c := newCommand("view", noArgs)
 	fs := o.src.flags(c, o.run, "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
 	fs.StringVar(&o.listen, "listen", defaultViewListen, "serve the pages at PORT or :PORT (this machine only) or HOST:PORT (port 0 picks a free one)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); whoever reaches it reads every fact, and the traffic is not encrypted")

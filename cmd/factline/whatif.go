@@ -17,13 +17,7 @@ import (
 // candidate policies (docs/stopping.md#measuring-a-threshold-factline-whatif).
 func newWhatifCmd() *cobra.Command {
 	var o whatifFlags
-	c := &cobra.Command{
-		Use:   "whatif [SUITE...]",
-		Short: "re-decide recorded runs under other stall policies: false stops, true stalls, what each would save",
-		Example: "  factline whatif --store /tmp/calibration --policy strict.yaml --policy patient.yaml\n" +
-			"  factline whatif calibration --file calibration.flx --suite examples/calibration/suite.yaml --svg curve.svg",
-		Args: cobra.ArbitraryArgs,
-	}
+	c := newCommand("whatif", cobra.ArbitraryArgs)
 	fs := o.src.flags(c, o.run, "export file to read instead of a store or a server (needs --suite)")
 	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under")
 	fs.StringArrayVar(&o.policies, "policy", nil, "a candidate policy file (a stall block; repeat for several)")

@@ -153,23 +153,9 @@ type TreatmentReport struct {
 	Scores []ScorerSummary `json:"scores,omitempty"`
 }
 
-// EvaluatorUsage sums the evaluators' model calls on a treatment's
-// attempts: the grader's judge instruments and the stop decider's
-// reviewer. A call whose usage is unknown is counted apart, never as zero.
-type EvaluatorUsage struct {
-	Calls         int     `json:"calls"`
-	Tokens        *uint64 `json:"tokens"`
-	TokensUnknown int     `json:"tokens_unknown"`
-	Cost          *uint64 `json:"cost"`
-	CostUnknown   int     `json:"cost_unknown"`
-	Millis        uint64  `json:"millis"`
-}
-
-// ContextUsage sums the context summaries of a treatment's ended
-// attempts: model calls of the agent itself (their tokens and cost are
-// part of Usage) shown apart, so that what a condenser costs is seen. A
-// summary whose usage is unknown is counted apart, never as zero.
-type ContextUsage struct {
+// CallUsage sums model calls: how many, their tokens and their cost. A
+// call whose usage is unknown is counted apart, never as zero.
+type CallUsage struct {
 	Calls         int     `json:"calls"`
 	Tokens        *uint64 `json:"tokens"`
 	TokensUnknown int     `json:"tokens_unknown"`
@@ -177,8 +163,8 @@ type ContextUsage struct {
 	CostUnknown   int     `json:"cost_unknown"`
 }
 
-// add folds one summary's usage.
-func (c *ContextUsage) add(u *events.Usage) {
+// add folds one call's usage (nil: unknown).
+func (c *CallUsage) add(u *events.Usage) {
 	c.Calls++
 	if u == nil {
 		c.TokensUnknown++
@@ -191,6 +177,21 @@ func (c *ContextUsage) add(u *events.Usage) {
 		return
 	}
 	add(&c.Cost, *u.Cost)
+}
+
+// EvaluatorUsage sums the evaluators' model calls on a treatment's
+// attempts: the grader's judge instruments and the stop decider's
+// reviewer, and the time they took.
+type EvaluatorUsage struct {
+	CallUsage
+	Millis uint64 `json:"millis"`
+}
+
+// ContextUsage sums the context summaries of a treatment's ended
+// attempts: model calls of the agent itself (their tokens and cost are
+// part of Usage) shown apart, so that what a condenser costs is seen.
+type ContextUsage struct {
+	CallUsage
 }
 
 // PassAtK is the mean unbiased pass@k over the cases with at least k graded
@@ -712,20 +713,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			}
 		}
 		for _, j := range a.Judged {
-			e := &t.Evaluator
-			e.Calls++
-			e.Millis += j.Millis
-			if j.Usage == nil {
-				e.TokensUnknown++
-				e.CostUnknown++
-				continue
-			}
-			add(&e.Tokens, j.Usage.InputTokens+j.Usage.OutputTokens)
-			if j.Usage.Cost == nil {
-				e.CostUnknown++
-			} else {
-				add(&e.Cost, *j.Usage.Cost)
-			}
+			t.Evaluator.add(j.Usage)
+			t.Evaluator.Millis += j.Millis
 		}
 		if a.Status == events.RunErrored {
 			t.HarnessErrors++

@@ -101,3 +101,27 @@ func TestEvaluatorCostIsApartFromTheAgents(t *testing.T) {
 		t.Fatalf("the table does not show the evaluator cost:\n%s", table.String())
 	}
 }
+
+// The evaluators' and the context summaries' usage keep their JSON keys
+// and their order (docs/report.md), however their Go types are made.
+func TestEvaluatorAndContextUsageKeepTheirJSONKeys(t *testing.T) {
+	var e EvaluatorUsage
+	e.Calls, e.Tokens, e.TokensUnknown, e.Cost, e.CostUnknown, e.Millis = 3, u64(1065), 1, u64(30), 2, 1050
+	var c ContextUsage
+	c.Calls, c.Tokens, c.TokensUnknown, c.Cost, c.CostUnknown = 2, nil, 2, u64(4), 1
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{e, `{"calls":3,"tokens":1065,"tokens_unknown":1,"cost":30,"cost_unknown":2,"millis":1050}`},
+		{c, `{"calls":2,"tokens":null,"tokens_unknown":2,"cost":4,"cost_unknown":1}`},
+	} {
+		got, err := json.Marshal(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%T as JSON:\n got %s\nwant %s", tc.v, got, tc.want)
+		}
+	}
+}

@@ -195,10 +195,7 @@ var chatWire = wire{
 }
 
 var responsesWire = wire{
-	decode: func(body []byte) (models.Request, bool, bool, error) {
-		req, stream, err := DecodeResponses(body)
-		return req, stream, false, err
-	},
+	decode:   withoutUsage(DecodeResponses),
 	idPrefix: "resp_",
 	whole:    EncodeResponses,
 	stream: func(id, model string, created int64, r models.Reply, _ bool) ([]Event, error) {
@@ -208,10 +205,7 @@ var responsesWire = wire{
 }
 
 var messagesWire = wire{
-	decode: func(body []byte) (models.Request, bool, bool, error) {
-		req, stream, err := DecodeMessages(body)
-		return req, stream, false, err
-	},
+	decode:   withoutUsage(DecodeMessages),
 	idPrefix: "msg_",
 	whole: func(id, model string, _ int64, r models.Reply) ([]byte, error) {
 		return EncodeMessages(id, model, r)
@@ -220,6 +214,15 @@ var messagesWire = wire{
 		return EncodeMessagesStream(id, model, r)
 	},
 	fail: writeAnthropicError,
+}
+
+// withoutUsage is the decode of an API whose streams have no option to
+// include the usage (only Chat Completions has one).
+func withoutUsage(decode func(body []byte) (models.Request, bool, error)) func(body []byte) (models.Request, bool, bool, error) {
+	return func(body []byte) (models.Request, bool, bool, error) {
+		req, stream, err := decode(body)
+		return req, stream, false, err
+	}
 }
 
 // reply writes the answer to a reply, whole or as events. Nothing is
