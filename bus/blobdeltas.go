@@ -41,7 +41,8 @@ type BlobVersion struct {
 
 // PutAfter stores data under its digest like Put, as a delta of
 // prev when that pays: prev is not nil, its chain is shorter than
-// MaxDeltaDepth and the delta is under half of data. Get returns the
+// MaxDeltaDepth and the delta is under half of data. A stored form of up
+// to 16 KiB is stored inline (blobinline.go): one message. Get returns the
 // whole bytes either way. A blob already stored is left as it is.
 func (h *Blobs) PutAfter(ctx context.Context, data []byte, prev *BlobVersion) (*BlobVersion, error) {
 	b := h.b
@@ -49,12 +50,6 @@ func (h *Blobs) PutAfter(ctx context.Context, data []byte, prev *BlobVersion) (*
 	defer cancel()
 	d := events.DigestOf(data)
 	v := &BlobVersion{Digest: d, data: data}
-	if info, err := b.blobInfo(ctx, d); err == nil {
-		v.depth = depthOf(info)
-		return v, nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, fmt.Errorf("put blob %s: %w", d, err)
-	}
 	meta := jetstream.ObjectMeta{Name: d.Hex()}
 	stored := data
 	if prev != nil && prev.depth < MaxDeltaDepth && prev.Digest != d {
@@ -63,6 +58,22 @@ func (h *Blobs) PutAfter(ctx context.Context, data []byte, prev *BlobVersion) (*
 			stored = enc
 			meta.Metadata = map[string]string{metaEncoding: encodedDelta, metaDepth: strconv.Itoa(v.depth)}
 		}
+	}
+	if len(stored) <= inlineMax {
+		err := b.putInline(ctx, d, meta, stored)
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, errNameTaken) {
+			return nil, err
+		}
+		// Stored already (or deleted, which a put below replaces).
+	}
+	if info, err := b.blobInfo(ctx, d); err == nil {
+		v.depth = depthOf(info)
+		return v, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("put blob %s: %w", d, err)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, blobAttempt(uint64(len(stored))))
 	defer pcancel()
@@ -89,7 +100,15 @@ func (h *Blobs) Stat(ctx context.Context, d events.Digest) (BlobStored, error) {
 	if err != nil {
 		return BlobStored{}, fmt.Errorf("stat blob %s: %w", d, err)
 	}
-	return BlobStored{Size: info.Size, Depth: depthOf(info)}, nil
+	size := info.Size
+	if isInline(info) {
+		raw, err := inlineBytes(d, info)
+		if err != nil {
+			return BlobStored{}, fmt.Errorf("stat blob %s: %w", d, err)
+		}
+		size = uint64(len(raw))
+	}
+	return BlobStored{Size: size, Depth: depthOf(info)}, nil
 }
 
 func isDelta(info *jetstream.ObjectInfo) bool { return info.Metadata[metaEncoding] == encodedDelta }
@@ -175,6 +194,10 @@ func (b *Bus) readBlob(ctx context.Context, d events.Digest, info *jetstream.Obj
 // and returns it with the info it was read under (a concurrent writer may
 // have stored the name again meanwhile, whole or as a delta).
 func (b *Bus) objectBytes(ctx context.Context, d events.Digest, info *jetstream.ObjectInfo) ([]byte, *jetstream.ObjectInfo, error) {
+	if isInline(info) {
+		raw, err := inlineBytes(d, info)
+		return raw, info, err
+	}
 	actx, cancel := context.WithTimeout(ctx, blobAttempt(info.Size))
 	defer cancel()
 	res, err := b.blobs.Get(actx, d.Hex())

@@ -63,9 +63,9 @@ func (bl *Blobs) GetTo(ctx context.Context, d events.Digest, w io.Writer) (int64
 	if err != nil {
 		return 0, fmt.Errorf("get blob %s: %w", d, err)
 	}
-	if isDelta(info) {
-		// A delta is a small request rebuilt in memory, never a
-		// workspace file too large to hold.
+	if isDelta(info) || isInline(info) {
+		// A delta or an inline blob is a small request rebuilt in
+		// memory, never a workspace file too large to hold.
 		data, err := b.readBlob(ctx, d, info)
 		if err != nil {
 			return 0, err
