@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -154,6 +155,12 @@ func rawRead(ctx context.Context, js jetstream.JetStream) (int, error) {
 	defer iter.Stop()
 	stop := context.AfterFunc(ctx, iter.Stop)
 	defer stop()
+	// Any keys: envelope version 3 writes body keys as numbers, which the
+	// default generic map (string keys only) refuses. A reset drops the
+	// map decoder, so it is set again for each message.
+	var r bytes.Reader
+	dec := msgpack.NewDecoder(&r)
+	anyKeys := func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() }
 	n := 0
 	for {
 		m, err := iter.Next()
@@ -167,8 +174,10 @@ func rawRead(ctx context.Context, js jetstream.JetStream) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		var v any
-		if err := msgpack.Unmarshal(m.Data(), &v); err != nil {
+		r.Reset(m.Data())
+		dec.Reset(&r)
+		dec.SetMapDecoder(anyKeys)
+		if _, err := dec.DecodeInterface(); err != nil {
 			return n, fmt.Errorf("raw decode at %d: %w", md.Sequence.Stream, err)
 		}
 		n++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,7 +49,11 @@ type Record struct {
 	Fact    events.Fact
 	Seq     uint64 // stream sequence
 	Subject string
-	MsgID   string
+	// MsgID is the deduplication ID as the stream holds it (see
+	// scopeMsgID): for facts appended since IDs are hashed, 22 characters
+	// that only HasMsgID can match to the writer's ID; for facts of older
+	// stores, the writer's own ID.
+	MsgID string
 	// Duplicate is true when the server already held a message with this
 	// MsgID and returned the original's sequence instead of storing again.
 	Duplicate bool
@@ -77,13 +80,14 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 		if err != nil {
 			return out, err
 		}
+		key := scopeMsgID(suite, id)
 		t0 := time.Now()
 		// Bounded: an acknowledgement lost with a stream leader never
 		// comes, and the retry recognises a fact that did land by its ID.
 		pctx, cancel := apiCtx(ctx)
 		ack, err := b.js.PublishMsg(pctx, msg,
 			jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
-			jetstream.WithMsgID(scopeMsgID(suite, id)))
+			jetstream.WithMsgID(key))
 		cancel()
 		err = serverError(err)
 		metrics.AppendSeconds.WithLabelValues().Observe(time.Since(t0).Seconds())
@@ -97,7 +101,7 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 			}
 			return out, b.appendError(suite, run, expect.Last, out, err)
 		}
-		out = append(out, Record{Fact: p.Fact, Seq: ack.Sequence, Subject: msg.Subject, MsgID: id, Duplicate: ack.Duplicate})
+		out = append(out, Record{Fact: p.Fact, Seq: ack.Sequence, Subject: msg.Subject, MsgID: key, Duplicate: ack.Duplicate})
 		if !ack.Duplicate {
 			// A duplicate left the run where it was.
 			expect = expect.then(ack.Sequence)
@@ -169,7 +173,7 @@ func isConflict(err error) bool {
 type AsyncAppend struct {
 	fut        jetstream.PubAckFuture
 	p          Pending
-	id         string
+	id         string // as stored (scopeMsgID)
 	suite, run string
 	expect     uint64
 }
@@ -184,13 +188,14 @@ func (b *Bus) AppendAsync(expect Expect, p Pending) (*AsyncAppend, error) {
 		return nil, err
 	}
 	suite, run := p.Fact.Suite, p.Fact.Run
+	key := scopeMsgID(suite, id)
 	fut, err := b.js.PublishMsgAsync(msg,
 		jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
-		jetstream.WithMsgID(scopeMsgID(suite, id)))
+		jetstream.WithMsgID(key))
 	if err != nil {
 		return nil, fmt.Errorf("append to %s/%s: %w", suite, run, err)
 	}
-	return &AsyncAppend{fut: fut, p: p, id: id, suite: suite, run: run, expect: expect.Last}, nil
+	return &AsyncAppend{fut: fut, p: p, id: key, suite: suite, run: run, expect: expect.Last}, nil
 }
 
 // Wait returns the committed record or the append's error (a
@@ -213,24 +218,6 @@ func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
 	case <-ctx.Done():
 		return Record{}, fmt.Errorf("append to %s/%s: %w", a.suite, a.run, ctx.Err())
 	}
-}
-
-// scopeMsgID is the deduplication ID a fact is stored under. JetStream
-// deduplicates message IDs across the whole stream, while the IDs writers
-// derive (a run's "<run>/requested", a decision's "<run>/<turn>/stop") are
-// unique only within a suite, and run IDs repeat across suites that share a
-// case and a treatment: unscoped, a second suite's facts would be taken
-// for retries of the first's and dropped. Readers see the writer's own ID
-// (unscopeMsgID).
-func scopeMsgID(suite, id string) string { return suite + "/" + id }
-
-// unscopeMsgID returns the writer's ID of a stored fact; IDs stored before
-// they were scoped come back as they are.
-func unscopeMsgID(suite, stored string) string {
-	if id, ok := strings.CutPrefix(stored, suite+"/"); ok {
-		return id
-	}
-	return stored
 }
 
 // zeroAppendCounters exports the count of every kind of fact appended at 0,

@@ -118,7 +118,8 @@ func (b *Bus) AppendBatch(ctx context.Context, expect Expect, facts ...Pending) 
 		if err != nil {
 			return nil, err
 		}
-		m.Header.Set(nats.MsgIdHdr, scopeMsgID(suite, id))
+		key := scopeMsgID(suite, id)
+		m.Header.Set(nats.MsgIdHdr, key)
 		m.Header.Set(headerBatchID, batch)
 		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
 		if i == 0 {
@@ -127,7 +128,7 @@ func (b *Bus) AppendBatch(ctx context.Context, expect Expect, facts ...Pending) 
 		} else {
 			m.Header.Set(HeaderPrev, inBatchLinks(i))
 		}
-		msgs[i], ids[i] = m, id
+		msgs[i], ids[i] = m, key
 	}
 	msgs[len(msgs)-1].Header.Set(headerBatchCommit, "1")
 

@@ -16,14 +16,14 @@ import (
 	"github.com/factline/factline/events"
 )
 
-// v1Facts are facts as the writers before envelope version 2 stored them:
-// the events package's version 1 golden files, the bytes those writers
-// made.
-func v1Facts(t *testing.T) map[string][]byte {
+// oldFacts are facts as the writers of an older envelope version stored
+// them: the events package's golden files of that version (in dir), the
+// bytes those writers made; opening is how each file must start.
+func oldFacts(t *testing.T, dir string, opening func([]byte) bool) map[string][]byte {
 	t.Helper()
-	paths, err := filepath.Glob("../events/testdata/golden/*.msgpack")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.msgpack"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("no version 1 golden files: %v", err)
+		t.Fatalf("no golden files in %s: %v", dir, err)
 	}
 	out := map[string][]byte{}
 	for _, p := range paths {
@@ -31,8 +31,8 @@ func v1Facts(t *testing.T) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b[0]&0xf0 != 0x80 {
-			t.Fatalf("%s is no version 1 map", p)
+		if !opening(b) {
+			t.Fatalf("%s is not of the version it should be: %x", p, b[:min(len(b), 2)])
 		}
 		f, err := events.Decode(b)
 		if err != nil {
@@ -50,12 +50,21 @@ func v1Facts(t *testing.T) map[string][]byte {
 // A store written by the version 1 writers keeps reading: its messages
 // (stored as those writers stored them) read back as the facts they
 // encode, byte for byte the same through an export and an import into a
-// new stream, and a run begun in version 1 loads whole after version 2
+// new stream, and a run begun in version 1 loads whole after version 3
 // facts joined it.
 func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
+	readsBackIdentically(t, oldFacts(t, "../events/testdata/golden", func(b []byte) bool { return b[0]&0xf0 == 0x80 }))
+}
+
+// The same holds for a store the version 2 writers wrote (arrays whose body
+// keys are names).
+func TestAStoreWrittenInEnvelopeV2ReadsBackIdentically(t *testing.T) {
+	readsBackIdentically(t, oldFacts(t, "../events/testdata/golden/v2", func(b []byte) bool { return bytes.HasPrefix(b, []byte{0x9d, 0x02}) }))
+}
+
+func readsBackIdentically(t *testing.T, files map[string][]byte) {
 	ctx := testCtx(t)
 	b, srv := bustest.Start(t)
-	files := v1Facts(t)
 	want := map[uint64][]byte{}
 	for _, key := range slices.Sorted(maps.Keys(files)) {
 		subj := key[:bytes.IndexByte([]byte(key), ' ')]
@@ -76,7 +85,7 @@ func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
 				return nil
 			}
 			if !bytes.Equal(r.Data, data) {
-				t.Errorf("%s: message %d is not the bytes the version 1 writer stored", what, r.Seq)
+				t.Errorf("%s: message %d is not the bytes the old writer stored", what, r.Seq)
 			}
 			got, err := r.Fact()
 			if err != nil {
@@ -109,14 +118,14 @@ func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
 	}
 	check(fresh, "the imported export")
 
-	// A version 2 fact appended to a run whose facts are version 1.
+	// A version 3 fact appended to a run whose facts are of the old version.
 	log, err := fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := len(log.Records)
 	if before == 0 {
-		t.Fatal("the version 1 run loaded empty")
+		t.Fatal("the old run loaded empty")
 	}
 	next := bustest.Turn(t, "nightly-2025-06", "r-7f3a", log.NextPosition(), 1)
 	recs, err := fresh.Append(ctx, log.Expect(), bus.Pending{Fact: next})
@@ -131,8 +140,8 @@ func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw.Data[0]&0xf0 != 0x90 {
-		t.Errorf("a new fact is stored starting %#x, want a version 2 array", raw.Data[0])
+	if !bytes.HasPrefix(raw.Data, []byte{0x9d, events.EnvelopeV3}) {
+		t.Errorf("a new fact is stored starting %x, want a version 3 array", raw.Data[:2])
 	}
 	log, err = fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
 	if err != nil {

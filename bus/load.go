@@ -69,11 +69,14 @@ func (l *RunLog) syncFacts() {
 	}
 }
 
-// ByMsgID finds a committed fact by its deduplication ID: how a writer
-// recognises, after a conflict or a redelivery, that its fact is already in.
+// ByMsgID finds a committed fact by the deduplication ID its writer gave
+// it: how a writer recognises, after a conflict or a redelivery, that its
+// fact is already in. It matches the hashed IDs stored today and the
+// writer's IDs older stores hold (Record.HasMsgID).
 func (l RunLog) ByMsgID(id string) (Record, bool) {
+	key := scopeMsgID(l.Suite, id) // once, not a hash per record
 	for i := len(l.Records) - 1; i >= 0; i-- {
-		if l.Records[i].MsgID == id {
+		if m := l.Records[i].MsgID; m == key || m == id {
 			return l.Records[i], true
 		}
 	}

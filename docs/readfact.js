@@ -1,10 +1,10 @@
-// readfact.js reads stored factline facts written in either envelope
+// readfact.js reads stored factline facts written in any envelope
 // version, from docs/facts.md alone and with no package but Node's own: a
 // foreign reader of the wire format. For each file named on the command
 // line it prints one JSON line: the fact with version 1's keys, IDs and
 // digests as strings, the time as RFC 3339 with nanoseconds.
 //
-//   node docs/readfact.js events/testdata/golden/v2/*.msgpack
+//   node docs/readfact.js events/testdata/golden/v3/*.msgpack
 'use strict';
 const fs = require('fs');
 
@@ -118,6 +118,48 @@ const KINDS = [null, 'suite.submitted', 'run.requested', 'run.claimed', 'turn.st
   'grade.verdict', 'grade.conflict', 'suite.reported', 'suite.stopped', 'suite.controlled',
   'context.summarised', 'run.delegated'];
 const ROLES = [null, 'submitter', 'runner', 'staller', 'decider', 'grader', 'meter'];
+// Body key numbers (docs/facts.md, envelope version 3), indexed by number.
+const KEYS = [null, 'context_digest', 'messages', 'policy', 'turn', 'calls', 'args', 'args_digest',
+  'id', 'name', 'finish', 'model', 'provider', 'reply_digest', 'text', 'usage', 'cost',
+  'input_tokens', 'output_tokens', 'call_id', 'effect', 'operation_id', 'tool', 'dispatch',
+  'disposition', 'evidence_ref', 'mutation', 'verification', 'complete', 'diagnostics', 'code',
+  'file', 'line', 'message', 'source_epoch', 'type', 'output', 'output_digest', 'evidence',
+  'actor_intent', 'dispatches', 'evidence_position', 'run_id', 'task_generation', 'observation',
+  'checkpoint', 'episode', 'open_failure', 'repairs_used', 'signature', 'write_credit', 'position',
+  'decision', 'decision_id', 'result', 'feedback', 'unmet', 'accepted_control', 'signal', 'reason',
+  'action', 'cause', 'armed', 'feedback_delivered', 'opportunity', 'target', 'remaining', 'status',
+  'supported', 'judge', 'millis', 'cached', 'entry', 'run', 'suite', 'text_digest',
+  'queue_wait_ms', 'child', 'answer', 'charged', 'steps', 'error', 'retryable', 'outcome',
+  'delegation', 'wall_millis', 'lease', 'resume_from', 'runner', 'budget', 'seconds', 'tokens',
+  'case', 'case_digest', 'treatment', 'treatment_digest', 'trial', 'last_evidence', 'next_action',
+  'spent', 'files', 'fixture_digest', 'snapshot_digest', 'from', 'request_digest', 'reserve',
+  'summary', 'through', 'control', 'operation', 'instruction', 'conflicts_with', 'instrument',
+  'revision', 'detail', 'required', 'version', 'containment', 'features', 'limit', 'state',
+  'image', 'digest', 'ref', 'cached_input_tokens', 'reasoning_tokens', 'score', 'reasons',
+  'source', 'values', 'value', 'tests', 'cases', 'errored', 'failed', 'passed', 'skipped',
+  'unlisted', 'verdict', 'attempt_id', 'instruments', 'snapshot_id', 'vetoes', 'binding',
+  'requirement', 'missing', 'scores', 'key', 'max', 'min', 'pass_at', 'raw', 'scorer',
+  'lower_is_better', 'extensions', 'command', 'executable', 'protocol', 'server', 'tools',
+  'approval', 'withheld', 'identity', 'parent', 'request', 'components', 'retry_of', 'abstained',
+  'attempts', 'excluded', 'invalid', 'pending', 'report_digest', 'comparison', 'confidence',
+  'high', 'low', 'pairs', 'spec_digest', 'treatments', 'trials', 'split', 'valid_outcomes',
+  'generation', 'cache_identity', 'cache_write_input_tokens', 'check', 'instance', 'service'];
+
+// keys names a version 3 body's numbered keys at every depth; a name stays
+// a name, and a number the table lacks becomes "#<number>".
+function keys(v) {
+  if (Array.isArray(v)) return v.map(keys);
+  if (v && typeof v === 'object' && !Buffer.isBuffer(v) && !('ext' in v)) {
+    const out = {};
+    for (const k of Object.keys(v)) {
+      const n = /^[0-9]+$/.test(k) ? Number(k) : -1;
+      out[n < 0 ? k : (KEYS[n] || ('#' + n))] = keys(v[k]);
+    }
+    return out;
+  }
+  return v;
+}
+
 const named = (table, v) => (typeof v === 'string' ? v : table[v] || ('code ' + v));
 
 function readFact(buf) {
@@ -126,12 +168,12 @@ function readFact(buf) {
     v.at = time(v.at);
     return v;
   }
-  if (v.length < 13 || v[0] !== 2) throw new Error('not an envelope version 2 array');
+  if (v.length < 13 || (v[0] !== 2 && v[0] !== 3)) throw new Error('not an envelope version 2 or 3 array');
   const f = {
     id: ulid(v[1]), kind: named(KINDS, v[2]), schema: v[3], suite: v[4], run: v[5],
     task_generation: v[6], position: v[7],
     producer: { service: named(ROLES, v[9]), instance: v[10] },
-    at: time(v[11]), body: digests(v[12]),
+    at: time(v[11]), body: digests(v[0] === 3 ? keys(v[12]) : v[12]),
   };
   if (v[8] !== null) f.causation = ulid(v[8]);
   return f;

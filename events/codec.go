@@ -11,12 +11,13 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// wireIn is the envelope being read, in either version (docs/facts.md): a
-// version 1 map with snake_case keys or a version 2 array (envelope2.go).
+// wireIn is the envelope being read, in any version (docs/facts.md): a
+// version 1 map with snake_case keys or a version 2 or 3 array
+// (envelope2.go).
 // It decodes itself field by field, keeping the body raw until the kind is
 // known.
 type wireIn struct {
-	envelope       int // EnvelopeV1 or EnvelopeV2
+	envelope       int // EnvelopeV1, EnvelopeV2 or EnvelopeV3
 	ID             string
 	Kind           Kind
 	Schema         uint16
@@ -103,14 +104,14 @@ func (w *wireIn) decodeBody(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// Encode returns the wire form of a fact, in envelope version 2 (Decode
-// reads both versions). It does not validate: facts are validated where they
+// Encode returns the wire form of a fact, in envelope version 3 (Decode
+// reads every version). It does not validate: facts are validated where they
 // are made (NewFact) and where they are read (Decode).
 func Encode(f Fact) ([]byte, error) {
 	if f.Body == nil {
 		return nil, missing("body")
 	}
-	b, err := marshal(envelope2{&f})
+	b, err := marshal(envelope2{&f, EnvelopeV3})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", f.Kind(), err)
 	}

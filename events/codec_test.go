@@ -394,11 +394,21 @@ func TestWireKeys(t *testing.T) {
 	}
 
 	// The union's "type" is its first key, so streaming readers can
-	// dispatch before reading the rest.
-	raw := mustEncode(t, f)
+	// dispatch before reading the rest: by name in version 2, by its
+	// number in version 3.
+	raw, err := events.EncodeV2(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	typeKey := []byte{0xa4, 't', 'y', 'p', 'e', 0xa6, 'p', 'a', 's', 's', 'e', 'd', 0xac}
 	if !bytes.Contains(raw, typeKey) {
-		t.Errorf("encoding lacks a map whose first entry is type=passed followed by source_epoch: %x", raw)
+		t.Errorf("version 2 encoding lacks a map whose first entry is type=passed followed by source_epoch: %x", raw)
+	}
+	raw = mustEncode(t, f)
+	typeCode := []byte{0x82, byte(slices.Index(events.BodyKeys, "type")), 0xa6, 'p', 'a', 's', 's', 'e', 'd',
+		byte(slices.Index(events.BodyKeys, "source_epoch"))}
+	if !bytes.Contains(raw, typeCode) {
+		t.Errorf("version 3 encoding lacks a map whose first entry is type=passed followed by source_epoch, by number: %x", raw)
 	}
 
 	// In envelope version 1, at is the msgpack timestamp extension (type

@@ -217,3 +217,65 @@ func TestFactsDocGivesVersion2ByteByByte(t *testing.T) {
 		t.Errorf("the doc numbers %d roles, want 6", n)
 	}
 }
+
+// docHexBlock returns the bytes of the first code block after marker: the
+// leading hex tokens of each line.
+func docHexBlock(t *testing.T, doc, marker string) []byte {
+	t.Helper()
+	i := strings.Index(doc, marker)
+	if i < 0 {
+		t.Fatalf("no %q in the doc", marker)
+	}
+	block := doc[i:]
+	block = block[strings.Index(block, "```\n")+4:]
+	block = block[:strings.Index(block, "```")]
+	hexByte := regexp.MustCompile("^[0-9a-f]{2}$")
+	var dump []byte
+	for _, line := range strings.Split(block, "\n") {
+		for _, tok := range strings.Fields(line) {
+			if !hexByte.MatchString(tok) {
+				break
+			}
+			n, _ := strconv.ParseUint(tok, 16, 8)
+			dump = append(dump, byte(n))
+		}
+	}
+	return dump
+}
+
+// docs/facts.md walks one version 3 fact byte by byte and numbers every
+// body key: a reader in another language names the keys from that table
+// alone, so it must be the table Encode writes by, number for number.
+func TestFactsDocGivesVersion3ByteByByte(t *testing.T) {
+	data, err := os.ReadFile("../docs/facts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	want, err := os.ReadFile("testdata/golden/v3/run_claimed.msgpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump := docHexBlock(t, doc, "Byte by byte, the `run.claimed` example in version 3"); !slices.Equal(dump, want) {
+		t.Errorf("the doc's bytes\n  %x\nthe golden file's\n  %x", dump, want)
+	}
+	in := doc[strings.Index(doc, "**Body key numbers.**"):]
+	in = in[:strings.Index(in, "\nByte by byte")]
+	cell := regexp.MustCompile("([0-9]+) \\| `([a-z_]+)`")
+	doced := map[int]string{}
+	for _, m := range cell.FindAllStringSubmatch(in, -1) {
+		n, _ := strconv.Atoi(m[1])
+		if old, dup := doced[n]; dup {
+			t.Errorf("the doc numbers %d twice (%s, %s)", n, old, m[2])
+		}
+		doced[n] = m[2]
+	}
+	for n, k := range events.BodyKeys {
+		if n > 0 && doced[n] != k {
+			t.Errorf("body key %d is %q in the code, %q in the doc", n, k, doced[n])
+		}
+	}
+	if len(doced) != len(events.BodyKeys)-1 {
+		t.Errorf("the doc numbers %d body keys, the code %d", len(doced), len(events.BodyKeys)-1)
+	}
+}

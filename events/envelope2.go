@@ -10,18 +10,22 @@ import (
 )
 
 // Envelope versions. Version 1 is a msgpack map keyed by field names;
-// version 2, which Encode writes, is a msgpack array of the envelope's
-// fields in a fixed order, with the ID and the causation as 16 raw bytes,
-// the kind and the producer's role as numbers (wirecodes.go), the time as
-// Unix nanoseconds, and digests in the body as binary (digestwire.go). A
-// reader tells them apart by the first byte: a map or an array.
+// version 2 is a msgpack array of the envelope's fields in a fixed order,
+// with the ID and the causation as 16 raw bytes, the kind and the
+// producer's role as numbers (wirecodes.go), the time as Unix nanoseconds,
+// and digests in the body as binary (digestwire.go). Version 3, which
+// Encode writes, is version 2's array with the body's map keys written as
+// numbers (keycodes.go, bodykeys.go). A reader tells a map from an array by
+// the first byte, and version 2 from 3 by the array's first element.
 const (
 	EnvelopeV1 = 1
 	EnvelopeV2 = 2
+	EnvelopeV3 = 3
 )
 
-// The positions of version 2's array. Readers take at least v2Fields
-// elements and skip any after them (fields a newer writer appended).
+// The positions of the array of versions 2 and 3. Readers take at least
+// v2Fields elements and skip any after them (fields a newer writer
+// appended).
 const (
 	v2Version = iota
 	v2ID
@@ -39,8 +43,11 @@ const (
 	v2Fields
 )
 
-// envelope2 is a fact on the wire in version 2.
-type envelope2 struct{ f *Fact }
+// envelope2 is a fact on the wire in version 2 or 3 (version).
+type envelope2 struct {
+	f       *Fact
+	version uint8
+}
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
@@ -48,7 +55,7 @@ func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeArrayLen(v2Fields); err != nil {
 		return err
 	}
-	if err := enc.EncodeUint(EnvelopeV2); err != nil {
+	if err := enc.EncodeUint(uint64(e.version)); err != nil {
 		return err
 	}
 	if err := enc.EncodeBytes(f.ID[:]); err != nil {
@@ -84,7 +91,25 @@ func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := encodeAt(enc, f.At); err != nil {
 		return err
 	}
-	return enc.Encode(f.Body)
+	if e.version == EnvelopeV2 {
+		return enc.Encode(f.Body)
+	}
+	return encodeCodedBody(enc, f.Body)
+}
+
+// encodeCodedBody writes a body as version 3 does: its map keys as numbers.
+func encodeCodedBody(enc *msgpack.Encoder, body Body) error {
+	p, err := encodePooled(body)
+	if err != nil {
+		return err
+	}
+	defer p.release()
+	b, err := keysToCodes(p.buf.Bytes())
+	if err != nil {
+		return err
+	}
+	_, err = enc.Writer().Write(b)
+	return err
 }
 
 // Unix nanoseconds in an int64 reach from 1677 to 2262; a time outside
@@ -124,14 +149,15 @@ func encodeCausation(enc *msgpack.Encoder, c string) error {
 	return enc.EncodeBytes(id[:])
 }
 
-// decodeV2 reads a version 2 envelope into w, leaving the body raw.
+// decodeV2 reads a version 2 or 3 envelope into w, leaving the body raw (in
+// version 2's form: keys as names).
 func (w *wireIn) decodeV2(dec *msgpack.Decoder) error {
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
 		return err
 	}
 	if n < v2Fields {
-		return fmt.Errorf("envelope version 2 has %d fields, want at least %d", n, v2Fields)
+		return fmt.Errorf("an array envelope has %d fields, want at least %d", n, v2Fields)
 	}
 	for i := range n {
 		if err := w.decodeV2Field(dec, i); err != nil {
@@ -148,10 +174,10 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		if err != nil {
 			return err
 		}
-		if v != EnvelopeV2 {
-			return fmt.Errorf("an array envelope is version 2, this one says %d", v)
+		if v != EnvelopeV2 && v != EnvelopeV3 {
+			return fmt.Errorf("an array envelope is version 2 or 3, this one says %d", v)
 		}
-		w.envelope = EnvelopeV2
+		w.envelope = int(v)
 	case v2ID:
 		s, err := decodeULIDBytes(dec)
 		if err != nil {
@@ -226,7 +252,14 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		t := time.Unix(0, ns)
 		w.At = &t
 	case v2Body:
-		return w.decodeBody(dec)
+		if err := w.decodeBody(dec); err != nil || !w.hasBody || w.envelope != EnvelopeV3 {
+			return err
+		}
+		b, err := codesToKeys(w.rawBody)
+		if err != nil {
+			return err
+		}
+		w.rawBody = b
 	default:
 		return dec.Skip() // a field a newer writer appended
 	}

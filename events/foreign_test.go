@@ -17,16 +17,16 @@ import (
 
 // docs/readfact.js reads facts as a reader in another
 // language would, from docs/facts.md alone (its own msgpack decoder, no
-// package). Every golden file of both envelope versions must read there as
-// it reads here (events.WireMap), and the two versions of one fixture must
-// read as the same fact.
-func TestTheForeignNodeReaderReadsBothVersions(t *testing.T) {
+// package). Every golden file of every envelope version must read there as
+// it reads here (events.WireMap), and the versions of one fixture must read
+// as the same fact.
+func TestTheForeignNodeReaderReadsEveryVersion(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed on this host: the foreign reader cannot run")
 	}
-	paths := map[string]string{} // "v1/name" or "v2/name" -> path
-	for dir, tag := range map[string]string{goldenDir: "v1", goldenV2Dir: "v2"} {
+	paths := map[string]string{} // "v1/name", "v2/name" or "v3/name" -> path
+	for dir, tag := range map[string]string{goldenDir: "v1", goldenV2Dir: "v2", goldenV3Dir: "v3"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.msgpack"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no golden files in %s: %v", dir, err)
@@ -68,9 +68,11 @@ func TestTheForeignNodeReaderReadsBothVersions(t *testing.T) {
 		if !reflect.DeepEqual(read[key], want) {
 			t.Errorf("%s: node read\n  %v\nGo reads\n  %v", key, read[key], want)
 		}
-		if name, ok := strings.CutPrefix(key, "v2/"); ok {
-			if v1, ok := read["v1/"+name]; ok && !reflect.DeepEqual(v1, read[key]) {
-				t.Errorf("%s: version 1 and version 2 read as different facts:\n  %v\n  %v", name, v1, read[key])
+		for _, later := range []string{"v2/", "v3/"} {
+			if name, ok := strings.CutPrefix(key, later); ok {
+				if v1, ok := read["v1/"+name]; ok && !reflect.DeepEqual(v1, read[key]) {
+					t.Errorf("%s: version 1 and %s read as different facts:\n  %v\n  %v", name, later, v1, read[key])
+				}
 			}
 		}
 	}

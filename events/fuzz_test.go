@@ -22,11 +22,11 @@ var sentinels = []error{
 // must refuse with a classified *FieldError; what it accepts must survive a
 // re-encode and decode unchanged, with stable bytes.
 //
-// The seeds are the golden files of both envelope versions (added below)
+// The seeds are the golden files of every envelope version (added below)
 // and the checked-in corpus in testdata/fuzz/FuzzDecode (golden facts of
-// both versions, truncated and with a byte flipped).
+// every version, truncated and with a byte flipped).
 func FuzzDecode(f *testing.F) {
-	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f), goldenV3Files(f)} {
 		for _, name := range slices.Sorted(maps.Keys(files)) {
 			f.Add(files[name])
 		}
@@ -72,9 +72,9 @@ func FuzzDecode(f *testing.F) {
 // FuzzWireMap feeds arbitrary bytes to WireMap, the generic reader factline
 // decode and tail --json show facts with. It must never panic, and every
 // fact Decode accepts must also show as a map whose id and kind are the
-// fact's. Seeds: the golden files of both versions and testdata/fuzz/FuzzWireMap.
+// fact's. Seeds: the golden files of every version and testdata/fuzz/FuzzWireMap.
 func FuzzWireMap(f *testing.F) {
-	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f)} {
+	for _, files := range []map[string][]byte{goldenFiles(f), goldenV2Files(f), goldenV3Files(f)} {
 		for _, name := range slices.Sorted(maps.Keys(files)) {
 			f.Add(files[name])
 		}

@@ -19,24 +19,27 @@ import (
 
 // Golden files pin the wire format: testdata/golden/<name>.msgpack holds the
 // envelope version 1 encoding of the fixed fact goldenFacts returns under
-// <name> (written by the writers before version 2), and
-// testdata/golden/v2/<name>.msgpack its version 2 encoding, which Encode
-// writes today. TestGoldenDecodes checks that today's reader still decodes
-// every version 1 file to its fact; TestGoldenV2 that every fixture has a
-// version 2 file, that the file decodes to it, and that Encode still writes
-// exactly those bytes.
+// <name> (written by the writers before version 2),
+// testdata/golden/v2/<name>.msgpack its version 2 encoding (the writers
+// before version 3), and testdata/golden/v3/<name>.msgpack its version 3
+// encoding, which Encode writes today. TestGoldenDecodes checks that today's
+// reader still decodes every version 1 file to its fact; TestGoldenV2 that
+// every version 2 file does, and that the version 2 writer still writes its
+// bytes; TestGoldenV3 that every fixture has a version 3 file, that the file
+// decodes to it, and that Encode still writes exactly those bytes.
 //
 // Golden files are never regenerated once committed. A reader must keep
 // decoding what older writers wrote, so a new schema version adds new files
 // (e.g. run_ended_v2.msgpack) next to the old ones; it does not replace them.
-// -update therefore only writes version 2 files that do not exist yet, and
+// -update therefore only writes version 3 files that do not exist yet, and
 // fails if a committed one no longer matches its fixture's encoding; the
-// version 1 set is closed (no writer makes version 1 any more).
+// version 1 and 2 sets are closed (no writer makes them any more).
 var update = flag.Bool("update", false, "write missing golden files and their fuzz seeds")
 
 const (
 	goldenDir   = "testdata/golden"
 	goldenV2Dir = "testdata/golden/v2"
+	goldenV3Dir = "testdata/golden/v3"
 	fuzzSeedDir = "testdata/fuzz/FuzzDecode"
 	goldenSuite = "nightly-2025-06"
 	goldenRun   = "r-7f3a"
@@ -530,6 +533,9 @@ func goldenFiles(t testing.TB) map[string][]byte { t.Helper(); return goldenFile
 // goldenV2Files returns the checked-in version 2 golden files.
 func goldenV2Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenV2Dir) }
 
+// goldenV3Files returns the checked-in version 3 golden files.
+func goldenV3Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenV3Dir) }
+
 func goldenFilesIn(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.msgpack"))
@@ -547,7 +553,7 @@ func goldenFilesIn(t testing.TB, dir string) map[string][]byte {
 	return out
 }
 
-// writeGolden writes the version 2 golden file of c, and its fuzz seeds, if
+// writeGolden writes the version 3 golden file of c, and its fuzz seeds, if
 // the golden file does not exist yet. It never rewrites a committed golden
 // file.
 func writeGolden(t *testing.T, c goldenCase) {
@@ -556,7 +562,7 @@ func writeGolden(t *testing.T, c goldenCase) {
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
-	path := filepath.Join(goldenV2Dir, c.name+".msgpack")
+	path := filepath.Join(goldenV3Dir, c.name+".msgpack")
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -567,7 +573,7 @@ func writeGolden(t *testing.T, c goldenCase) {
 	case !os.IsNotExist(err):
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(goldenV2Dir, 0o755); err != nil {
+	if err := os.MkdirAll(goldenV3Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -575,7 +581,7 @@ func writeGolden(t *testing.T, c goldenCase) {
 	}
 	t.Logf("wrote %s", path)
 	for suffix, seed := range fuzzSeeds(b) {
-		writeFuzzSeed(t, "golden_v2_"+c.name+suffix, seed)
+		writeFuzzSeed(t, "golden_v3_"+c.name+suffix, seed)
 	}
 }
 
@@ -635,24 +641,58 @@ func TestGoldenDecodes(t *testing.T) {
 	}
 }
 
-// TestGoldenV2 reads the version 2 files: each fixture has one, it decodes
+// TestGoldenV2 reads the version 2 files: stores and export files written
+// before version 3 hold facts written that way. Each fixture has one, it
+// decodes to the fixture, and the version 2 writer (kept for this check)
+// still writes its bytes.
+func TestGoldenV2(t *testing.T) {
+	files := goldenV2Files(t)
+	for _, c := range goldenFacts(t) {
+		b, ok := files[c.name]
+		if !ok {
+			t.Errorf("%s: no golden file %s/%s.msgpack", c.name, goldenV2Dir, c.name)
+			continue
+		}
+		delete(files, c.name)
+		if !bytes.HasPrefix(b, []byte{0x9d, 0x02}) {
+			t.Errorf("%s: a version 2 file opens with a 13-element array and the version 2, this one %x", c.name, b[:min(len(b), 2)])
+		}
+		got, err := events.Decode(b)
+		if err != nil {
+			t.Errorf("%s: committed golden file no longer decodes: %v", c.name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.fact) {
+			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", c.name, got, c.fact)
+		}
+		enc, err := events.EncodeV2(c.fact)
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Errorf("%s: the version 2 writer no longer writes the committed bytes (%v):\n got %x\nwant %x", c.name, err, enc, b)
+		}
+	}
+	for name := range files {
+		t.Errorf("golden file v2/%s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
+	}
+}
+
+// TestGoldenV3 reads the version 3 files: each fixture has one, it decodes
 // to the fixture, and Encode writes exactly its bytes. Together they cover
 // every kind and every union variant.
-func TestGoldenV2(t *testing.T) {
+func TestGoldenV3(t *testing.T) {
 	cases := goldenFacts(t)
 	if *update {
 		for _, c := range cases {
 			writeGolden(t, c)
 		}
 	}
-	files := goldenV2Files(t)
+	files := goldenV3Files(t)
 
 	kinds := map[events.Kind]bool{}
 	variants := map[string]bool{}
 	for _, c := range cases {
 		b, ok := files[c.name]
 		if !ok {
-			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenV2Dir, c.name)
+			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenV3Dir, c.name)
 			continue
 		}
 		delete(files, c.name)
@@ -665,7 +705,7 @@ func TestGoldenV2(t *testing.T) {
 			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", c.name, got, c.fact)
 		}
 		if enc := mustEncode(t, c.fact); !bytes.Equal(enc, b) {
-			t.Errorf("%s: Encode no longer writes the committed version 2 bytes:\n got %x\nwant %x", c.name, enc, b)
+			t.Errorf("%s: Encode no longer writes the committed version 3 bytes:\n got %x\nwant %x", c.name, enc, b)
 		}
 		kinds[got.Kind()] = true
 		for _, v := range unionsOf(got.Body) {
@@ -673,7 +713,7 @@ func TestGoldenV2(t *testing.T) {
 		}
 	}
 	for name := range files {
-		t.Errorf("golden file v2/%s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
+		t.Errorf("golden file v3/%s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
 	}
 	for _, k := range events.Kinds() {
 		if !kinds[k] {

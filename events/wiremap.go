@@ -5,29 +5,69 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // WireMap returns a stored fact's wire form as the keyed map of envelope
-// version 1 (docs/facts.md), whichever version it was written in: IDs and
+// version 1 (docs/facts.md), whichever version it was written in: body keys
+// by name, IDs and
 // digests as their strings, the kind and the producer's role by name, the
 // time as a time.Time. It interprets no more than that, so that tools which
 // show facts as they are (factline decode, tail --json) show facts this
 // version cannot decode too, and show both versions alike.
 func WireMap(data []byte) (map[string]any, error) {
+	if len(data) > 0 {
+		if _, _, isMap, ok := container(data[0]); ok && !isMap {
+			a, err := arrayElements(data)
+			if err != nil {
+				return nil, err
+			}
+			return v2Map(a)
+		}
+	}
 	var v any
 	if err := unmarshal(data, &v); err != nil {
 		return nil, err
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		return v, nil
-	case []any:
-		return v2Map(v)
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
 	}
 	return nil, fmt.Errorf("a fact is a msgpack map or array, not %T", v)
 }
 
-// v2Map names the fields of a version 2 envelope decoded generically.
+// arrayElements decodes an array envelope generically, element by element,
+// with a version 3 body's numbered keys named first (a generic decoder
+// takes only string keys).
+func arrayElements(data []byte) ([]any, error) {
+	var raw []msgpack.RawMessage
+	if err := unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	// Elements after the known ones are a newer writer's, which readers
+	// skip: they need not decode here either.
+	raw = raw[:min(len(raw), v2Fields)]
+	out := make([]any, len(raw))
+	for i, r := range raw {
+		if len(r) == 0 {
+			continue // nil decodes into a RawMessage as no bytes
+		}
+		if i == v2Body && isVersion3(out[v2Version]) {
+			b, err := codesToKeys(r)
+			if err != nil {
+				return nil, err
+			}
+			r = b
+		}
+		if err := unmarshal(r, &out[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", v2FieldName(i), err)
+		}
+	}
+	return out, nil
+}
+
+func isVersion3(v any) bool { n, ok := asInt64(v); return ok && n == EnvelopeV3 }
+
+// v2Map names the fields of a version 2 or 3 envelope decoded generically.
 func v2Map(a []any) (map[string]any, error) {
 	if len(a) < v2Fields {
 		return nil, fmt.Errorf("envelope version 2 has %d fields, want at least %d", len(a), v2Fields)

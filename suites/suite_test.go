@@ -274,7 +274,7 @@ func TestPublishAndSubmit(t *testing.T) {
 		t.Fatalf("submitting the same suite again: %v", err)
 	}
 	log, err := b.LoadRun(ctx, "nightly", events.SuiteScope)
-	if err != nil || len(log.Records) != 1 || log.Records[0].MsgID != SubmitMsgID || log.Records[0].Fact.Producer.Service != events.OwnerSubmitter {
+	if err != nil || len(log.Records) != 1 || !log.Records[0].HasMsgID(SubmitMsgID) || log.Records[0].Fact.Producer.Service != events.OwnerSubmitter {
 		t.Fatalf("suite log %+v, %v", log.Records, err)
 	}
 	other := *p

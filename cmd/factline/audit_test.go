@@ -57,9 +57,9 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A fact of envelope version 2 opens with a 13-element array, the
+	// A fact of envelope version 3 opens with a 13-element array, the
 	// version and its ID as 16 bytes of bin 8 (docs/facts.md).
-	open := []byte("\x9d\x02\xc4\x10")
+	open := []byte("\x9d\x03\xc4\x10")
 	uid, err := ulid.Parse(id)
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +133,11 @@ func TestAnEditedExportFailsTheAudit(t *testing.T) {
 		t.Fatalf("an honest copy: exit %d\n%s", code, out)
 	}
 
+	// Envelope version 3 writes body keys by number (docs/facts.md): "type"
+	// is 35 (0x23), "binding" 143 (0xcc 0x8f).
 	edited := exportEdited(t, store, verdict,
-		[2]string{"\xa4type\xa6failed", "\xa4type\xa6passed"},
-		[2]string{"\xa7binding\xc3", "\xa7binding\xc2"})
+		[2]string{"\x23\xa6failed", "\x23\xa6passed"},
+		[2]string{"\xcc\x8f\xc3", "\xcc\x8f\xc2"})
 	code, out, _ = runCLI(t, "audit", "--store", edited, "--finished")
 	if code != 1 {
 		t.Fatalf("the edited copy: exit %d, want 1\n%s", code, out)

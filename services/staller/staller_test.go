@@ -127,7 +127,7 @@ func TestEveryTurnObservedOnceAcrossRestartAndTwoInstances(t *testing.T) {
 				t.Errorf("%s turn %d: %d stall.observed, want exactly 1", log.Run, n, len(got))
 				continue
 			}
-			if got[0].MsgID != staller.MsgID(log.Run, n) || got[0].Fact.Causation != rec.Fact.ID.String() {
+			if !got[0].HasMsgID(staller.MsgID(log.Run, n)) || got[0].Fact.Causation != rec.Fact.ID.String() {
 				t.Errorf("%s turn %d: msg id %q causation %q", log.Run, n, got[0].MsgID, got[0].Fact.Causation)
 			}
 			producers[got[0].Fact.Producer.Instance]++
