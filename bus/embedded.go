@@ -77,6 +77,10 @@ type ClusterConfig struct {
 	Name   string   // cluster name, identical on every node
 	Listen string   // host:port for cluster routes
 	Routes []string // nats-route://host:port of the other nodes
+	// Advertise, when set, is the host:port the other nodes are told to
+	// dial for this one's routes instead of Listen: the address of a
+	// proxy or a NAT in front of it.
+	Advertise string
 }
 
 // Embedded is a running in-process JetStream server.
@@ -180,6 +184,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		opts.Cluster.Name = c.Name
 		opts.Cluster.Host, opts.Cluster.Port = host, port
+		opts.Cluster.Advertise = c.Advertise
 		opts.Routes = server.RoutesFromStr(joinComma(c.Routes))
 	}
 	srv, err := server.NewServer(opts)

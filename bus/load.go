@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/sleep"
 )
 
 // RunLog is one run's committed facts in stream order.
@@ -141,12 +142,51 @@ func (l RunLog) Expect() Expect {
 // links cannot prove the run complete (a message written without them, a
 // deleted message) it falls back to a filtered scan, which is always right
 // but slower on a big stream.
+//
+// On replicated streams the log it returns holds every fact acknowledged
+// before it was called: any replica answers a direct get, and one that
+// lags the leader answers with an older end of the run, so the run's
+// newest sequence is asked of the stream leader first and a log that stops
+// short of it is fetched again after a pause (LoadThrough's), failing with
+// ErrBehind past them.
 func (b *Bus) LoadRun(ctx context.Context, suite, run string) (RunLog, error) {
 	log := RunLog{Suite: suite, Run: run}
-	if err := b.extendRun(ctx, &log); err != nil {
+	if b.cfg.Replicas <= 1 {
+		// One replica is the leader: what it answers is all there is.
+		if err := b.extendRun(ctx, &log); err != nil {
+			return RunLog{}, err
+		}
+		return log, nil
+	}
+	head, err := b.leaderLastSeq(ctx, FactsStream, events.RunFilter(suite, run))
+	if err != nil {
+		return RunLog{}, fmt.Errorf("load %s/%s: %w", suite, run, err)
+	}
+	if err := b.extendThrough(ctx, &log, head); err != nil {
 		return RunLog{}, err
 	}
 	return log, nil
+}
+
+// extendThrough extends log until it holds the run's message at sequence
+// head (committed: the leader has it). A replica that lags answers with a
+// prefix of the run, which the next round extends; past behindWaits it
+// fails with ErrBehind.
+func (b *Bus) extendThrough(ctx context.Context, log *RunLog, head uint64) error {
+	for i := 0; ; i++ {
+		if err := b.extendRun(ctx, log); err != nil {
+			return err
+		}
+		if log.LastSeq >= head {
+			return nil
+		}
+		if i == len(behindWaits) {
+			return fmt.Errorf("load %s/%s through sequence %d: have %d: %w", log.Suite, log.Run, head, log.LastSeq, ErrBehind)
+		}
+		if err := sleep.For(ctx, behindWaits[i]*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // extendRun appends to log the run's messages after log.LastSeq.

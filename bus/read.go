@@ -219,7 +219,11 @@ func (b *Bus) leaderLastSeq(ctx context.Context, stream, filter string) (uint64,
 	case r.Error != nil && r.Error.ErrCode == errCodeNoMessage:
 		return 0, nil
 	case r.Error != nil:
-		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %s (%d)", stream, filter, r.Error.Desc, r.Error.ErrCode)
+		// Kept typed: a 503 (JetStream unavailable for a moment, as
+		// while a node rejoins) is the bus failing, not the work
+		// (Transient).
+		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter,
+			&jetstream.APIError{Code: r.Error.Code, ErrorCode: jetstream.ErrorCode(r.Error.ErrCode), Description: r.Error.Desc})
 	case r.Message == nil:
 		return 0, fmt.Errorf("ask the %s leader for the newest on %s: answer holds no message", stream, filter)
 	}
