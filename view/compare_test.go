@@ -38,10 +38,7 @@ func writeNightly(t *testing.T, dir, name, stall string) string {
 func TestTheComparePageComparesTwoSuites(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
-	b, err := openStore(ctx, filepath.Join(dir, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openTestStore(ctx, t, filepath.Join(dir, "store"))
 	for _, s := range []struct{ name, stall string }{{"nightly-a", "on"}, {"nightly-b", "off"}} {
 		if err := runSuite(ctx, b, writeNightly(t, dir, s.name, s.stall), filepath.Join(dir, s.name)); err != nil {
 			t.Fatal(err)

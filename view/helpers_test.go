@@ -71,6 +71,29 @@ func runDemo() (*bus.Bus, error) {
 	return b, nil
 }
 
+// openTestStore starts an embedded server on dir for one test: it is shut
+// down when the test ends, before the test's temporary directories are
+// removed (a server still writing its consumers' state made that removal
+// fail with "directory not empty").
+func openTestStore(ctx context.Context, t *testing.T, dir string) *bus.Bus {
+	t.Helper()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Durability: bus.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := bus.Open(ctx, nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // openStore starts an embedded server on dir for the rest of the package's
 // tests.
 func openStore(ctx context.Context, dir string) (*bus.Bus, error) {
