@@ -408,21 +408,7 @@ func forgeCacheText(t *testing.T, store, from, to string) {
 // the runner's rights sees it, and what shuts both down.
 func openResponseCache(ctx context.Context, t *testing.T, store string) (*bus.Bus, jetstream.KeyValue, func()) {
 	t.Helper()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		srv.Shutdown()
-		t.Fatal(err)
-	}
-	done := func() { nc.Close(); srv.Shutdown() }
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		done()
-		t.Fatal(err)
-	}
+	b, done := openStoreBus(ctx, t, store)
 	kv, err := b.JetStream().KeyValue(ctx, bus.CacheBucket)
 	if err != nil {
 		done()

@@ -25,20 +25,8 @@ func forgedStore(t *testing.T) (store, run string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store = t.TempDir()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, done := openStoreBus(ctx, t, store)
+	defer done()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
 		"suite.yaml": "name: f\ncases: [{path: a.yaml}]\ntreatments: [{path: t1.yaml}]\ntrials: 1\n",

@@ -59,20 +59,8 @@ func storeReport(t *testing.T, store, name string, through func(events.SuiteRepo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, done := openStoreBus(ctx, t, store)
+	defer done()
 	scope, err := b.LoadRun(ctx, "mem", events.SuiteScope)
 	if err != nil {
 		t.Fatal(err)

@@ -19,20 +19,8 @@ func storeFacts(t *testing.T, store, suite string) []events.Fact {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, done := openStoreBus(ctx, t, store)
+	defer done()
 	var out []events.Fact
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite)}, func(r bus.Raw) error {
 		f, err := r.Fact()
