@@ -162,24 +162,7 @@ func TestFactsDocGivesVersion2ByteByByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	i := strings.Index(doc, "Byte by byte, the `run.claimed` example")
-	if i < 0 {
-		t.Fatal("no byte-by-byte example of version 2")
-	}
-	block := doc[i:]
-	block = block[strings.Index(block, "```\n")+4:]
-	block = block[:strings.Index(block, "```")]
-	hexByte := regexp.MustCompile("^[0-9a-f]{2}$")
-	var dump []byte
-	for _, line := range strings.Split(block, "\n") {
-		for _, tok := range strings.Fields(line) {
-			if !hexByte.MatchString(tok) {
-				break
-			}
-			n, _ := strconv.ParseUint(tok, 16, 8)
-			dump = append(dump, byte(n))
-		}
-	}
+	dump := docHexBlock(t, doc, "Byte by byte, the `run.claimed` example")
 	want, err := os.ReadFile("testdata/golden/v2/run_claimed.msgpack")
 	if err != nil {
 		t.Fatal(err)
