@@ -39,15 +39,15 @@ func chunkSubject(info *jetstream.ObjectInfo) string {
 // miss. The count comes from the stream's leader, so "fewer" is a
 // definitive answer, not a lagging replica's; an error asking is returned
 // as it is (Transient during a leader change), never as "incomplete".
-func (b *Bus) storedWhole(ctx context.Context, info *jetstream.ObjectInfo) (bool, error) {
+func (b *Bus) storedWhole(ctx context.Context, info *jetstream.ObjectInfo) (have uint64, whole bool, err error) {
 	if isInline(info) || info.Chunks == 0 {
-		return true, nil
+		return 0, true, nil
 	}
 	n, err := b.subjectCount(ctx, blobStream, chunkSubject(info))
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	return n >= uint64(info.Chunks), nil
+	return n, n >= uint64(info.Chunks), nil
 }
 
 // checkWhole returns nil when the object info describes for d holds all
@@ -56,7 +56,7 @@ func (b *Bus) storedWhole(ctx context.Context, info *jetstream.ObjectInfo) (bool
 // two writers racing: the second purges the first one's chunks once its
 // own are stored) is a read to try again, not a broken blob.
 func (b *Bus) checkWhole(ctx context.Context, d events.Digest, info *jetstream.ObjectInfo) error {
-	whole, err := b.storedWhole(ctx, info)
+	have, whole, err := b.storedWhole(ctx, info)
 	if err != nil {
 		return fmt.Errorf("get blob %s: count its chunks: %w", d, err)
 	}
@@ -72,8 +72,8 @@ func (b *Bus) checkWhole(ctx context.Context, d events.Digest, info *jetstream.O
 	case now.NUID != info.NUID:
 		return fmt.Errorf("get blob %s: %w", d, errStoredAgain)
 	}
-	return fmt.Errorf("get blob %s: none of its %d chunks (%d bytes) on %s: %w",
-		d, info.Chunks, info.Size, chunkSubject(info), ErrBlobIncomplete)
+	return fmt.Errorf("get blob %s: %d of its %d chunks (%d bytes) on %s: %w",
+		d, have, info.Chunks, info.Size, chunkSubject(info), ErrBlobIncomplete)
 }
 
 // errStoredAgain says a blob's name was stored again while it was read;
@@ -91,12 +91,12 @@ func (b *Bus) alreadyStored(ctx context.Context, d events.Digest) (*jetstream.Ob
 	if err != nil {
 		return nil, false, fmt.Errorf("put blob %s: %w", d, err)
 	}
-	whole, err := b.storedWhole(ctx, info)
+	have, whole, err := b.storedWhole(ctx, info)
 	if err != nil {
 		return nil, false, fmt.Errorf("put blob %s: count its chunks: %w", d, err)
 	}
 	if !whole {
-		b.log.Warn("blob name stored without its chunks; storing it again", "digest", d, "chunks", info.Chunks)
+		b.log.Warn("blob name stored without its chunks; storing it again", "digest", d, "chunks", info.Chunks, "found", have)
 		return nil, false, nil
 	}
 	return info, true, nil
