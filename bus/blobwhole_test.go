@@ -254,3 +254,41 @@ func TestPutWhoseAnswersWereLostIsStoredWholeWhenTriedAgain(t *testing.T) {
 		t.Fatalf("another connection's get: %d bytes, %v", len(got), err)
 	}
 }
+
+// A reader that read a broken name's metadata while a put mended it is
+// not told the blob is incomplete: the name holds the whole blob now, and
+// Get reads it again.
+func TestReadRacingAPutThatMendsANameIsNotIncomplete(t *testing.T) {
+	t.Parallel()
+	ctx := blobCtx(t)
+	b, srv := bustest.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	data := bigBlob("race")
+	d, err := b.Blobs().Put(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purgeChunks(t, ctx, nc, d)
+	got, err := b.Blobs().GetUnder(ctx, d, func() {
+		if _, err := b.Blobs().Put(ctx, data); err != nil {
+			t.Errorf("the mending put: %v", err)
+		}
+	})
+	switch {
+	case errors.Is(err, bus.ErrBlobNotFound):
+		t.Fatalf("a read racing the mending put: %v", err)
+	case err == nil && !bytes.Equal(got, data):
+		t.Fatalf("a read racing the mending put got %d other bytes", len(got))
+	case err != nil && !strings.Contains(err.Error(), "stored again"):
+		t.Fatalf("a read racing the mending put: %v, want one that says the name was stored again", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if got, err := b.Blobs().Get(rctx, d); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get after the race: %d bytes, %v", len(got), err)
+	}
+}
