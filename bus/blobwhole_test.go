@@ -173,7 +173,10 @@ func TestGetOfANameWithoutChunksIsIncomplete(t *testing.T) {
 		get  func(context.Context) error
 	}{
 		{"Get", func(ctx context.Context) error { _, err := b.Blobs().Get(ctx, bv.Digest); return err }},
-		{"GetTo", func(ctx context.Context) error { _, err := b.Blobs().GetTo(ctx, bv.Digest, &bytes.Buffer{}); return err }},
+		{"GetTo", func(ctx context.Context) error {
+			_, err := b.Blobs().GetTo(ctx, bv.Digest, &bytes.Buffer{})
+			return err
+		}},
 		{"Get of a delta on it", func(ctx context.Context) error { _, err := b.Blobs().Get(ctx, nv.Digest); return err }},
 	} {
 		rctx, cancel := context.WithTimeout(ctx, 8*time.Second)
