@@ -69,11 +69,11 @@ func (h *Blobs) PutAfter(ctx context.Context, data []byte, prev *BlobVersion) (*
 		}
 		// Stored already (or deleted, which a put below replaces).
 	}
-	if info, err := b.blobInfo(ctx, d); err == nil {
+	if info, ok, err := b.alreadyStored(ctx, d); err != nil {
+		return nil, err
+	} else if ok {
 		v.depth = depthOf(info)
 		return v, nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, fmt.Errorf("put blob %s: %w", d, err)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, blobAttempt(uint64(len(stored))))
 	defer pcancel()
@@ -197,6 +197,9 @@ func (b *Bus) objectBytes(ctx context.Context, d events.Digest, info *jetstream.
 	if isInline(info) {
 		raw, err := inlineBytes(d, info)
 		return raw, info, err
+	}
+	if err := b.checkWhole(ctx, d, info); err != nil {
+		return nil, nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, blobAttempt(info.Size))
 	defer cancel()

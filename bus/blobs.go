@@ -40,16 +40,17 @@ type Blobs struct{ b *Bus }
 func (b *Bus) Blobs() *Blobs { return &Blobs{b: b} }
 
 // Put stores data under its content digest and returns the digest.
-// Storing the same bytes twice is free: the name already exists.
+// Storing the same bytes twice is free: the name already exists, whole
+// (a name left without its chunks is stored again, blobwhole.go).
 func (h *Blobs) Put(ctx context.Context, data []byte) (events.Digest, error) {
 	b := h.b
 	ctx, cancel := boundCtx(ctx)
 	defer cancel()
 	d := events.DigestOf(data)
-	if _, err := b.blobInfo(ctx, d); err == nil {
+	if _, ok, err := b.alreadyStored(ctx, d); err != nil {
+		return "", err
+	} else if ok {
 		return d, nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return "", fmt.Errorf("put blob %s: %w", d, err)
 	}
 	// A put whose acknowledgements stop coming (a leader lost mid-transfer)
 	// fails in bounded time for its caller to retry; a retry of the same

@@ -16,7 +16,7 @@ import (
 
 // PutFrom stores the size bytes read from r under d, the digest the
 // caller computed of them, without holding them: the object store reads r
-// chunk by chunk. A blob already stored under d is not read again. Bytes
+// chunk by chunk. A blob already stored whole under d is not read again. Bytes
 // whose digest or length is not d's are removed again and reported as
 // ErrBlobCorrupt, so that no name ever holds content it does not name.
 func (h *Blobs) PutFrom(ctx context.Context, d events.Digest, size int64, r io.Reader) error {
@@ -26,10 +26,8 @@ func (h *Blobs) PutFrom(ctx context.Context, d events.Digest, size int64, r io.R
 	if err := d.Validate("digest"); err != nil {
 		return fmt.Errorf("put blob: %w", err)
 	}
-	if _, err := b.blobInfo(ctx, d); err == nil {
-		return nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("put blob %s: %w", d, err)
+	if _, ok, err := b.alreadyStored(ctx, d); err != nil || ok {
+		return err
 	}
 	pctx, pcancel := context.WithTimeout(ctx, blobAttempt(uint64(max(size, 0))))
 	defer pcancel()
@@ -72,6 +70,9 @@ func (bl *Blobs) GetTo(ctx context.Context, d events.Digest, w io.Writer) (int64
 		}
 		n, err := w.Write(data)
 		return int64(n), err
+	}
+	if err := b.checkWhole(ctx, d, info); err != nil {
+		return 0, err
 	}
 	actx, acancel := context.WithTimeout(ctx, blobAttempt(info.Size))
 	defer acancel()

@@ -45,3 +45,15 @@ func SetPrevDepth(depth int) (restore func()) {
 	prevDepth = depth
 	return func() { prevDepth = old }
 }
+
+// GetUnder reads the blob d under the object info read before between
+// runs, as a reader does that raced a writer storing the name again.
+func (h *Blobs) GetUnder(ctx context.Context, d events.Digest, between func()) ([]byte, error) {
+	b := h.b
+	info, err := b.blobInfo(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	between()
+	return b.readBlob(ctx, d, info)
+}

@@ -50,6 +50,11 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.blob(r.Context(), d)
 	switch {
+	case errors.Is(err, bus.ErrBlobIncomplete):
+		// The name is stored, its bytes are not: only a put of them
+		// mends it, so the page says which, not "no such blob".
+		s.notFound(w, r, fmt.Sprintf("the store names blob %s but its bytes are missing (a put that lost its answer left its name; a put of the same bytes mends it): %v", d, err))
+		return
 	case errors.Is(err, bus.ErrBlobNotFound):
 		s.notFound(w, r, fmt.Sprintf("the store holds no blob %s", d))
 		return
