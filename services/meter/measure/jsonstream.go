@@ -3,9 +3,13 @@ package measure
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/factline/factline/events"
 )
 
 // The report's JSON is written a row at a time: a 100,000-run report's
@@ -61,4 +65,28 @@ func writeJSON(w io.Writer, r Report) error {
 	bw.WriteString("\n  ]\n}\n")
 	// bufio keeps the first write error and returns it here.
 	return bw.Flush()
+}
+
+// JSONDigest returns the digest and length of r's canonical JSON
+// (EncodeJSON's bytes) without holding them: the name its blob is stored
+// under, known before the bytes are written to the store.
+func JSONDigest(r Report) (events.Digest, int64, error) {
+	h := sha256.New()
+	c := &countingWriter{w: h}
+	if err := writeJSON(c, r); err != nil {
+		return "", 0, err
+	}
+	return events.Digest("sha256:" + hex.EncodeToString(h.Sum(nil))), c.n, nil
+}
+
+// countingWriter counts what it passes on.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
