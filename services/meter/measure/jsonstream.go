@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/factline/factline/events"
 )
@@ -89,4 +90,97 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// ReadJSON decodes a report's JSON as json.Unmarshal would, reading its
+// attempt rows one at a time from r: the report is held, its JSON is not.
+// A report's fields other than its attempts are gathered and decoded
+// together; "attempts" is the only key read as it streams (the last one
+// wins, as json.Unmarshal has it).
+func ReadJSON(r io.Reader) (Report, error) {
+	dec := json.NewDecoder(r)
+	if err := wantDelim(dec, '{'); err != nil {
+		return Report{}, err
+	}
+	var head bytes.Buffer
+	head.WriteByte('{')
+	var rows []AttemptRow
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return Report{}, fmt.Errorf("decode the report: %w", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return Report{}, fmt.Errorf("decode the report: offset %d: a key is %v", dec.InputOffset(), tok)
+		}
+		if strings.EqualFold(key, "attempts") { // as json.Unmarshal matches keys
+			if rows, err = readRows(dec); err != nil {
+				return Report{}, err
+			}
+			continue
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return Report{}, fmt.Errorf("decode the report: field %q: %w", key, err)
+		}
+		if head.Len() > 1 {
+			head.WriteByte(',')
+		}
+		k, _ := json.Marshal(key) // a string always encodes
+		head.Write(k)
+		head.WriteByte(':')
+		head.Write(raw)
+	}
+	if err := wantDelim(dec, '}'); err != nil {
+		return Report{}, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Report{}, fmt.Errorf("decode the report: offset %d: more follows the report", dec.InputOffset())
+	}
+	head.WriteByte('}')
+	var rep Report
+	if err := json.Unmarshal(head.Bytes(), &rep); err != nil {
+		return Report{}, fmt.Errorf("decode the report: %w", err)
+	}
+	rep.Attempts = rows
+	return rep, nil
+}
+
+// readRows reads the value of "attempts": null or an array of rows.
+func readRows(dec *json.Decoder) ([]AttemptRow, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("decode the report: attempts: %w", err)
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("decode the report: offset %d: attempts is %v, not a list", dec.InputOffset(), tok)
+	}
+	rows := []AttemptRow{}
+	for dec.More() {
+		var row AttemptRow
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("decode the report: attempt %d: %w", len(rows)+1, err)
+		}
+		rows = append(rows, row)
+	}
+	if err := wantDelim(dec, ']'); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// wantDelim reads the next token, which must be d.
+func wantDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("decode the report: %w", err)
+	}
+	if got, ok := tok.(json.Delim); !ok || got != d {
+		return fmt.Errorf("decode the report: offset %d: %v where %q belongs", dec.InputOffset(), tok, d)
+	}
+	return nil
 }

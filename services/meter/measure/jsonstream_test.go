@@ -2,7 +2,9 @@ package measure
 
 import (
 	"bytes"
+	"encoding/json"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/factline/factline/events"
@@ -81,4 +83,68 @@ func TestWriteJSONHoldsOneRowAtATime(t *testing.T) {
 	if w.writes < 2 {
 		t.Errorf("the report's JSON came in %d write: whole", w.writes)
 	}
+}
+
+// ReadJSON decodes what json.Unmarshal decodes from a report's JSON, and
+// what it decodes encodes back to the same bytes.
+func TestReadJSONIsUnmarshal(t *testing.T) {
+	for name, r := range map[string]Report{"1,000 runs": Build(foldDecoded(t, 100)), "no rows": {Suite: "s", Attempts: []AttemptRow{}},
+		"nil rows": {Suite: "s"}} {
+		data, err := EncodeJSON(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		again, err := EncodeJSON(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, data) {
+			t.Errorf("%s: read and encoded again, %d bytes, not the %d read", name, len(again), len(data))
+		}
+	}
+}
+
+// Bad report JSON is refused with an error that says where.
+func TestReadJSONRefusesWhatIsNotAReport(t *testing.T) {
+	for name, in := range map[string]string{
+		"not an object":             `[1]`,
+		"attempts not a list":       `{"suite":"s","attempts":5}`,
+		"a row not an object":       `{"attempts":[1]}`,
+		"cut short":                 `{"suite":"s","attempts":[{"run":"a"}`,
+		"more after":                `{"suite":"s"} {}`,
+		"a field of the wrong type": `{"trials":"x"}`,
+	} {
+		if _, err := ReadJSON(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: %s was read", name, in)
+		} else if !strings.Contains(err.Error(), "decode the report") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzReadJSON: whatever ReadJSON reads, json.Unmarshal reads the same
+// report from (both encode it to the same bytes).
+func FuzzReadJSON(f *testing.F) {
+	f.Add([]byte(`{"suite":"s","trials":2,"attempts":[{"run":"a","trial":1},{"run":"b"}]}`))
+	f.Add([]byte(`{"Attempts":[{"run":"a"}],"attempts":null}`))
+	f.Add([]byte(`{"attempts":[],"suite":"x","cases":["c1"]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := ReadJSON(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var want Report
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("ReadJSON read %q, json.Unmarshal refused it: %v", data, err)
+		}
+		a, errA := EncodeJSON(got)
+		b, errB := EncodeJSON(want)
+		if (errA == nil) != (errB == nil) || !bytes.Equal(a, b) {
+			t.Fatalf("%q: ReadJSON's report encodes to\n%s\njson.Unmarshal's to\n%s", data, a, b)
+		}
+	})
 }
