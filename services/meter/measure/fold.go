@@ -173,6 +173,12 @@ func (l *Log) Apply(f events.Fact) {
 		l.Runs[f.Run] = a
 	}
 	f.Body = l.shared.body(f.Body)
+	if b, ok := f.Body.(events.GradeVerdict); ok {
+		// What the report reads of a grade, with one copy of the sealed
+		// snapshot a run and of the instrument lists many grades repeat.
+		b.Verdict = l.shared.verdict(compactVerdict(b.Verdict), a.Snapshot)
+		f.Body = b
+	}
 	if b, ok := f.Body.(events.RunRequested); ok && a.Requested == nil && b.RetryOf != "" {
 		if l.RetriedBy == nil {
 			l.RetriedBy = map[string]string{}
@@ -213,7 +219,7 @@ func (a *Attempt) apply(f events.Fact, at int) {
 	case events.CandidateSealed:
 		a.Snapshot = b.SnapshotDigest
 	case events.GradeVerdict:
-		v := compactVerdict(b.Verdict)
+		v := b.Verdict // compact and shared by Log.Apply
 		i := slices.IndexFunc(a.Verdicts, func(old events.GraderVerdict) bool { return old.SnapshotID == v.SnapshotID })
 		switch {
 		case i < 0:
