@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
@@ -75,29 +75,67 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report
 	case err != nil:
 		return measure.Report{}, false, fmt.Errorf("the suite after its report: %w", err)
 	}
-	data, err := b.Blobs().Get(ctx, newest.ReportDigest)
-	if err != nil {
-		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
-	}
-	r, ok, err := decodeStoredReport(data)
+	r, ok, err := readStoredReport(ctx, b, newest.ReportDigest)
 	if err != nil {
 		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
 	}
 	return r, ok, nil
 }
 
-// decodeStoredReport decodes a report blob (measure.EncodeJSON's form).
-// ok is false when the report decoded does not encode back to the same
-// bytes: what prints from it must be what the blob says, and a field the
-// blob holds that this build's Report does not would be lost.
-func decodeStoredReport(data []byte) (measure.Report, bool, error) {
-	var r measure.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return measure.Report{}, false, fmt.Errorf("decode the report: %w", err)
+// readStoredReport decodes the report blob named d (measure.WriteJSON's
+// form) as it streams from the store, holding the report and never its
+// JSON: a 100,000-run report's JSON is ~50 MB, which the whole-blob read
+// held next to its decoding and its encoding again. The store checks the
+// blob's digest as it streams; ok is false when the report decoded does
+// not encode back to the blob's bytes, which their digests say: what
+// prints from it must be what the blob says, and a field the blob holds
+// that this build's Report does not would be lost.
+func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure.Report, bool, error) {
+	pr, pw := io.Pipe()
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.Blobs().GetTo(ctx, d, pw)
+		pw.CloseWithError(err)
+		got <- err
+	}()
+	r, rerr := measure.ReadJSON(pr)
+	if rerr == nil {
+		// The store checks the digest at the blob's end: read to it.
+		_, rerr = io.Copy(io.Discard, pr)
 	}
-	again, err := measure.EncodeJSON(r)
-	if err != nil || !bytes.Equal(again, data) {
+	pr.CloseWithError(errReportRead)
+	if err := <-got; err != nil && !errors.Is(err, errReportRead) {
+		return measure.Report{}, false, err
+	}
+	if rerr != nil {
+		return measure.Report{}, false, rerr
+	}
+	if !encodesTo(r, d) {
 		return measure.Report{}, false, nil
 	}
 	return r, true, nil
 }
+
+// decodeStoredReport decodes a report blob's bytes as readStoredReport
+// decodes them from the store.
+func decodeStoredReport(data []byte) (measure.Report, bool, error) {
+	r, err := measure.ReadJSON(bytes.NewReader(data))
+	if err != nil {
+		return measure.Report{}, false, err
+	}
+	if !encodesTo(r, events.DigestOf(data)) {
+		return measure.Report{}, false, nil
+	}
+	return r, true, nil
+}
+
+// encodesTo says whether r's JSON is the bytes named d: the report read
+// is the blob's whole, without holding either to compare them.
+func encodesTo(r measure.Report, d events.Digest) bool {
+	again, _, err := measure.JSONDigest(r)
+	return err == nil && again == d
+}
+
+// errReportRead stops the store's stream of a report blob its reader
+// has stopped reading.
+var errReportRead = errors.New("the report's reader stopped")

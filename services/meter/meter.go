@@ -358,13 +358,9 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 			"tally", fmt.Sprintf("%+v", st.count.Tally()))
 		return nil
 	}
-	data, err := measure.EncodeJSON(r)
+	digest, err := s.storeReport(ctx, r)
 	if err != nil {
 		return err
-	}
-	digest, err := s.sh.Bus.Blobs().Put(ctx, data)
-	if err != nil {
-		return fmt.Errorf("meter: store the report of %s: %w", suite, err)
 	}
 	body := r.Reported(digest)
 	body.Through = st.last

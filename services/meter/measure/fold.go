@@ -47,7 +47,9 @@ type Attempt struct {
 	// Verdicts holds the newest revision of the grade of each snapshot
 	// graded, one a snapshot, in the order each was first graded: a run
 	// seals few candidates, and a map of them cost a kilobyte a run. Each
-	// is what the report reads of it (compactVerdict).
+	// is what the report reads of it (compactVerdict); a Log's share their
+	// instrument lists with other runs' (sharedValues.verdict): read them,
+	// never change them.
 	Verdicts []events.GraderVerdict
 	// ClaimedIdentity is the agent identity the newest run.claimed that
 	// recorded one says ran (empty when none did).
@@ -173,6 +175,12 @@ func (l *Log) Apply(f events.Fact) {
 		l.Runs[f.Run] = a
 	}
 	f.Body = l.shared.body(f.Body)
+	if b, ok := f.Body.(events.GradeVerdict); ok {
+		// What the report reads of a grade, with one copy of the sealed
+		// snapshot a run and of the instrument lists many grades repeat.
+		b.Verdict = l.shared.verdict(compactVerdict(b.Verdict), a.Snapshot)
+		f.Body = b
+	}
 	if b, ok := f.Body.(events.RunRequested); ok && a.Requested == nil && b.RetryOf != "" {
 		if l.RetriedBy == nil {
 			l.RetriedBy = map[string]string{}
@@ -213,6 +221,8 @@ func (a *Attempt) apply(f events.Fact, at int) {
 	case events.CandidateSealed:
 		a.Snapshot = b.SnapshotDigest
 	case events.GradeVerdict:
+		// Compact (Log.Apply has compacted and shared it already; the
+		// Counter's runs in flight have not).
 		v := compactVerdict(b.Verdict)
 		i := slices.IndexFunc(a.Verdicts, func(old events.GraderVerdict) bool { return old.SnapshotID == v.SnapshotID })
 		switch {

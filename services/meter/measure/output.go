@@ -15,15 +15,9 @@ import (
 )
 
 // WriteJSON writes the report as indented JSON: the form stored as the
-// report blob that suite.reported names.
-func WriteJSON(w io.Writer, r Report) error {
-	b, err := EncodeJSON(r)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
+// report blob that suite.reported names, EncodeJSON's bytes. It holds one
+// attempt row's JSON at a time, not the report's (jsonstream.go).
+func WriteJSON(w io.Writer, r Report) error { return writeJSON(w, r) }
 
 // EncodeJSON returns the report's canonical JSON (indented, ending in a
 // newline). The same report always encodes to the same bytes.

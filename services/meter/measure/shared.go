@@ -15,7 +15,15 @@ import (
 type sharedValues struct {
 	strs  map[string]string
 	comps map[events.Digest][]events.Component
+	// instruments holds the distinct score-less instrument lists of
+	// compact verdicts (a passing grade's is the same for every run of a
+	// case), at most maxSharedInstruments of them.
+	instruments [][]events.InstrumentResult
 }
+
+// maxSharedInstruments bounds the instrument lists kept to share: a
+// suite whose grades differ more keeps each its own, as before.
+const maxSharedInstruments = 64
 
 // share returns the kept copy of v, keeping v if it is the first.
 func share[T ~string](s *sharedValues, v T) T {
@@ -100,5 +108,32 @@ func compactVerdict(v events.GraderVerdict) events.GraderVerdict {
 		ins[i] = r
 	}
 	v.Instruments = ins
+	return v
+}
+
+// verdict returns v, compact, with one copy of what other grades repeat:
+// its snapshot is the run's sealed one (snapshot, when equal), and its
+// instruments, without details, evidence or scores, the same list as an
+// earlier grade's when equal.
+func (s *sharedValues) verdict(v events.GraderVerdict, snapshot events.Digest) events.GraderVerdict {
+	if v.SnapshotID == snapshot {
+		v.SnapshotID = snapshot
+	}
+	if len(v.Instruments) == 0 || slices.ContainsFunc(v.Instruments, func(r events.InstrumentResult) bool {
+		return r.Score != nil || r.Detail != "" || r.Evidence != nil
+	}) {
+		return v
+	}
+	for _, kept := range s.instruments {
+		if slices.EqualFunc(kept, v.Instruments, func(a, b events.InstrumentResult) bool {
+			return a.Instrument == b.Instrument && a.Version == b.Version && a.Required == b.Required && a.Outcome == b.Outcome
+		}) {
+			v.Instruments = kept
+			return v
+		}
+	}
+	if len(s.instruments) < maxSharedInstruments {
+		s.instruments = append(s.instruments, v.Instruments)
+	}
 	return v
 }
