@@ -189,10 +189,15 @@ func TestRunMemoryFollowsTheRunsInFlight(t *testing.T) {
 	perSmall, perLarge := allocSmall/n, allocLarge/(4*n)
 	t.Logf("live heap halfway: %d runs %.2f MiB, %d runs %.2f MiB; allocated a run: %d KiB, %d KiB",
 		n, float64(small)/(1<<20), 4*n, float64(large)/(1<<20), perSmall>>10, perLarge>>10)
-	// 450 more runs submitted, 225 more done. 512 KiB is ~1.1 KB a run:
-	// below what holding each run's facts costs, above the noise.
-	if grew := int64(large) - int64(small); grew > 512<<10 {
-		t.Errorf("the live heap grew by %.2f MiB (%d bytes a run) from %d to %d runs", float64(grew)/(1<<20), grew/(3*n), n, 4*n)
+	// 450 more runs submitted, 225 more ended. The meter keeps a record
+	// of every ended run for the report (~1.2-1.5 KB, measure's
+	// TestLogHoldsLittleARun), so the heap does grow with the runs ended;
+	// 8 KB a run ended (1.8 MB) leaves room for that record and the
+	// collector's noise (0.6 MiB seen under load) and is still a seventh
+	// of what holding each run's facts cost (55 KB a run).
+	const perEnded = 8 << 10
+	if grew := int64(large) - int64(small); grew > perEnded*(3*n/2) {
+		t.Errorf("the live heap grew by %.2f MiB (%d bytes a run ended) from %d to %d runs", float64(grew)/(1<<20), grew/(3*n/2), n, 4*n)
 	}
 	if perLarge > perSmall*3/2 {
 		t.Errorf("a run of a %d-run suite allocated %d KiB, of a %d-run suite %d KiB: work a run grows with the suite",
