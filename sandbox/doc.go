@@ -3,7 +3,9 @@
 // instruments, which run code the model wrote.
 //
 // Containment is probed once per service (Probe), which records feature by
-// feature what the host really grants (events.Containment). Each attempt,
+// feature what the host really grants (events.Containment); a process keeps
+// the answer, so a second service asking the same of the same kind of work
+// dir runs no probe command. Each attempt,
 // or each graded copy of a candidate, gets a Sandbox of its own
 // (Containment.ForAttempt): its own session, resource limits set by a bash
 // ulimit wrapper (file size among them), a fresh unprivileged uid when the

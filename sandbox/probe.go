@@ -2,12 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -37,14 +39,20 @@ type probed struct {
 	mounts       []mount
 }
 
-// Probe finds out, once at start, which of the asked features
-// this host grants, by running a tiny contained command with each feature
-// alone and then with all that worked. Each resource limit is a feature of
-// its own: a host that refuses one (a hard limit lowered below the asked
-// value, which only CAP_SYS_RESOURCE may raise) loses that one, never the
-// others. A feature the host refuses, or that would not bind (the process
-// limit for root), is recorded as unsupported with the reason; it is never
-// claimed.
+// Probe finds out which of the asked features this host grants, by
+// running a tiny contained command with each feature alone and then with
+// all that worked. Each resource limit is a feature of its own: a host that
+// refuses one (a hard limit lowered below the asked value, which only
+// CAP_SYS_RESOURCE may raise) loses that one, never the others. A feature
+// the host refuses, or that would not bind (the process limit for root),
+// is recorded as unsupported with the reason; it is never claimed.
+//
+// The answer is kept for the life of the process: a later Probe with the
+// same inputs (the configuration, this process's credentials and limits,
+// the host's mounts, a work dir of the same kind) runs no command, and
+// callers probing the same inputs at once share one probe (probecache.go
+// says why that is sound). A probe that failed, or whose context ended, is
+// not kept.
 func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -57,13 +65,37 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 	if cfg.TmpSize == 0 {
 		cfg.TmpSize = DefaultTmpSize
 	}
-	c := &Containment{bash: bash, engine: cfg.Engine}
+	f, err := probes.find(ctx, cfg, bash, dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.containment(cfg, dir), nil
+}
+
+// probeHost runs the probe commands in dir: the plain one, one per asked
+// feature, and one with every feature that worked.
+func probeHost(ctx context.Context, cfg Config, bash, dir string) (*finding, error) {
+	f, err := runProbes(ctx, cfg, bash, dir)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// A command may have failed for the context's sake, not the
+		// host's: nothing here says what the host grants.
+		if err != nil {
+			return nil, fmt.Errorf("%w (the probe's context ended: %w)", err, ctxErr)
+		}
+		return nil, fmt.Errorf("containment probe: the probe's context ended: %w", ctxErr)
+	}
+	return f, err
+}
+
+// runProbes is probeHost without the look at its context.
+func runProbes(ctx context.Context, cfg Config, bash, dir string) (*finding, error) {
+	c := &Containment{bash: bash}
 	base, err := c.probe(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("containment probe: a plain command in its own session fails: %w", err)
 	}
 	root := os.Geteuid() == 0
-	unsupported := map[string]string{}
+	f := &finding{base: base, root: root, unsupported: map[string]string{}, dir: dir}
 
 	var asked []string
 	for _, l := range limitFeatures {
@@ -88,38 +120,26 @@ func Probe(ctx context.Context, cfg Config) (*Containment, error) {
 			// namespace, and without CAP_SYS_ADMIN a process with many
 			// threads cannot make one (a user namespace would need a
 			// process of one thread).
-			unsupported[m.f] = fmt.Sprintf("a mount namespace per attempt needs root (CAP_SYS_ADMIN); the service runs as uid %d", os.Geteuid())
+			f.unsupported[m.f] = fmt.Sprintf("a mount namespace per attempt needs root (CAP_SYS_ADMIN); the service runs as uid %d", os.Geteuid())
 		default:
 			asked = append(asked, m.f)
 		}
 	}
-	for _, f := range asked {
+	for _, feat := range asked {
 		try := &Containment{bash: bash}
-		apply(try, f, cfg, root)
+		apply(try, feat, cfg, root)
 		if _, err := try.probe(ctx, dir); err != nil {
-			unsupported[f] = err.Error()
-			if f == "uid" {
-				unsupported[f] += fmt.Sprintf(" (can every user reach the work dir %s?)", dir)
-			}
+			f.unsupported[feat] = err.Error()
+			f.timedOut = f.timedOut || errors.Is(err, errProbeTimedOut)
 			continue
 		}
-		apply(c, f, cfg, root)
+		apply(c, feat, cfg, root)
 	}
-	got, err := c.probe(ctx, dir)
-	if err != nil {
+	if f.got, err = c.probe(ctx, dir); err != nil {
 		return nil, fmt.Errorf("containment probe: the features that work alone fail together: %w", err)
 	}
-	c.record = c.describe(cfg, got, base, root, unsupported)
-	// What an attempt's uid leaves outside its directories is searched for
-	// unless nothing outside them was writable.
-	if c.dropUID {
-		tmp, _ := c.record.Feature(FeaturePrivateTmp)
-		ro, _ := c.record.Feature(FeatureReadOnlyHost)
-		if tmp.State != events.ContainmentActive || ro.State != events.ContainmentActive {
-			c.sweep = append(slices.Clone(sharedPlaces), dir)
-		}
-	}
-	return c, nil
+	f.c = *c
+	return f, nil
 }
 
 // limitFeatures are the resource limits, each probed and applied on its
@@ -159,9 +179,25 @@ func apply(c *Containment, f string, cfg Config, root bool) {
 	}
 }
 
+// errProbeTimedOut is a probe command that ran out of time.
+var errProbeTimedOut = errors.New("timed out")
+
+// probeTap, when set, is called before each probe command runs, with the
+// prober's context and its work dir. Only tests set it: to count the
+// commands a Probe ran and to act between them.
+var probeTap atomic.Pointer[func(ctx context.Context, workDir string)]
+
+// probeWaitTap, when set, is called when a Probe waits for another
+// caller's probe of the same inputs instead of running its own, with its
+// work dir. Only tests set it.
+var probeWaitTap atomic.Pointer[func(workDir string)]
+
 // probe runs probeScript contained as c says, as an attempt's command in
 // a directory of its own below dir, and reads what it saw.
 func (c *Containment) probe(ctx context.Context, dir string) (probed, error) {
+	if tap := probeTap.Load(); tap != nil {
+		(*tap)(ctx, dir)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	pd, err := probeDir(dir)
@@ -176,7 +212,7 @@ func (c *Containment) probe(ctx context.Context, dir string) (probed, error) {
 	case err != nil:
 		return probed{}, err
 	case res.TimedOut:
-		return probed{}, fmt.Errorf("timed out: %s", strings.TrimSpace(res.Output))
+		return probed{}, fmt.Errorf("%w: %s", errProbeTimedOut, strings.TrimSpace(res.Output))
 	case res.ExitCode != 0:
 		return probed{}, fmt.Errorf("exit status %d: %s", res.ExitCode, strings.TrimSpace(res.Output))
 	}

@@ -124,7 +124,8 @@ const MaxRunsInFlight = 1 << 20
 // no policy or suite cache) and its own (WithWorkspaces, WithModels,
 // WithWorkDir, WithDecisionTimeout, WithApprovalTimeout, WithExtensions,
 // WithAfterCommit, WithContainment, WithSecrets, WithModelSlotLease). Start it with Run. It
-// probes once what containment the host grants its commands.
+// probes once what containment the host grants its commands (a process
+// keeps the answer: sandbox.Probe).
 func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	c := config{models: Models, workDir: os.TempDir(), decisionTimeout: 10 * time.Minute, approvalTimeout: time.Hour}
 	if b != nil {
