@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -17,18 +16,6 @@ import (
 // grader gives a judge's model call its own budget; this bounds only the
 // quiet between verdicts.
 const owedGradeGrace = 2 * time.Minute
-
-// owedGrades returns the runs of a suite whose candidate is sealed and has
-// no verdict yet (not even pending), and the sequence of the last fact read
-// (0 for none).
-func owedGrades(ctx context.Context, b *bus.Bus, suite string) (map[string]bool, uint64, error) {
-	owed := map[string]bool{}
-	last, err := b.Read(ctx, bus.ReadOptions{Filters: gradeFilters(suite)}, func(r bus.Raw) error {
-		owedApply(owed, r)
-		return nil
-	})
-	return owed, last, err
-}
 
 func gradeFilters(suite string) []string {
 	f := func(k events.Kind) string { return events.FactPrefix + "." + suite + ".*." + string(k) }
@@ -57,11 +44,15 @@ func owedApply(owed map[string]bool, r bus.Raw) {
 // a valid outcome), but the grader owes them a grade; stopping first would
 // leave the store failing its audit until services next run on it. It
 // gives up, saying so, after owedGradeGrace without a new verdict.
+//
+// The grades owed at the report are the ones p saw owed as it followed
+// the suite to it; only what follows is read. Reading the suite's every
+// sealed candidate and verdict again from the stream's start made the
+// server load the subject state of each block of the stream (~1-2 KB a
+// run, kept two minutes) when the process peaked
+// (docs/benchmarks.md#suite-size).
 func awaitOwedGrades(ctx context.Context, b *bus.Bus, suite string, p *progress, store string) error {
-	owed, last, err := owedGrades(ctx, b, suite)
-	if err != nil {
-		return fmt.Errorf("the suite's grades: %w", err)
-	}
+	owed, last := p.owedAtReport()
 	if len(owed) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -46,6 +47,12 @@ type progress struct {
 	// wait, when set, is the runs waiting for a person, from the
 	// runners' live status (waiting.go).
 	wait *waiting
+	// owed is the runs whose sealed candidate has no verdict yet, in
+	// the facts followed through read (the suite's last one read): what
+	// a local run waits for after its report (awaitOwedGrades), without
+	// reading the suite again. It stays as small as the grader's backlog.
+	owed map[string]bool
+	read uint64
 }
 
 func newProgress(out, errOut io.Writer) *progress {
@@ -211,6 +218,7 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 				unread = true
 				return err
 			}
+			p.owe(r)
 			from = r.Seq + 1
 			return nil
 		})
@@ -231,6 +239,27 @@ func (p *progress) follow(ctx context.Context, b *bus.Bus, suite string, planned
 			return err
 		}
 	}
+}
+
+// owe folds a fact followed into the runs owed a grade; each is folded
+// once, in stream order (a fact that failed to count is read again, and
+// folded then).
+func (p *progress) owe(r bus.Raw) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owed == nil {
+		p.owed = map[string]bool{}
+	}
+	owedApply(p.owed, r)
+	p.read = r.Seq
+}
+
+// owedAtReport returns the runs owed a grade in the facts followed, and
+// the sequence of the last one read.
+func (p *progress) owedAtReport() (map[string]bool, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.owed), p.read
 }
 
 // storeStopped says why a store that stopped taking writes ended the

@@ -226,7 +226,15 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 	}
-	report, err := finalReport(ctx, b, suite.File.Name, o.gates.junit != "")
+	// Printing only the table (no --json, --out or --junit), the run
+	// holds the stored report's figures and the few rows the table names,
+	// not a row for each attempt: at the suite's end, where the process
+	// peaks (docs/benchmarks.md#suite-size).
+	var keep func(*measure.AttemptRow) bool
+	if !o.asJSON && o.outDir == "" && o.gates.junit == "" {
+		keep = measure.KeptForTheTable
+	}
+	report, err := finalReport(ctx, b, suite.File.Name, o.gates.junit != "", keep)
 	if err != nil {
 		return err
 	}

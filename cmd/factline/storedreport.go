@@ -19,10 +19,13 @@ import (
 // ~1.5 million facts once more, after the meter has folded them all: the
 // peak of a large suite's memory (docs/benchmarks.md). withVetoes asks
 // for the rebuilt report, which alone holds each attempt's first veto
-// (what --junit writes; kept out of the stored JSON).
-func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool) (measure.Report, error) {
+// (what --junit writes; kept out of the stored JSON). keep, when not nil,
+// says which attempt rows of the stored report to hold (the rebuilt one
+// holds every row): a run that prints only the table needs few of them
+// (measure.KeptForTheTable).
+func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool, keep func(*measure.AttemptRow) bool) (measure.Report, error) {
 	if !withVetoes {
-		if r, ok, err := storedReport(ctx, b, suite); err == nil && ok {
+		if r, ok, err := storedReport(ctx, b, suite, keep); err == nil && ok {
 			return r, nil
 		}
 		// Any failure to prove the stored report current (an older
@@ -46,7 +49,7 @@ var errNotOnlyReports = errors.New("a fact of the suite follows the report's")
 // owed after the report, a regrade: the meter reports again, or the
 // rebuild counts it), or when the blob does not encode back to its own
 // bytes (a report this build does not decode whole).
-func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report, bool, error) {
+func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool) (measure.Report, bool, error) {
 	scope, err := b.LoadRun(ctx, suite, events.SuiteScope)
 	if err != nil {
 		return measure.Report{}, false, fmt.Errorf("the suite's reports: %w", err)
@@ -75,7 +78,7 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report
 	case err != nil:
 		return measure.Report{}, false, fmt.Errorf("the suite after its report: %w", err)
 	}
-	r, ok, err := readStoredReport(ctx, b, newest.ReportDigest)
+	r, ok, err := readStoredReportKeeping(ctx, b, newest.ReportDigest, keep)
 	if err != nil {
 		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
 	}
@@ -85,12 +88,18 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string) (measure.Report
 // readStoredReport decodes the report blob named d (measure.WriteJSON's
 // form) as it streams from the store, holding the report and never its
 // JSON: a 100,000-run report's JSON is ~50 MB, which the whole-blob read
-// held next to its decoding and its encoding again. The store checks the
-// blob's digest as it streams; ok is false when the report decoded does
-// not encode back to the blob's bytes, which their digests say: what
-// prints from it must be what the blob says, and a field the blob holds
-// that this build's Report does not would be lost.
+// held next to its decoding and its encoding again. The store checks the blob's digest
+// as it streams; ok is false when the report decoded does not encode back
+// to the blob's bytes, which their digests say (the encoding's is hashed
+// as the rows pass): what prints from it must be what the blob says, and
+// a field the blob holds that this build's Report does not would be lost.
 func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure.Report, bool, error) {
+	return readStoredReportKeeping(ctx, b, d, nil)
+}
+
+// readStoredReportKeeping is readStoredReport holding only the rows keep
+// returns true for (nil: every row).
+func readStoredReportKeeping(ctx context.Context, b *bus.Bus, d events.Digest, keep func(*measure.AttemptRow) bool) (measure.Report, bool, error) {
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
 	go func() {
@@ -98,7 +107,7 @@ func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure
 		pw.CloseWithError(err)
 		got <- err
 	}()
-	r, rerr := measure.ReadJSON(pr)
+	r, again, rerr := measure.ReadJSONKeeping(pr, keep)
 	if rerr == nil {
 		// The store checks the digest at the blob's end: read to it.
 		_, rerr = io.Copy(io.Discard, pr)
@@ -110,7 +119,7 @@ func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure
 	if rerr != nil {
 		return measure.Report{}, false, rerr
 	}
-	if !encodesTo(r, d) {
+	if again != d {
 		return measure.Report{}, false, nil
 	}
 	return r, true, nil
@@ -119,21 +128,14 @@ func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure
 // decodeStoredReport decodes a report blob's bytes as readStoredReport
 // decodes them from the store.
 func decodeStoredReport(data []byte) (measure.Report, bool, error) {
-	r, err := measure.ReadJSON(bytes.NewReader(data))
+	r, again, err := measure.ReadJSONKeeping(bytes.NewReader(data), nil)
 	if err != nil {
 		return measure.Report{}, false, err
 	}
-	if !encodesTo(r, events.DigestOf(data)) {
+	if again != events.DigestOf(data) {
 		return measure.Report{}, false, nil
 	}
 	return r, true, nil
-}
-
-// encodesTo says whether r's JSON is the bytes named d: the report read
-// is the blob's whole, without holding either to compare them.
-func encodesTo(r measure.Report, d events.Digest) bool {
-	again, _, err := measure.JSONDigest(r)
-	return err == nil && again == d
 }
 
 // errReportRead stops the store's stream of a report blob its reader

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +121,23 @@ func FuzzDecodeStoredReport(f *testing.F) {
 			t.Fatalf("taken, but encodes back to other bytes: %v\n%q\n%q", err, data, again)
 		}
 	})
+}
+
+// Printing the table, run reads the stored report keeping only the rows
+// the table names; the table is the one the whole report rebuilt from
+// the log gives.
+func TestRunPrintsTheTableOfTheWholeReport(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	code, out, errOut := runCLI(t, "run", "../../examples/demo/suite.yaml", "--store", store, "--fsync", "interval")
+	if code != 0 {
+		t.Fatalf("run exited %d: %s\n%s", code, errOut, out)
+	}
+	code, table, errOut := runCLI(t, "report", "demo", "--store", store)
+	if code != 0 || !strings.Contains(table, "pass rate") {
+		t.Fatalf("report exited %d: %s\n%s", code, errOut, table)
+	}
+	if !strings.Contains(out, table) {
+		t.Errorf("run printed\n%s\nnot the rebuilt report's table\n%s", out, table)
+	}
 }

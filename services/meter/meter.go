@@ -329,6 +329,19 @@ func (s *Service) blob(ctx context.Context, what string, d events.Digest) ([]byt
 func (s *Service) settle(ctx context.Context, suite string, through uint64) error {
 	st := s.state(suite)
 	st.mu.Lock()
+	for st.log == nil {
+		// Its fold was let go when its report was built: the report was
+		// stored (the state is dropped) or failed to be (it is forgotten
+		// here); either way a fact not in a report stored is folded
+		// again from the stream, as after a drop.
+		st.mu.Unlock()
+		s.forget(suite, st)
+		if s.alreadyReported(suite, through) {
+			return nil
+		}
+		st = s.state(suite)
+		st.mu.Lock()
+	}
 	defer st.mu.Unlock()
 	if err := s.refresh(ctx, st, through); err != nil {
 		return err
@@ -358,8 +371,14 @@ func (s *Service) settle(ctx context.Context, suite string, through uint64) erro
 			"tally", fmt.Sprintf("%+v", st.count.Tally()))
 		return nil
 	}
+	// The report holds what it reads of the fold: the fold (~1 KB a run)
+	// is let go before the report is encoded twice and stored, the
+	// suite's end, where the process peaks. A report that fails to store
+	// is built again from a fold read back from the stream (settle).
+	st.log = nil
 	digest, err := s.storeReport(ctx, r)
 	if err != nil {
+		s.forget(suite, st)
 		return err
 	}
 	body := r.Reported(digest)
@@ -399,6 +418,20 @@ func (s *Service) drop(suite string, st *suiteState) {
 		clear(s.reported) // marks only save work: losing them is safe
 	}
 	s.reported[suite] = st.last
+	delete(s.cache, suite)
+	if i := slices.Index(s.order, suite); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+}
+
+// forget drops a suite's cached state, if st is still the cached one,
+// without marking anything reported.
+func (s *Service) forget(suite string, st *suiteState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache[suite] != st {
+		return
+	}
 	delete(s.cache, suite)
 	if i := slices.Index(s.order, suite); i >= 0 {
 		s.order = slices.Delete(s.order, i, i+1)
