@@ -54,6 +54,20 @@ func purgeChunks(t *testing.T, ctx context.Context, nc *nats.Conn, d events.Dige
 
 // blobCtx bounds a test of a broken blob in seconds: the old code's read
 // waited for chunks that never came, a put stopped at the name.
+// startWithSideConn starts a bus on its own server and a second, plain
+// connection to it, on which a test breaks a name the way a failed put
+// does (purgeChunks).
+func startWithSideConn(t *testing.T) (*bus.Bus, *nats.Conn) {
+	t.Helper()
+	b, srv := bustest.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return b, nc
+}
+
 func blobCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -65,12 +79,7 @@ func blobCtx(t *testing.T) context.Context {
 func TestPutStoresAgainANameWithoutChunks(t *testing.T) {
 	t.Parallel()
 	ctx := blobCtx(t)
-	b, srv := bustest.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	b, nc := startWithSideConn(t)
 	data := bigBlob("put")
 	d, err := b.Blobs().Put(ctx, data)
 	if err != nil {
@@ -92,12 +101,7 @@ func TestPutStoresAgainANameWithoutChunks(t *testing.T) {
 func TestPutFromStoresAgainANameWithoutChunks(t *testing.T) {
 	t.Parallel()
 	ctx := blobCtx(t)
-	b, srv := bustest.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	b, nc := startWithSideConn(t)
 	data := bigBlob("putfrom")
 	d := events.DigestOf(data)
 	if err := b.Blobs().PutFrom(ctx, d, int64(len(data)), bytes.NewReader(data)); err != nil {
@@ -120,12 +124,7 @@ func TestPutFromStoresAgainANameWithoutChunks(t *testing.T) {
 func TestPutAfterStoresAgainANameWithoutChunks(t *testing.T) {
 	t.Parallel()
 	ctx := blobCtx(t)
-	b, srv := bustest.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	b, nc := startWithSideConn(t)
 	data := bigBlob("putafter")
 	v, err := b.Blobs().PutAfter(ctx, data, nil)
 	if err != nil {
@@ -148,12 +147,7 @@ func TestPutAfterStoresAgainANameWithoutChunks(t *testing.T) {
 func TestGetOfANameWithoutChunksIsIncomplete(t *testing.T) {
 	t.Parallel()
 	ctx := blobCtx(t)
-	b, srv := bustest.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	b, nc := startWithSideConn(t)
 	base := bigBlob("base")
 	bv, err := b.Blobs().PutAfter(ctx, base, nil)
 	if err != nil {
@@ -264,12 +258,7 @@ func TestPutWhoseAnswersWereLostIsStoredWholeWhenTriedAgain(t *testing.T) {
 func TestReadRacingAPutThatMendsANameIsNotIncomplete(t *testing.T) {
 	t.Parallel()
 	ctx := blobCtx(t)
-	b, srv := bustest.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	b, nc := startWithSideConn(t)
 	data := bigBlob("race")
 	d, err := b.Blobs().Put(ctx, data)
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
-	"github.com/factline/factline/fleet"
-	"github.com/factline/factline/services/kit"
 )
 
 // heapWhileStoring runs a suite of the given trials through 'factline run
@@ -38,16 +36,8 @@ func heapWhileStoring(t *testing.T, trials int) uint64 {
 	var resumed sync.Once
 	free := func() { resumed.Do(func() { close(resume) }) }
 	defer free() // a test that fails first leaves no connection held
-	mb, err := bus.Dial(ctx, proxy.URL(), bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Conn().Close()
-	f, err := fleet.Start(ctx, mb, fleet.Options{Services: []string{fleet.Meter}, Shared: []kit.Option{kit.WithInstance("meter-test")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
+	_, stopMeter := startMeter(ctx, t, proxy.URL())
+	defer stopMeter()
 	b, err := bus.Dial(ctx, url, bus.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -112,16 +112,8 @@ func heapHalfway(t *testing.T, trials int) (live, allocated uint64) {
 	url := startNatsd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b, err := bus.Dial(ctx, url, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Conn().Close()
-	f, err := fleet.Start(ctx, b, fleet.Options{Services: []string{fleet.Meter}, Shared: []kit.Option{kit.WithInstance("meter-test")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
+	b, stopMeter := startMeter(ctx, t, url)
+	defer stopMeter()
 	si := &standIn{b: b, suite: "mem", pauseAt: int64(trials / 2), resume: make(chan struct{})}
 	stopped := make(chan error, 1)
 	go func() { stopped <- si.run(ctx) }()
@@ -203,4 +195,22 @@ func TestRunMemoryFollowsTheRunsInFlight(t *testing.T) {
 		t.Errorf("a run of a %d-run suite allocated %d KiB, of a %d-run suite %d KiB: work a run grows with the suite",
 			4*n, perLarge>>10, n, perSmall>>10)
 	}
+}
+
+// startMeter dials url and starts a meter on it, the one service the
+// memory tests run in their own process; stop ends both, when the
+// caller's measurement is done rather than when the test is (a second
+// measurement in the same test must not share the heap with the first).
+func startMeter(ctx context.Context, t *testing.T, url string) (b *bus.Bus, stop func()) {
+	t.Helper()
+	b, err := bus.Dial(ctx, url, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Start(ctx, b, fleet.Options{Services: []string{fleet.Meter}, Shared: []kit.Option{kit.WithInstance("meter-test")}})
+	if err != nil {
+		b.Conn().Close()
+		t.Fatal(err)
+	}
+	return b, func() { f.Stop(); b.Conn().Close() }
 }
