@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
@@ -23,40 +22,9 @@ func bigBlob(seed string) []byte {
 	return bytes.Repeat([]byte(seed+" holds a workspace file of several chunks\n"), 8000)
 }
 
-// purgeChunks leaves the blob d as the object store's purgePartial leaves
-// a put whose acknowledgements failed after its metadata message was
-// stored: the name's metadata, and no chunks on its chunk subject.
-func purgeChunks(t *testing.T, ctx context.Context, nc *nats.Conn, d events.Digest) {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := js.ObjectStore(ctx, bus.BlobBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := obs.GetInfo(ctx, d.Hex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Chunks < 2 {
-		t.Fatalf("the blob has %d chunks; the test wants a chunked one", info.Chunks)
-	}
-	s, err := js.Stream(ctx, "OBJ_"+bus.BlobBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject("$O."+bus.BlobBucket+".C."+info.NUID)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// blobCtx bounds a test of a broken blob in seconds: the old code's read
-// waited for chunks that never came, a put stopped at the name.
 // startWithSideConn starts a bus on its own server and a second, plain
 // connection to it, on which a test breaks a name the way a failed put
-// does (purgeChunks).
+// does (bustest.BreakBlob).
 func startWithSideConn(t *testing.T) (*bus.Bus, *nats.Conn) {
 	t.Helper()
 	b, srv := bustest.Start(t)
@@ -68,6 +36,8 @@ func startWithSideConn(t *testing.T) (*bus.Bus, *nats.Conn) {
 	return b, nc
 }
 
+// blobCtx bounds a test of a broken blob in seconds: the old code's read
+// waited for chunks that never came, a put stopped at the name.
 func blobCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -85,7 +55,7 @@ func TestPutStoresAgainANameWithoutChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	purgeChunks(t, ctx, nc, d)
+	bustest.BreakBlob(ctx, t, nc, d)
 	if _, err := b.Blobs().Put(ctx, data); err != nil {
 		t.Fatalf("put again: %v", err)
 	}
@@ -107,7 +77,7 @@ func TestPutFromStoresAgainANameWithoutChunks(t *testing.T) {
 	if err := b.Blobs().PutFrom(ctx, d, int64(len(data)), bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
-	purgeChunks(t, ctx, nc, d)
+	bustest.BreakBlob(ctx, t, nc, d)
 	if err := b.Blobs().PutFrom(ctx, d, int64(len(data)), bytes.NewReader(data)); err != nil {
 		t.Fatalf("put again: %v", err)
 	}
@@ -130,7 +100,7 @@ func TestPutAfterStoresAgainANameWithoutChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	purgeChunks(t, ctx, nc, v.Digest)
+	bustest.BreakBlob(ctx, t, nc, v.Digest)
 	if _, err := b.Blobs().PutAfter(ctx, data, nil); err != nil {
 		t.Fatalf("put again: %v", err)
 	}
@@ -158,7 +128,7 @@ func TestGetOfANameWithoutChunksIsIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	purgeChunks(t, ctx, nc, bv.Digest)
+	bustest.BreakBlob(ctx, t, nc, bv.Digest)
 
 	// The old code waited here for the whole of rctx (Get's attempts
 	// stall): a bound well over one API request, well under one attempt.
@@ -264,7 +234,7 @@ func TestReadRacingAPutThatMendsANameIsNotIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	purgeChunks(t, ctx, nc, d)
+	bustest.BreakBlob(ctx, t, nc, d)
 	got, err := b.Blobs().GetUnder(ctx, d, func() {
 		if _, err := b.Blobs().Put(ctx, data); err != nil {
 			t.Errorf("the mending put: %v", err)

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/view"
 )
 
@@ -23,27 +21,9 @@ func TestBlobPageOfANameWithoutChunksSaysItsBytesAreMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(b.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := js.ObjectStore(ctx, bus.BlobBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := obs.GetInfo(ctx, d.Hex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, "OBJ_"+bus.BlobBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// What the object store's purgePartial does to a put whose answer
 	// was lost after its metadata message was stored.
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject("$O."+bus.BlobBucket+".C."+info.NUID)); err != nil {
-		t.Fatal(err)
-	}
+	bustest.BreakBlob(ctx, t, b.Conn(), d)
 	_, h := serve(t, view.Config{Bus: b})
 	code, body := get(t, h.URL+"/blobs/"+d.Hex())
 	if code != http.StatusNotFound || !strings.Contains(body, "its bytes are missing") || !strings.Contains(body, d.Hex()) {
