@@ -33,7 +33,11 @@ type chatMessage struct {
 	ToolCallID string          `json:"tool_call_id"`
 }
 
+// chatToolCall is a tool call on the Chat Completions wire, as an
+// assistant message of a request gives it back and as a reply makes it;
+// Index numbers a call within a stream's chunks and is absent elsewhere.
 type chatToolCall struct {
+	Index    *int   `json:"index,omitempty"`
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -49,6 +53,13 @@ type chatTool struct {
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 	} `json:"function"`
+}
+
+func (t chatTool) declared() (declaredTool, error) {
+	if t.Type != "" && t.Type != "function" {
+		return declaredTool{}, fmt.Errorf("type: %q is not a function tool", t.Type)
+	}
+	return declaredTool{"function.name", t.Function.Name, t.Function.Description, t.Function.Parameters}, nil
 }
 
 // ChatRequest is a decoded Chat Completions request: what the model port
@@ -96,16 +107,11 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		}
 		out.Request.Messages = append(out.Request.Messages, msg)
 	}
-	for i, t := range in.Tools {
-		if t.Type != "" && t.Type != "function" {
-			return ChatRequest{}, fmt.Errorf("tools[%d].type: %q is not a function tool", i, t.Type)
-		}
-		spec, err := toolSpec(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name, t.Function.Description, t.Function.Parameters)
-		if err != nil {
-			return ChatRequest{}, err
-		}
-		out.Request.Tools = append(out.Request.Tools, spec)
+	tools, err := toolSpecs(in.Tools)
+	if err != nil {
+		return ChatRequest{}, err
 	}
+	out.Request.Tools = tools
 	return out, nil
 }
 
@@ -163,16 +169,6 @@ func chatFinish(r models.Reply) string {
 	return models.FinishStop
 }
 
-type wireCall struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // chatObject is a Chat Completions response object: the whole completion
 // (choices holding a message) or one chunk of a stream (choices holding a
 // delta). The fields are in the order the API writes them.
@@ -198,10 +194,10 @@ func usageOf(r models.Reply) *wireUsage {
 	return &wireUsage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
 }
 
-func callsOf(r models.Reply, indexed bool) []wireCall {
-	var out []wireCall
+func callsOf(r models.Reply, indexed bool) []chatToolCall {
+	var out []chatToolCall
 	for i, c := range r.Calls {
-		w := wireCall{ID: c.ID, Type: "function"}
+		w := chatToolCall{ID: c.ID, Type: "function"}
 		if indexed {
 			w.Index = &i
 		}
@@ -219,9 +215,9 @@ func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error)
 		content = &r.Text
 	}
 	type message struct {
-		Role      string     `json:"role"`
-		Content   *string    `json:"content"`
-		ToolCalls []wireCall `json:"tool_calls,omitempty"`
+		Role      string         `json:"role"`
+		Content   *string        `json:"content"`
+		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -239,9 +235,9 @@ func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error)
 // chunk, the finish reason, and the usage when asked for and known.
 func EncodeChatStream(id, model string, created int64, r models.Reply, includeUsage bool) ([][]byte, error) {
 	type delta struct {
-		Role      string     `json:"role,omitempty"`
-		Content   *string    `json:"content,omitempty"`
-		ToolCalls []wireCall `json:"tool_calls,omitempty"`
+		Role      string         `json:"role,omitempty"`
+		Content   *string        `json:"content,omitempty"`
+		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -255,7 +251,7 @@ func EncodeChatStream(id, model string, created int64, r models.Reply, includeUs
 	text := r.Text
 	chunks := []chunk{mk([]choice{{Delta: delta{Role: "assistant", Content: &text}}}, nil)}
 	for _, c := range callsOf(r, true) {
-		chunks = append(chunks, mk([]choice{{Delta: delta{ToolCalls: []wireCall{c}}}}, nil))
+		chunks = append(chunks, mk([]choice{{Delta: delta{ToolCalls: []chatToolCall{c}}}}, nil))
 	}
 	finish := chatFinish(r)
 	chunks = append(chunks, mk([]choice{{Delta: delta{}, FinishReason: &finish}}, nil))

@@ -36,6 +36,13 @@ type messagesTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
+func (t messagesTool) declared() (declaredTool, error) {
+	if t.Type != "" && t.Type != "custom" {
+		return declaredTool{}, fmt.Errorf("type: %q is a server tool the endpoint cannot serve", t.Type)
+	}
+	return declaredTool{"name", t.Name, t.Description, t.InputSchema}, nil
+}
+
 // messagesBlock is one content block of a message.
 type messagesBlock struct {
 	Type      string          `json:"type"`
@@ -86,16 +93,11 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		}
 		out.Messages = append(out.Messages, msgs...)
 	}
-	for i, t := range in.Tools {
-		if t.Type != "" && t.Type != "custom" {
-			return models.Request{}, false, fmt.Errorf("tools[%d].type: %q is a server tool the endpoint cannot serve", i, t.Type)
-		}
-		spec, err := toolSpec(fmt.Sprintf("tools[%d].name", i), t.Name, t.Description, t.InputSchema)
-		if err != nil {
-			return models.Request{}, false, err
-		}
-		out.Tools = append(out.Tools, spec)
+	tools, err := toolSpecs(in.Tools)
+	if err != nil {
+		return models.Request{}, false, err
 	}
+	out.Tools = tools
 	return out, in.Stream, nil
 }
 

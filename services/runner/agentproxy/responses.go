@@ -30,6 +30,13 @@ type responsesTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+func (t responsesTool) declared() (declaredTool, error) {
+	if t.Type != "function" {
+		return declaredTool{}, fmt.Errorf("type: %q is not a function tool: the endpoint serves no hosted tools", t.Type)
+	}
+	return declaredTool{"name", t.Name, t.Description, t.Parameters}, nil
+}
+
 // responsesItem is one input item: a message (typed "message" or, in the
 // easy form, untyped with a role), a function_call, a
 // function_call_output, or a reasoning item.
@@ -117,16 +124,11 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if len(out.Messages) == 0 {
 		return models.Request{}, false, fmt.Errorf("input: none given")
 	}
-	for i, t := range in.Tools {
-		if t.Type != "function" {
-			return models.Request{}, false, fmt.Errorf("tools[%d].type: %q is not a function tool: the endpoint serves no hosted tools", i, t.Type)
-		}
-		spec, err := toolSpec(fmt.Sprintf("tools[%d].name", i), t.Name, t.Description, t.Parameters)
-		if err != nil {
-			return models.Request{}, false, err
-		}
-		out.Tools = append(out.Tools, spec)
+	tools, err := toolSpecs(in.Tools)
+	if err != nil {
+		return models.Request{}, false, err
 	}
+	out.Tools = tools
 	return out, in.Stream, nil
 }
 

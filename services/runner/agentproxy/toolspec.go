@@ -12,15 +12,36 @@ import (
 // each request gets bytes of its own.
 const emptySchema = `{"type":"object","properties":{}}`
 
-// toolSpec is a function tool a request declares, as the model port
-// carries it. Every wire requires the name; field is where the wire
-// spells it, for the error.
-func toolSpec(field, name, description string, params json.RawMessage) (models.ToolSpec, error) {
-	if name == "" {
-		return models.ToolSpec{}, fmt.Errorf("%s: required", field)
+// declaredTool is a function tool as any wire declares it. nameField is
+// where the wire spells the name below tools[i], for the error.
+type declaredTool struct {
+	nameField, name, description string
+	params                       json.RawMessage
+}
+
+// wireTool is one wire's tool declaration: declared reads it, or says
+// (below tools[i]) why the endpoint cannot serve a tool of its type.
+type wireTool interface {
+	declared() (declaredTool, error)
+}
+
+// toolSpecs reads the tools a request declares, as the model port carries
+// them. Every wire requires the name.
+func toolSpecs[T wireTool](tools []T) ([]models.ToolSpec, error) {
+	var out []models.ToolSpec
+	for i, t := range tools {
+		d, err := t.declared()
+		if err != nil {
+			return nil, fmt.Errorf("tools[%d].%w", i, err)
+		}
+		if d.name == "" {
+			return nil, fmt.Errorf("tools[%d].%s: required", i, d.nameField)
+		}
+		params := d.params
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(emptySchema)
+		}
+		out = append(out, models.ToolSpec{Name: d.name, Description: d.description, Parameters: params})
 	}
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage(emptySchema)
-	}
-	return models.ToolSpec{Name: name, Description: description, Parameters: params}, nil
+	return out, nil
 }
