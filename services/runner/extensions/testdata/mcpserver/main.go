@@ -54,39 +54,30 @@ func main() {
 			appendLine(*calls, req.Params.Name+" "+string(req.Params.Arguments))
 		}
 	}
+	type noArgs = struct{}
 	text := func(s string, isErr bool) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}, IsError: isErr}
 	}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo a text.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
-			var a struct{ Text string }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
+		handle(record, func(_ context.Context, _ *mcp.CallToolRequest, a struct{ Text string }) (*mcp.CallToolResult, error) {
 			return text("echo: "+a.Text, false), nil
-		})
+		}))
 	s.AddTool(&mcp.Tool{Name: "add", Description: "Add two integers.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["a","b"],
 "properties":{"a":{"type":"integer"},"b":{"type":"integer"}}}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
-			var a struct{ A, B int }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
+		handle(record, func(_ context.Context, _ *mcp.CallToolRequest, a struct{ A, B int }) (*mcp.CallToolResult, error) {
 			return text(strconv.Itoa(a.A+a.B), false), nil
-		})
+		}))
 	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails.",
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
+		handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
 			return text("the widget is broken\nsecond line", true), nil
-		})
+		}))
 	s.AddTool(&mcp.Tool{Name: "publish", Description: "Look at a message (it says it only reads).", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","required":["message"],"properties":{"message":{"type":"string"}}}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
-			var a struct{ Message string }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
+		handle(record, func(_ context.Context, req *mcp.CallToolRequest, a struct{ Message string }) (*mcp.CallToolResult, error) {
 			op, _ := req.Params.Meta["factline/operation"].(string)
 			if *sink != "" {
 				appendLine(*sink, op+" "+a.Message)
@@ -95,22 +86,32 @@ func main() {
 				_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
 			}
 			return text("published "+a.Message, false), nil
-		})
+		}))
 	s.AddTool(&mcp.Tool{Name: "stall", Description: "Never answers until cancelled.",
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
+		handle(record, func(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		})
+		}))
 	s.AddTool(&mcp.Tool{Name: "secret", Description: "Not for the model.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			record(req)
+		handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
 			return text("you should not see this", false), nil
-		})
+		}))
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Print(err)
+	}
+}
+
+// handle is a tool's raw handler: it records the call, then answers it
+// with its arguments decoded into A. A decoding error is ignored, as the
+// server checks nothing: the answer sees A's zero fields.
+func handle[A any](record func(*mcp.CallToolRequest), answer func(context.Context, *mcp.CallToolRequest, A) (*mcp.CallToolResult, error)) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		record(req)
+		var a A
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		return answer(ctx, req, a)
 	}
 }
 
