@@ -43,15 +43,45 @@ func existing(env Env, p string) (string, fs.FileInfo, *Result) {
 	return abs, st, nil
 }
 
-// existingFile is existing for a tool that works on a file: a directory
-// there is refused too (CodeIsDirectory), hint following the reason.
-func existingFile(env Env, p, hint string) (string, fs.FileInfo, *Result) {
+// existingFile reads the file at p for a tool that works on a file, or
+// returns the typed result that says why it cannot: existing's reasons, a
+// directory there (CodeIsDirectory, hint following the reason), or a
+// failed read. It reads at most most bytes, the whole file when most is
+// negative.
+func existingFile(env Env, p, hint string, most int64) (string, fs.FileInfo, []byte, *Result) {
 	abs, st, bad := existing(env, p)
-	if bad == nil && st.IsDir() {
-		res := Fail(CodeIsDirectory, "%s is a directory%s", p, hint)
-		return "", nil, &res
+	if bad != nil {
+		return "", nil, nil, bad
 	}
-	return abs, st, bad
+	if st.IsDir() {
+		res := Fail(CodeIsDirectory, "%s is a directory%s", p, hint)
+		return "", nil, nil, &res
+	}
+	data, err := readAtMost(abs, st.Size(), most)
+	if err != nil {
+		res := fileError(p, err)
+		return "", nil, nil, &res
+	}
+	return abs, st, data, nil
+}
+
+// readAtMost reads the file at abs, whose size is size: at most most
+// bytes, all of it when most is negative.
+func readAtMost(abs string, size, most int64) ([]byte, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if most < 0 {
+		return io.ReadAll(f)
+	}
+	buf := make([]byte, min(size, most))
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // fileError turns an OS error into a typed result.
@@ -84,27 +114,17 @@ func (ReadFile) Contract() Contract {
 func (ReadFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path string }
 	_ = json.Unmarshal(raw, &a)
-	abs, st, bad := existingFile(env, a.Path, "; use list_files")
+	// Read one byte past the cap so the cut is reported.
+	_, st, data, bad := existingFile(env, a.Path, "; use list_files", fileOutputCap+1)
 	if bad != nil {
 		return *bad
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return fileError(a.Path, err)
-	}
-	defer f.Close()
-	// Read one byte past the cap so the cut is reported.
-	buf := make([]byte, min(st.Size(), fileOutputCap+1))
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return fileError(a.Path, err)
-	}
-	if int64(n) > fileOutputCap {
+	if int64(len(data)) > fileOutputCap {
 		// Cut here, where the file's size is known: the mark counts the
 		// bytes of the file not shown, not the one read past the cap.
-		return Result{Output: capKnown(string(buf[:n]), fileOutputCap, st.Size()), Truncated: true}
+		return Result{Output: capKnown(string(data), fileOutputCap, st.Size()), Truncated: true}
 	}
-	return Result{Output: string(buf[:n])}
+	return Result{Output: string(data)}
 }
 
 // ListFiles lists a directory of the workspace.
@@ -227,13 +247,9 @@ func (EditFile) Contract() Contract {
 func (EditFile) Run(_ context.Context, env Env, raw json.RawMessage) Result {
 	var a struct{ Path, Old, New string }
 	_ = json.Unmarshal(raw, &a)
-	abs, st, bad := existingFile(env, a.Path, "")
+	abs, st, data, bad := existingFile(env, a.Path, "", -1)
 	if bad != nil {
 		return *bad
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return fileError(a.Path, err)
 	}
 	switch n := strings.Count(string(data), a.Old); n {
 	case 0:
