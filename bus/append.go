@@ -73,14 +73,10 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 	suite, run := facts[0].Fact.Suite, facts[0].Fact.Run
 	out := make([]Record, 0, len(facts))
 	for i, p := range facts {
-		if p.Fact.Suite != suite || p.Fact.Run != run {
-			return out, fmt.Errorf("append: fact %d belongs to %s/%s, not %s/%s", i, p.Fact.Suite, p.Fact.Run, suite, run)
-		}
-		msg, id, err := b.message(p, expect)
+		msg, key, err := b.message(i, p, expect, suite, run)
 		if err != nil {
 			return out, err
 		}
-		key := scopeMsgID(suite, id)
 		t0 := time.Now()
 		// Bounded: an acknowledgement lost with a stream leader never
 		// comes, and the retry recognises a fact that did land by its ID.
@@ -111,9 +107,14 @@ func (b *Bus) Append(ctx context.Context, expect Expect, facts ...Pending) ([]Re
 	return out, nil
 }
 
-// message validates and encodes one pending fact, linking it to the run's
-// earlier messages (see HeaderPrev).
-func (b *Bus) message(p Pending, expect Expect) (*nats.Msg, string, error) {
+// message validates and encodes fact i of an append to suite/run,
+// linking it to the run's earlier messages (see HeaderPrev), and returns
+// it with its message ID as stored (scopeMsgID). A fact of another run is
+// refused: an append is conditional on one run's last sequence.
+func (b *Bus) message(i int, p Pending, expect Expect, suite, run string) (*nats.Msg, string, error) {
+	if p.Fact.Suite != suite || p.Fact.Run != run {
+		return nil, "", fmt.Errorf("append: fact %d belongs to %s/%s, not %s/%s", i, p.Fact.Suite, p.Fact.Run, suite, run)
+	}
 	if err := p.Fact.Validate(); err != nil {
 		return nil, "", fmt.Errorf("append: %w", err)
 	}
@@ -133,7 +134,7 @@ func (b *Bus) message(p Pending, expect Expect) (*nats.Msg, string, error) {
 	if h := expect.header(); h != "" {
 		m.Header.Set(HeaderPrev, h)
 	}
-	return m, id, nil
+	return m, scopeMsgID(suite, id), nil
 }
 
 // recognise handles a conflict that may be a retry of an append that
@@ -183,12 +184,11 @@ type AsyncAppend struct {
 // result before appending the run's next fact: its expected sequence is this
 // one's result.
 func (b *Bus) AppendAsync(expect Expect, p Pending) (*AsyncAppend, error) {
-	msg, id, err := b.message(p, expect)
+	suite, run := p.Fact.Suite, p.Fact.Run
+	msg, key, err := b.message(0, p, expect, suite, run)
 	if err != nil {
 		return nil, err
 	}
-	suite, run := p.Fact.Suite, p.Fact.Run
-	key := scopeMsgID(suite, id)
 	fut, err := b.js.PublishMsgAsync(msg,
 		jetstream.WithExpectLastSequenceForSubject(expect.Last, events.RunFilter(suite, run)),
 		jetstream.WithMsgID(key))

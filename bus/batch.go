@@ -111,14 +111,10 @@ func (b *Bus) AppendBatch(ctx context.Context, expect Expect, facts ...Pending) 
 	ids := make([]string, len(facts))
 	batch := rand.Text() // unique per try: a retry is a new batch
 	for i, p := range facts {
-		if p.Fact.Suite != suite || p.Fact.Run != run {
-			return nil, fmt.Errorf("append batch: fact %d belongs to %s/%s, not %s/%s", i, p.Fact.Suite, p.Fact.Run, suite, run)
-		}
-		m, id, err := b.message(p, expect)
+		m, key, err := b.message(i, p, expect, suite, run)
 		if err != nil {
 			return nil, err
 		}
-		key := scopeMsgID(suite, id)
 		m.Header.Set(nats.MsgIdHdr, key)
 		m.Header.Set(headerBatchID, batch)
 		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
