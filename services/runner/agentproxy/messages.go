@@ -30,9 +30,7 @@ type messagesMessage struct {
 }
 
 type messagesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	namedTool
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 

@@ -24,10 +24,8 @@ type responsesRequest struct {
 }
 
 type responsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	namedTool
+	Parameters json.RawMessage `json:"parameters"`
 }
 
 func (t responsesTool) declared() (declaredTool, error) {

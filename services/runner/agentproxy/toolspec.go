@@ -19,6 +19,14 @@ type declaredTool struct {
 	params                       json.RawMessage
 }
 
+// namedTool is what the Messages and Responses wires spell alike in a
+// tool's declaration; they name its schema differently.
+type namedTool struct {
+	Type        string `json:"type"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
 // wireTool is one wire's tool declaration: declared reads it, or says
 // (below tools[i]) why the endpoint cannot serve a tool of its type.
 type wireTool interface {
