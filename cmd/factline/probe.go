@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
@@ -77,23 +74,18 @@ const probeTimeout = 5 * time.Second
 // a permissions violation. Nothing is ever written.
 func probe(ctx context.Context, b *bus.Bus, g *guard, needs []need) error {
 	for _, n := range needs {
-		if err := probeOne(ctx, b.JetStream(), g, n); err != nil {
+		if err := probeOne(ctx, b, g, n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func probeOne(ctx context.Context, js jetstream.JetStream, g *guard, n need) error {
+func probeOne(ctx context.Context, b *bus.Bus, g *guard, n need) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	m := &nats.Msg{Subject: n.subject, Header: nats.Header{}}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "18446744073709551615")
 	res := make(chan error, 1)
-	go func() {
-		_, err := js.PublishMsg(ctx, m)
-		res <- err
-	}()
+	go func() { res <- b.ProbePublish(ctx, n.subject) }()
 	denied := func() error {
 		if pe := g.deniedFor(n.subject); pe != nil {
 			pe.Need = n.why
@@ -104,13 +96,12 @@ func probeOne(ctx context.Context, js jetstream.JetStream, g *guard, n need) err
 	for {
 		select {
 		case err := <-res:
-			var apiErr *jetstream.APIError
 			switch {
-			case err == nil, errors.As(err, &apiErr):
+			case err == nil:
 				return nil // a stream answered: the subject is allowed
 			case denied() != nil:
 				return denied()
-			case errors.Is(err, jetstream.ErrNoStreamResponse):
+			case errors.Is(err, bus.ErrStreamMissing):
 				return fmt.Errorf("no stream stores %s (needed %s): set the account up first (factline setup)", n.subject, n.why)
 			default:
 				return fmt.Errorf("check permission to publish %s (needed %s): %w", n.subject, n.why, err)
