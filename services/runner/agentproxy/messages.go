@@ -282,16 +282,7 @@ func EncodeMessagesStream(id, model string, r models.Reply) ([]Event, error) {
 		return nil, err
 	}
 	usage := messagesUsageOf(r)
-	var events []Event
-	add := func(name string, fields map[string]any) error {
-		fields["type"] = name
-		b, err := json.Marshal(fields)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", name, err)
-		}
-		events = append(events, Event{Name: name, Data: b})
-		return nil
-	}
+	var stream eventStream
 	startUsage := usage
 	startUsage.OutputTokens = 0
 	steps := []struct {
@@ -325,11 +316,11 @@ func EncodeMessagesStream(id, model string, r models.Reply) ([]Event, error) {
 		{"message_stop", map[string]any{}},
 	}...)
 	for _, s := range steps {
-		if err := add(s.name, s.fields); err != nil {
+		if err := stream.add(s.name, s.fields); err != nil {
 			return nil, err
 		}
 	}
-	return events, nil
+	return stream.events, nil
 }
 
 // anthropicErrorType is the Messages API's error type for a status.

@@ -264,6 +264,28 @@ type Event struct {
 	Data []byte
 }
 
+// eventStream collects a stream's events. Both the Messages and the
+// Responses wires repeat an event's name as its data's "type"; a numbered
+// stream (Responses) also gives each its "sequence_number", from 0.
+type eventStream struct {
+	events   []Event
+	numbered bool
+}
+
+// add appends the event name whose data is fields (which it completes).
+func (s *eventStream) add(name string, fields map[string]any) error {
+	fields["type"] = name
+	if s.numbered {
+		fields["sequence_number"] = len(s.events)
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	s.events = append(s.events, Event{Name: name, Data: b})
+	return nil
+}
+
 // EncodeResponsesStream is the streamed Responses API response to a reply,
 // as the events the API sends, in order: response.created and
 // response.in_progress (no output yet); per output item
@@ -276,19 +298,8 @@ type Event struct {
 // event's data names its type and a sequence_number.
 func EncodeResponsesStream(id, model string, created int64, r models.Reply) ([]Event, error) {
 	final := responseOf(id, model, created, r)
-	var events []Event
-	seq := 0
-	add := func(name string, fields map[string]any) error {
-		fields["type"] = name
-		fields["sequence_number"] = seq
-		seq++
-		b, err := json.Marshal(fields)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", name, err)
-		}
-		events = append(events, Event{Name: name, Data: b})
-		return nil
-	}
+	stream := eventStream{numbered: true}
+	add := stream.add
 	start := final
 	start.Status, start.Output, start.Usage, start.IncompleteDetails = "in_progress", []responsesOutput{}, nil, nil
 	if err := add("response.created", map[string]any{"response": start}); err != nil {
@@ -333,7 +344,7 @@ func EncodeResponsesStream(id, model string, created int64, r models.Reply) ([]E
 	if err := add(last, map[string]any{"response": final}); err != nil {
 		return nil, err
 	}
-	return events, nil
+	return stream.events, nil
 }
 
 // messageEvents adds the events of an output message's one part: the
