@@ -101,7 +101,7 @@ func newServeCmd() *cobra.Command {
 	var o serveFlags
 	c := newCommand("serve", noArgs)
 	fs := onTarget(c, &o.t, o.run)
-	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", "))
+	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", ")+"; or "+servesNone+" (with --listen: only serve the store)")
 	_ = c.RegisterFlagCompletionFunc("services", fixedCompletions(fleet.Names()...))
 	fs.StringVar(&o.listen, "listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
@@ -118,6 +118,10 @@ func newServeCmd() *cobra.Command {
 	o.loadExtensions = extensionsFlag(fs)
 	return c
 }
+
+// servesNone is the --services value that runs no service: serve then
+// only holds its store and serves it to other processes (--listen).
+const servesNone = "none"
 
 // serveFlags are serve's flags.
 type serveFlags struct {
@@ -139,8 +143,15 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		return err
 	}
 	var names []string
+	storeOnly := strings.TrimSpace(o.list) == servesNone
+	if storeOnly && o.listen == "" {
+		return usageError{"--services " + servesNone + " needs --store DIR --listen PORT: a process that runs no service only serves its store to others"}
+	}
 	for _, n := range strings.Split(o.list, ",") {
 		n = strings.TrimSpace(n)
+		if storeOnly {
+			break
+		}
 		if !slices.Contains(fleet.Names(), n) {
 			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
 		}
@@ -224,6 +235,13 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return err
 		}
 		defer stopMetrics()
+	}
+	if storeOnly {
+		// The server alone: its process's memory and CPU are the store's,
+		// apart from any service's (docs/benchmarks.md#suite-size).
+		fmt.Fprintln(out, "serving the store only, no service; stop with SIGTERM or Ctrl-C")
+		<-ctx.Done()
+		return nil
 	}
 	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers, slotLease: o.slotLease,
 		requestWindow: o.requestWindow}.fleetOptions(names))
