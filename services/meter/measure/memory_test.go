@@ -83,11 +83,17 @@ func liveHeap() uint64 {
 
 // maxLogBytesARun bounds what a folded Log and the report built from it
 // hold a planned attempt (docs/benchmarks.md#suite-size): its report row
-// and a compact record of what the row is made of, never the facts as
-// decoded, nor a copy a run of what every grade of a case repeats (its
-// instrument list) or of its sealed snapshot's digest: 1,426 bytes a run
-// (1,481-1,509 under -race) with those, 1,234 (1,293-1,318) without.
-const maxLogBytesARun = 1400
+// and a packed record of what the row is made of (Attempt), never the
+// facts as decoded, nor a copy a run of what the runs of a pair repeat:
+// 1,234 bytes a run (1,293-1,318 under -race) with each run's facts'
+// bodies kept compact, ~560 (~620) packed.
+const maxLogBytesARun = 700
+
+// maxFoldBytesARun bounds what a Log alone holds a run: what the meter
+// holds of every run ended of a suite until it reports it. Packed, ~170
+// bytes (the Attempt, its map entry and run ID); 844 with each fact's
+// body kept compact.
+const maxFoldBytesARun = 200
 
 // A Log keeps of each attempt what its report row needs, not every fact
 // as it was decoded: the Log and the report of a suite of ten times the
@@ -113,5 +119,28 @@ func TestLogHoldsLittleARun(t *testing.T) {
 	t.Logf("Log and report: 100 runs %d KiB, 1,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
 	if perRun > maxLogBytesARun {
 		t.Errorf("a Log and its report hold %d bytes a run, more than %d", perRun, maxLogBytesARun)
+	}
+}
+
+// A suite's fold holds a run in no more than maxFoldBytesARun: the
+// record a run (Attempt) is numbers and pointers to the request, end and
+// grade the runs of its pair share, and its sealed snapshot's 32 bytes.
+// The fold of 5,000 runs against that of 1,000.
+func TestTheFoldHoldsLittleARun(t *testing.T) {
+	held := func(trials uint32) uint64 {
+		before := liveHeap()
+		l := foldDecoded(t, trials)
+		after := liveHeap()
+		if len(l.Runs) != int(trials)*10 {
+			t.Fatalf("%d trials: %d runs folded", trials, len(l.Runs))
+		}
+		runtime.KeepAlive(l)
+		return after - min(before, after)
+	}
+	small, large := held(100), held(500)
+	perRun := (int64(large) - int64(small)) / 4000
+	t.Logf("fold: 1,000 runs %d KiB, 5,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
+	if perRun > maxFoldBytesARun {
+		t.Errorf("a Log holds %d bytes a run, more than %d", perRun, maxFoldBytesARun)
 	}
 }
