@@ -48,6 +48,15 @@ func verdictOn(run string, snapshot events.Digest, revision uint32, result event
 // found there when an older one is sealed again.
 func TestTheGradeCountedFollowsTheNewestSeal(t *testing.T) {
 	end := events.RunEnded{Status: events.RunDone, Reason: "done", Spent: events.Spent{Steps: 1}}
+	// gradedTwice seals snapshot a, ends, has a pass, then seals b and
+	// has it fail.
+	gradedTwice := func(l *suiteLog, run string) {
+		l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
+		l.add(run, end, events.OwnerRunner)
+		l.add(run, verdictOn(run, d("a"), 1, events.VerdictOK()), events.OwnerGrader)
+		l.add(run, events.CandidateSealed{SnapshotDigest: d("b")}, events.OwnerRunner)
+		l.add(run, verdictOn(run, d("b"), 1, events.VerdictFail()), events.OwnerGrader)
+	}
 	cases := []struct {
 		name  string
 		facts func(l *suiteLog, run string)
@@ -55,27 +64,15 @@ func TestTheGradeCountedFollowsTheNewestSeal(t *testing.T) {
 		rev   uint32
 	}{
 		{"sealed again after its grade", func(l *suiteLog, run string) {
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
-			l.add(run, end, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("a"), 1, events.VerdictOK()), events.OwnerGrader)
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("b")}, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("b"), 1, events.VerdictFail()), events.OwnerGrader)
+			gradedTwice(l, run)
 		}, OutcomeFailed, 1},
 		{"the first snapshot sealed again", func(l *suiteLog, run string) {
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
-			l.add(run, end, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("a"), 1, events.VerdictOK()), events.OwnerGrader)
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("b")}, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("b"), 1, events.VerdictFail()), events.OwnerGrader)
+			gradedTwice(l, run)
 			l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
 			l.add(run, verdictOn(run, d("a"), 2, events.VerdictOK()), events.OwnerGrader)
 		}, OutcomePassed, 2},
 		{"the first snapshot sealed again, graded no more", func(l *suiteLog, run string) {
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
-			l.add(run, end, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("a"), 1, events.VerdictOK()), events.OwnerGrader)
-			l.add(run, events.CandidateSealed{SnapshotDigest: d("b")}, events.OwnerRunner)
-			l.add(run, verdictOn(run, d("b"), 1, events.VerdictFail()), events.OwnerGrader)
+			gradedTwice(l, run)
 			l.add(run, events.CandidateSealed{SnapshotDigest: d("a")}, events.OwnerRunner)
 		}, OutcomePassed, 1},
 		{"an older revision after a newer one", func(l *suiteLog, run string) {

@@ -102,19 +102,7 @@ const maxFoldBytesARun = 200
 // evidence, an identity's components copied into every run, a map of
 // verdicts a run) made the report of a 50,000-run suite peak at 1.2 GB.
 func TestLogHoldsLittleARun(t *testing.T) {
-	measureHeld := func(trials uint32) uint64 {
-		before := liveHeap()
-		l := foldDecoded(t, trials)
-		r := Build(l)
-		after := liveHeap()
-		if !r.Complete || len(r.Attempts) != int(trials)*10 {
-			t.Fatalf("%d trials: complete %v with %d attempts", trials, r.Complete, len(r.Attempts))
-		}
-		runtime.KeepAlive(l)
-		runtime.KeepAlive(r)
-		return after - min(before, after)
-	}
-	small, large := measureHeld(10), measureHeld(100)
+	small, large := heldAfter(t, 10, 100, func(l *Log) any { return Build(l) })
 	perRun := (int64(large) - int64(small)) / 900
 	t.Logf("Log and report: 100 runs %d KiB, 1,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
 	if perRun > maxLogBytesARun {
@@ -127,20 +115,33 @@ func TestLogHoldsLittleARun(t *testing.T) {
 // grade the runs of its pair share, and its sealed snapshot's 32 bytes.
 // The fold of 5,000 runs against that of 1,000.
 func TestTheFoldHoldsLittleARun(t *testing.T) {
-	held := func(trials uint32) uint64 {
-		before := liveHeap()
-		l := foldDecoded(t, trials)
-		after := liveHeap()
-		if len(l.Runs) != int(trials)*10 {
-			t.Fatalf("%d trials: %d runs folded", trials, len(l.Runs))
-		}
-		runtime.KeepAlive(l)
-		return after - min(before, after)
-	}
-	small, large := held(100), held(500)
+	small, large := heldAfter(t, 100, 500, func(*Log) any { return nil })
 	perRun := (int64(large) - int64(small)) / 4000
 	t.Logf("fold: 1,000 runs %d KiB, 5,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
 	if perRun > maxFoldBytesARun {
 		t.Errorf("a Log holds %d bytes a run, more than %d", perRun, maxFoldBytesARun)
 	}
+}
+
+// heldAfter returns the live heap a fold of a suite of small and of
+// large trials holds (foldDecoded), with what keep makes of each held
+// beside it.
+func heldAfter(t *testing.T, small, large uint32, keep func(*Log) any) (uint64, uint64) {
+	t.Helper()
+	held := func(trials uint32) uint64 {
+		before := liveHeap()
+		l := foldDecoded(t, trials)
+		kept := keep(l)
+		after := liveHeap()
+		if r, ok := kept.(Report); ok && (!r.Complete || len(r.Attempts) != int(trials)*10) {
+			t.Fatalf("%d trials: complete %v with %d attempts", trials, r.Complete, len(r.Attempts))
+		}
+		if len(l.Runs) != int(trials)*10 {
+			t.Fatalf("%d trials: %d runs folded", trials, len(l.Runs))
+		}
+		runtime.KeepAlive(l)
+		runtime.KeepAlive(kept)
+		return after - min(before, after)
+	}
+	return held(small), held(large)
 }

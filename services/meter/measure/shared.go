@@ -128,40 +128,36 @@ func (s *sharedValues) request(b events.RunRequested) *events.RunRequested {
 }
 
 // shape returns the kept copy of an attempt's shape (nil for the zero
-// one): past maxShared distinct ones, a copy of its own.
+// one).
 func (s *sharedValues) shape(sh attemptShape) *attemptShape {
 	if sh == (attemptShape{}) {
 		return nil
 	}
-	if kept, ok := s.shapes[sh]; ok {
-		return kept
-	}
-	if len(s.shapes) >= maxShared {
-		return &sh
-	}
-	if s.shapes == nil {
-		s.shapes = map[attemptShape]*attemptShape{}
-	}
-	kept := &sh
-	s.shapes[sh] = kept
-	return kept
+	return intern(&s.shapes, sh)
 }
 
 // end returns the kept copy of a run.ended's status and reason.
 func (s *sharedValues) end(status events.RunStatus, reason string) *endShape {
 	e := endShape{status: status, reason: reason}
-	if kept, ok := s.ends[e]; ok {
+	if _, ok := s.ends[e]; !ok && len(s.ends) < maxShared {
+		e.status, e.reason = share(s, status), share(s, reason)
+	}
+	return intern(&s.ends, e)
+}
+
+// intern returns the kept copy of v in m, keeping v if it is new and m
+// holds fewer than maxShared: past that, a copy of its own.
+func intern[T comparable](m *map[T]*T, v T) *T {
+	if kept, ok := (*m)[v]; ok {
 		return kept
 	}
-	if len(s.ends) >= maxShared {
-		return &e
+	kept := &v
+	if len(*m) < maxShared {
+		if *m == nil {
+			*m = map[T]*T{}
+		}
+		(*m)[v] = kept
 	}
-	if s.ends == nil {
-		s.ends = map[endShape]*endShape{}
-	}
-	e.status, e.reason = share(s, status), share(s, reason)
-	kept := &e
-	s.ends[e] = kept
 	return kept
 }
 
