@@ -192,3 +192,27 @@ func TestTheClaimedIdentityIsTheNewestClaims(t *testing.T) {
 		}
 	}
 }
+
+// Runs whose grades and ends differ in more than a shared copy can serve
+// (a veto's and an end's reason of their own every run, past
+// maxGradesAKey grades alike but for that) keep each their own: every
+// row says its own run's.
+func TestRunsThatShareNothingKeepTheirOwn(t *testing.T) {
+	const trials = 3 * maxGradesAKey
+	l := newSuite(t, submitted([]string{"c"}, []string{"t"}, trials))
+	for trial := uint32(1); trial <= trials; trial++ {
+		run := l.member("c", "t", trial).Run
+		l.add(run, events.RunRequested{Case: "c", CaseDigest: d("case:c"), Treatment: "t", TreatmentDigest: d("treatment:t"),
+			Trial: trial, Identity: d("t")}, events.OwnerMeter)
+		l.add(run, events.CandidateSealed{SnapshotDigest: d(run)}, events.OwnerRunner)
+		l.add(run, events.RunEnded{Status: events.RunDone, Reason: "ended as " + run, Spent: events.Spent{Steps: 1}}, events.OwnerRunner)
+		v := verdictOn(run, d(run), 1, events.VerdictFail())
+		v.Verdict.Vetoes = []events.GradeVeto{{Instrument: "tests", Requirement: "r", Reason: "vetoed " + run, Evidence: []events.EvidenceRef{}}}
+		l.add(run, v, events.OwnerGrader)
+	}
+	for _, r := range l.report().Attempts {
+		if r.Outcome != OutcomeFailed || r.EndReason != "ended as "+r.Run || r.FirstVeto == nil || r.FirstVeto.Reason != "vetoed "+r.Run {
+			t.Fatalf("run %s: %s, ended %q, veto %+v", r.Run, r.Outcome, r.EndReason, r.FirstVeto)
+		}
+	}
+}

@@ -34,10 +34,15 @@ const (
 	// maxSharedInstruments bounds the instrument lists kept to share: a
 	// suite whose grades differ more keeps each its own, as before.
 	maxSharedInstruments = 64
-	// maxShared bounds the requests, ends and grades kept to share: a
-	// suite past it (a reason of its own every run) keeps the rest each
-	// its own, as before.
-	maxShared = 1024
+	// maxShared bounds the requests, ends, shapes and grades kept to
+	// share: above the case × treatment pairs of most suites, whose runs
+	// share a request each; a suite past it (a reason of its own every
+	// run) keeps the rest each its own, as before.
+	maxShared = 1 << 14
+	// maxGradesAKey bounds the grades compared whole to find an equal
+	// one: grades that differ in what gradeKey does not tell (a veto's
+	// reason of its own every run) are kept each their own past it.
+	maxGradesAKey = 8
 )
 
 // requestKey is what tells two requests apart but their trial and
@@ -176,7 +181,7 @@ func (s *sharedValues) grade(v events.GraderVerdict) *events.GraderVerdict {
 			return kept
 		}
 	}
-	if s.nGrades >= maxShared {
+	if s.nGrades >= maxShared || len(s.grades[k]) >= maxGradesAKey {
 		return &v
 	}
 	if s.grades == nil {
