@@ -55,6 +55,9 @@ type attemptShape struct {
 	grade    *events.GraderVerdict
 	revision uint32
 	flags    attemptFlags
+	// claimed is the identity the newest run.claimed that recorded one
+	// says ran: the runner's, the same for the runs of a pair.
+	claimed events.Digest
 }
 
 // attemptFlags says which of an Attempt's packed values are there.
@@ -65,17 +68,13 @@ const (
 	flagSnapshot
 	flagTokens
 	flagCost
-	// flagClaimedAsRequested: the run.claimed identity is the requested
-	// one (else it is more.claimedIdentity).
-	flagClaimedAsRequested
 	flagTokensApart
 	flagCostApart
 )
 
 // attemptMore is what few runs have.
 type attemptMore struct {
-	snapshot        events.Digest // a sealed digest not in sha256's form
-	claimedIdentity events.Digest
+	snapshot events.Digest // a sealed digest not in sha256's form
 	// verdicts are the grades of snapshots other than the sealed one, or
 	// of a run that sealed none (compact, as Log.Apply shares them).
 	verdicts  []events.GraderVerdict
@@ -130,9 +129,6 @@ func (a *Attempt) apply(s *sharedValues, f events.Fact, at int) {
 		if a.Requested == nil {
 			a.trial = b.Trial
 			a.Requested = s.request(b)
-			if a.more != nil && a.more.claimedIdentity != "" {
-				a.claim(s, a.more.claimedIdentity)
-			}
 		}
 	case events.RunDelegated:
 		if a.more == nil || a.more.parent == nil {
@@ -142,10 +138,10 @@ func (a *Attempt) apply(s *sharedValues, f events.Fact, at int) {
 	case events.RunClaimed:
 		sh := a.shaped()
 		sh.flags |= flagClaimed
-		a.shape = s.shape(sh)
 		if b.Identity != "" {
-			a.claim(s, b.Identity)
+			sh.claimed = share(s, b.Identity)
 		}
+		a.shape = s.shape(sh)
 	case events.RunEnded:
 		if sh := a.shaped(); sh.end == nil { // a run ends once; a second end never rewrites the first
 			sh.end = s.end(b.Status, b.Reason)
@@ -197,22 +193,6 @@ func (a *Attempt) apply(s *sharedValues, f events.Fact, at int) {
 			}
 		}
 	}
-}
-
-// claim records a run.claimed's identity: a flag when it is the one
-// requested, as nearly always.
-func (a *Attempt) claim(s *sharedValues, id events.Digest) {
-	sh := a.shaped()
-	if a.Requested != nil && a.Requested.Identity == id {
-		sh.flags |= flagClaimedAsRequested
-		if a.more != nil {
-			a.more.claimedIdentity = ""
-		}
-	} else {
-		sh.flags &^= flagClaimedAsRequested
-		a.extra().claimedIdentity = share(s, id)
-	}
-	a.shape = s.shape(sh)
 }
 
 // seal records the newest sealed candidate. The grade kept packed is the
@@ -413,15 +393,7 @@ func (a *Attempt) Verdicts() []events.GraderVerdict {
 
 // ClaimedIdentity is the agent identity the newest run.claimed that
 // recorded one says ran (empty when none did).
-func (a *Attempt) ClaimedIdentity() events.Digest {
-	if a.has(flagClaimedAsRequested) && a.Requested != nil {
-		return a.Requested.Identity
-	}
-	if a.more != nil {
-		return a.more.claimedIdentity
-	}
-	return ""
-}
+func (a *Attempt) ClaimedIdentity() events.Digest { return a.shaped().claimed }
 
 // GradedAt is when (in facts folded) its newest verdict arrived: the
 // order in which a suite's early stopping sees its pairs.

@@ -57,7 +57,9 @@ func foldDecoded(t testing.TB, trials uint32) *Log {
 		apply(m.Run, events.RunRequested{Case: m.Case, CaseDigest: d("case:" + m.Case), Treatment: m.Treatment,
 			TreatmentDigest: d("treatment:t"), Trial: m.Trial, Identity: d("identity"), Components: comps,
 			Budget: events.Budget{Steps: 2}}, events.OwnerMeter)
-		apply(m.Run, events.RunClaimed{Runner: "runner-1", Lease: 1, Identity: d("identity")}, events.OwnerRunner)
+		// The runner claims the run as an identity of its own (its
+		// containment among its components), as factline's runners do.
+		apply(m.Run, events.RunClaimed{Runner: "runner-1", Lease: 1, Identity: d("claimed identity")}, events.OwnerRunner)
 		apply(m.Run, events.ModelReplied{Turn: 1, Provider: "scripted", Text: "Done.", Calls: []events.ToolCall{},
 			Usage: &events.Usage{InputTokens: 100, OutputTokens: 5, Cost: &cost}}, events.OwnerRunner)
 		apply(m.Run, events.CandidateSealed{SnapshotDigest: d(m.Run)}, events.OwnerRunner)
