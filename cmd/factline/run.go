@@ -312,7 +312,7 @@ func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string,
 			spool = f
 		}
 	}
-	var tee io.Writer
+	var tee io.Writer // never a nil *os.File, which is a non-nil Writer
 	if spool != nil {
 		tee = spool
 	}

@@ -15,9 +15,9 @@ import (
 // parent) is behind one pointer. Rows are made of it only when a report
 // is built (Build, row).
 type Attempt struct {
-	// Requested is the run's first run.requested without its trial (the
-	// attempt's, trial) and retry_of (Log.RetriedBy's), shared with the
-	// other runs that request the same: read it, never change it.
+	// Requested is the run's first run.requested without its trial (which
+	// Request puts back) and retry_of (Log.RetriedBy has it), shared with
+	// the other runs that request the same: read it, never change it.
 	Requested *events.RunRequested
 	// shape is what the runs of a pair mostly share past their request:
 	// their end's status and reason, their grade, which of the values
@@ -76,7 +76,8 @@ const (
 type attemptMore struct {
 	snapshot events.Digest // a sealed digest not in sha256's form
 	// verdicts are the grades of snapshots other than the sealed one, or
-	// of a run that sealed none (compact, as Log.Apply shares them).
+	// of a run that sealed none (compact, their instruments shared:
+	// graded).
 	verdicts  []events.GraderVerdict
 	conflicts []events.GradeConflict
 	judged    []events.JudgeCall
@@ -298,9 +299,6 @@ func (a *Attempt) addReply(s *sharedValues, u *events.Usage) {
 
 // Claimed says whether a runner claimed the run.
 func (a *Attempt) Claimed() bool { return a.has(flagClaimed) }
-
-// Trial is the trial its run.requested names (0 before one is folded).
-func (a *Attempt) Trial() uint32 { return a.trial }
 
 // Request returns the run's first run.requested as it was recorded but
 // for its retry_of (which Log.RetriedBy holds), with ok false before one
