@@ -226,30 +226,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 	}
-	// Printing only the table (no --json, --out or --junit), the run
-	// holds the stored report's figures and the few rows the table names,
-	// not a row for each attempt: at the suite's end, where the process
-	// peaks (docs/benchmarks.md#suite-size).
-	var keep func(*measure.AttemptRow) bool
-	if !o.asJSON && o.outDir == "" && o.gates.junit == "" {
-		keep = measure.KeptForTheTable
-	}
-	report, err := finalReport(ctx, b, suite.File.Name, o.gates.junit != "", keep)
+	report, err := o.writeOutputs(ctx, b, suite.File.Name, out, progress.note)
 	if err != nil {
 		return err
 	}
-	if o.outDir != "" {
-		if err := writeReports(o.outDir, report); err != nil {
-			return err
-		}
-		progress.note("wrote report.json, report.csv and report.svg to %s", o.outDir)
-	}
-	if err := o.gates.writeJUnit(report); err != nil {
-		return err
-	}
-	if o.asJSON {
-		err = measure.WriteJSON(out, report)
-	} else {
+	if !o.asJSON {
 		fmt.Fprintln(out)
 		if err = measure.WriteTable(out, report); err == nil {
 			err = writeWhys(out, report)
@@ -307,15 +288,93 @@ func (o *runOptions) compareWithBaseline(ctx context.Context, b *bus.Bus, baseli
 	return measure.CheckComparison(c, worse), nil
 }
 
+// writeOutputs writes what a finished run's flags ask of its report
+// (--out's files, --junit's, --json's report on out), noting --out's,
+// and returns the report to print the table of and hold to the gates.
+func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string, out io.Writer, note func(string, ...any)) (measure.Report, error) {
+	// The run holds the stored report's figures and the few rows the
+	// table names, never a row for each attempt (at the suite's end,
+	// where the process peaks: docs/benchmarks.md#suite-size): the JSON
+	// that --json and --out write is the stored blob's, spooled to a
+	// file as it is read. --junit needs the report rebuilt (its first
+	// vetoes are not stored), which holds every row.
+	var keep func(*measure.AttemptRow) bool
+	var spool *os.File
+	if o.gates.junit == "" {
+		keep = measure.KeptForTheTable
+		if o.asJSON || o.outDir != "" {
+			f, err := os.CreateTemp("", "factline-report-*.json")
+			if err != nil {
+				return measure.Report{}, fmt.Errorf("spool the report: %w", err)
+			}
+			defer os.Remove(f.Name())
+			defer f.Close()
+			spool = f
+		}
+	}
+	var tee io.Writer // never a nil *os.File, which is a non-nil Writer
+	if spool != nil {
+		tee = spool
+	}
+	report, blob, err := finalReport(ctx, b, suite, o.gates.junit != "", keep, tee)
+	if err != nil {
+		return measure.Report{}, err
+	}
+	js := reportJSON{r: report}
+	if blob != "" {
+		js.spool = spool
+	}
+	if o.outDir != "" {
+		if err := writeReports(o.outDir, report, js.writeTo); err != nil {
+			return measure.Report{}, err
+		}
+		note("wrote report.json, report.csv and report.svg to %s", o.outDir)
+	}
+	if err := o.gates.writeJUnit(report); err != nil {
+		return measure.Report{}, err
+	}
+	if o.asJSON {
+		if err := js.writeTo(out); err != nil {
+			return measure.Report{}, err
+		}
+	}
+	return report, nil
+}
+
+// reportJSON writes a finished run's report JSON: the stored blob's bytes
+// from the file they were spooled to as they were read (spool, when the
+// report is the stored one: finalReport proved them WriteJSON's of the
+// whole report, whose rows r does not hold), or else WriteJSON's of r.
+type reportJSON struct {
+	r     measure.Report
+	spool *os.File
+}
+
+func (j reportJSON) writeTo(w io.Writer) error {
+	if j.spool == nil {
+		return measure.WriteJSON(w, j.r)
+	}
+	if _, err := j.spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("the spooled report: %w", err)
+	}
+	if _, err := io.Copy(w, j.spool); err != nil {
+		return fmt.Errorf("the spooled report: %w", err)
+	}
+	return nil
+}
+
 // errGaveUp is the cause of a run's --timeout.
 var errGaveUp = errors.New("--timeout")
 
-func writeReports(dir string, r measure.Report) error {
+// writeReports writes --out's files: report.json (json writes it) and
+// the CSV and SVG of the report's figures.
+func writeReports(dir string, r measure.Report, json func(io.Writer) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for name, write := range map[string]func(io.Writer, measure.Report) error{
-		"report.json": measure.WriteJSON, "report.csv": measure.WriteCSV, "report.svg": measure.WriteSVG,
+		"report.json": func(w io.Writer, _ measure.Report) error { return json(w) },
+		"report.csv":  measure.WriteCSV, "report.svg": measure.WriteSVG,
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {

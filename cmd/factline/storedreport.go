@@ -14,25 +14,30 @@ import (
 )
 
 // finalReport is the report a finished run prints: the one the meter
-// stored, when it is provably the log's report now (storedReport), or
-// else rebuilt from the log. Rebuilding a suite of 100,000 runs decodes its
+// stored, when it is provably the log's report now (storedReport), with
+// its blob's digest, or else rebuilt from the log (blob ""). Rebuilding a suite of 100,000 runs decodes its
 // ~1.5 million facts once more, after the meter has folded them all: the
 // peak of a large suite's memory (docs/benchmarks.md). withVetoes asks
 // for the rebuilt report, which alone holds each attempt's first veto
 // (what --junit writes; kept out of the stored JSON). keep, when not nil,
 // says which attempt rows of the stored report to hold (the rebuilt one
 // holds every row): a run that prints only the table needs few of them
-// (measure.KeptForTheTable).
-func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool, keep func(*measure.AttemptRow) bool) (measure.Report, error) {
+// (measure.KeptForTheTable). spool, when not nil, is handed the stored
+// blob's bytes as they are read: when the stored report is the one
+// returned, it holds them all, the report's JSON, and the rows written
+// to files are written from it, never held (reportJSON).
+func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool, keep func(*measure.AttemptRow) bool,
+	spool io.Writer) (r measure.Report, blob events.Digest, err error) {
 	if !withVetoes {
-		if r, ok, err := storedReport(ctx, b, suite, keep); err == nil && ok {
-			return r, nil
+		if r, blob, err := storedReport(ctx, b, suite, keep, spool); err == nil && blob != "" {
+			return r, blob, nil
 		}
 		// Any failure to prove the stored report current (an older
 		// meter, a fact after it, a read that failed) leaves the rebuild,
 		// which says what is wrong if the log cannot be read either.
 	}
-	return meter.Report(ctx, b, suite)
+	r, err = meter.Report(ctx, b, suite)
+	return r, "", err
 }
 
 // errNotOnlyReports stops storedReport's read at the first fact that is
@@ -40,19 +45,19 @@ func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool,
 var errNotOnlyReports = errors.New("a fact of the suite follows the report's")
 
 // storedReport returns the report blob the suite's newest suite.reported
-// names, decoded, with ok true, when nothing the report could count was
-// committed after the facts it folded: every fact of the suite after its
-// through is a suite.reported (which no report counts). It reads the
-// suite's facts after through, not the suite. ok is false when the meter
-// recorded no through, when through is not before the suite.reported (a
+// names, decoded, with that blob's digest, when nothing the report could
+// count was committed after the facts it folded: every fact of the suite
+// after its through is a suite.reported (which no report counts). It
+// reads the suite's facts after through, not the suite. The digest is ""
+// when the meter recorded no through, when through is not before the suite.reported (a
 // copy of the log with other sequences), when a fact follows it (a grade
 // owed after the report, a regrade: the meter reports again, or the
 // rebuild counts it), or when the blob does not encode back to its own
 // bytes (a report this build does not decode whole).
-func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool) (measure.Report, bool, error) {
+func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool, spool io.Writer) (measure.Report, events.Digest, error) {
 	scope, err := b.LoadRun(ctx, suite, events.SuiteScope)
 	if err != nil {
-		return measure.Report{}, false, fmt.Errorf("the suite's reports: %w", err)
+		return measure.Report{}, "", fmt.Errorf("the suite's reports: %w", err)
 	}
 	var newest events.SuiteReported
 	var at uint64
@@ -64,7 +69,7 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*meas
 		}
 	}
 	if at == 0 || newest.Through == 0 || newest.Through >= at {
-		return measure.Report{}, false, nil
+		return measure.Report{}, "", nil
 	}
 	_, err = b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), FromSeq: newest.Through + 1}, func(raw bus.Raw) error {
 		if _, run, kind, err := events.ParseFactSubject(raw.Subject); err != nil || run != events.SuiteScope || kind != events.KindSuiteReported {
@@ -74,15 +79,18 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*meas
 	})
 	switch {
 	case errors.Is(err, errNotOnlyReports):
-		return measure.Report{}, false, nil
+		return measure.Report{}, "", nil
 	case err != nil:
-		return measure.Report{}, false, fmt.Errorf("the suite after its report: %w", err)
+		return measure.Report{}, "", fmt.Errorf("the suite after its report: %w", err)
 	}
-	r, ok, err := readStoredReportKeeping(ctx, b, newest.ReportDigest, keep)
-	if err != nil {
-		return measure.Report{}, false, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
+	r, ok, err := readStoredReportSpooling(ctx, b, newest.ReportDigest, keep, spool)
+	switch {
+	case err != nil:
+		return measure.Report{}, "", fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
+	case !ok:
+		return measure.Report{}, "", nil
 	}
-	return r, ok, nil
+	return r, newest.ReportDigest, nil
 }
 
 // readStoredReport decodes the report blob named d (measure.WriteJSON's
@@ -100,10 +108,21 @@ func readStoredReport(ctx context.Context, b *bus.Bus, d events.Digest) (measure
 // readStoredReportKeeping is readStoredReport holding only the rows keep
 // returns true for (nil: every row).
 func readStoredReportKeeping(ctx context.Context, b *bus.Bus, d events.Digest, keep func(*measure.AttemptRow) bool) (measure.Report, bool, error) {
+	return readStoredReportSpooling(ctx, b, d, keep, nil)
+}
+
+// readStoredReportSpooling is readStoredReportKeeping writing the blob's
+// bytes to spool (when not nil) as they stream: with ok, spool holds them
+// all, which are WriteJSON's of the whole report.
+func readStoredReportSpooling(ctx context.Context, b *bus.Bus, d events.Digest, keep func(*measure.AttemptRow) bool, spool io.Writer) (measure.Report, bool, error) {
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
 	go func() {
-		_, err := b.Blobs().GetTo(ctx, d, pw)
+		var w io.Writer = pw
+		if spool != nil {
+			w = io.MultiWriter(spool, pw)
+		}
+		_, err := b.Blobs().GetTo(ctx, d, w)
 		pw.CloseWithError(err)
 		got <- err
 	}()

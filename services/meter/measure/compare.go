@@ -164,7 +164,7 @@ func label(rows []AttemptRow, runs map[string]*Attempt, a, b string) (string, []
 				r.Treatment, r.Case, strings.Join(DiffComponents(old, comps), ", "))
 		}
 		m[r.Case] = comps
-		if id := at.ClaimedIdentity; id != "" {
+		if id := at.ClaimedIdentity(); id != "" {
 			if old, seen := claimed[r.Treatment][r.Case]; seen && old != id {
 				return LabelUnknown, nil, fmt.Sprintf("the trials of %s on case %s ran as different agents (run.claimed identities %s and %s)",
 					r.Treatment, r.Case, old, id)

@@ -57,7 +57,9 @@ func foldDecoded(t testing.TB, trials uint32) *Log {
 		apply(m.Run, events.RunRequested{Case: m.Case, CaseDigest: d("case:" + m.Case), Treatment: m.Treatment,
 			TreatmentDigest: d("treatment:t"), Trial: m.Trial, Identity: d("identity"), Components: comps,
 			Budget: events.Budget{Steps: 2}}, events.OwnerMeter)
-		apply(m.Run, events.RunClaimed{Runner: "runner-1", Lease: 1, Identity: d("identity")}, events.OwnerRunner)
+		// The runner claims the run as an identity of its own (its
+		// containment among its components), as factline's runners do.
+		apply(m.Run, events.RunClaimed{Runner: "runner-1", Lease: 1, Identity: d("claimed identity")}, events.OwnerRunner)
 		apply(m.Run, events.ModelReplied{Turn: 1, Provider: "scripted", Text: "Done.", Calls: []events.ToolCall{},
 			Usage: &events.Usage{InputTokens: 100, OutputTokens: 5, Cost: &cost}}, events.OwnerRunner)
 		apply(m.Run, events.CandidateSealed{SnapshotDigest: d(m.Run)}, events.OwnerRunner)
@@ -83,11 +85,17 @@ func liveHeap() uint64 {
 
 // maxLogBytesARun bounds what a folded Log and the report built from it
 // hold a planned attempt (docs/benchmarks.md#suite-size): its report row
-// and a compact record of what the row is made of, never the facts as
-// decoded, nor a copy a run of what every grade of a case repeats (its
-// instrument list) or of its sealed snapshot's digest: 1,426 bytes a run
-// (1,481-1,509 under -race) with those, 1,234 (1,293-1,318) without.
-const maxLogBytesARun = 1400
+// and a packed record of what the row is made of (Attempt), never the
+// facts as decoded, nor a copy a run of what the runs of a pair repeat:
+// 1,234 bytes a run (1,293-1,318 under -race) with each run's facts'
+// bodies kept compact, ~560 (~620) packed.
+const maxLogBytesARun = 700
+
+// maxFoldBytesARun bounds what a Log alone holds a run: what the meter
+// holds of every run ended of a suite until it reports it. Packed, ~170
+// bytes (the Attempt, its map entry and run ID); 844 with each fact's
+// body kept compact.
+const maxFoldBytesARun = 200
 
 // A Log keeps of each attempt what its report row needs, not every fact
 // as it was decoded: the Log and the report of a suite of ten times the
@@ -96,22 +104,46 @@ const maxLogBytesARun = 1400
 // evidence, an identity's components copied into every run, a map of
 // verdicts a run) made the report of a 50,000-run suite peak at 1.2 GB.
 func TestLogHoldsLittleARun(t *testing.T) {
-	measureHeld := func(trials uint32) uint64 {
-		before := liveHeap()
-		l := foldDecoded(t, trials)
-		r := Build(l)
-		after := liveHeap()
-		if !r.Complete || len(r.Attempts) != int(trials)*10 {
-			t.Fatalf("%d trials: complete %v with %d attempts", trials, r.Complete, len(r.Attempts))
-		}
-		runtime.KeepAlive(l)
-		runtime.KeepAlive(r)
-		return after - min(before, after)
-	}
-	small, large := measureHeld(10), measureHeld(100)
+	small, large := heldAfter(t, 10, 100, func(l *Log) any { return Build(l) })
 	perRun := (int64(large) - int64(small)) / 900
 	t.Logf("Log and report: 100 runs %d KiB, 1,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
 	if perRun > maxLogBytesARun {
 		t.Errorf("a Log and its report hold %d bytes a run, more than %d", perRun, maxLogBytesARun)
 	}
+}
+
+// A suite's fold holds a run in no more than maxFoldBytesARun: the
+// record a run (Attempt) is numbers and pointers to the request, end and
+// grade the runs of its pair share, and its sealed snapshot's 32 bytes.
+// The fold of 5,000 runs against that of 1,000.
+func TestTheFoldHoldsLittleARun(t *testing.T) {
+	small, large := heldAfter(t, 100, 500, func(*Log) any { return nil })
+	perRun := (int64(large) - int64(small)) / 4000
+	t.Logf("fold: 1,000 runs %d KiB, 5,000 runs %d KiB: %d bytes a run", small>>10, large>>10, perRun)
+	if perRun > maxFoldBytesARun {
+		t.Errorf("a Log holds %d bytes a run, more than %d", perRun, maxFoldBytesARun)
+	}
+}
+
+// heldAfter returns the live heap a fold of a suite of small and of
+// large trials holds (foldDecoded), with what keep makes of each held
+// beside it.
+func heldAfter(t *testing.T, small, large uint32, keep func(*Log) any) (uint64, uint64) {
+	t.Helper()
+	held := func(trials uint32) uint64 {
+		before := liveHeap()
+		l := foldDecoded(t, trials)
+		kept := keep(l)
+		after := liveHeap()
+		if r, ok := kept.(Report); ok && (!r.Complete || len(r.Attempts) != int(trials)*10) {
+			t.Fatalf("%d trials: complete %v with %d attempts", trials, r.Complete, len(r.Attempts))
+		}
+		if len(l.Runs) != int(trials)*10 {
+			t.Fatalf("%d trials: %d runs folded", trials, len(l.Runs))
+		}
+		runtime.KeepAlive(l)
+		runtime.KeepAlive(kept)
+		return after - min(before, after)
+	}
+	return held(small), held(large)
 }

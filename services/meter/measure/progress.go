@@ -79,7 +79,9 @@ type Counter struct {
 	ignored map[string]bool
 
 	applied int
-	tally   Tally
+	// shared keeps one copy of what the runs in flight repeat.
+	shared sharedValues
+	tally  Tally
 	// graded counts changes of a member's grade (passed or failed, and
 	// when): what an early-stopping decision reads.
 	graded uint64
@@ -181,7 +183,7 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 		c.markRequested(f.Run)
 	}
 	if o, ok := c.open[f.Run]; ok {
-		o.a.apply(f, c.applied)
+		o.a.apply(&c.shared, f, c.applied)
 		c.count(f.Run, o.a, o.members, f)
 		return nil
 	}
@@ -189,7 +191,7 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 		// A run's first fact: nothing to read back.
 		c.link(f.Run, rq)
 		a := newAttempt()
-		a.apply(f, c.applied)
+		a.apply(&c.shared, f, c.applied)
 		c.place(f.Run, a, f)
 		return nil
 	}
@@ -200,7 +202,7 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 		// Let go of with nothing but its run.requested: its row had
 		// nothing to count, and nothing needs reading back.
 		a := newAttempt()
-		a.apply(f, c.applied)
+		a.apply(&c.shared, f, c.applied)
 		c.count(f.Run, a, members, f)
 		return nil
 	}
@@ -215,10 +217,10 @@ func (c *Counter) Apply(f events.Fact, earlier Earlier) error {
 	a := newAttempt()
 	for _, e := range facts {
 		if e.Run == f.Run && e.Suite == c.suite {
-			a.apply(e, 0)
+			a.apply(&c.shared, e, 0)
 		}
 	}
-	a.apply(f, c.applied)
+	a.apply(&c.shared, f, c.applied)
 	c.place(f.Run, a, f)
 	return nil
 }
@@ -261,7 +263,11 @@ func (c *Counter) link(run string, rq events.RunRequested) {
 // counted run of, it replaces what counted before (a retry replaces the
 // run it retries). A run that counts for none is let go.
 func (c *Counter) place(run string, a *Attempt, f events.Fact) {
-	members := c.membersOf(run, a.Requested)
+	var rq *events.RunRequested
+	if r, ok := a.Request(); ok {
+		rq = &r
+	}
+	members := c.membersOf(run, rq)
 	if len(members) == 0 {
 		if len(c.ignored) >= maxIgnored {
 			clear(c.ignored)
@@ -304,7 +310,7 @@ func (c *Counter) count(run string, a *Attempt, members []int, f events.Fact) {
 		if _, ok := f.Body.(events.RunRequested); ok && f.Run == run {
 			at = 0 // a new run of the member: not graded yet
 		}
-		if _, ok := f.Body.(events.GradeVerdict); ok && a.GradedAt == c.applied {
+		if _, ok := f.Body.(events.GradeVerdict); ok && a.GradedAt() == c.applied {
 			at = uint32(min(c.applied, 1<<32-1))
 		}
 		if old != now {
@@ -320,8 +326,7 @@ func (c *Counter) count(run string, a *Attempt, members []int, f events.Fact) {
 			settled = false
 		}
 	}
-	requestedOnly := !a.Claimed && a.Ended == nil && a.Snapshot == "" && len(a.Verdicts) == 0 && len(a.Conflicts) == 0 &&
-		len(a.Judged) == 0 && a.CachedCalls == 0 && c.bare(members)
+	requestedOnly := a.onlyRequested() && c.bare(members)
 	if settled || requestedOnly {
 		delete(c.open, run)
 		return

@@ -318,8 +318,8 @@ func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.In
 	seen := map[string]bool{m.Run: true}
 	for next, ok := l.RetriedBy[m.Run]; ok && !seen[next]; next, ok = l.RetriedBy[m.Run] {
 		e := EarlierRun{Run: m.Run}
-		if a := l.Runs[m.Run]; a != nil && a.Ended != nil {
-			e.Status, e.Reason = a.Ended.Status, a.Ended.Reason
+		if a := l.Runs[m.Run]; a != nil && a.endOf() != nil {
+			e.Status, e.Reason = a.endOf().status, a.endOf().reason
 		}
 		earlier = append(earlier, e)
 		seen[next] = true
@@ -350,13 +350,14 @@ type DelegationUsage struct {
 func (l *Log) childrenOf() map[string][]*Attempt {
 	var out map[string][]*Attempt
 	for _, a := range l.Runs {
-		if a.Parent == nil {
+		p := a.Parent()
+		if p == nil {
 			continue
 		}
 		if out == nil {
 			out = map[string][]*Attempt{}
 		}
-		out[a.Parent.Run] = append(out[a.Parent.Run], a)
+		out[p.Run] = append(out[p.Run], a)
 	}
 	return out
 }
@@ -371,7 +372,7 @@ func delegationOf(r *AttemptRow, a *Attempt, kids []*Attempt) {
 	var children ReplyUsage
 	n := len(kids)
 	for _, c := range kids {
-		children = children.plus(c.Replies)
+		children = children.plus(c.Replies())
 	}
 	d := &DelegationUsage{Children: n}
 	tokens := func(u ReplyUsage) *uint64 {
@@ -386,11 +387,12 @@ func delegationOf(r *AttemptRow, a *Attempt, kids []*Attempt) {
 		}
 		return ptr(u.Cost)
 	}
-	d.OwnTokens, d.ChildTokens, d.OwnCost, d.ChildCost = tokens(a.Replies), tokens(children), cost(a.Replies), cost(children)
+	own := a.Replies()
+	d.OwnTokens, d.ChildTokens, d.OwnCost, d.ChildCost = tokens(own), tokens(children), cost(own), cost(children)
 	r.Delegation = d
-	if a.Ended != nil {
+	if e, ok := a.Ended(); ok {
 		r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens = nil, nil, nil, nil
-		r.split(a.Replies.plus(children), a.Ended.Spent.Tokens)
+		r.split(own.plus(children), e.Spent.Tokens)
 	}
 }
 
@@ -501,25 +503,25 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 	if a.Requested != nil {
 		out.Identity = a.Requested.Identity
 	}
-	out.Started, out.Conflicts, out.Judged, out.Summaries = a.Claimed, len(a.Conflicts), a.Judged, a.Summaries
-	out.CachedCalls, out.CachedTokens = a.CachedCalls, a.CachedTokens
-	if a.Ended == nil {
+	out.Started, out.Conflicts, out.Judged, out.Summaries = a.Claimed(), len(a.Conflicts()), a.Judged(), a.Summaries()
+	out.CachedCalls, out.CachedTokens = a.Cached()
+	e, ended := a.Ended()
+	if !ended {
 		out.Reason = "running"
-		if !a.Claimed {
+		if !a.Claimed() {
 			out.Reason = "not started"
 		}
 		return out
 	}
-	e := a.Ended
 	out.Status, out.EndReason, out.Tokens, out.Cost, out.Millis = e.Status, e.Reason, e.Spent.Tokens, e.Spent.Cost, ptr(e.Spent.Millis)
 	out.Turns = ptr(e.Spent.Steps)
-	out.split(a.Replies, e.Spent.Tokens)
+	out.split(a.Replies(), e.Spent.Tokens)
 	if e.Status == events.RunCancelled && e.Reason == events.ReasonSuiteStopped {
 		// Never run: whatever the suite counts, it says nothing of the agent.
 		out.Outcome, out.Reason, out.NotRun = OutcomeExcluded, "not run: the suite stopped early", true
 		return out
 	}
-	if e.Status == events.RunCancelled && !a.Claimed && (e.Reason == events.ReasonSuiteDrained || e.Reason == events.ReasonSuiteCancelled) {
+	if e.Status == events.RunCancelled && !a.Claimed() && (e.Reason == events.ReasonSuiteDrained || e.Reason == events.ReasonSuiteCancelled) {
 		state := projections.SuiteDrained
 		if e.Reason == events.ReasonSuiteCancelled {
 			state = projections.SuiteCancelled
@@ -537,7 +539,7 @@ func row(m Member, a *Attempt, valid []events.RunStatus, required []events.Instr
 		return out
 	}
 	out.Revision = v.Revision
-	if c, ok := unresolved(v, a.Conflicts); ok {
+	if c, ok := unresolved(v, a.Conflicts()); ok {
 		out.Outcome = OutcomeDisputed
 		out.Reason = fmt.Sprintf("grade.conflict: revision %d disagrees with revision %d on %s (%s); a later revision that agrees settles it",
 			c.Revision, c.ConflictsWith, c.Instrument, c.Reason)
@@ -594,16 +596,20 @@ func (out *AttemptRow) split(r ReplyUsage, tokens *uint64) {
 // the newest sealed candidate, or, when no candidate was sealed, the grade
 // of the run without one.
 func verdictOf(a *Attempt) (events.GraderVerdict, bool) {
-	if a.Snapshot != "" {
-		i := slices.IndexFunc(a.Verdicts, func(v events.GraderVerdict) bool { return v.SnapshotID == a.Snapshot })
+	if v, ok := a.sealedGrade(); ok {
+		return v, true
+	}
+	verdicts := a.Verdicts()
+	if snapshot := a.Snapshot(); snapshot != "" {
+		i := slices.IndexFunc(verdicts, func(v events.GraderVerdict) bool { return v.SnapshotID == snapshot })
 		if i < 0 {
 			return events.GraderVerdict{}, false
 		}
-		return a.Verdicts[i], true
+		return verdicts[i], true
 	}
 	var best events.GraderVerdict
 	found := false
-	for _, v := range a.Verdicts {
+	for _, v := range verdicts {
 		if !found || v.Revision > best.Revision || v.Revision == best.Revision && v.SnapshotID < best.SnapshotID {
 			best, found = v, true
 		}

@@ -46,13 +46,17 @@ func Retries(l *Log, only []string) []Retry {
 		}
 		newest := chain[len(chain)-1]
 		a := l.Runs[newest]
-		if a == nil || a.Ended == nil || a.Ended.Status != events.RunErrored || a.Requested == nil {
+		if a == nil {
+			continue
+		}
+		e, ended := a.Ended()
+		req, requested := a.Request()
+		if !ended || e.Status != events.RunErrored || !requested {
 			continue
 		}
 		if len(only) > 0 && !anyOf(chain, only) {
 			continue
 		}
-		req := *a.Requested
 		req.RetryOf = newest
 		out = append(out, Retry{Member: m, Of: newest, Run: RetryRunID(m.Run, len(chain)+1), Request: req})
 	}

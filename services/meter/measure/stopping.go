@@ -60,7 +60,7 @@ func StopDecision(l *Log, s Stopping) (events.SuiteStopped, bool) {
 		}
 		at := 0
 		if a := l.Runs[row.Run]; a != nil {
-			at = a.GradedAt
+			at = a.GradedAt()
 		}
 		m[key{row.Case, row.Trial}] = side{score, at}
 	}
