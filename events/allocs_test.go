@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -53,5 +54,39 @@ func TestDecodedFactsOwnTheirBytes(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("envelope %s: overwriting the message changed the fact decoded from it:\n  %#v\nwant\n  %#v", v.name, got, want)
 		}
+	}
+}
+
+// withBodyField returns a version 2 fact's bytes with one more body field,
+// key "zz" and the encoded value, as a newer writer might add it.
+func withBodyField(t *testing.T, name string, value []byte) []byte {
+	t.Helper()
+	a := rawElements(t, mustEncodeV2(t, goldenFact(t, name)))
+	body := a[len(a)-1]
+	if body[0] < 0x80 || body[0] >= 0x8f {
+		t.Fatalf("%s: body opens %#x, want a fixmap with room for one more key", name, body[0])
+	}
+	out := append([]byte{body[0] + 1}, body[1:]...)
+	out = append(out, 0xa2, 'z', 'z')
+	a[len(a)-1] = append(out, value...)
+	return joinElements(t, a)
+}
+
+// A body is now measured where it lies rather than copied by msgpack's
+// skip: what that skip took (a newer writer's field holding a map keyed by
+// an array) still decodes, and what the walk bounds (nesting past 64
+// levels, as version 3 already refused) is refused, not decoded.
+func TestBodiesWalkedInPlaceTakeWhatMsgpackSkipped(t *testing.T) {
+	want := goldenFact(t, "stop_decided_continue")
+	got, err := events.Decode(withBodyField(t, "stop_decided_continue", []byte{0x81, 0x91, 0x01, 0x01}))
+	if err != nil {
+		t.Fatalf("a map keyed by an array in an unknown field: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n  %#v\nwant\n  %#v", got, want)
+	}
+	deep := append(bytes.Repeat([]byte{0x91}, 70), 0x01)
+	if _, err := events.Decode(withBodyField(t, "stop_decided_continue", deep)); !errors.Is(err, events.ErrMalformed) {
+		t.Errorf("a body nested 71 levels deep: got %v, want ErrMalformed", err)
 	}
 }
