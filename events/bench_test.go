@@ -1,14 +1,17 @@
 package events_test
 
 import (
+	"bytes"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/factline/factline/events"
 )
 
 // benchFact is a typical turn.completed: one executed, applied edit whose
 // check failed with one diagnostic.
-func benchFact(b *testing.B) events.Fact {
+func benchFact(b testing.TB) events.Fact {
 	b.Helper()
 	f, err := events.NewFact(events.Meta{
 		Suite: "bench", Run: "01JD8Z3Q4Y3B5N4X7F0W5T2K9M", TaskGeneration: 1, Position: 12,
@@ -77,4 +80,43 @@ func BenchmarkDecodeStored(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeVersions decodes the bench fact as each envelope version
+// writes it: stores hold all three, and replays read whatever they hold.
+func BenchmarkDecodeVersions(b *testing.B) {
+	for _, v := range benchEncodings(b) {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(v.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := events.Decode(v.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+type benchEncoding struct {
+	name string
+	data []byte
+}
+
+// benchEncodings returns the bench fact in envelope versions 1, 2 and 3.
+func benchEncodings(tb testing.TB) []benchEncoding {
+	tb.Helper()
+	f := benchFact(tb)
+	// Nothing writes version 1 any more; its keyed map is what WireMap
+	// shows, and msgpack writes that map as version 1 did (keys sorted, so
+	// that every run decodes the same bytes).
+	m := wireMap(tb, f)
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(m); err != nil {
+		tb.Fatal(err)
+	}
+	v1 := buf.Bytes()
+	return []benchEncoding{{"v1", v1}, {"v2", mustEncodeV2(tb, f)}, {"v3", mustEncode(tb, f)}}
 }

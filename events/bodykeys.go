@@ -21,7 +21,7 @@ const maxBodyDepth = 64
 
 // keysToCodes rewrites an encoded body's keys as their numbers.
 func keysToCodes(body []byte) ([]byte, error) {
-	r := rekeyer{src: body, toCodes: true, dst: make([]byte, 0, len(body))}
+	r := rekeyer{src: body, mode: toCodes, dst: make([]byte, 0, len(body))}
 	return r.all()
 }
 
@@ -30,27 +30,69 @@ func keysToCodes(body []byte) ([]byte, error) {
 // not hold (a key a newer writer added) becomes the name "#<number>",
 // which no field has, so it is skipped as any unknown field is.
 func codesToKeys(body []byte) ([]byte, error) {
-	r := rekeyer{src: body, dst: make([]byte, 0, len(body)+len(body)/2)}
+	return appendKeys(make([]byte, 0, len(body)+len(body)/2), body)
+}
+
+// appendKeys is codesToKeys appending to dst, so that a decoder can reuse
+// one buffer for every body it reads.
+func appendKeys(dst, body []byte) ([]byte, error) {
+	r := rekeyer{src: body, mode: toKeys, dst: dst}
 	return r.all()
+}
+
+// valueSize returns the size of the one encoded value b starts with,
+// checking on the way that every length it declares is backed by bytes and
+// that it nests no deeper than maxBodyDepth. Decoding then reads the value
+// where it lies instead of a copy (rawValue).
+func valueSize(b []byte) (int, error) {
+	r := rekeyer{src: b, mode: walk}
+	if err := r.one(); err != nil {
+		return 0, err
+	}
+	return r.p, nil
 }
 
 // unknownKeyName names a key number the table does not hold.
 func unknownKeyName(c uint64) string { return "#" + strconv.FormatUint(c, 10) }
 
+// rekeyMode says what a rekeyer writes as it walks.
+type rekeyMode uint8
+
+const (
+	walk    rekeyMode = iota // nothing: only the walk's checks and its length
+	toCodes                  // the value with its keys' names as numbers
+	toKeys                   // the value with its keys' numbers as names
+)
+
 type rekeyer struct {
 	src, dst []byte
 	p        int
-	toCodes  bool
+	mode     rekeyMode
 }
 
 func (r *rekeyer) all() ([]byte, error) {
-	if err := r.value(0); err != nil {
-		return nil, fmt.Errorf("body keys: %w at byte %d", err, r.p)
+	if err := r.one(); err != nil {
+		return nil, err
 	}
 	if r.p != len(r.src) {
 		return nil, fmt.Errorf("body keys: %d bytes after the body", len(r.src)-r.p)
 	}
 	return r.dst, nil
+}
+
+// one walks the value src starts with.
+func (r *rekeyer) one() error {
+	if err := r.value(0); err != nil {
+		return fmt.Errorf("body keys: %w at byte %d", err, r.p)
+	}
+	return nil
+}
+
+// emit writes b to dst unless the walk writes nothing.
+func (r *rekeyer) emit(b []byte) {
+	if r.mode != walk {
+		r.dst = append(r.dst, b...)
+	}
 }
 
 // value copies one value, rewriting the keys of the maps inside it.
@@ -75,11 +117,11 @@ func (r *rekeyer) value(depth int) error {
 	case 5:
 		n = int(binary.BigEndian.Uint32(r.src[r.p+1:]))
 	}
-	r.dst = append(r.dst, r.src[r.p:r.p+hdr]...)
+	r.emit(r.src[r.p : r.p+hdr])
 	r.p += hdr
 	for range n {
 		if isMap {
-			if err := r.key(); err != nil {
+			if err := r.key(depth); err != nil {
 				return err
 			}
 		}
@@ -111,13 +153,18 @@ func container(c byte) (n, hdr int, isMap, ok bool) {
 }
 
 // key copies one map key, rewritten by the table when it is a string (to a
-// number) or a number (to a name), as the direction asks.
-func (r *rekeyer) key() error {
+// number) or a number (to a name), as the direction asks. A walk takes any
+// key, as msgpack's own skipping does: a field a newer writer added may hold
+// a map keyed by anything, and the struct decoder skips it whole.
+func (r *rekeyer) key(depth int) error {
 	if r.p >= len(r.src) {
 		return errTruncated
 	}
 	start := r.p
-	if r.toCodes {
+	switch r.mode {
+	case walk:
+		return r.value(depth + 1)
+	case toCodes:
 		s, ok, err := r.peekString()
 		if err != nil {
 			return err
@@ -137,11 +184,13 @@ func (r *rekeyer) key() error {
 		r.p = start
 		return r.copyScalar()
 	}
-	name := unknownKeyName(code)
 	if code > 0 && code < uint64(len(bodyKeys)) {
-		name = bodyKeys[code]
+		r.dst = appendString(r.dst, bodyKeys[code])
+		return nil
 	}
-	r.dst = appendString(r.dst, name)
+	// Named only when the table lacks it: formatting every key's number
+	// was a third of a replay's renaming.
+	r.dst = appendString(r.dst, unknownKeyName(code))
 	return nil
 }
 
@@ -206,7 +255,7 @@ func (r *rekeyer) copyScalar() error {
 	if err != nil {
 		return err
 	}
-	r.dst = append(r.dst, r.src[r.p:r.p+n]...)
+	r.emit(r.src[r.p : r.p+n])
 	r.p += n
 	return nil
 }

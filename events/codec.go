@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"reflect"
 	"sync"
 	"time"
@@ -28,8 +29,19 @@ type wireIn struct {
 	Causation      string
 	Producer       Producer
 	At             *time.Time // a pointer: msgpack v5.4.1 panics decoding nil into a time.Time
-	rawBody        msgpack.RawMessage
-	hasBody        bool
+	// atNanos is the time as versions 2 and 3 write it (Unix nanoseconds),
+	// kept as a number so that reading it allocates nothing.
+	atNanos   int64
+	nanosRead bool
+	rawBody   []byte // the body's bytes where they lie (rawValue), or in keys
+	hasBody   bool
+	// id is the ID as read from versions 2 and 3 (16 bytes), which needs
+	// no parsing; ID holds version 1's string.
+	id      ulid.ULID
+	idBytes bool
+	// keys holds a version 3 body rewritten to named keys; Decode returns it
+	// to the pool once the body is decoded.
+	keys *keyBuffer
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
@@ -93,10 +105,10 @@ func (w *wireIn) decodeBody(dec *msgpack.Decoder) error {
 	} else if code == 0xc0 { // nil
 		return dec.Skip()
 	}
-	// Copy the body out first: reading it whole proves every length it
-	// declares is backed by bytes, so decoding it cannot be talked into a
-	// huge allocation (msgpack v5.4.1 preallocates slices by declared length).
-	raw, err := dec.DecodeRaw()
+	// Walk the body whole first: that proves every length it declares is
+	// backed by bytes, so decoding it cannot be talked into a huge
+	// allocation (msgpack v5.4.1 preallocates slices by declared length).
+	raw, err := rawValue(dec)
 	if err != nil {
 		return err
 	}
@@ -131,6 +143,7 @@ func Decode(data []byte) (f Fact, err error) {
 		}
 	}()
 	var w wireIn
+	defer func() { w.keys.release() }() // after the body is decoded from it
 	if err := unmarshal(data, &w); err != nil {
 		return Fact{}, &FieldError{Field: "fact", Reason: fmt.Sprintf("not a msgpack fact: %v", err), Err: ErrMalformed}
 	}
@@ -146,12 +159,9 @@ func Decode(data []byte) (f Fact, err error) {
 			Reason: fmt.Sprintf("version %d is newer than this reader's %d", w.Schema, spec.version),
 			Err:    ErrUnsupportedVersion}
 	}
-	if w.ID == "" {
-		return Fact{}, withKind(w.Kind, missing("id"))
-	}
-	id, err := ulid.ParseStrict(w.ID)
+	id, err := w.ulid()
 	if err != nil {
-		return Fact{}, withKind(w.Kind, invalid("id", "not a ULID: %v", err))
+		return Fact{}, withKind(w.Kind, err)
 	}
 	if !w.hasBody {
 		return Fact{}, withKind(w.Kind, missing("body"))
@@ -169,7 +179,7 @@ func Decode(data []byte) (f Fact, err error) {
 		Position:       w.Position,
 		Causation:      w.Causation,
 		Producer:       w.Producer,
-		At:             atOrZero(w.At),
+		At:             w.at(),
 		Body:           derefBody(bp),
 	}
 	if err := f.Validate(); err != nil {
@@ -178,13 +188,31 @@ func Decode(data []byte) (f Fact, err error) {
 	return f, nil
 }
 
-// atOrZero returns the envelope time in UTC, or the zero time (refused by
-// Validate as missing) when "at" was absent or nil.
-func atOrZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
+// ulid returns the fact's ID, parsed when it was written as a string.
+func (w *wireIn) ulid() (ulid.ULID, error) {
+	if w.idBytes {
+		return w.id, nil
 	}
-	return t.UTC()
+	if w.ID == "" {
+		return ulid.ULID{}, missing("id")
+	}
+	id, err := ulid.ParseStrict(w.ID)
+	if err != nil {
+		return ulid.ULID{}, invalid("id", "not a ULID: %v", err)
+	}
+	return id, nil
+}
+
+// at returns the envelope time in UTC, or the zero time (refused by
+// Validate as missing) when "at" was absent or nil.
+func (w *wireIn) at() time.Time {
+	switch {
+	case w.nanosRead:
+		return time.Unix(0, w.atNanos).UTC()
+	case w.At != nil:
+		return w.At.UTC()
+	}
+	return time.Time{}
 }
 
 // derefBody turns the *Body the registry allocates into the value bodies
@@ -200,18 +228,79 @@ var decoders = sync.Pool{New: func() any {
 }}
 
 type pooledDecoder struct {
-	r   bytes.Reader
+	r   sliceReader
 	dec *msgpack.Decoder
+}
+
+// sliceReader is the reader of a pooled decoder: it keeps the slice it
+// reads, so that rawValue can hand out a value's bytes without copying.
+type sliceReader struct {
+	bytes.Reader
+	data []byte
+}
+
+func (s *sliceReader) reset(data []byte) {
+	s.data = data
+	s.Reader.Reset(data)
 }
 
 // unmarshal decodes one msgpack value from data into v.
 func unmarshal(data []byte, v any) error {
 	p := decoders.Get().(*pooledDecoder)
-	p.r.Reset(data)
+	p.r.reset(data)
 	p.dec.Reset(&p.r)
 	err := p.dec.Decode(v)
 	p.dec.Reset(nil)
-	p.r.Reset(nil)
+	p.r.reset(nil)
 	decoders.Put(p)
 	return err
+}
+
+// rawValue returns the encoded bytes of the next value and moves dec past
+// them, having checked that every length inside is backed by bytes
+// (valueSize). When dec is one unmarshal lent out, the bytes are a window
+// on the slice it decodes, not a copy: they are valid as long as that
+// slice is, which for every caller here is the rest of one Decode.
+func rawValue(dec *msgpack.Decoder) ([]byte, error) {
+	s, ok := dec.Buffered().(*sliceReader)
+	if !ok {
+		return dec.DecodeRaw() // a decoder of msgpack.Unmarshal's, not ours
+	}
+	off := len(s.data) - s.Len()
+	n, err := valueSize(s.data[off:])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Seek(int64(n), io.SeekCurrent); err != nil {
+		return nil, fmt.Errorf("skip a value of %d bytes: %w", n, err)
+	}
+	return s.data[off : off+n : off+n], nil
+}
+
+// keyBuffer holds a version 3 body rewritten to named keys while Decode
+// reads it: a buffer a fact, from a pool, instead of a new one.
+type keyBuffer struct{ b []byte }
+
+var keyBuffers = sync.Pool{New: func() any { return &keyBuffer{b: make([]byte, 0, 1024)} }}
+
+// namedKeys rewrites a version 3 body to named keys in a pooled buffer,
+// which release returns.
+func namedKeys(body []byte) (*keyBuffer, []byte, error) {
+	k := keyBuffers.Get().(*keyBuffer)
+	b, err := appendKeys(k.b[:0], body)
+	if err != nil {
+		keyBuffers.Put(k)
+		return nil, nil, err
+	}
+	k.b = b
+	return k, b, nil
+}
+
+// release returns the buffer to the pool (a nil buffer is none), unless a
+// rare huge body grew it.
+func (k *keyBuffer) release() {
+	if k == nil || cap(k.b) > maxPooledBuffer {
+		return
+	}
+	keyBuffers.Put(k)
 }

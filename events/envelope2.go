@@ -179,11 +179,10 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		}
 		w.envelope = int(v)
 	case v2ID:
-		s, err := decodeULIDBytes(dec)
-		if err != nil {
+		if err := decodeULIDBytes(dec, &w.id); err != nil {
 			return err
 		}
-		w.ID = s
+		w.idBytes = true
 	case v2Kind:
 		name, err := decodeCode(dec, func(c uint64) (string, bool) {
 			if c == 0 || c >= uint64(len(kindByCode)) || kindByCode[c] == "" {
@@ -216,11 +215,11 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		if !isBinCode(code) {
 			return dec.Decode(&w.Causation)
 		}
-		s, err := decodeULIDBytes(dec)
-		if err != nil {
+		var id ulid.ULID
+		if err := decodeULIDBytes(dec, &id); err != nil {
 			return err
 		}
-		w.Causation = s
+		w.Causation = id.String()
 	case v2Service:
 		name, err := decodeCode(dec, func(c uint64) (string, bool) {
 			if c == 0 || c >= uint64(len(ownerByCode)) || ownerByCode[c] == "" {
@@ -249,17 +248,16 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		if err != nil {
 			return err
 		}
-		t := time.Unix(0, ns)
-		w.At = &t
+		w.atNanos, w.nanosRead = ns, true
 	case v2Body:
 		if err := w.decodeBody(dec); err != nil || !w.hasBody || w.envelope != EnvelopeV3 {
 			return err
 		}
-		b, err := codesToKeys(w.rawBody)
+		k, b, err := namedKeys(w.rawBody)
 		if err != nil {
 			return err
 		}
-		w.rawBody = b
+		w.keys, w.rawBody = k, b
 	default:
 		return dec.Skip() // a field a newer writer appended
 	}
@@ -276,21 +274,16 @@ func v2FieldName(i int) string {
 	return fmt.Sprintf("field %d", i)
 }
 
-// decodeULIDBytes reads a ULID written as 16 raw bytes and returns its
-// string form.
-func decodeULIDBytes(dec *msgpack.Decoder) (string, error) {
+// decodeULIDBytes reads a ULID written as 16 raw bytes into id.
+func decodeULIDBytes(dec *msgpack.Decoder, id *ulid.ULID) error {
 	n, err := dec.DecodeBytesLen()
 	if err != nil {
-		return "", err
+		return err
 	}
 	if n != len(ulid.ULID{}) {
-		return "", fmt.Errorf("a ULID is 16 bytes, got %d", n)
+		return fmt.Errorf("a ULID is 16 bytes, got %d", n)
 	}
-	var id ulid.ULID
-	if err := dec.ReadFull(id[:]); err != nil {
-		return "", err
-	}
-	return id.String(), nil
+	return dec.ReadFull(id[:])
 }
 
 // decodeCode reads a number and names it with lookup, or a name written as

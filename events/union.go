@@ -77,44 +77,55 @@ func splitMapHeader(b []byte) (int, []byte, error) {
 // entry its "type" names, or unknownVariant when the name is not admitted.
 // A nil on the wire decodes to a nil variant (reported as missing).
 func decodeUnion(dec *msgpack.Decoder, table map[string]func() variant) (variant, error) {
-	raw, err := dec.DecodeRaw()
+	raw, err := rawValue(dec)
 	if err != nil {
 		return nil, err
 	}
 	if len(raw) == 1 && raw[0] == 0xc0 {
 		return nil, nil
 	}
-	name, ok := leadingType(raw)
-	if !ok {
-		// "type" is not the first key: find it the slow way.
-		var head struct {
-			Type string `msgpack:"type"`
-		}
-		if err := unmarshal(raw, &head); err != nil {
-			return nil, err
-		}
-		name = head.Type
+	mk, name, err := variantMaker(raw, table)
+	if err != nil {
+		return nil, err
 	}
-	mk, ok := table[name]
-	if !ok {
+	if mk == nil {
 		return unknownVariant{name: name}, nil
 	}
 	v := mk()
 	// The variant's struct decoder skips the "type" key as unknown.
 	if err := unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("variant %q: %w", name, err)
+		return nil, fmt.Errorf("variant %q: %w", v.variantType(), err)
 	}
 	// The table hands out pointers so msgpack can fill them; callers keep
 	// values so that unions compare and copy like plain data.
 	return deref(v), nil
 }
 
+// variantMaker returns the table entry an encoded union's "type" names,
+// or nil and the name when the table has none.
+func variantMaker(raw []byte, table map[string]func() variant) (func() variant, string, error) {
+	if b, ok := leadingType(raw); ok {
+		if mk, ok := table[string(b)]; ok { // a lookup by bytes copies nothing
+			return mk, "", nil
+		}
+		return nil, string(b), nil
+	}
+	// "type" is not the first key: find it the slow way.
+	var head struct {
+		Type string `msgpack:"type"`
+	}
+	if err := unmarshal(raw, &head); err != nil {
+		return nil, "", err
+	}
+	return table[head.Type], head.Type, nil
+}
+
 // leadingType reads the discriminator of an encoded union when its first
 // key is "type" with a short string value, as factline writes it.
-func leadingType(raw []byte) (string, bool) {
+func leadingType(raw []byte) ([]byte, bool) {
 	_, rest, err := splitMapHeader(raw)
 	if err != nil || len(rest) < 6 || string(rest[:5]) != "\xa4type" {
-		return "", false
+		return nil, false
 	}
 	rest = rest[5:]
 	var n int
@@ -124,12 +135,12 @@ func leadingType(raw []byte) (string, bool) {
 	case c == 0xd9 && len(rest) >= 2: // str8
 		n, rest = int(rest[1]), rest[2:]
 	default:
-		return "", false
+		return nil, false
 	}
 	if len(rest) < n {
-		return "", false
+		return nil, false
 	}
-	return string(rest[:n]), true
+	return rest[:n], true
 }
 
 // validateUnion checks that a union holds an admitted variant.
