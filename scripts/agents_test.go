@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,16 +28,16 @@ func TestTestDepsInstallsEveryAgentTheTestsDrive(t *testing.T) {
 	}
 
 	needed := map[string]string{} // agent name -> a test file that needs it
-	files, err := filepath.Glob("../*/*/*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, _ := filepath.Glob("../*/*_test.go")
 	dirRef := regexp.MustCompile(`/usr/local/lib/factline-agents/([a-z]+-[0-9][0-9.]*)`)
-	for _, f := range append(files, more...) {
+	// Every test file of the module, at any depth: a glob of fixed depth
+	// would miss an agent test added one folder further down.
+	err = filepath.WalkDir("..", func(f string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(f, "_test.go") || f == "../scripts/agents_test.go" {
+			return err
+		}
 		src, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, m := range dirRef.FindAllStringSubmatch(string(src), -1) {
 			name, ok := byDir[m[1]]
@@ -46,6 +47,10 @@ func TestTestDepsInstallsEveryAgentTheTestsDrive(t *testing.T) {
 			}
 			needed[name] = f
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(needed) == 0 {
 		t.Fatal("no test names an agent directory: the test no longer finds them")
