@@ -60,7 +60,26 @@ func upFleet(t *testing.T, ctx context.Context) *fleet {
 		f.down(ctx)
 	})
 	must(t)(f.compose(ctx, "up", "-d"))
+	f.requireDNS(ctx)
 	return f
+}
+
+// requireDNS fails the test at once when the compose network has no name
+// server: the services find NATS as nats1..nats3, and without one they
+// retry "no such host" until the test's deadline, half an hour on.
+// podman serves names with the dnsname plugin under CNI and aardvark-dns
+// under netavark; scripts/test-deps installs the one podman uses.
+func (f *fleet) requireDNS(ctx context.Context) {
+	f.t.Helper()
+	out, err := sh(ctx, nil, engine(), "network", "inspect", "--format", "{{.DNSEnabled}}", f.network())
+	if err != nil {
+		f.t.Fatalf("inspect the compose network %s: %v", f.network(), err)
+	}
+	if strings.TrimSpace(out) != "true" {
+		f.t.Fatalf("the compose network %s has no DNS, so its containers cannot find nats1..nats3: "+
+			"install podman's name server (Debian: golang-github-containernetworking-plugin-dnsname under CNI, "+
+			"aardvark-dns under netavark; scripts/test-deps does), then run again", f.network())
+	}
 }
 
 func (f *fleet) compose(ctx context.Context, args ...string) (string, error) {
@@ -85,6 +104,11 @@ func (f *fleet) containers(ctx context.Context) []string {
 func (f *fleet) down(ctx context.Context) {
 	if _, err := f.compose(ctx, "down", "-v"); err != nil {
 		f.t.Errorf("podman-compose down: %v", err)
+	}
+	// A service failing over and over (restart: on-failure) can be
+	// started again between compose's stop and rm; remove what is left.
+	if left := f.containers(ctx); len(left) > 0 {
+		_, _ = sh(ctx, nil, engine(), append([]string{"rm", "-f", "-v"}, left...)...)
 	}
 	_, _ = sh(ctx, nil, engine(), "network", "rm", f.network())
 }
