@@ -48,25 +48,13 @@ type config struct {
 }
 
 // DefaultWorkers is how many runs' turns one decider instance decides at
-// once unless kit.WithWorkers says otherwise. Each run's turns are decided
-// one at a time and in order (Spec.OrderByRun), so the workers only ever
-// work on different runs; their time goes mostly to waiting for loads,
-// appends and judges, which is why there are more than the machine's
-// cores.
-const DefaultWorkers = 16
+// once unless kit.WithWorkers says otherwise: a per-turn service's
+// (kit.TurnWorkers).
+const DefaultWorkers = kit.TurnWorkers
 
-// spec is the decider to the kit. Its instances are named <host>-<pid> by
-// default (no role in front, unlike the grader's and the meter's); a
-// delivery is tried the bus's default number of times, and it decides up
-// to DefaultWorkers runs at once, each run's turns in order.
-var spec = kit.Spec{
-	Owner:       events.OwnerDecider,
-	Consumer:    ConsumerName,
-	Filters:     []string{events.KindFilter(events.KindStallObserved)},
-	RunCache:    1024,
-	PolicyCache: 256, Workers: DefaultWorkers,
-	OrderByRun: true,
-}
+// spec is the decider to the kit: a per-turn service (kit.TurnSpec) whose
+// delivery is tried the bus's default number of times.
+var spec = kit.TurnSpec(events.OwnerDecider, ConsumerName, events.KindStallObserved, 0)
 
 // WithJudge adds a judge that reviews done decisions, each within timeout
 // (0: one minute). See stop.Review for what a judge can and cannot change.

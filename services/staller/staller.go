@@ -35,27 +35,15 @@ func MsgID(run string, turn uint32) string {
 }
 
 // DefaultWorkers is how many runs' turns one staller instance observes at
-// once unless kit.WithWorkers says otherwise. Each run's turns are
-// observed one at a time and in order (Spec.OrderByRun), so the workers
-// only ever work on different runs; their time goes mostly to waiting for
-// loads and appends, which is why there are more than the machine's cores.
-const DefaultWorkers = 16
+// once unless kit.WithWorkers says otherwise: a per-turn service's
+// (kit.TurnWorkers).
+const DefaultWorkers = kit.TurnWorkers
 
-// spec is the staller to the kit. Its instances are named <host>-<pid>
-// by default (no role in front, unlike the grader's and the meter's), a
+// spec is the staller to the kit: a per-turn service (kit.TurnSpec) whose
 // delivery is tried ten times rather than the bus's five: a turn whose
 // predecessor is still being observed by another instance is retried until
-// that one lands, and it observes up to DefaultWorkers runs at once, each
-// run's turns in order.
-var spec = kit.Spec{
-	Owner:       events.OwnerStaller,
-	Consumer:    ConsumerName,
-	Filters:     []string{events.KindFilter(events.KindTurnCompleted)},
-	RunCache:    1024,
-	PolicyCache: 256,
-	MaxDeliver:  10, Workers: DefaultWorkers,
-	OrderByRun: true,
-}
+// that one lands.
+var spec = kit.TurnSpec(events.OwnerStaller, ConsumerName, events.KindTurnCompleted, 10)
 
 // Service is one staller instance.
 type Service struct {
