@@ -170,15 +170,41 @@ func chatFinish(r models.Reply) string {
 }
 
 // chatObject is a Chat Completions response object: the whole completion
-// (choices holding a message) or one chunk of a stream (choices holding a
-// delta). The fields are in the order the API writes them.
-type chatObject[C any] struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []C        `json:"choices"`
-	Usage   *wireUsage `json:"usage,omitempty"`
+// or one chunk of a stream. The fields are in the order the API writes
+// them.
+type chatObject struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *wireUsage   `json:"usage,omitempty"`
+}
+
+// chatChoice is one choice of a chatObject: a completion's holds the
+// message, a stream chunk's the delta, and only the last chunk's has a
+// finish reason (null before).
+type chatChoice struct {
+	Index        int        `json:"index"`
+	Message      *chatReply `json:"message,omitempty"`
+	Delta        *chatDelta `json:"delta,omitempty"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+// chatReply is a completion's message: its content null when the reply
+// is only calls.
+type chatReply struct {
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+// chatDelta is what one stream chunk adds to the message; what it does
+// not add is left out.
+type chatDelta struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 }
 
 type wireUsage struct {
@@ -214,18 +240,9 @@ func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error)
 	if r.Text != "" || len(r.Calls) == 0 {
 		content = &r.Text
 	}
-	type message struct {
-		Role      string         `json:"role"`
-		Content   *string        `json:"content"`
-		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
-	}
-	type choice struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		FinishReason string  `json:"finish_reason"`
-	}
-	return json.Marshal(chatObject[choice]{id, "chat.completion", created, model,
-		[]choice{{Message: message{Role: "assistant", Content: content, ToolCalls: callsOf(r, false)}, FinishReason: chatFinish(r)}},
+	finish := chatFinish(r)
+	return json.Marshal(chatObject{id, "chat.completion", created, model,
+		[]chatChoice{{Message: &chatReply{Role: "assistant", Content: content, ToolCalls: callsOf(r, false)}, FinishReason: &finish}},
 		usageOf(r)})
 }
 
@@ -234,29 +251,18 @@ func EncodeChat(id, model string, created int64, r models.Reply) ([]byte, error)
 // and ends with "[DONE]"): the text in one chunk, each call whole in one
 // chunk, the finish reason, and the usage when asked for and known.
 func EncodeChatStream(id, model string, created int64, r models.Reply, includeUsage bool) ([][]byte, error) {
-	type delta struct {
-		Role      string         `json:"role,omitempty"`
-		Content   *string        `json:"content,omitempty"`
-		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
-	}
-	type choice struct {
-		Index        int     `json:"index"`
-		Delta        delta   `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	}
-	type chunk = chatObject[choice]
-	mk := func(cs []choice, u *wireUsage) chunk {
-		return chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: cs, Usage: u}
+	mk := func(cs []chatChoice, u *wireUsage) chatObject {
+		return chatObject{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: cs, Usage: u}
 	}
 	text := r.Text
-	chunks := []chunk{mk([]choice{{Delta: delta{Role: "assistant", Content: &text}}}, nil)}
+	chunks := []chatObject{mk([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &text}}}, nil)}
 	for _, c := range callsOf(r, true) {
-		chunks = append(chunks, mk([]choice{{Delta: delta{ToolCalls: []chatToolCall{c}}}}, nil))
+		chunks = append(chunks, mk([]chatChoice{{Delta: &chatDelta{ToolCalls: []chatToolCall{c}}}}, nil))
 	}
 	finish := chatFinish(r)
-	chunks = append(chunks, mk([]choice{{Delta: delta{}, FinishReason: &finish}}, nil))
+	chunks = append(chunks, mk([]chatChoice{{Delta: &chatDelta{}, FinishReason: &finish}}, nil))
 	if u := usageOf(r); includeUsage && u != nil {
-		chunks = append(chunks, mk([]choice{}, u))
+		chunks = append(chunks, mk([]chatChoice{}, u))
 	}
 	out := make([][]byte, 0, len(chunks))
 	for _, c := range chunks {

@@ -42,3 +42,54 @@ func TestChatObjectsKeepTheWireOrder(t *testing.T) {
 		t.Errorf("EncodeChatStream:\n got %s\nwant %s", strings.Join(got, "\n"), strings.Join(wantChunks, "\n"))
 	}
 }
+
+// A reply that is only calls has null content in the whole completion and
+// an empty text in the stream's first chunk; a reply with neither text nor
+// calls stops with its empty text. The bytes are pinned.
+func TestChatObjectsOfCallsOnlyAndEmptyReplies(t *testing.T) {
+	calls := models.Reply{Calls: []models.ToolCall{{ID: "c1", Name: "ls", Args: `{}`}}}
+	cases := []struct {
+		name   string
+		r      models.Reply
+		whole  string
+		chunks []string
+	}{
+		{"calls only", calls,
+			`{"id":"i","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
+			[]string{
+				`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+				`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},"finish_reason":null}]}`,
+				`[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			}},
+		{"empty", models.Reply{},
+			`{"id":"i","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`,
+			[]string{
+				`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+				`[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			}},
+	}
+	for _, c := range cases {
+		whole, err := EncodeChat("i", "m", 1, c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(whole) != c.whole {
+			t.Errorf("%s: EncodeChat:\n got %s\nwant %s", c.name, whole, c.whole)
+		}
+		// No usage known: none is sent, even when asked for.
+		chunks, err := EncodeChatStream("i", "m", 1, c.r, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for i, ch := range chunks {
+			got = append(got, string(ch))
+			if i < len(c.chunks) {
+				want = append(want, `{"id":"i","object":"chat.completion.chunk","created":1,"model":"m","choices":`+c.chunks[i])
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || len(got) != len(c.chunks) {
+			t.Errorf("%s: EncodeChatStream:\n got %s\nwant %d chunks ending %s", c.name, strings.Join(got, "\n"), len(c.chunks), strings.Join(c.chunks, "\n"))
+		}
+	}
+}
