@@ -128,18 +128,24 @@ func LastEvidence(facts []events.Fact) []events.EvidenceRef {
 	return nil
 }
 
+// nextActions are what the handoff of a run tells a person to do next, by
+// the status it ended with; a status not here gets generalNextAction.
+var nextActions = map[events.RunStatus]string{
+	events.RunDone:       "review the sealed candidate and the evidence its checks left",
+	events.RunErrored:    "fix the harness or the run request named in the reason, then request a new run",
+	events.RunNeedsHuman: "a person must decide: read the reason and the last observation",
+	events.RunExhausted:  "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work",
+}
+
+// generalNextAction is the handoff's next action for the other statuses
+// (blocked, incomplete, cancelled).
+const generalNextAction = "inspect the last observation; authorize a new bounded run if it is still the right work"
+
 // NextAction is what the handoff of a run that ended with a status tells
 // a person to do next.
 func NextAction(s events.RunStatus) string {
-	switch s {
-	case events.RunDone:
-		return "review the sealed candidate and the evidence its checks left"
-	case events.RunErrored:
-		return "fix the harness or the run request named in the reason, then request a new run"
-	case events.RunNeedsHuman:
-		return "a person must decide: read the reason and the last observation"
-	case events.RunExhausted:
-		return "the budget named in the reason ran out: raise it or authorize a new bounded run, if it is still the right work"
+	if a, ok := nextActions[s]; ok {
+		return a
 	}
-	return "inspect the last observation; authorize a new bounded run if it is still the right work"
+	return generalNextAction
 }

@@ -70,3 +70,25 @@ func TestSpentBudgetEndsExhausted(t *testing.T) {
 		t.Errorf("the handoff of an exhausted run: %q", a)
 	}
 }
+
+// Every status's handoff names a next action: done, errored, needs_human
+// and exhausted each their own, the statuses that leave the work unfinished
+// without a cause of their own (blocked, incomplete, cancelled) one to
+// look at the last observation.
+func TestEveryEndingHasANextAction(t *testing.T) {
+	seen := map[string]events.RunStatus{}
+	for _, s := range events.RunStatuses() {
+		a := NextAction(s)
+		switch s {
+		case events.RunBlocked, events.RunIncomplete, events.RunCancelled:
+			if !strings.HasPrefix(a, "inspect the last observation") {
+				t.Errorf("%s: %q", s, a)
+			}
+			continue
+		}
+		if other, ok := seen[a]; ok || a == "" {
+			t.Errorf("%s: %q, as %q's", s, a, other)
+		}
+		seen[a] = s
+	}
+}
