@@ -103,14 +103,7 @@ func (p *Proxy) Hold() {
 
 // Drop closes every connection and refuses new ones until Heal.
 func (p *Proxy) Drop() {
-	p.mu.Lock()
-	p.dropped = true
-	conns := p.conns
-	p.conns = map[*proxyConn]bool{}
-	p.mu.Unlock()
-	for pc := range conns {
-		pc.close()
-	}
+	p.cut(func() { p.dropped = true })
 }
 
 // LoseAnswers throws away every byte the server sends, on every
@@ -127,10 +120,7 @@ func (p *Proxy) LoseAnswers() {
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held != nil {
-		close(p.held)
-		p.held = nil
-	}
+	p.release()
 	p.dropped = false
 	p.losing = false
 }
@@ -138,17 +128,32 @@ func (p *Proxy) Heal() {
 // Close stops the proxy and closes every connection.
 func (p *Proxy) Close() {
 	_ = p.ln.Close()
+	p.cut(func() {
+		p.closed = true
+		p.release()
+	})
+}
+
+// cut changes the proxy's state with set and takes its connections under
+// one hold of the lock, so that serve, which checks that state under the
+// lock before it adds a connection, adds none that cut misses; then it
+// closes them.
+func (p *Proxy) cut(set func()) {
 	p.mu.Lock()
-	p.closed = true
+	set()
 	conns := p.conns
 	p.conns = map[*proxyConn]bool{}
-	if p.held != nil {
-		close(p.held)
-		p.held = nil
-	}
 	p.mu.Unlock()
 	for pc := range conns {
 		pc.close()
+	}
+}
+
+// release lets what a Hold held go on; the caller holds p.mu.
+func (p *Proxy) release() {
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
 	}
 }
 
