@@ -653,8 +653,7 @@ func missingRequired(v events.GraderVerdict, required []events.InstrumentID) []s
 
 func treatmentReport(treatment string, rows []AttemptRow, trials uint32) TreatmentReport {
 	t := TreatmentReport{Treatment: treatment}
-	perCase := map[string][]float64{}
-	var order []string
+	var cases byCase[float64]
 	for _, a := range rows {
 		if a.Treatment != treatment {
 			continue
@@ -738,10 +737,7 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			} else {
 				t.Failed++
 			}
-			if _, ok := perCase[a.Case]; !ok {
-				order = append(order, a.Case)
-			}
-			perCase[a.Case] = append(perCase[a.Case], score)
+			cases.add(a.Case, score)
 		case OutcomePending:
 			t.Pending++
 		case OutcomeInvalid:
@@ -762,10 +758,7 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Wilson = &iv
 		}
 	}
-	clusters := make([][]float64, 0, len(order))
-	for _, c := range order {
-		clusters = append(clusters, perCase[c])
-	}
+	clusters := cases.clusters()
 	if trials > 1 {
 		if _, se, err := stats.ClusteredSE(clusters); err == nil {
 			t.ClusteredSE = &se
