@@ -77,16 +77,8 @@ func ByCase(r Report) []CaseRow {
 			row.Other++
 		}
 		if a.Status != "" {
-			if a.Tokens != nil {
-				add(&row.Tokens, *a.Tokens)
-			} else {
-				row.TokensUnknown++
-			}
-			if a.Cost != nil {
-				add(&row.Cost, *a.Cost)
-			} else {
-				row.CostUnknown++
-			}
+			sumKnown(&row.Tokens, a.Tokens, nil, &row.TokensUnknown)
+			sumKnown(&row.Cost, a.Cost, nil, &row.CostUnknown)
 			row.CachedCalls += a.CachedCalls
 			row.CachedTokens += a.CachedTokens
 			if a.InputTokens != nil {

@@ -172,11 +172,7 @@ func (c *CallUsage) add(u *events.Usage) {
 		return
 	}
 	add(&c.Tokens, u.InputTokens+u.OutputTokens)
-	if u.Cost == nil {
-		c.CostUnknown++
-		return
-	}
-	add(&c.Cost, *u.Cost)
+	sumKnown(&c.Cost, u.Cost, nil, &c.CostUnknown)
 }
 
 // EvaluatorUsage sums the evaluators' model calls on a treatment's
@@ -245,6 +241,20 @@ func add(total **uint64, v uint64) {
 		*total = new(uint64)
 	}
 	**total += v
+}
+
+// sumKnown adds v to total when it is known, counting it in known, and
+// otherwise counts it in unknown: an unknown figure never adds a zero. A
+// nil counter is one the caller does not keep.
+func sumKnown(total **uint64, v *uint64, known, unknown *int) {
+	counter := unknown
+	if v != nil {
+		add(total, *v)
+		counter = known
+	}
+	if counter != nil {
+		*counter++
+	}
 }
 
 // AttemptRow is one planned attempt and where it landed.
@@ -668,18 +678,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 		if a.Status != "" {
 			t.Ended++
 			u := &t.Usage
-			if a.Tokens != nil {
-				add(&u.Tokens, *a.Tokens)
-				u.TokensKnown++
-			} else {
-				u.TokensUnknown++
-			}
-			if a.Cost != nil {
-				add(&u.Cost, *a.Cost)
-				u.CostKnown++
-			} else {
-				u.CostUnknown++
-			}
+			sumKnown(&u.Tokens, a.Tokens, &u.TokensKnown, &u.TokensUnknown)
+			sumKnown(&u.Cost, a.Cost, &u.CostKnown, &u.CostUnknown)
 			if a.Millis != nil {
 				u.WallMillis += *a.Millis
 				u.WallKnown++
@@ -705,14 +705,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			} else {
 				u.SplitUnknown++
 			}
-			if a.CachedInputTokens != nil {
-				add(&u.CachedInputTokens, *a.CachedInputTokens)
-				u.CachedInputKnown++
-			}
-			if a.ReasoningTokens != nil {
-				add(&u.ReasoningTokens, *a.ReasoningTokens)
-				u.ReasoningKnown++
-			}
+			sumKnown(&u.CachedInputTokens, a.CachedInputTokens, &u.CachedInputKnown, nil)
+			sumKnown(&u.ReasoningTokens, a.ReasoningTokens, &u.ReasoningKnown, nil)
 			if a.Turns != nil {
 				u.Turns += uint64(*a.Turns)
 			}
