@@ -62,17 +62,9 @@ type CaseScore struct {
 // ByCase regroups a report's attempts by case and treatment, in the
 // roster's order. pass@k is given for k = 1 and k = the trials graded.
 func ByCase(r Report) []CaseRow {
-	var out []CaseRow
-	at := map[[2]string]int{}
+	var rows firstSeen[[2]string, CaseRow]
 	for _, a := range r.Attempts {
-		key := [2]string{a.Case, a.Treatment}
-		i, ok := at[key]
-		if !ok {
-			i = len(out)
-			at[key] = i
-			out = append(out, CaseRow{Case: a.Case, Treatment: a.Treatment})
-		}
-		row := &out[i]
+		row := rows.row([2]string{a.Case, a.Treatment}, CaseRow{Case: a.Case, Treatment: a.Treatment})
 		row.Trials++
 		switch a.Outcome {
 		case OutcomePassed:
@@ -85,16 +77,8 @@ func ByCase(r Report) []CaseRow {
 			row.Other++
 		}
 		if a.Status != "" {
-			if a.Tokens != nil {
-				add(&row.Tokens, *a.Tokens)
-			} else {
-				row.TokensUnknown++
-			}
-			if a.Cost != nil {
-				add(&row.Cost, *a.Cost)
-			} else {
-				row.CostUnknown++
-			}
+			sumKnown(&row.Tokens, a.Tokens, nil, &row.TokensUnknown)
+			sumKnown(&row.Cost, a.Cost, nil, &row.CostUnknown)
 			row.CachedCalls += a.CachedCalls
 			row.CachedTokens += a.CachedTokens
 			if a.InputTokens != nil {
@@ -111,6 +95,7 @@ func ByCase(r Report) []CaseRow {
 			}
 		}
 	}
+	out := rows.rows
 	scorers := scorerOrder(r.Attempts)
 	for i := range out {
 		row := &out[i]

@@ -172,11 +172,7 @@ func (c *CallUsage) add(u *events.Usage) {
 		return
 	}
 	add(&c.Tokens, u.InputTokens+u.OutputTokens)
-	if u.Cost == nil {
-		c.CostUnknown++
-		return
-	}
-	add(&c.Cost, *u.Cost)
+	sumKnown(&c.Cost, u.Cost, nil, &c.CostUnknown)
 }
 
 // EvaluatorUsage sums the evaluators' model calls on a treatment's
@@ -245,6 +241,20 @@ func add(total **uint64, v uint64) {
 		*total = new(uint64)
 	}
 	**total += v
+}
+
+// sumKnown adds v to total when it is known, counting it in known, and
+// otherwise counts it in unknown: an unknown figure never adds a zero. A
+// nil counter is one the caller does not keep.
+func sumKnown(total **uint64, v *uint64, known, unknown *int) {
+	counter := unknown
+	if v != nil {
+		add(total, *v)
+		counter = known
+	}
+	if counter != nil {
+		*counter++
+	}
 }
 
 // AttemptRow is one planned attempt and where it landed.
@@ -653,8 +663,7 @@ func missingRequired(v events.GraderVerdict, required []events.InstrumentID) []s
 
 func treatmentReport(treatment string, rows []AttemptRow, trials uint32) TreatmentReport {
 	t := TreatmentReport{Treatment: treatment}
-	perCase := map[string][]float64{}
-	var order []string
+	var cases byCase[float64]
 	for _, a := range rows {
 		if a.Treatment != treatment {
 			continue
@@ -669,18 +678,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 		if a.Status != "" {
 			t.Ended++
 			u := &t.Usage
-			if a.Tokens != nil {
-				add(&u.Tokens, *a.Tokens)
-				u.TokensKnown++
-			} else {
-				u.TokensUnknown++
-			}
-			if a.Cost != nil {
-				add(&u.Cost, *a.Cost)
-				u.CostKnown++
-			} else {
-				u.CostUnknown++
-			}
+			sumKnown(&u.Tokens, a.Tokens, &u.TokensKnown, &u.TokensUnknown)
+			sumKnown(&u.Cost, a.Cost, &u.CostKnown, &u.CostUnknown)
 			if a.Millis != nil {
 				u.WallMillis += *a.Millis
 				u.WallKnown++
@@ -706,14 +705,8 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			} else {
 				u.SplitUnknown++
 			}
-			if a.CachedInputTokens != nil {
-				add(&u.CachedInputTokens, *a.CachedInputTokens)
-				u.CachedInputKnown++
-			}
-			if a.ReasoningTokens != nil {
-				add(&u.ReasoningTokens, *a.ReasoningTokens)
-				u.ReasoningKnown++
-			}
+			sumKnown(&u.CachedInputTokens, a.CachedInputTokens, &u.CachedInputKnown, nil)
+			sumKnown(&u.ReasoningTokens, a.ReasoningTokens, &u.ReasoningKnown, nil)
 			if a.Turns != nil {
 				u.Turns += uint64(*a.Turns)
 			}
@@ -738,10 +731,7 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			} else {
 				t.Failed++
 			}
-			if _, ok := perCase[a.Case]; !ok {
-				order = append(order, a.Case)
-			}
-			perCase[a.Case] = append(perCase[a.Case], score)
+			cases.add(a.Case, score)
 		case OutcomePending:
 			t.Pending++
 		case OutcomeInvalid:
@@ -762,10 +752,7 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 			t.Wilson = &iv
 		}
 	}
-	clusters := make([][]float64, 0, len(order))
-	for _, c := range order {
-		clusters = append(clusters, perCase[c])
-	}
+	clusters := cases.clusters()
 	if trials > 1 {
 		if _, se, err := stats.ClusteredSE(clusters); err == nil {
 			t.ClusteredSE = &se

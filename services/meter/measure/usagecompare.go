@@ -111,8 +111,7 @@ func compareUsage(rows []AttemptRow, a, b string) *UsageComparison {
 // roster's order.
 func pairFigure(pairs [][2]AttemptRow, unit string, get figure) *PairedUsage {
 	p := &PairedUsage{Unit: unit}
-	var order []string
-	perCase := map[string][]stats.Pair{}
+	var cases byCase[stats.Pair]
 	var sa, sb float64
 	for _, pr := range pairs {
 		x, okA := get(pr[0])
@@ -121,11 +120,7 @@ func pairFigure(pairs [][2]AttemptRow, unit string, get figure) *PairedUsage {
 			p.LeftOut++
 			continue
 		}
-		c := pr[0].Case
-		if _, seen := perCase[c]; !seen {
-			order = append(order, c)
-		}
-		perCase[c] = append(perCase[c], stats.Pair{A: x, B: y})
+		cases.add(pr[0].Case, stats.Pair{A: x, B: y})
 		p.Pairs++
 		sa, sb = sa+x, sb+y
 	}
@@ -138,21 +133,17 @@ func pairFigure(pairs [][2]AttemptRow, unit string, get figure) *PairedUsage {
 		p.Withheld = fmt.Sprintf("the relative difference: B's total is 0 %s", unit)
 		return p
 	}
-	clusters := make([][]stats.Pair, len(order))
-	for i, c := range order {
-		clusters[i] = perCase[c]
-	}
-	r, err := stats.PairedRatio(clusters, stats.DefaultResamples, stats.DefaultSeed)
+	r, err := stats.PairedRatio(cases.clusters(), stats.DefaultResamples, stats.DefaultSeed)
 	if err != nil {
 		p.Withheld = "the relative difference: " + err.Error()
 		return p
 	}
 	p.Relative = &r
 	switch {
-	case len(order) < 2:
+	case len(cases.order) < 2:
 		// Resampling one case gives that case back every time.
 		r.Interval = nil
-		p.Withheld = fmt.Sprintf("the interval: the pairs come from %d case; a cluster bootstrap needs at least 2", len(order))
+		p.Withheld = fmt.Sprintf("the interval: the pairs come from %d case; a cluster bootstrap needs at least 2", len(cases.order))
 	case r.ZeroTotals > 0:
 		p.Withheld = fmt.Sprintf("the interval: %d of %d resamples have a B total of 0", r.ZeroTotals, r.Resamples)
 	}

@@ -34,8 +34,7 @@ type Why struct {
 // then the reasons holding the most runs; the example is the first run of
 // a reason in the report's order.
 func Whys(r Report) []Why {
-	var out []Why
-	at := map[[2]string]int{}
+	var whys firstSeen[[2]string, Why]
 	for _, a := range r.Attempts {
 		var kind, reason string
 		switch {
@@ -49,14 +48,9 @@ func Whys(r Report) []Why {
 		// One line each: a reason quoting a provider's body may hold
 		// line breaks.
 		reason = strings.Join(strings.Fields(reason), " ")
-		k := [2]string{kind, reason}
-		if i, ok := at[k]; ok {
-			out[i].Runs++
-			continue
-		}
-		at[k] = len(out)
-		out = append(out, Why{Kind: kind, Reason: reason, Runs: 1, Example: a.Run})
+		whys.row([2]string{kind, reason}, Why{Kind: kind, Reason: reason, Example: a.Run}).Runs++
 	}
+	out := whys.rows
 	slices.SortStableFunc(out, func(a, b Why) int {
 		if a.Kind != b.Kind {
 			if a.Kind == WhyHarnessError {
