@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -87,19 +86,11 @@ func run() error {
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	for _, m := range strings.Split(*modes, ",") {
-		d, err := bus.ParseDurability(strings.TrimSpace(m))
-		if err != nil {
-			return err
-		}
-		cfg.Modes = append(cfg.Modes, d)
+	if cfg.Modes, err = durabilities(*modes); err != nil {
+		return err
 	}
-	for _, m := range strings.Split(*memModes, ",") {
-		d, err := bus.ParseDurability(strings.TrimSpace(m))
-		if err != nil {
-			return err
-		}
-		cfg.MemoryModes = append(cfg.MemoryModes, d)
+	if cfg.MemoryModes, err = durabilities(*memModes); err != nil {
+		return err
 	}
 	if *memRuns > 0 {
 		abs, err := filepath.Abs(*factline)
@@ -140,20 +131,4 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "wrote the table into %s\n", *out)
 	}
 	return nil
-}
-
-// counts parses a comma-separated list of positive counts (empty: none).
-func counts(flagName, list string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(list, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s: %q is not a positive count", flagName, f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/factline/factline/bench"
-	"github.com/factline/factline/bus"
 )
 
 // runScaling is `factline-bench scaling`: raw appends to one FACTS-like
@@ -32,14 +31,11 @@ func runScaling(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := bench.ScalingConfig{Reps: *reps, Runs: *runs, Rounds: *rounds, Limit: *limit, Publishers: *pubs, Progress: os.Stderr}
-	for _, m := range strings.Split(*modes, ",") {
-		d, err := bus.ParseDurability(strings.TrimSpace(m))
-		if err != nil {
-			return err
-		}
-		cfg.Modes = append(cfg.Modes, d)
+	modeList, err := durabilities(*modes)
+	if err != nil {
+		return err
 	}
+	cfg := bench.ScalingConfig{Modes: modeList, Reps: *reps, Runs: *runs, Rounds: *rounds, Limit: *limit, Publishers: *pubs, Progress: os.Stderr}
 	spread, err := counts("--streams", *streams)
 	if err != nil {
 		return err

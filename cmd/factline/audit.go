@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,9 +148,7 @@ func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable 
 	for _, v := range vs {
 		doc.Violations = append(doc.Violations, violation{v.Suite, v.Run, v.Rule, v.Detail})
 	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return printJSON(out, doc)
 }
 
 func readSinkRecords(path string) (map[string]int, error) {

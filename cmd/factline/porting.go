@@ -185,6 +185,8 @@ func listProjections(out io.Writer) error {
 	return tw.Flush()
 }
 
+// printJSON writes v as one indented JSON document: what replay, audit
+// and version print whole for --json.
 func printJSON(out io.Writer, v any) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

@@ -142,12 +142,13 @@ func printFactJSON(out io.Writer, r bus.Raw) error {
 	if _, err := r.Fact(); errors.Is(err, events.ErrSubjectMismatch) {
 		line["refused"] = err.Error()
 	}
-	data, err := json.Marshal(line)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(out, string(data))
-	return err
+	return printJSONLine(out, line)
+}
+
+// printJSONLine writes v as JSON on one line: tail --json's output is read
+// a line at a time while it is still being written.
+func printJSONLine(out io.Writer, v any) error {
+	return json.NewEncoder(out).Encode(v)
 }
 
 // tailControl shows control signals and live status from the CONTROL
@@ -182,12 +183,7 @@ func tailControl(ctx context.Context, b *bus.Bus, out io.Writer, run, kind strin
 			} else {
 				line["raw"] = string(r.Data)
 			}
-			data, err := json.Marshal(line)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(out, string(data))
-			return err
+			return printJSONLine(out, line)
 		}
 		_, err := fmt.Fprintf(out, "%6d %s %s %s\n", r.Seq, r.Time.UTC().Format(time.TimeOnly), r.Subject, r.Data)
 		return err

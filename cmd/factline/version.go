@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -21,9 +20,7 @@ func newVersionCmd() *cobra.Command {
 			_, err := fmt.Fprintln(c.OutOrStdout(), b.String())
 			return err
 		}
-		enc := json.NewEncoder(c.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(b)
+		return printJSON(c.OutOrStdout(), b)
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON: module, version, revision, time, modified, go")
 	return c
