@@ -144,7 +144,7 @@ func (b *Bus) CheckWritable(ctx context.Context) error {
 		return nil
 	case StoreFull(err):
 		return storeFullErr(err)
-	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) && b.nc.IsConnected():
+	case unanswered(ctx, err) && b.nc.IsConnected():
 		// No answer at all: a server that is away answers nothing else
 		// either; one that answers a read is up and not storing.
 		actx, cancel := apiCtx(ctx)

@@ -153,10 +153,17 @@ func createErr(ctx context.Context, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+	if unanswered(ctx, err) {
 		return fmt.Errorf("%s is missing and creating it got no answer (%v): %w", what, err, ErrNotSetUp)
 	}
 	return err
+}
+
+// unanswered reports whether err is a request's own timeout while the
+// caller's deadline still holds: the server said nothing at all, which a
+// server refusing for want of permission, or unable to store, also does.
+func unanswered(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
 }
 
 func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) error {
