@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
@@ -139,5 +141,88 @@ func TestRunJUnitIsTheRebuiltReportsJUnit(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) || !bytes.Contains(got, []byte(`<failure message="tests vetoes tests: `)) {
 		t.Fatalf("--junit wrote\n%s\nthe rebuilt report's JUnit is\n%s", got, want.String())
+	}
+}
+
+// commitFailedRun commits, as the services do (with the run's links),
+// the facts of a run that ended and was graded failed with one veto a
+// revision, each revision's reason given; it returns the sequence of
+// each verdict.
+func commitFailedRun(ctx context.Context, tb testing.TB, b *bus.Bus, suite, run string, reasons ...string) []uint64 {
+	tb.Helper()
+	d := events.DigestOf([]byte(run))
+	bodies := []events.Body{
+		events.RunRequested{Case: "c", CaseDigest: d, Treatment: "t", TreatmentDigest: d, Trial: 1},
+		events.RunClaimed{Runner: "r", Lease: 1},
+		events.CandidateSealed{SnapshotDigest: d, Files: 1},
+		events.RunEnded{Status: events.RunDone, Reason: "done", Spent: events.Spent{Steps: 1, Millis: 1}},
+	}
+	for i, why := range reasons {
+		bodies = append(bodies, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: run, SnapshotID: d, Revision: uint32(i + 1),
+			Vetoes: []events.GradeVeto{{Instrument: "tests", Requirement: "req", Reason: why}}, Result: events.VerdictFail()}})
+	}
+	var seqs []uint64
+	for _, body := range bodies {
+		owner := events.OwnerRunner
+		switch body.(type) {
+		case events.RunRequested:
+			owner = events.OwnerMeter
+		case events.GradeVerdict:
+			owner = events.OwnerGrader
+		}
+		recs, err := b.Commit(ctx, nil, suite, run, func(log bus.RunLog) ([]bus.Pending, error) {
+			f, err := events.NewFact(events.Meta{Suite: suite, Run: run, TaskGeneration: 1, Position: log.NextPosition(),
+				Producer: events.Producer{Service: owner, Instance: "test"}}, body)
+			return []bus.Pending{{Fact: f}}, err
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, ok := body.(events.GradeVerdict); ok {
+			seqs = append(seqs, recs[len(recs)-1].Seq)
+		}
+	}
+	return seqs
+}
+
+// A failure's veto is the one of the grade the stored report counted:
+// a revision committed after the report's through is not read.
+func TestTheVetoLookedUpIsTheReportsGrades(t *testing.T) {
+	b, _ := bustest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seqs := commitFailedRun(ctx, t, b, "s", "r1", "the counted grade's", "a regrade after the report")
+	row := &measure.AttemptRow{Run: "r1", Outcome: measure.OutcomeFailed}
+	for through, want := range map[uint64]string{seqs[0]: "the counted grade's", seqs[1]: "a regrade after the report"} {
+		v, err := firstVetoInLog(ctx, b, "s", through)(row)
+		if err != nil || v == nil || v.Reason != want {
+			t.Errorf("through %d: %+v (%v), want the veto %q", through, v, err, want)
+		}
+	}
+}
+
+// BenchmarkStoredJUnitVetoLookup is what --junit costs a failed attempt
+// of a stored report: its run's facts read (a LoadRun, following the
+// run's links) and its counted grade's first veto found, the server in a
+// process of its own. Each op looks up one of 1,000 runs.
+func BenchmarkStoredJUnitVetoLookup(bb *testing.B) {
+	url := startNatsd(bb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b, err := bus.Dial(ctx, url, bus.Config{})
+	if err != nil {
+		bb.Fatal(err)
+	}
+	defer b.Close()
+	const runs = 1000
+	var through uint64
+	for i := range runs {
+		through = commitFailedRun(ctx, bb, b, "s", "r"+strconv.Itoa(i), "why")[0]
+	}
+	lookup := firstVetoInLog(ctx, b, "s", through)
+	for i := 0; bb.Loop(); i++ {
+		if v, err := lookup(&measure.AttemptRow{Run: "r" + strconv.Itoa(i%runs), Outcome: measure.OutcomeFailed}); err != nil || v == nil {
+			bb.Fatalf("run %d: %+v, %v", i%runs, v, err)
+		}
 	}
 }
