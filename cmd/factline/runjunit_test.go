@@ -33,14 +33,7 @@ const maxJUnitBytesARow = 32
 func TestARunWritesItsJUnitWithoutHoldingItsRows(t *testing.T) {
 	// The server in a process of its own: its caches, which the veto
 	// lookups fill and its timers empty, are not the run's heap.
-	url := startNatsd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := bus.Dial(ctx, url, bus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := natsdBus(t, 4*time.Minute)
 	const cases, trials = 10, 300
 	const rows = cases * trials
 	failing := []events.InstrumentResult{{Instrument: "tests", Version: "1", Required: true, Outcome: events.InstrumentFailed}}
@@ -57,14 +50,7 @@ func TestARunWritesItsJUnitWithoutHoldingItsRows(t *testing.T) {
 		}
 		return events.GraderVerdict{Result: events.VerdictOK()}
 	})
-	r, err := meter.Report(ctx, b, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := measure.WriteJUnit(&want, r); err != nil {
-		t.Fatal(err)
-	}
+	r, want := rebuiltJUnit(ctx, t, b, "s")
 	if !bytes.Contains(want.Bytes(), []byte(`failures="1280" errors="160"`)) || !bytes.Contains(want.Bytes(), []byte("vetoes req-sum: trial c-t-t3: 5 &lt;not 4&gt;")) {
 		t.Fatalf("the suite's JUnit is not the one meant: %.600s", want.String())
 	}
@@ -131,14 +117,7 @@ func TestRunJUnitIsTheRebuiltReportsJUnit(t *testing.T) {
 	if _, blob, err := storedReport(ctx, b, "nightly", nil, nil); err != nil || blob.digest == "" {
 		t.Fatalf("the run's report is not the stored one (%v): the test writes nothing from it", err)
 	}
-	r, err := meter.Report(ctx, b, "nightly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := measure.WriteJUnit(&want, r); err != nil {
-		t.Fatal(err)
-	}
+	_, want := rebuiltJUnit(ctx, t, b, "nightly")
 	if !bytes.Equal(got, want.Bytes()) || !bytes.Contains(got, []byte(`<failure message="tests vetoes tests: `)) {
 		t.Fatalf("--junit wrote\n%s\nthe rebuilt report's JUnit is\n%s", got, want.String())
 	}
@@ -206,14 +185,7 @@ func TestTheVetoLookedUpIsTheReportsGrades(t *testing.T) {
 // run's links) and its counted grade's first veto found, the server in a
 // process of its own. Each op looks up one of 1,000 runs.
 func BenchmarkStoredJUnitVetoLookup(bb *testing.B) {
-	url := startNatsd(bb)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	b, err := bus.Dial(ctx, url, bus.Config{})
-	if err != nil {
-		bb.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := natsdBus(bb, 5*time.Minute)
 	const runs = 1000
 	var through uint64
 	for i := range runs {
@@ -225,4 +197,35 @@ func BenchmarkStoredJUnitVetoLookup(bb *testing.B) {
 			bb.Fatalf("run %d: %+v, %v", i%runs, v, err)
 		}
 	}
+}
+
+// natsdBus starts a NATS server in a process of its own (startNatsd) and
+// dials it, for at most timeout: what the caller measures, heap or time,
+// is then its own, not the server's.
+func natsdBus(tb testing.TB, timeout time.Duration) (context.Context, *bus.Bus) {
+	tb.Helper()
+	url := startNatsd(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	tb.Cleanup(cancel)
+	b, err := bus.Dial(ctx, url, bus.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Close)
+	return ctx, b
+}
+
+// rebuiltJUnit returns the suite's report rebuilt from the log and its
+// JUnit file, WriteJUnit's.
+func rebuiltJUnit(ctx context.Context, t *testing.T, b *bus.Bus, suite string) (measure.Report, *bytes.Buffer) {
+	t.Helper()
+	r, err := meter.Report(ctx, b, suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := measure.WriteJUnit(&want, r); err != nil {
+		t.Fatal(err)
+	}
+	return r, &want
 }
