@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -48,6 +49,11 @@ func (g *gateFlags) parse() ([]measure.Gate, error) {
 
 // writeJUnit writes the report's JUnit file when --junit asks for one.
 func (g *gateFlags) writeJUnit(r measure.Report) error {
+	return g.writeJUnitWith(func(w io.Writer) error { return measure.WriteJUnit(w, r) })
+}
+
+// writeJUnitWith writes --junit's file with write, when it asks for one.
+func (g *gateFlags) writeJUnitWith(write func(io.Writer) error) error {
 	if g.junit == "" {
 		return nil
 	}
@@ -55,7 +61,7 @@ func (g *gateFlags) writeJUnit(r measure.Report) error {
 	if err != nil {
 		return fmt.Errorf("--junit: %w", err)
 	}
-	err = measure.WriteJUnit(f, r)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

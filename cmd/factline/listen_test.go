@@ -73,7 +73,7 @@ func startServe(t *testing.T, args ...string) *served {
 	return s
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

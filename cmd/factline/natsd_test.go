@@ -50,13 +50,13 @@ func serveNatsd(spec string) int {
 
 // startNatsd starts a standalone server process on a loopback port and
 // returns its client URL; it is stopped when the test ends.
-func startNatsd(t *testing.T) string {
+func startNatsd(t testing.TB) string {
 	t.Helper()
 	return startNatsdIn(t, t.TempDir())
 }
 
 // startNatsdIn is startNatsd on the store directory dir.
-func startNatsdIn(t *testing.T, dir string) string {
+func startNatsdIn(t testing.TB, dir string) string {
 	t.Helper()
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,17 @@ import (
 // graded, then the meter's suite.reported through them. It returns the
 // runs planned.
 func fillSettled(t *testing.T, ctx context.Context, b *bus.Bus, suite string, trials int, owed bool) int {
+	t.Helper()
+	return fillGraded(t, ctx, b, suite, 1, trials, owed, func(measure.Member) events.GraderVerdict {
+		return events.GraderVerdict{Result: events.VerdictOK()}
+	})
+}
+
+// fillGraded is fillSettled with cases cases (one treatment), grading
+// each run with what grade returns (its attempt, snapshot and revision
+// are the fill's).
+func fillGraded(t *testing.T, ctx context.Context, b *bus.Bus, suite string, cases, trials int, owed bool,
+	grade func(measure.Member) events.GraderVerdict) int {
 	t.Helper()
 	js, err := jetstream.New(b.Conn(), jetstream.WithPublishAsyncMaxPending(2000))
 	if err != nil {
@@ -58,8 +70,12 @@ func fillSettled(t *testing.T, ctx context.Context, b *bus.Bus, suite string, tr
 		}
 	}
 	d := events.DigestOf([]byte("fill"))
-	sub := events.SuiteSubmitted{Name: suite, SpecDigest: d, Trials: uint32(trials),
-		Cases: []events.Ref{{ID: "c", Digest: d}}, Treatments: []events.Ref{{ID: "t", Digest: d}}}
+	sub := events.SuiteSubmitted{Name: suite, SpecDigest: d, Trials: uint32(trials), Treatments: []events.Ref{{ID: "t", Digest: d}}}
+	sub.Cases = append(sub.Cases, events.Ref{ID: "c", Digest: d})
+	for i := 2; i <= cases; i++ {
+		sub.Cases = append(sub.Cases, events.Ref{ID: "c" + strconv.Itoa(i), Digest: d})
+	}
+	planned := cases * trials
 	publish(events.SuiteScope, 1, events.OwnerSubmitter, sub)
 	for m := range measure.Members(sub) {
 		snap := events.DigestOf([]byte(m.Run))
@@ -67,8 +83,9 @@ func fillSettled(t *testing.T, ctx context.Context, b *bus.Bus, suite string, tr
 		publish(m.Run, 2, events.OwnerRunner, events.RunClaimed{Runner: "fill", Lease: 1})
 		publish(m.Run, 3, events.OwnerRunner, events.CandidateSealed{SnapshotDigest: snap, Files: 1})
 		publish(m.Run, 4, events.OwnerRunner, events.RunEnded{Status: events.RunDone, Reason: "done", Spent: events.Spent{Steps: 1, Millis: 1}})
-		publish(m.Run, 5, events.OwnerGrader, events.GradeVerdict{Verdict: events.GraderVerdict{AttemptID: m.Run, SnapshotID: snap,
-			Revision: 1, Result: events.VerdictOK()}})
+		v := grade(m)
+		v.AttemptID, v.SnapshotID, v.Revision = m.Run, snap, 1
+		publish(m.Run, 5, events.OwnerGrader, events.GradeVerdict{Verdict: v})
 	}
 	if owed {
 		// A run the roster does not plan (an earlier run a retry
@@ -84,14 +101,14 @@ func fillSettled(t *testing.T, ctx context.Context, b *bus.Bus, suite string, tr
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish(events.SuiteScope, 2, events.OwnerMeter, events.SuiteReported{ReportDigest: d, Attempts: uint32(trials),
-		Passed: uint32(trials), Through: info.CachedInfo().State.LastSeq})
+	publish(events.SuiteScope, 2, events.OwnerMeter, events.SuiteReported{ReportDigest: d, Attempts: uint32(planned),
+		Passed: uint32(planned), Through: info.CachedInfo().State.LastSeq})
 	select {
 	case <-js.PublishAsyncComplete():
 	case <-ctx.Done():
 		t.Fatalf("fill: %v", ctx.Err())
 	}
-	return trials
+	return planned
 }
 
 // consumersMade records the consumers made on the FACTS stream from now

@@ -294,35 +294,41 @@ func (o *runOptions) compareWithBaseline(ctx context.Context, b *bus.Bus, baseli
 func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string, out io.Writer, note func(string, ...any)) (measure.Report, error) {
 	// The run holds the stored report's figures and the few rows the
 	// table names, never a row for each attempt (at the suite's end,
-	// where the process peaks: docs/benchmarks.md#suite-size): the JSON
-	// that --json and --out write is the stored blob's, spooled to a
-	// file as it is read. --junit needs the report rebuilt (its first
-	// vetoes are not stored), which holds every row.
-	var keep func(*measure.AttemptRow) bool
-	var spool *os.File
-	if o.gates.junit == "" {
-		keep = measure.KeptForTheTable
-		if o.asJSON || o.outDir != "" {
-			f, err := os.CreateTemp("", "factline-report-*.json")
-			if err != nil {
-				return measure.Report{}, fmt.Errorf("spool the report: %w", err)
-			}
-			defer os.Remove(f.Name())
-			defer f.Close()
-			spool = f
+	// where the process peaks: docs/benchmarks.md#suite-size): what
+	// --json, --out and --junit write of the rows is written from the
+	// stored blob, spooled to a file as it is read.
+	keep := measure.KeptForTheTable
+	var counts measure.JUnitCounts
+	if o.gates.junit != "" {
+		// The JUnit file's head counts its cases before the first.
+		keep = func(a *measure.AttemptRow) bool {
+			counts.Add(a)
+			return measure.KeptForTheTable(a)
 		}
+	}
+	var spool *os.File
+	if o.asJSON || o.outDir != "" || o.gates.junit != "" {
+		f, err := os.CreateTemp("", "factline-report-*.json")
+		if err != nil {
+			return measure.Report{}, fmt.Errorf("spool the report: %w", err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		spool = f
 	}
 	var tee io.Writer // never a nil *os.File, which is a non-nil Writer
 	if spool != nil {
 		tee = spool
 	}
-	report, blob, err := finalReport(ctx, b, suite, o.gates.junit != "", keep, tee)
+	report, blob, err := finalReport(ctx, b, suite, keep, tee)
 	if err != nil {
 		return measure.Report{}, err
 	}
 	js := reportJSON{r: report}
-	if blob != "" {
+	junit := func(w io.Writer) error { return measure.WriteJUnit(w, report) }
+	if blob.digest != "" {
 		js.spool = spool
+		junit = func(w io.Writer) error { return writeStoredJUnit(ctx, b, w, suite, blob, counts, spool) }
 	}
 	if o.outDir != "" {
 		if err := writeReports(o.outDir, report, js.writeTo); err != nil {
@@ -330,7 +336,7 @@ func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string,
 		}
 		note("wrote report.json, report.csv and report.svg to %s", o.outDir)
 	}
-	if err := o.gates.writeJUnit(report); err != nil {
+	if err := o.gates.writeJUnitWith(junit); err != nil {
 		return measure.Report{}, err
 	}
 	if o.asJSON {

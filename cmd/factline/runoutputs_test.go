@@ -29,6 +29,16 @@ const maxOutputBytesARow = 64
 // takes it as the log's report (storedReport). It returns r's JSON.
 func storeReportOf(ctx context.Context, t *testing.T, b *bus.Bus, r measure.Report) []byte {
 	t.Helper()
+	through := commitSuiteFact(ctx, t, b, r.Suite, events.OwnerSubmitter, events.SuiteSubmitted{Name: r.Suite,
+		SpecDigest: events.DigestOf([]byte("spec")), Trials: r.Trials, Split: "dev", Cases: []events.Ref{{ID: "c", Digest: events.DigestOf([]byte("c"))}},
+		Treatments: []events.Ref{{ID: "t", Digest: events.DigestOf([]byte("t"))}}})
+	return storeReportThrough(ctx, t, b, r, through)
+}
+
+// storeReportThrough stores r's blob and a suite.reported of it, as the
+// meter, through the sequence through. It returns r's JSON.
+func storeReportThrough(ctx context.Context, t *testing.T, b *bus.Bus, r measure.Report, through uint64) []byte {
+	t.Helper()
 	data, err := measure.EncodeJSON(r)
 	if err != nil {
 		t.Fatal(err)
@@ -37,24 +47,25 @@ func storeReportOf(ctx context.Context, t *testing.T, b *bus.Bus, r measure.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit := func(owner events.Owner, body events.Body) uint64 {
-		recs, err := b.Commit(ctx, nil, r.Suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
-			f, err := events.NewFact(events.Meta{Suite: r.Suite, Run: events.SuiteScope, Position: log.NextPosition(),
-				Producer: events.Producer{Service: owner, Instance: "test"}}, body)
-			return []bus.Pending{{Fact: f}}, err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return recs[len(recs)-1].Seq
-	}
-	through := commit(events.OwnerSubmitter, events.SuiteSubmitted{Name: r.Suite, SpecDigest: events.DigestOf([]byte("spec")),
-		Trials: r.Trials, Split: "dev", Cases: []events.Ref{{ID: "c", Digest: events.DigestOf([]byte("c"))}},
-		Treatments: []events.Ref{{ID: "t", Digest: events.DigestOf([]byte("t"))}}})
 	body := r.Reported(digest)
 	body.Through = through
-	commit(events.OwnerMeter, body)
+	commitSuiteFact(ctx, t, b, r.Suite, events.OwnerMeter, body)
 	return data
+}
+
+// commitSuiteFact commits a fact of the suite's scope as owner, and
+// returns its sequence.
+func commitSuiteFact(ctx context.Context, t *testing.T, b *bus.Bus, suite string, owner events.Owner, body events.Body) uint64 {
+	t.Helper()
+	recs, err := b.Commit(ctx, nil, suite, events.SuiteScope, func(log bus.RunLog) ([]bus.Pending, error) {
+		f, err := events.NewFact(events.Meta{Suite: suite, Run: events.SuiteScope, Position: log.NextPosition(),
+			Producer: events.Producer{Service: owner, Instance: "test"}}, body)
+		return []bus.Pending{{Fact: f}}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs[len(recs)-1].Seq
 }
 
 // heapProbe is a writer that reads the live heap once, when half of

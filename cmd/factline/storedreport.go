@@ -15,29 +15,36 @@ import (
 
 // finalReport is the report a finished run prints: the one the meter
 // stored, when it is provably the log's report now (storedReport), with
-// its blob's digest, or else rebuilt from the log (blob ""). Rebuilding a suite of 100,000 runs decodes its
-// ~1.5 million facts once more, after the meter has folded them all: the
-// peak of a large suite's memory (docs/benchmarks.md). withVetoes asks
-// for the rebuilt report, which alone holds each attempt's first veto
-// (what --junit writes; kept out of the stored JSON). keep, when not nil,
-// says which attempt rows of the stored report to hold (the rebuilt one
-// holds every row): a run that prints only the table needs few of them
-// (measure.KeptForTheTable). spool, when not nil, is handed the stored
-// blob's bytes as they are read: when the stored report is the one
-// returned, it holds them all, the report's JSON, and the rows written
-// to files are written from it, never held (reportJSON).
-func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool, keep func(*measure.AttemptRow) bool,
-	spool io.Writer) (r measure.Report, blob events.Digest, err error) {
-	if !withVetoes {
-		if r, blob, err := storedReport(ctx, b, suite, keep, spool); err == nil && blob != "" {
-			return r, blob, nil
-		}
-		// Any failure to prove the stored report current (an older
-		// meter, a fact after it, a read that failed) leaves the rebuild,
-		// which says what is wrong if the log cannot be read either.
+// its blob, or else rebuilt from the log (a zero storedBlob). Rebuilding a
+// suite of 100,000 runs decodes its ~1.5 million facts once more, after
+// the meter has folded them all: the peak of a large suite's memory
+// (docs/benchmarks.md). keep, when not nil, says which attempt rows of the
+// stored report to hold (the rebuilt one holds every row): a run that
+// prints only the table needs few of them (measure.KeptForTheTable), and
+// may count the others as they pass (the JUnit file's head). spool, when
+// not nil, is handed the stored blob's bytes as they are read: when the
+// stored report is the one returned, it holds them all, the report's
+// JSON, and the rows written to files are written from it, never held
+// (reportJSON, writeStoredJUnit).
+func finalReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool,
+	spool io.Writer) (measure.Report, storedBlob, error) {
+	if r, blob, err := storedReport(ctx, b, suite, keep, spool); err == nil && blob.digest != "" {
+		return r, blob, nil
 	}
-	r, err = meter.Report(ctx, b, suite)
-	return r, "", err
+	// Any failure to prove the stored report current (an older meter, a
+	// fact after it, a read that failed) leaves the rebuild, which says
+	// what is wrong if the log cannot be read either.
+	r, err := meter.Report(ctx, b, suite)
+	return r, storedBlob{}, err
+}
+
+// storedBlob names the stored report a finished run prints: its blob's
+// digest, and the sequence of the newest fact the meter folded into it
+// (suite.reported's through), after which the suite holds no fact the
+// report could count.
+type storedBlob struct {
+	digest  events.Digest
+	through uint64
 }
 
 // errNotOnlyReports stops storedReport's read at the first fact that is
@@ -45,7 +52,7 @@ func finalReport(ctx context.Context, b *bus.Bus, suite string, withVetoes bool,
 var errNotOnlyReports = errors.New("a fact of the suite follows the report's")
 
 // storedReport returns the report blob the suite's newest suite.reported
-// names, decoded, with that blob's digest, when nothing the report could
+// names, decoded, with that blob's digest and through, when nothing the report could
 // count was committed after the facts it folded: every fact of the suite
 // after its through is a suite.reported (which no report counts). It
 // reads the suite's facts after through, not the suite. The digest is ""
@@ -54,10 +61,10 @@ var errNotOnlyReports = errors.New("a fact of the suite follows the report's")
 // owed after the report, a regrade: the meter reports again, or the
 // rebuild counts it), or when the blob does not encode back to its own
 // bytes (a report this build does not decode whole).
-func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool, spool io.Writer) (measure.Report, events.Digest, error) {
+func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*measure.AttemptRow) bool, spool io.Writer) (measure.Report, storedBlob, error) {
 	scope, err := b.LoadRun(ctx, suite, events.SuiteScope)
 	if err != nil {
-		return measure.Report{}, "", fmt.Errorf("the suite's reports: %w", err)
+		return measure.Report{}, storedBlob{}, fmt.Errorf("the suite's reports: %w", err)
 	}
 	var newest events.SuiteReported
 	var at uint64
@@ -69,7 +76,7 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*meas
 		}
 	}
 	if at == 0 || newest.Through == 0 || newest.Through >= at {
-		return measure.Report{}, "", nil
+		return measure.Report{}, storedBlob{}, nil
 	}
 	_, err = b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite), FromSeq: newest.Through + 1}, func(raw bus.Raw) error {
 		if _, run, kind, err := events.ParseFactSubject(raw.Subject); err != nil || run != events.SuiteScope || kind != events.KindSuiteReported {
@@ -79,18 +86,18 @@ func storedReport(ctx context.Context, b *bus.Bus, suite string, keep func(*meas
 	})
 	switch {
 	case errors.Is(err, errNotOnlyReports):
-		return measure.Report{}, "", nil
+		return measure.Report{}, storedBlob{}, nil
 	case err != nil:
-		return measure.Report{}, "", fmt.Errorf("the suite after its report: %w", err)
+		return measure.Report{}, storedBlob{}, fmt.Errorf("the suite after its report: %w", err)
 	}
 	r, ok, err := readStoredReportSpooling(ctx, b, newest.ReportDigest, keep, spool)
 	switch {
 	case err != nil:
-		return measure.Report{}, "", fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
+		return measure.Report{}, storedBlob{}, fmt.Errorf("the report blob %s: %w", newest.ReportDigest, err)
 	case !ok:
-		return measure.Report{}, "", nil
+		return measure.Report{}, storedBlob{}, nil
 	}
-	return r, newest.ReportDigest, nil
+	return r, storedBlob{digest: newest.ReportDigest, through: newest.Through}, nil
 }
 
 // readStoredReport decodes the report blob named d (measure.WriteJSON's

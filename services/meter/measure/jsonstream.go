@@ -145,6 +145,14 @@ func ReadJSONKeeping(r io.Reader, keep func(*AttemptRow) bool) (Report, events.D
 	return decodeJSON(r, keep, true)
 }
 
+// ReadJSONRows decodes a report's JSON as ReadJSON does, handing each
+// attempt row to each as it is read and holding none: a writer of the
+// rows (JUnitWriter) needs one at a time.
+func ReadJSONRows(r io.Reader, each func(*AttemptRow)) (Report, error) {
+	rep, _, err := decodeJSON(r, func(a *AttemptRow) bool { each(a); return false }, false)
+	return rep, err
+}
+
 // KeptForTheTable says whether a row is one the table of a report reads
 // (WriteTable, Whys, ControlLines): a harness error, an excluded attempt,
 // an attempt never run. Every figure else is in the report's treatments.
