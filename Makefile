@@ -31,9 +31,22 @@ vet:
 # The tools the tests need come first: installed from Debian when this may
 # (root, or sudo without a password), otherwise make stops here, before any
 # test runs, naming each missing tool and the command that installs it.
+#
+# go test starts packages in the order it is given them, two at a time on
+# a 2-core machine, and three packages take two thirds of the tests' CPU
+# (integration ~450 s, cmd/factline ~300 s, services/runner ~180 s, each
+# about one core): named first, they start at once and the short packages
+# fill the other core around them, instead of the runner's tests running
+# alone at the end (docs/operations.md#how-long-make-test-takes). The
+# binary several packages' tests build (internal/testutil.GoBuild, same
+# flags) is compiled once before them: on a fresh machine's empty build
+# cache each test process would otherwise compile it in parallel with the
+# others, the same work two or three times over.
+LONG_PKGS := ./integration ./cmd/factline ./services/runner
 test: test-deps
 	$(MAKE) --no-print-directory vet fmt-check
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) build -buildvcs=false -o /dev/null ./cmd/factline
+	$(GO) test -race -count=1 -timeout 30m $(LONG_PKGS) $(PKGS)
 
 test-deps:
 	@scripts/test-deps

@@ -1,59 +1,28 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/testutil"
 )
 
-// A standalone NATS server for the fault tests that restart it: no
-// nats-server binary is installed here, so the test binary itself, run
-// again with natsdEnv set, serves the embedded server as a process of its
-// own (what `nats-server -js -sd DIR` is in ops/nats/factline.conf's
-// deployment), which a test SIGTERMs or SIGKILLs and starts again on the
-// same store.
-const natsdEnv = "FACTLINE_TEST_NATSD" // STORE_DIR,HOST:PORT
-
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(natsdEnv); spec != "" {
-		os.Exit(serveNatsd(spec))
-	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testutil.RemoveBuilt()
+	os.Exit(code)
 }
 
-// serveNatsd runs the server until SIGTERM or SIGINT, then shuts it down
-// as nats-server does (flushing its stores).
-func serveNatsd(spec string) int {
-	dir, listen, ok := strings.Cut(spec, ",")
-	if !ok {
-		fmt.Fprintf(os.Stderr, "%s: want STORE_DIR,HOST:PORT, got %q\n", natsdEnv, spec)
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Listen: listen, Durability: bus.SyncInterval})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "natsd listening on %s, store %s\n", listen, dir)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	<-sigs
-	srv.Shutdown()
-	return 0
-}
-
-// natsd is a standalone server process on a fixed loopback port and store.
+// natsd is a standalone server process on a fixed loopback port and store
+// (internal/testutil/natsd: what `nats-server -js -sd DIR` is in
+// ops/nats/factline.conf's deployment), which a test SIGTERMs or SIGKILLs
+// and starts again on the same store.
 type natsd struct {
 	t      *testing.T
 	store  string
@@ -85,8 +54,12 @@ func (d *natsd) url() string { return "nats://" + d.listen }
 func (d *natsd) start() {
 	d.t.Helper()
 	d.mu.Lock()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), natsdEnv+"="+d.store+","+d.listen)
+	bin, err := testutil.NatsdBinary()
+	if err != nil {
+		d.mu.Unlock()
+		d.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-store", d.store, "-listen", d.listen)
 	cmd.Stdout, cmd.Stderr = d.logs, d.logs
 	if err := cmd.Start(); err != nil {
 		d.mu.Unlock()
@@ -106,7 +79,7 @@ func (d *natsd) start() {
 	}
 }
 
-func (d *natsd) countListening() int { return strings.Count(d.logs.String(), "natsd listening on") }
+func (d *natsd) countListening() int { return strings.Count(d.logs.String(), testutil.NatsdListening) }
 
 // stop signals the server and waits for it to exit.
 func (d *natsd) stop(sig syscall.Signal) {
