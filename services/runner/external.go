@@ -119,8 +119,13 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 		}
 	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
+	watchCtx, unwatch := context.WithCancel(agentCtx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); x.endOnFinish(watchCtx) }()
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
 		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
+	unwatch()
+	<-watched
 	stop()
 	// A call in flight finishes recording its turn before the attempt
 	// reads how the agent's run went.
@@ -200,6 +205,53 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 		return models.Reply{}, refusalOf(end)
 	}
 	return reply, nil
+}
+
+// endOnFinish ends the agent once the stop decider finishes the run on
+// one of its turns. The agent is otherwise ended only at its next call:
+// one that answered and then neither calls again nor exits (it waits on
+// a child, a socket, a flush) would run on until the wall-time budget
+// passed, which ended a run the decider had finished as exhausted, or,
+// without a wall budget, kept the run open for good. It returns when ctx
+// ends (the agent exited) or once it has ended the agent.
+func (x *agentRun) endOnFinish(ctx context.Context) {
+	a := x.a
+	wake, unsubscribe, err := a.svc.bus.WakeOn(a.suite, a.run, events.KindStopDecided)
+	if err != nil {
+		// The agent is still ended at its next call or by the wall budget.
+		a.svc.log.Warn("external agent: cannot watch stop decisions", "suite", a.suite, "run", a.run, "err", err)
+		return
+	}
+	defer unsubscribe()
+	// A wake is only a hint (the stream may serve the decision a moment
+	// later), so the log is read again on a timer as well.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+		// The run cache, not a.load: the attempt's own bookkeeping belongs
+		// to the calls, which run on other goroutines.
+		log, err := a.svc.runs.Load(ctx, a.suite, a.run)
+		if err != nil {
+			continue
+		}
+		next, end := step.ReadProgress(log.Facts()).Next()
+		if next != step.End {
+			continue
+		}
+		x.mu.Lock()
+		if x.err == nil && !x.end.Ends() {
+			x.end = end
+			x.stop()
+		}
+		x.mu.Unlock()
+		return
+	}
 }
 
 // refusalOf is the error an agent is answered with when its call ends the

@@ -370,3 +370,40 @@ func TestExternalAgentStopDecisionEndsTheAgent(t *testing.T) {
 		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
 	}
 }
+
+// An agent that answers and then does not exit (it waits on a child, a
+// socket, a telemetry flush) is ended by the stop decision on its answer,
+// not left running until the wall-time budget passes, which would end a
+// run the decider had already finished as exhausted instead (and, without
+// a wall budget, never end it). Found by a user's own agent that slept
+// after its last answer: its run, decided done, ended wall_time_limit.
+func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t)
+	bin := buildAgent(t)
+	// The wall budget is far longer than the run needs: the old runner
+	// waited it out and ended the run exhausted.
+	c := fixtureCase(t, "{steps: 10, wall: 90s}")
+	script := "turns:\n  - text: answer.txt is fine as it is.\n"
+	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, script, bin, "--linger", "10m", "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
+	must(t, err)
+	must(t, fleettest.Request(e.ctx, e.b, "suite", "ext-linger", p, 1))
+	pid := agentPID(t, e)
+	log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ext-linger")
+	must(t, err)
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s (%s), want done as the stand-in decider decided on the agent's answer", end.Status, end.Reason)
+	}
+	decided := 0
+	for _, f := range log.Facts() {
+		if _, ok := f.Body.(events.StopDecided); ok {
+			decided++
+		}
+	}
+	if decided != 1 {
+		t.Fatalf("%d stop decisions, want the one on the agent's answer", decided)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
+	}
+}
