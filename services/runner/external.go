@@ -397,13 +397,38 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 // agentRunnableScript says, as the attempt's user in its workspace, why
 // the command $c (set before it) cannot be run, exiting 1; it prints nothing when it can.
 // A path whose directories the user may not search looks like no file at
-// all (EACCES), so the message names both.
+// all (EACCES), so the message names both. A script is run by the
+// interpreter its #! line names (directly, or found in PATH by env), which
+// the user must be able to run as well: a python of a venv below root's
+// home otherwise made the agent exit 126, graded as the agent's failure.
 const agentRunnableScript = `case $c in
 */*) p=$c ;;
 *) p=$(command -v -- "$c") || { echo "$c: not found in PATH ($PATH) of the attempt's user"; exit 1; } ;;
 esac
 [ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
-[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }`
+[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }
+{ h=$(head -c 2 -- "$p"); } 2>/dev/null
+[ "$h" = '#!' ] || exit 0
+{ IFS= read -r l < "$p"; } 2>/dev/null
+set -f; set -- ${l#??}; set +f
+[ $# -gt 0 ] || exit 0
+i=$1
+[ -e "$i" ] || { echo "$p: its interpreter $i (#! line): no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
+[ -f "$i" ] && [ -x "$i" ] || { echo "$p: its interpreter $i (#! line): not executable by the attempt's user (uid $(id -u))"; exit 1; }
+[ "${i##*/}" = env ] || exit 0
+shift
+while [ $# -gt 0 ]; do
+  case $1 in
+  -u|--unset|-C|--chdir) shift 2 ;;
+  -*|*=*) shift ;;
+  *) break ;;
+  esac
+done
+[ $# -gt 0 ] || exit 0
+case $1 in
+*/*) [ -f "$1" ] && [ -x "$1" ] || { echo "$p: its interpreter $1 (#! line, through env): no such file, not executable, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; } ;;
+*) command -v -- "$1" >/dev/null || { echo "$p: its interpreter $1 (#! line, through env): not found in PATH ($PATH) of the attempt's user (uid $(id -u))"; exit 1; } ;;
+esac`
 
 // agentRunnable checks, contained as the agent will run, that its command
 // can be run: "" when it can, otherwise why not, naming the command. An
