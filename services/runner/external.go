@@ -401,11 +401,21 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 // interpreter its #! line names (directly, or found in PATH by env), which
 // the user must be able to run as well: a python of a venv below root's
 // home otherwise made the agent exit 126, graded as the agent's failure.
-const agentRunnableScript = `case $c in
+// On the host, with the attempt's own /tmp ($host set), a path below
+// /tmp, /var/tmp or /dev/shm is missing because the attempt has its own:
+// the message says so, since the user sees the file there.
+const agentRunnableScript = `private() {
+  [ -n "$host" ] || return 0
+  case $1 in
+  /tmp/*) d=/tmp ;; /var/tmp/*) d=/var/tmp ;; /dev/shm/*) d=/dev/shm ;; *) return 0 ;;
+  esac
+  echo "; $d is private to each attempt (a directory of its own), so nothing the host keeps below it is there: install the agent where every uid may read it, such as /usr/local/lib (docs/agents.md)"
+}
+case $c in
 */*) p=$c ;;
 *) p=$(command -v -- "$c") || { echo "$c: not found in PATH ($PATH) of the attempt's user"; exit 1; } ;;
 esac
-[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
+[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$p")"; exit 1; }
 [ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }
 { h=$(head -c 2 -- "$p"); } 2>/dev/null
 [ "$h" = '#!' ] || exit 0
@@ -413,7 +423,7 @@ esac
 set -f; set -- ${l#??}; set +f
 [ $# -gt 0 ] || exit 0
 i=$1
-[ -e "$i" ] || { echo "$p: its interpreter $i (#! line): no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
+[ -e "$i" ] || { echo "$p: its interpreter $i (#! line): no such file, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$i")"; exit 1; }
 [ -f "$i" ] && [ -x "$i" ] || { echo "$p: its interpreter $i (#! line): not executable by the attempt's user (uid $(id -u))"; exit 1; }
 [ "${i##*/}" = env ] || exit 0
 shift
@@ -426,7 +436,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || exit 0
 case $1 in
-*/*) [ -f "$1" ] && [ -x "$1" ] || { echo "$p: its interpreter $1 (#! line, through env): no such file, not executable, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; } ;;
+*/*) [ -f "$1" ] && [ -x "$1" ] || { echo "$p: its interpreter $1 (#! line, through env): no such file, not executable, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$1")"; exit 1; } ;;
 *) command -v -- "$1" >/dev/null || { echo "$p: its interpreter $1 (#! line, through env): not found in PATH ($PATH) of the attempt's user (uid $(id -u))"; exit 1; } ;;
 esac`
 
@@ -435,7 +445,11 @@ esac`
 // agent the attempt's user cannot reach (below root's 0700 home, say)
 // would otherwise exit 126 with nothing said but the status.
 func (a *attempt) agentRunnable(ctx context.Context, command string, env []string) string {
-	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "c=" + shellQuote([]string{command}) + "\n" + agentRunnableScript, Dir: a.ws.Root(), Env: env,
+	script := "c=" + shellQuote([]string{command}) + "\n"
+	if tmp, _ := a.env.Sandbox.Record().Feature(sandbox.FeaturePrivateTmp); !a.env.Sandbox.Container() && tmp.State == events.ContainmentActive {
+		script += "host=1\n"
+	}
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: script + agentRunnableScript, Dir: a.ws.Root(), Env: env,
 		Timeout: agentVersionTimeout, OutputCap: 2048, HostNetwork: true, NoAddressSpaceLimit: true})
 	switch {
 	case err != nil:

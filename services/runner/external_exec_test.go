@@ -101,3 +101,41 @@ func TestExternalAgentScriptWhoseInterpreterTheUserCannotRunEndsNamingIt(t *test
 		t.Errorf("%s: ended %s (%s), want incomplete %s: its interpreter is bash, which the user may run", fine, end.Status, end.Reason, runner.ReasonAgentExited)
 	}
 }
+
+// An agent (or its #! interpreter) below /tmp, where a new user's scratch
+// directory usually is, exists for the runner but not for the attempt,
+// whose /tmp is a directory of its own: the reason says so, and where to
+// put the agent instead, rather than only "no such file" for a file the
+// user can see.
+func TestExternalAgentBelowTmpEndsSayingTmpIsPrivate(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only then does the attempt get a /tmp of its own")
+	}
+	e, _ := startWith(t)
+	scratch, err := os.MkdirTemp("/tmp", "factline-scratch-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(scratch) })
+	must(t, os.Chmod(scratch, 0o755))
+	inTmp := filepath.Join(scratch, "agent.py")
+	must(t, os.WriteFile(inTmp, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	python := filepath.Join(scratch, "venv", "bin", "python3")
+	must(t, os.MkdirAll(filepath.Dir(python), 0o755))
+	must(t, os.WriteFile(python, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-venv-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	venvAgent := filepath.Join(dir, "agent.py")
+	must(t, os.WriteFile(venvAgent, []byte("#!"+python+"\nexit 0\n"), 0o755))
+	const hint = "/tmp is private to each attempt"
+	for i, c := range []struct{ cmd, want string }{
+		{inTmp, inTmp + ": no such file"},
+		{venvAgent, venvAgent + ": its interpreter " + python + " (#! line): no such file"},
+	} {
+		_, end := e.runAgent(fixtureCase(t, "{steps: 4}"), agentTreatment(t, fixScript, c.cmd, "{{.Instruction}}"), "ext-tmp-"+string(rune('a'+i)))
+		if end.Status != events.RunErrored || !strings.Contains(end.Reason, c.want) || !strings.Contains(end.Reason, hint) {
+			t.Errorf("%s: ended %s (%s), want errored naming %q and saying %q", c.cmd, end.Status, end.Reason, c.want, hint)
+		}
+	}
+}
