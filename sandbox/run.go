@@ -41,6 +41,14 @@ type Command struct {
 	// more address space than it uses (WebAssembly's guard regions), so a
 	// Node.js agent cannot even make an HTTP request under it.
 	NoAddressSpaceLimit bool
+	// EndsAtExit ends the command when its process exits, even while a
+	// process it left running holds the output open (which is then
+	// killed, as always): for an external agent, whose exit is its end,
+	// and whose dev server or build left running in the background would
+	// otherwise keep the attempt open until its wall-time budget passed.
+	// Without it a command ends once its output is closed too, as a shell
+	// capturing its output would wait.
+	EndsAtExit bool
 }
 
 // Result is how a contained command ended.
@@ -113,7 +121,7 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	if cmd.Stdin != "" {
 		proc.Stdin = strings.NewReader(cmd.Stdin)
 	}
-	sv, err := supervise(ctx, proc, cmd.OutputCap, start(proc), func() {
+	sv, err := supervise(ctx, proc, cmd.OutputCap, cmd.EndsAtExit, start(proc), func() {
 		// Whatever the command left running goes too. The session
 		// leader's pid is its process group: kill the group, not just
 		// bash, and then whatever else the sandbox's user runs.

@@ -53,3 +53,21 @@ func TestRunContract(t *testing.T) {
 		t.Fatalf("a command that cannot start: %v", err)
 	}
 }
+
+// With EndsAtExit a command ends when its process exits, though a child
+// it left in the background still holds the output open: what it printed
+// before is kept, and the child is killed with its process group. Without
+// it the command waits for the output to close, here until its timeout.
+func TestRunEndsAtExitDespiteAChildHoldingTheOutput(t *testing.T) {
+	var sb *Sandbox
+	dir := t.TempDir()
+	script := `sleep 600 & echo started; exit 4`
+	res, err := sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: 2 * time.Minute, OutputCap: 4096, EndsAtExit: true})
+	if err != nil || res.TimedOut || res.ExitCode != 4 || !strings.Contains(res.Output, "started") {
+		t.Fatalf("ends at exit: %v %+v, want exit 4 with its output, not timed out", err, res)
+	}
+	res, err = sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: time.Second, OutputCap: 4096})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("without EndsAtExit: %v %+v, want the command held open by its child's output until the timeout", err, res)
+	}
+}

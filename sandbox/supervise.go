@@ -19,7 +19,8 @@ type supervised struct {
 // supervise starts proc with its output on a pipe of our own (not exec's:
 // Wait must not hang on a process that left the session and still holds
 // the output open), collects up to outCap bytes of it, and waits until the
-// process has exited and the output closed, or ctx ends. Then kill removes
+// process has exited and the output closed (with atExit, only until the
+// process has exited), or ctx ends. Then kill removes
 // whatever the command left running (both backends kill the process group
 // and the sandbox user's other processes, in their own order), and the
 // output is drained for at most two seconds: a process that escaped even
@@ -28,7 +29,7 @@ type supervised struct {
 //
 // start, when not nil, starts proc (on the thread of the attempt's mount
 // namespace); nil is proc.Start.
-func supervise(ctx context.Context, proc *exec.Cmd, outCap int, start func() error, kill func()) (supervised, error) {
+func supervise(ctx context.Context, proc *exec.Cmd, outCap int, atExit bool, start func() error, kill func()) (supervised, error) {
 	out := &capBuffer{max: max(outCap, 0)}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -51,7 +52,7 @@ func supervise(ctx context.Context, proc *exec.Cmd, outCap int, start func() err
 	go func() { exited <- proc.Wait() }()
 
 	var s supervised
-	for done := false; !done; done = s.timedOut || (exited == nil && copied == nil) {
+	for done := false; !done; done = s.timedOut || (exited == nil && (copied == nil || atExit)) {
 		select {
 		case s.waitErr = <-exited:
 			exited = nil

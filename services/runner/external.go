@@ -123,7 +123,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	watched := make(chan struct{})
 	go func() { defer close(watched); x.endOnFinish(watchCtx) }()
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
-		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
+		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true, EndsAtExit: true})
 	unwatch()
 	<-watched
 	stop()

@@ -407,3 +407,29 @@ func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
 		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
 	}
 }
+
+// An agent that exits leaving a process of its own running with the
+// agent's output still open (a dev server, a language server, a build
+// started with &) has ended: the run ends agent_exited and what it left is
+// killed, rather than the runner waiting for the output to close until the
+// wall-time budget passes (which ended the run exhausted) or, without one,
+// for good. (That the sandbox kills what a command left is its own
+// tests'.) Found by a user's agent that started `sleep` in the
+// background and exited 0.
+func TestExternalAgentThatExitsLeavingAChildHoldingItsOutputHasExited(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t)
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-leaver-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	agent := filepath.Join(dir, "agent")
+	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nsleep 600 &\necho started a child\nexit 0\n"), 0o755))
+	// The wall budget is far longer than the run needs: the old runner
+	// waited it out and ended the run exhausted.
+	c := fixtureCase(t, "{steps: 4, wall: 90s}")
+	_, end := e.runAgent(c, agentTreatment(t, fixScript, agent, "{{.Instruction}}"), "ext-leaver")
+	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonAgentExited {
+		t.Fatalf("ended %s (%s), want incomplete %s: the agent exited by itself", end.Status, end.Reason, runner.ReasonAgentExited)
+	}
+}
