@@ -36,7 +36,8 @@ const (
 // marker ("[redacted:agent_token]").
 const AgentTokenSecret = "agent_token"
 
-// agentOutputCap bounds the agent's output kept for the runner's log.
+// agentOutputCap bounds the agent's output kept for the runner's log: its
+// last bytes, where a failing agent's traceback is.
 const agentOutputCap = 64 << 10
 
 // ContextPolicyAgent is the policy turn.started names for an external
@@ -123,7 +124,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	watched := make(chan struct{})
 	go func() { defer close(watched); x.endOnFinish(watchCtx) }()
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
-		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true, EndsAtExit: true})
+		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true, EndsAtExit: true, KeepLast: true})
 	unwatch()
 	<-watched
 	stop()

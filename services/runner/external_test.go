@@ -433,3 +433,31 @@ func TestExternalAgentThatExitsLeavingAChildHoldingItsOutputHasExited(t *testing
 		t.Fatalf("ended %s (%s), want incomplete %s: the agent exited by itself", end.Status, end.Reason, runner.ReasonAgentExited)
 	}
 }
+
+// What an agent that failed printed last, the traceback it died with, is
+// on the runner's log line for it, though the agent printed far more than
+// is kept before it: the runner keeps the end of the agent's output, not
+// its start (which held only progress lines).
+func TestExternalAgentThatFailsAfterMuchOutputLogsItsLastWords(t *testing.T) {
+	t.Parallel()
+	e, logs := startWith(t)
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-talker-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	agent := filepath.Join(dir, "agent")
+	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nfor i in $(seq 1 20000); do echo progress line $i; done\necho 'RuntimeError: the real reason the agent died' >&2\nexit 1\n"), 0o755))
+	_, end := e.runAgent(fixtureCase(t, "{steps: 4}"), agentTreatment(t, fixScript, agent, "{{.Instruction}}"), "ext-talker")
+	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonAgentExited+": exit status 1" {
+		t.Fatalf("ended %s (%s), want incomplete %s: exit status 1", end.Status, end.Reason, runner.ReasonAgentExited)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, "external agent ended") && strings.Contains(l, "run=ext-talker") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "the real reason the agent died") || !strings.Contains(line, "progress line 20000") {
+		t.Fatalf("the runner's line on the agent lacks its last words: %.600s", line)
+	}
+}
