@@ -43,7 +43,7 @@ func (s *Sandbox) runInContainer(ctx context.Context, cmd Command) (Result, erro
 	// The engine's client leads a session of its own, so that it and any
 	// helper it forked go together.
 	proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	sv, err := supervise(ctx, proc, cmd.OutputCap, nil, func() {
+	sv, err := supervise(ctx, proc, cmd.OutputCap, cmd.KeepLast, cmd.EndsAtExit, nil, func() {
 		// Kill first what runs in the container, then the engine's
 		// client, which then sees its exec end.
 		s.sweep(context.WithoutCancel(ctx))

@@ -41,6 +41,19 @@ type Command struct {
 	// more address space than it uses (WebAssembly's guard regions), so a
 	// Node.js agent cannot even make an HTTP request under it.
 	NoAddressSpaceLimit bool
+	// EndsAtExit ends the command when its process exits, even while a
+	// process it left running holds the output open (which is then
+	// killed, as always): for an external agent, whose exit is its end,
+	// and whose dev server or build left running in the background would
+	// otherwise keep the attempt open until its wall-time budget passed.
+	// Without it a command ends once its output is closed too, as a shell
+	// capturing its output would wait.
+	EndsAtExit bool
+	// KeepLast keeps the last OutputCap bytes of the output rather than
+	// the first, marked by a first line saying how many came before: for
+	// an external agent, whose last words (the traceback it died with)
+	// are what its log line is read for.
+	KeepLast bool
 }
 
 // Result is how a contained command ended.
@@ -113,7 +126,7 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	if cmd.Stdin != "" {
 		proc.Stdin = strings.NewReader(cmd.Stdin)
 	}
-	sv, err := supervise(ctx, proc, cmd.OutputCap, start(proc), func() {
+	sv, err := supervise(ctx, proc, cmd.OutputCap, cmd.KeepLast, cmd.EndsAtExit, start(proc), func() {
 		// Whatever the command left running goes too. The session
 		// leader's pid is its process group: kill the group, not just
 		// bash, and then whatever else the sandbox's user runs.
@@ -145,11 +158,13 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	return res, nil
 }
 
-// capBuffer keeps the first max bytes written to it and counts the rest.
+// capBuffer keeps the first max bytes written to it (with last, the last
+// max) and counts the rest.
 type capBuffer struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	max     int
+	last    bool
 	dropped int
 }
 
@@ -157,6 +172,19 @@ type capBuffer struct {
 func (c *capBuffer) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.last {
+		n, kept := len(p), p
+		if n > c.max {
+			c.dropped += n - c.max
+			kept = p[n-c.max:]
+		}
+		c.buf.Write(kept)
+		if over := c.buf.Len() - c.max; over > 0 {
+			c.buf.Next(over)
+			c.dropped += over
+		}
+		return n, nil
+	}
 	room := c.max - c.buf.Len()
 	if room >= len(p) {
 		c.buf.Write(p)
@@ -173,6 +201,9 @@ func (c *capBuffer) result() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.buf.String()
+	if c.dropped > 0 && c.last {
+		return fmt.Sprintf("[output cut: %d earlier bytes not shown]\n", c.dropped) + s, true
+	}
 	if c.dropped > 0 {
 		return s + fmt.Sprintf("\n[output cut: %d more bytes not shown]", c.dropped), true
 	}

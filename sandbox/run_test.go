@@ -53,3 +53,39 @@ func TestRunContract(t *testing.T) {
 		t.Fatalf("a command that cannot start: %v", err)
 	}
 }
+
+// With EndsAtExit a command ends when its process exits, though a child
+// it left in the background still holds the output open: what it printed
+// before is kept, and the child is killed with its process group. Without
+// it the command waits for the output to close, here until its timeout.
+func TestRunEndsAtExitDespiteAChildHoldingTheOutput(t *testing.T) {
+	var sb *Sandbox
+	dir := t.TempDir()
+	script := `sleep 600 & echo started; exit 4`
+	res, err := sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: 2 * time.Minute, OutputCap: 4096, EndsAtExit: true})
+	if err != nil || res.TimedOut || res.ExitCode != 4 || !strings.Contains(res.Output, "started") {
+		t.Fatalf("ends at exit: %v %+v, want exit 4 with its output, not timed out", err, res)
+	}
+	res, err = sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: time.Second, OutputCap: 4096})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("without EndsAtExit: %v %+v, want the command held open by its child's output until the timeout", err, res)
+	}
+}
+
+// With KeepLast the output kept is its end, where a program's last words
+// are, after a first line counting what came before; without it, its
+// start, as before.
+func TestRunKeepLastKeepsTheEndOfTheOutput(t *testing.T) {
+	var sb *Sandbox
+	dir := t.TempDir()
+	script := `head -c 10000 /dev/zero | tr '\0' a; echo; echo the last words >&2; exit 1`
+	res, err := sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: time.Minute, OutputCap: 100, KeepLast: true})
+	if err != nil || res.ExitCode != 1 || !res.Truncated || !strings.HasSuffix(res.Output, "\nthe last words\n") ||
+		!strings.HasPrefix(res.Output, "[output cut: 9916 earlier bytes not shown]\n") || len(res.Output) != 100+len("[output cut: 9916 earlier bytes not shown]\n") {
+		t.Fatalf("keep last: %v %+v", err, res)
+	}
+	res, err = sb.Run(context.Background(), Command{Script: script, Dir: dir, Timeout: time.Minute, OutputCap: 100})
+	if err != nil || !strings.HasPrefix(res.Output, strings.Repeat("a", 100)+"\n[output cut: ") || strings.Contains(res.Output, "last words") {
+		t.Fatalf("keep first: %v %+v", err, res)
+	}
+}

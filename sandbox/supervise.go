@@ -18,9 +18,10 @@ type supervised struct {
 
 // supervise starts proc with its output on a pipe of our own (not exec's:
 // Wait must not hang on a process that left the session and still holds
-// the output open), collects up to outCap bytes of it, and waits until the
-// process has exited and the output closed, or ctx ends. Then kill removes
-// whatever the command left running (both backends kill the process group
+// the output open), collects up to outCap bytes of it (the first, or with
+// keepLast the last), and waits until the process has exited and the
+// output closed (with atExit, only until the process has exited), or ctx
+// ends. Then kill removes whatever the command left running (both backends kill the process group
 // and the sandbox user's other processes, in their own order), and the
 // output is drained for at most two seconds: a process that escaped even
 // the kill cannot keep the call open. An error is returned only when proc
@@ -28,8 +29,8 @@ type supervised struct {
 //
 // start, when not nil, starts proc (on the thread of the attempt's mount
 // namespace); nil is proc.Start.
-func supervise(ctx context.Context, proc *exec.Cmd, outCap int, start func() error, kill func()) (supervised, error) {
-	out := &capBuffer{max: max(outCap, 0)}
+func supervise(ctx context.Context, proc *exec.Cmd, outCap int, keepLast, atExit bool, start func() error, kill func()) (supervised, error) {
+	out := &capBuffer{max: max(outCap, 0), last: keepLast}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return supervised{}, err
@@ -51,7 +52,7 @@ func supervise(ctx context.Context, proc *exec.Cmd, outCap int, start func() err
 	go func() { exited <- proc.Wait() }()
 
 	var s supervised
-	for done := false; !done; done = s.timedOut || (exited == nil && copied == nil) {
+	for done := false; !done; done = s.timedOut || (exited == nil && (copied == nil || atExit)) {
 		select {
 		case s.waitErr = <-exited:
 			exited = nil

@@ -36,7 +36,8 @@ const (
 // marker ("[redacted:agent_token]").
 const AgentTokenSecret = "agent_token"
 
-// agentOutputCap bounds the agent's output kept for the runner's log.
+// agentOutputCap bounds the agent's output kept for the runner's log: its
+// last bytes, where a failing agent's traceback is.
 const agentOutputCap = 64 << 10
 
 // ContextPolicyAgent is the policy turn.started names for an external
@@ -119,8 +120,13 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 		}
 	}
 	a.status("agent", map[string]any{"command": r.Argv[0]})
+	watchCtx, unwatch := context.WithCancel(agentCtx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); x.endOnFinish(watchCtx) }()
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
-		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true})
+		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true, EndsAtExit: true, KeepLast: true})
+	unwatch()
+	<-watched
 	stop()
 	// A call in flight finishes recording its turn before the attempt
 	// reads how the agent's run went.
@@ -200,6 +206,53 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 		return models.Reply{}, refusalOf(end)
 	}
 	return reply, nil
+}
+
+// endOnFinish ends the agent once the stop decider finishes the run on
+// one of its turns. The agent is otherwise ended only at its next call:
+// one that answered and then neither calls again nor exits (it waits on
+// a child, a socket, a flush) would run on until the wall-time budget
+// passed, which ended a run the decider had finished as exhausted, or,
+// without a wall budget, kept the run open for good. It returns when ctx
+// ends (the agent exited) or once it has ended the agent.
+func (x *agentRun) endOnFinish(ctx context.Context) {
+	a := x.a
+	wake, unsubscribe, err := a.svc.bus.WakeOn(a.suite, a.run, events.KindStopDecided)
+	if err != nil {
+		// The agent is still ended at its next call or by the wall budget.
+		a.svc.log.Warn("external agent: cannot watch stop decisions", "suite", a.suite, "run", a.run, "err", err)
+		return
+	}
+	defer unsubscribe()
+	// A wake is only a hint (the stream may serve the decision a moment
+	// later), so the log is read again on a timer as well.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+		// The run cache, not a.load: the attempt's own bookkeeping belongs
+		// to the calls, which run on other goroutines.
+		log, err := a.svc.runs.Load(ctx, a.suite, a.run)
+		if err != nil {
+			continue
+		}
+		next, end := step.ReadProgress(log.Facts()).Next()
+		if next != step.End {
+			continue
+		}
+		x.mu.Lock()
+		if x.err == nil && !x.end.Ends() {
+			x.end = end
+			x.stop()
+		}
+		x.mu.Unlock()
+		return
+	}
 }
 
 // refusalOf is the error an agent is answered with when its call ends the
@@ -345,20 +398,59 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 // agentRunnableScript says, as the attempt's user in its workspace, why
 // the command $c (set before it) cannot be run, exiting 1; it prints nothing when it can.
 // A path whose directories the user may not search looks like no file at
-// all (EACCES), so the message names both.
-const agentRunnableScript = `case $c in
+// all (EACCES), so the message names both. A script is run by the
+// interpreter its #! line names (directly, or found in PATH by env), which
+// the user must be able to run as well: a python of a venv below root's
+// home otherwise made the agent exit 126, graded as the agent's failure.
+// On the host, with the attempt's own /tmp ($host set), a path below
+// /tmp, /var/tmp or /dev/shm is missing because the attempt has its own:
+// the message says so, since the user sees the file there.
+const agentRunnableScript = `private() {
+  [ -n "$host" ] || return 0
+  case $1 in
+  /tmp/*) d=/tmp ;; /var/tmp/*) d=/var/tmp ;; /dev/shm/*) d=/dev/shm ;; *) return 0 ;;
+  esac
+  echo "; $d is private to each attempt (a directory of its own), so nothing the host keeps below it is there: install the agent where every uid may read it, such as /usr/local/lib (docs/agents.md)"
+}
+case $c in
 */*) p=$c ;;
 *) p=$(command -v -- "$c") || { echo "$c: not found in PATH ($PATH) of the attempt's user"; exit 1; } ;;
 esac
-[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))"; exit 1; }
-[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }`
+[ -e "$p" ] || { echo "$p: no such file, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$p")"; exit 1; }
+[ -f "$p" ] && [ -x "$p" ] || { echo "$p: not executable by the attempt's user (uid $(id -u))"; exit 1; }
+{ h=$(head -c 2 -- "$p"); } 2>/dev/null
+[ "$h" = '#!' ] || exit 0
+{ IFS= read -r l < "$p"; } 2>/dev/null
+set -f; set -- ${l#??}; set +f
+[ $# -gt 0 ] || exit 0
+i=$1
+[ -e "$i" ] || { echo "$p: its interpreter $i (#! line): no such file, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$i")"; exit 1; }
+[ -f "$i" ] && [ -x "$i" ] || { echo "$p: its interpreter $i (#! line): not executable by the attempt's user (uid $(id -u))"; exit 1; }
+[ "${i##*/}" = env ] || exit 0
+shift
+while [ $# -gt 0 ]; do
+  case $1 in
+  -u|--unset|-C|--chdir) shift 2 ;;
+  -*|*=*) shift ;;
+  *) break ;;
+  esac
+done
+[ $# -gt 0 ] || exit 0
+case $1 in
+*/*) [ -f "$1" ] && [ -x "$1" ] || { echo "$p: its interpreter $1 (#! line, through env): no such file, not executable, or a directory on its path the attempt's user may not search (uid $(id -u))$(private "$1")"; exit 1; } ;;
+*) command -v -- "$1" >/dev/null || { echo "$p: its interpreter $1 (#! line, through env): not found in PATH ($PATH) of the attempt's user (uid $(id -u))"; exit 1; } ;;
+esac`
 
 // agentRunnable checks, contained as the agent will run, that its command
 // can be run: "" when it can, otherwise why not, naming the command. An
 // agent the attempt's user cannot reach (below root's 0700 home, say)
 // would otherwise exit 126 with nothing said but the status.
 func (a *attempt) agentRunnable(ctx context.Context, command string, env []string) string {
-	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: "c=" + shellQuote([]string{command}) + "\n" + agentRunnableScript, Dir: a.ws.Root(), Env: env,
+	script := "c=" + shellQuote([]string{command}) + "\n"
+	if tmp, _ := a.env.Sandbox.Record().Feature(sandbox.FeaturePrivateTmp); !a.env.Sandbox.Container() && tmp.State == events.ContainmentActive {
+		script += "host=1\n"
+	}
+	res, err := a.env.Sandbox.Run(ctx, sandbox.Command{Script: script + agentRunnableScript, Dir: a.ws.Root(), Env: env,
 		Timeout: agentVersionTimeout, OutputCap: 2048, HostNetwork: true, NoAddressSpaceLimit: true})
 	switch {
 	case err != nil:

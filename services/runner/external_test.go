@@ -370,3 +370,94 @@ func TestExternalAgentStopDecisionEndsTheAgent(t *testing.T) {
 		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
 	}
 }
+
+// An agent that answers and then does not exit (it waits on a child, a
+// socket, a telemetry flush) is ended by the stop decision on its answer,
+// not left running until the wall-time budget passes, which would end a
+// run the decider had already finished as exhausted instead (and, without
+// a wall budget, never end it). Found by a user's own agent that slept
+// after its last answer: its run, decided done, ended wall_time_limit.
+func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t)
+	bin := buildAgent(t)
+	// The wall budget is far longer than the run needs: the old runner
+	// waited it out and ended the run exhausted.
+	c := fixtureCase(t, "{steps: 10, wall: 90s}")
+	script := "turns:\n  - text: answer.txt is fine as it is.\n"
+	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, script, bin, "--linger", "10m", "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
+	must(t, err)
+	must(t, fleettest.Request(e.ctx, e.b, "suite", "ext-linger", p, 1))
+	pid := agentPID(t, e)
+	log, end, err := fleettest.WaitEnded(e.ctx, e.b, "suite", "ext-linger")
+	must(t, err)
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s (%s), want done as the stand-in decider decided on the agent's answer", end.Status, end.Reason)
+	}
+	decided := 0
+	for _, f := range log.Facts() {
+		if _, ok := f.Body.(events.StopDecided); ok {
+			decided++
+		}
+	}
+	if decided != 1 {
+		t.Fatalf("%d stop decisions, want the one on the agent's answer", decided)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
+	}
+}
+
+// An agent that exits leaving a process of its own running with the
+// agent's output still open (a dev server, a language server, a build
+// started with &) has ended: the run ends agent_exited and what it left is
+// killed, rather than the runner waiting for the output to close until the
+// wall-time budget passes (which ended the run exhausted) or, without one,
+// for good. (That the sandbox kills what a command left is its own
+// tests'.) Found by a user's agent that started `sleep` in the
+// background and exited 0.
+func TestExternalAgentThatExitsLeavingAChildHoldingItsOutputHasExited(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t)
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-leaver-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	agent := filepath.Join(dir, "agent")
+	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nsleep 600 &\necho started a child\nexit 0\n"), 0o755))
+	// The wall budget is far longer than the run needs: the old runner
+	// waited it out and ended the run exhausted.
+	c := fixtureCase(t, "{steps: 4, wall: 90s}")
+	_, end := e.runAgent(c, agentTreatment(t, fixScript, agent, "{{.Instruction}}"), "ext-leaver")
+	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonAgentExited {
+		t.Fatalf("ended %s (%s), want incomplete %s: the agent exited by itself", end.Status, end.Reason, runner.ReasonAgentExited)
+	}
+}
+
+// What an agent that failed printed last, the traceback it died with, is
+// on the runner's log line for it, though the agent printed far more than
+// is kept before it: the runner keeps the end of the agent's output, not
+// its start (which held only progress lines).
+func TestExternalAgentThatFailsAfterMuchOutputLogsItsLastWords(t *testing.T) {
+	t.Parallel()
+	e, logs := startWith(t)
+	dir, err := os.MkdirTemp("/usr/local/lib", "factline-talker-")
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	agent := filepath.Join(dir, "agent")
+	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nfor i in $(seq 1 20000); do echo progress line $i; done\necho 'RuntimeError: the real reason the agent died' >&2\nexit 1\n"), 0o755))
+	_, end := e.runAgent(fixtureCase(t, "{steps: 4}"), agentTreatment(t, fixScript, agent, "{{.Instruction}}"), "ext-talker")
+	if end.Status != events.RunIncomplete || end.Reason != runner.ReasonAgentExited+": exit status 1" {
+		t.Fatalf("ended %s (%s), want incomplete %s: exit status 1", end.Status, end.Reason, runner.ReasonAgentExited)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, "external agent ended") && strings.Contains(l, "run=ext-talker") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "the real reason the agent died") || !strings.Contains(line, "progress line 20000") {
+		t.Fatalf("the runner's line on the agent lacks its last words: %.600s", line)
+	}
+}

@@ -5,7 +5,7 @@
 // directory, and stops when a reply asks for no tool. It is no agent
 // anyone else wrote: the example's real agent is an npm package.
 //
-//	miniagent [--stream] [--keep-going] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
+//	miniagent [--stream] [--keep-going] [--linger D] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
 //	miniagent --version
 package main
 
@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // maxCalls bounds the agent's model calls.
@@ -54,6 +55,7 @@ func main() {
 	pidfile := flag.String("pidfile", "", "write the process ID here first")
 	version := flag.Bool("version", false, "print the version and exit")
 	keepGoing := flag.Bool("keep-going", false, "after a reply with no tool call, ask again instead of stopping (until refused)")
+	linger := flag.Duration("linger", 0, "after the final answer, stay alive this long before exiting (an agent that hangs once it has answered)")
 	flag.Parse()
 	if *version {
 		fmt.Println("miniagent 1.0")
@@ -87,6 +89,7 @@ func main() {
 				msgs = append(msgs, message{Role: "user", Content: str("Go on.")})
 				continue
 			}
+			time.Sleep(*linger)
 			return
 		}
 		for _, c := range reply.ToolCalls {
