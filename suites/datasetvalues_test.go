@@ -1,0 +1,43 @@
+package suites
+
+import (
+	"strings"
+	"testing"
+)
+
+// A JSON Lines record keeps its JSON types, so {{yaml .field}} must write
+// an object, an array or a big number as the JSON text the author wrote,
+// never as Go prints the value it was decoded into ("map[x:[1 <nil>]]").
+func TestYAMLWritesAJSONValueAsItsJSONText(t *testing.T) {
+	for _, c := range []struct{ value, want string }{
+		{`{"x": [1, null], "a": "<b>"}`, `{"a":"<b>","x":[1,null]}`},
+		{`[1, 2.50, "three"]`, `[1,2.50,"three"]`},
+		{`123456789012345678901234567890`, `123456789012345678901234567890`},
+		{`true`, `true`},
+		{`"plain: text"`, `plain: text`},
+	} {
+		data := `{"id": "a", "q": ` + c.value + "}\n"
+		s, err := Load(datasetSuite(t, "d.jsonl", data, plainTmpl, "  id: id\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.value, err)
+		}
+		if got := s.Cases[0].Instruction; got != c.want {
+			t.Errorf("{{yaml .q}} of %s wrote %q, want %q", c.value, got, c.want)
+		}
+	}
+}
+
+// A JSON null has no text: writing it as the string "<nil>" would put a
+// word nobody wrote into the case, so it is refused naming the record.
+func TestYAMLRefusesANullNamingTheRecord(t *testing.T) {
+	data := "{\"id\": \"a\", \"q\": \"x\"}\n{\"id\": \"b\", \"q\": null}\n"
+	_, err := Load(datasetSuite(t, "d.jsonl", data, plainTmpl, "  id: id\n"))
+	if err == nil {
+		t.Fatal("a null written with {{yaml .q}} was accepted")
+	}
+	for _, want := range []string{"d.jsonl:2:", ".q", "null"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
