@@ -409,6 +409,12 @@ func datasetCases(d *Dataset, dir, split string, confine cases.Confine) ([]*case
 	if err != nil {
 		return nil, DatasetRef{}, err
 	}
+	if total == 0 {
+		// Said here, not left to the suite's "no case is in split": the
+		// split is not what went wrong, the file is (an export that failed,
+		// the wrong path).
+		return nil, DatasetRef{}, &DataError{File: d.Path, Msg: "holds no records: a dataset needs at least one"}
+	}
 	if res != nil {
 		for _, r := range res.records() {
 			if err := take(r); err != nil {

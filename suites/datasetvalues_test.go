@@ -41,3 +41,29 @@ func TestYAMLRefusesANullNamingTheRecord(t *testing.T) {
 		}
 	}
 }
+
+// An empty data file (a failed export, the wrong path) is named as what
+// it is, not reported as a suite whose split matched no case.
+func TestAnEmptyDataFileIsRefusedAsEmpty(t *testing.T) {
+	for _, c := range []struct{ name, data string }{
+		{"d.jsonl", ""},
+		{"d.jsonl", "\n\n"},
+		{"d.csv", ""},
+		{"d.csv", "id,q\n"},
+	} {
+		_, err := Load(datasetSuite(t, c.name, c.data, plainTmpl, "  id: id\n"))
+		if err == nil || !strings.Contains(err.Error(), "dataset: "+c.name+": holds no records") {
+			t.Errorf("%s %q: got %v, want it named as holding no records", c.name, c.data, err)
+		}
+	}
+}
+
+// When a split field leaves no record, the error says so and how many
+// records the file held, so the author looks at the split, not the file.
+func TestADatasetWithNoRecordOfTheSplitSaysSo(t *testing.T) {
+	data := "{\"id\": \"a\", \"q\": \"x\", \"s\": \"holdout\"}\n{\"id\": \"b\", \"q\": \"x\", \"s\": \"test\"}\n"
+	_, err := Load(datasetSuite(t, "d.jsonl", data, plainTmpl, "  id: id\n  split_field: s\n"))
+	if err == nil || !strings.Contains(err.Error(), `none of the 2 records of d.jsonl has s "dev"`) {
+		t.Errorf("got %v, want it to say no record of the 2 has the split", err)
+	}
+}

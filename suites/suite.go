@@ -289,6 +289,9 @@ func Load(path string) (*Suite, error) {
 		s.Dataset = &ref
 	}
 	if len(s.Cases) == 0 {
+		if d := f.Dataset; d != nil && d.SplitField != "" && s.Dataset != nil {
+			return nil, errAt("dataset", "none of the %d records of %s has %s %q, the suite's split", s.Dataset.Records, d.Path, d.SplitField, f.Split)
+		}
 		return nil, errAt("cases", "no case is in split %q", f.Split)
 	}
 	if runs := uint64(len(s.Cases)) * uint64(len(f.Treatments)) * uint64(f.Trials); runs > MaxRuns {
