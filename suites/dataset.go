@@ -471,6 +471,10 @@ func renderCase(d *Dataset, tpl *template.Template, r record, tplDir string, con
 		return nil, err
 	}
 	if c.ID != id {
+		if v, ok := r.fields["case_id"]; ok && d.ID != "case_id" {
+			return nil, &DataError{File: d.Path, Line: r.line, Field: "case_id", Msg: fmt.Sprintf(
+				"the record's own field case_id (%q) hides the case's ID %q that {{.case_id}} writes: rename the field, or make it the ID with dataset.id: case_id", fmt.Sprint(v), id)}
+		}
 		return nil, &DataError{File: d.Path, Line: r.line, Msg: fmt.Sprintf("the template made case id %q, want %q: write id: {{.case_id}}", c.ID, id)}
 	}
 	return c, nil

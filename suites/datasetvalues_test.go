@@ -67,3 +67,27 @@ func TestADatasetWithNoRecordOfTheSplitSaysSo(t *testing.T) {
 		t.Errorf("got %v, want it to say no record of the 2 has the split", err)
 	}
 }
+
+// {{.case_id}} is factline's name for the case's ID; a record with a field
+// of that name hides it. The error must name that field, not tell an
+// author who wrote id: {{.case_id}} to write it.
+func TestARecordFieldNamedCaseIDIsNamedWhenItHidesTheID(t *testing.T) {
+	data := "{\"id\": \"a\", \"q\": \"x\"}\n{\"id\": \"b\", \"case_id\": \"c\", \"q\": \"x\"}\n"
+	_, err := Load(datasetSuite(t, "d.jsonl", data, plainTmpl, "  id: id\n"))
+	if err == nil {
+		t.Fatal("a record whose case_id field differs from its ID was accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "d.jsonl:2: case_id:") || !strings.Contains(msg, "dataset.id: case_id") || strings.Contains(msg, "write id:") {
+		t.Errorf("got %q, want the record's case_id field named at d.jsonl:2 with the way out (dataset.id: case_id)", msg)
+	}
+	// A record whose case_id is its ID, or one named by dataset.id, is fine.
+	same := "{\"id\": \"a\", \"case_id\": \"a\", \"q\": \"x\"}\n"
+	if _, err := Load(datasetSuite(t, "d.jsonl", same, plainTmpl, "  id: id\n")); err != nil {
+		t.Errorf("case_id equal to the ID: %v", err)
+	}
+	named := "{\"case_id\": \"a\", \"q\": \"x\"}\n"
+	if _, err := Load(datasetSuite(t, "d.jsonl", named, plainTmpl, "  id: case_id\n")); err != nil {
+		t.Errorf("dataset.id: case_id: %v", err)
+	}
+}
