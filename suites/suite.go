@@ -165,6 +165,11 @@ func (f *File) normalise() error {
 			return tokenErr(fmt.Sprintf("required[%d]", i), err)
 		}
 	}
+	if f.ValidOutcomes != nil && len(f.ValidOutcomes) == 0 {
+		// Written out empty, it counts no attempt; the default is for a
+		// suite that says nothing, as trials: 0 is not a silent 1.
+		return fieldErr("valid_outcomes", "an empty list counts no attempt; leave valid_outcomes out for the default %v", DefaultValidOutcomes)
+	}
 	if len(f.ValidOutcomes) == 0 {
 		f.ValidOutcomes = slices.Clone(DefaultValidOutcomes)
 	}
