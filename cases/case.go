@@ -214,6 +214,14 @@ func ParseCase(name string, data []byte) (*Case, error) {
 	if err := DecodeYAML(name, data, &c); err != nil {
 		return nil, err
 	}
+	if c.Tools != nil && len(c.Tools) == 0 {
+		// Written out empty it reads "no tools"; taking it for the default
+		// (every built-in tool) would offer what its author withheld. Only
+		// a case file is refused: a delegated child's granted list is the
+		// runner's, not an author's.
+		return nil, &Error{File: name, Line: fieldLine(data, "tools"), Field: "tools",
+			Msg: "an empty list offers no tool, not even task_complete; leave tools out for every built-in tool, or list the ones to offer"}
+	}
 	if err := c.normalise(); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
