@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -158,6 +159,10 @@ const (
 	ContextSummarise = "summarise"
 )
 
+// wellFormedDuration is a duration as time.ParseDuration writes one,
+// whatever its size: a failure to parse one is an overflow.
+var wellFormedDuration = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // Duration is a time.Duration written as "90s", "5m".
 type Duration time.Duration
 
@@ -165,6 +170,10 @@ type Duration time.Duration
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
+		if wellFormedDuration.Match(b) {
+			// time.ParseDuration says "invalid" of one that overflows too.
+			return fmt.Errorf("duration %q is too long (at most %s)", b, time.Duration(math.MaxInt64).Truncate(time.Hour))
+		}
 		return fmt.Errorf("duration %q: use a number with a unit, e.g. 90s or 5m", b)
 	}
 	if v < 0 {
@@ -204,6 +213,14 @@ func ParseCase(name string, data []byte) (*Case, error) {
 	var c Case
 	if err := DecodeYAML(name, data, &c); err != nil {
 		return nil, err
+	}
+	if c.Tools != nil && len(c.Tools) == 0 {
+		// Written out empty it reads "no tools"; taking it for the default
+		// (every built-in tool) would offer what its author withheld. Only
+		// a case file is refused: a delegated child's granted list is the
+		// runner's, not an author's.
+		return nil, &Error{File: name, Line: fieldLine(data, "tools"), Field: "tools",
+			Msg: "an empty list offers no tool, not even task_complete; leave tools out for every built-in tool, or list the ones to offer"}
 	}
 	if err := c.normalise(); err != nil {
 		var ce *Error

@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -160,13 +161,18 @@ func (g *Grading) Instrument(id string) (Instrument, bool) {
 var instrumentVersion = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$`)
 
 // normalise checks the grading section of case c and fills in defaults.
+// A nil c is a grading section on its own (a regrade's file), whose
+// requirements belong to cases it does not know.
 func (g *Grading) normalise(field string, c *Case) error {
 	if g == nil {
 		return nil
 	}
-	reqs := map[string]bool{}
-	for _, r := range c.Requirements {
-		reqs[r.ID] = true
+	var reqs map[string]bool
+	if c != nil {
+		reqs = map[string]bool{}
+		for _, r := range c.Requirements {
+			reqs[r.ID] = true
+		}
 	}
 	seen := map[string]bool{}
 	for i := range g.Instruments {
@@ -185,7 +191,7 @@ func (g *Grading) normalise(field string, c *Case) error {
 		if !instrumentVersion.MatchString(in.Version) {
 			return fieldErr(f+".version", "%q: use 1 to 32 of letters, digits, '.', '-', '_'", in.Version)
 		}
-		if in.Requirement != "" && !reqs[in.Requirement] {
+		if in.Requirement != "" && reqs != nil && !reqs[in.Requirement] {
 			return fieldErr(f+".requirement", "no requirement with id %q", in.Requirement)
 		}
 		var err error
@@ -206,6 +212,11 @@ func (g *Grading) normalise(field string, c *Case) error {
 		if err != nil {
 			return err
 		}
+	}
+	if c == nil {
+		// A regrade's scorers may read instruments the file leaves to the
+		// case: they are checked once merged into it.
+		return nil
 	}
 	return g.checkScorers(field)
 }
@@ -497,4 +508,28 @@ func ParseJSONPath(s string) ([]JSONStep, error) {
 		return nil, fmt.Errorf("%q selects nothing", s)
 	}
 	return steps, nil
+}
+
+// ParseGrading parses a grading section written on its own (instruments:
+// and scorers:, as factline regrade reads one) and checks its instruments as a case's
+// would be checked, but for requirement names, which belong to the cases
+// it is applied to (its scorers are checked once merged into them); name is used in errors, which name the line and the
+// field as the file writes it (instruments[1].kind).
+func ParseGrading(name string, data []byte) (*Grading, error) {
+	var g Grading
+	if err := DecodeYAML(name, data, &g); err != nil {
+		return nil, err
+	}
+	if err := g.normalise("grading", nil); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = name
+			ce.Field = strings.TrimPrefix(strings.TrimPrefix(ce.Field, "grading"), ".")
+			if ce.Line == 0 {
+				ce.Line = fieldLine(data, ce.Field)
+			}
+		}
+		return nil, err
+	}
+	return &g, nil
 }

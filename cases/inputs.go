@@ -59,9 +59,25 @@ func ParseCaseAt(name, dir string, data []byte, confine Confine) (*Case, error) 
 	if !filepath.IsAbs(fixture) {
 		fixture = filepath.Join(dir, fixture)
 	}
-	st, err := os.Stat(fixture)
-	if err != nil || !st.IsDir() {
-		return nil, &Error{File: name, Field: "fixture", Msg: fmt.Sprintf("%s is not a directory", fixture)}
+	if st, err := os.Stat(fixture); err != nil || !st.IsDir() {
+		why := "is not a directory"
+		if err == nil && st.Mode().IsRegular() {
+			why = "is a file, not a directory"
+		}
+		// Named as written and as resolved (absolute: the joined path is
+		// relative to wherever factline runs, not to anything the author
+		// wrote), with what is wrong with it.
+		shown := fixture
+		if abs, err := filepath.Abs(fixture); err == nil {
+			shown = abs
+		}
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			why = "does not exist"
+		case err != nil:
+			why = fmt.Sprintf("cannot be read: %v", err)
+		}
+		return nil, &Error{File: name, Line: fieldLine(data, "fixture"), Field: "fixture", Msg: fmt.Sprintf("%q (%s) %s", c.Fixture, shown, why)}
 	}
 	if c.Fixture, err = confine.resolve(fixture); err != nil {
 		return nil, &Error{File: name, Field: "fixture", Msg: err.Error()}

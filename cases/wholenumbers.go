@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"math"
 	"reflect"
 	"strings"
 
@@ -88,11 +89,24 @@ func wholeIn(node ast.Node, t reflect.Type) error {
 	if !isWhole(t) {
 		return nil
 	}
+	if err := tooLargeErr(node, maxOf(t)); err != nil {
+		return err
+	}
 	switch node.(type) {
 	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode, *ast.StringNode:
 		return nodeErr(node, "want a whole number, got %s", gotOf(node, nil))
 	}
 	return nil
+}
+
+// maxOf is the largest value a whole-number type holds.
+func maxOf(t reflect.Type) uint64 {
+	bits := uint(t.Bits())
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return math.MaxUint64 >> (64 - bits)
+	}
+	return math.MaxUint64 >> (65 - bits)
 }
 
 func isWhole(t reflect.Type) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -181,6 +182,9 @@ func rangeOf(t reflect.Type) string {
 func gotOf(node ast.Node, src reflect.Type) string {
 	switch n := node.(type) {
 	case *ast.StringNode:
+		if text, ok := unquotedNumber(n); ok {
+			return text
+		}
 		return fmt.Sprintf("a string (%s)", quoteShort(n.Value))
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
 		return n.GetToken().Value
@@ -270,7 +274,39 @@ func Count(node ast.Node, min, max uint64, tooFew string) (uint64, error) {
 		}
 		return v, nil
 	}
+	if err := tooLargeErr(node, max); err != nil {
+		return 0, err
+	}
 	return 0, nodeErr(node, "want a whole number, got %s", gotOf(node, nil))
+}
+
+// unquotedNumber reports whether n is a number the author wrote without
+// quotes that the YAML parser still read as a string: one too large for
+// any integer (100000000000000000000000) or written with an exponent
+// (1e30). Calling it "a string" would blame quotes nobody wrote.
+func unquotedNumber(n *ast.StringNode) (string, bool) {
+	if n.Token == nil || n.Token.Type != token.StringType {
+		return "", false
+	}
+	text := n.Token.Value
+	if _, err := strconv.ParseFloat(text, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+		return "", false
+	}
+	return text, true
+}
+
+// tooLargeErr refuses, naming the bound, an unquoted whole number too
+// large for the parser to read as one; nil for any other node.
+func tooLargeErr(node ast.Node, max uint64) error {
+	n, ok := node.(*ast.StringNode)
+	if !ok {
+		return nil
+	}
+	text, ok := unquotedNumber(n)
+	if !ok || strings.TrimLeft(strings.TrimPrefix(text, "+"), "0123456789") != "" {
+		return nil
+	}
+	return nodeErr(node, "%s is too large (at most %d)", text, max)
 }
 
 // NodeError is a problem with one node of a YAML file; YAMLError names the

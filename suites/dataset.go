@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -408,6 +409,12 @@ func datasetCases(d *Dataset, dir, split string, confine cases.Confine) ([]*case
 	if err != nil {
 		return nil, DatasetRef{}, err
 	}
+	if total == 0 {
+		// Said here, not left to the suite's "no case is in split": the
+		// split is not what went wrong, the file is (an export that failed,
+		// the wrong path).
+		return nil, DatasetRef{}, &DataError{File: d.Path, Msg: "holds no records: a dataset needs at least one"}
+	}
 	if res != nil {
 		for _, r := range res.records() {
 			if err := take(r); err != nil {
@@ -464,6 +471,10 @@ func renderCase(d *Dataset, tpl *template.Template, r record, tplDir string, con
 		return nil, err
 	}
 	if c.ID != id {
+		if v, ok := r.fields["case_id"]; ok && d.ID != "case_id" {
+			return nil, &DataError{File: d.Path, Line: r.line, Field: "case_id", Msg: fmt.Sprintf(
+				"the record's own field case_id (%q) hides the case's ID %q that {{.case_id}} writes: rename the field, or make it the ID with dataset.id: case_id", fmt.Sprint(v), id)}
+		}
 		return nil, &DataError{File: d.Path, Line: r.line, Msg: fmt.Sprintf("the template made case id %q, want %q: write id: {{.case_id}}", c.ID, id)}
 	}
 	return c, nil
@@ -484,9 +495,39 @@ func templateErr(err error) string {
 // newlines cannot break the case file.
 var templateFuncs = template.FuncMap{
 	"yaml": func(v any) (string, error) {
-		b, err := json.Marshal(fmt.Sprint(v))
+		text, err := valueText(v)
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(text)
 		return string(b), err
 	},
+}
+
+// valueText is the text a record's value stands for. A JSON Lines record
+// keeps its JSON types, so an object or an array is written as its JSON
+// text, not as Go prints the map or slice it was decoded into; a null has
+// no text at all, and writing "<nil>" would put a word nobody wrote into
+// the case.
+func valueText(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", errors.New("the value is null, which has no text to write (give the record a value, or leave the field out of the template)")
+	case string:
+		return x, nil
+	case json.Number:
+		return x.String(), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// The text goes into a case as written; "<" must stay "<", not \u003c.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("writing the value as JSON: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
 // reservoir keeps a uniform random sample of N records with a seeded

@@ -165,6 +165,11 @@ func (f *File) normalise() error {
 			return tokenErr(fmt.Sprintf("required[%d]", i), err)
 		}
 	}
+	if f.ValidOutcomes != nil && len(f.ValidOutcomes) == 0 {
+		// Written out empty, it counts no attempt; the default is for a
+		// suite that says nothing, as trials: 0 is not a silent 1.
+		return fieldErr("valid_outcomes", "an empty list counts no attempt; leave valid_outcomes out for the default %v", DefaultValidOutcomes)
+	}
 	if len(f.ValidOutcomes) == 0 {
 		f.ValidOutcomes = slices.Clone(DefaultValidOutcomes)
 	}
@@ -289,6 +294,9 @@ func Load(path string) (*Suite, error) {
 		s.Dataset = &ref
 	}
 	if len(s.Cases) == 0 {
+		if d := f.Dataset; d != nil && d.SplitField != "" && s.Dataset != nil {
+			return nil, errAt("dataset", "none of the %d records of %s has %s %q, the suite's split", s.Dataset.Records, d.Path, d.SplitField, f.Split)
+		}
 		return nil, errAt("cases", "no case is in split %q", f.Split)
 	}
 	if runs := uint64(len(s.Cases)) * uint64(len(f.Treatments)) * uint64(f.Trials); runs > MaxRuns {

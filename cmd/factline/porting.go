@@ -24,6 +24,11 @@ func newExportCmd() *cobra.Command {
 	c := newCommand("export", maxArgs(1, "export takes at most one FILTER subject (or --filter)"))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if len(args) == 1 {
+			if c.Flags().Changed("filter") && filter != args[0] {
+				// Taking one would drop the other without a word, and
+				// export another suite than the one asked for.
+				return usageError{fmt.Sprintf("FILTER %q and --filter %q: give the filter once", args[0], filter)}
+			}
 			filter = args[0]
 		}
 		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, out, errOut)

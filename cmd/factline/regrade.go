@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,9 +45,16 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	if err != nil {
 		return fmt.Errorf("--grading: %w", err)
 	}
-	var with cases.Grading
-	if err := cases.DecodeYAML(o.grading, data, &with); err != nil {
-		return err
+	// Checked here, before any store is opened, so that a mistake is named
+	// by this file's line and field, not found by the grader at the first
+	// run as an index into a merged case.
+	parsed, err := cases.ParseGrading(o.grading, data)
+	if err != nil {
+		return fileError{err}
+	}
+	with := *parsed
+	if len(with.Instruments) == 0 && len(with.Scorers) == 0 {
+		return fileError{fmt.Errorf("%s: instruments: none given: regrade replaces the case's instruments of the same id", o.grading)}
 	}
 	for _, id := range o.instruments {
 		if !slices.ContainsFunc(with.Instruments, func(in cases.Instrument) bool { return in.ID == id }) {
@@ -84,6 +92,12 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	if err != nil {
 		return err
 	}
+	if regraded == 0 && chosen > 0 {
+		// Regrade adds no instrument a case lacks, so a misspelt id regrades
+		// nothing: that must not read as a regrade that found all well.
+		return fmt.Errorf("--grading %s: no case of the %d runs regraded has an instrument %s (nor a scorer of the file's): regrade replaces a case's instruments and scorers by id and adds none",
+			o.grading, chosen, strings.Join(gradingIDs(with, o.instruments), ", "))
+	}
 	fmt.Fprintf(out, "regraded %d of %d runs of %s, %d with a new revision; 'factline report %s' reads them\n", regraded, chosen, suite, changed, suite)
 	return nil
 }
@@ -105,4 +119,17 @@ func sayDisputed(out io.Writer, suite, run string, v events.GraderVerdict, facts
 			"(docs/grading.md#re-grades-revisions-and-conflicts)\n",
 			run, c.Revision, c.ConflictsWith, c.Instrument, c.Reason, c.Instrument, suite, run)
 	}
+}
+
+// gradingIDs are the ids of the instruments a regrade applies: those of
+// only, when given, else every one of g.
+func gradingIDs(g cases.Grading, only []string) []string {
+	if len(only) > 0 {
+		return only
+	}
+	ids := make([]string, 0, len(g.Instruments))
+	for _, in := range g.Instruments {
+		ids = append(ids, in.ID)
+	}
+	return ids
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -177,6 +178,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	planned := int(measure.Size(pub.Submitted)) // counted, not built: the meter streams the roster
 	progress.note("suite %q: %d cases × %d treatments × %d trials = %d runs", suite.File.Name,
 		len(pub.Submitted.Cases), len(pub.Submitted.Treatments), pub.Submitted.Trials, planned)
+	if len(suite.Skipped) > 0 {
+		// Named, not only counted: a misspelt split tag drops a case its
+		// author meant to run.
+		progress.note("left out of split %q (tagged with another split): %s", suite.File.Split, strings.Join(suite.Skipped, ", "))
+	}
 	if err := suites.Submit(ctx, b, pub, "factline-run"); err != nil {
 		var exists *suites.ExistsError
 		if errors.As(err, &exists) {

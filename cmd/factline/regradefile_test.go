@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A --grading file is checked as it is read, naming the file, the line
+// and the field, before any store is opened: not at the first run's
+// regrade, as an index into a merged case whose file has no name.
+func TestRegradeRefusesABadGradingFileNamingItsLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct{ yaml, want string }{
+		{"instruments:\n  - {id: tests, kind: command, command: \"true\"}\n  - {id: answer, kind: file, path: a.txt}\n", "g.yaml:3: instruments[1]: a file instrument needs exactly one of"},
+		{"instruments:\n  - {id: tests, kind: files, path: a.txt}\n", "g.yaml:2: instruments[0].kind: unknown kind \"files\""},
+		{"instruments:\n  - {id: tests, kind: command, command: \"true\"}\n  - {id: tests, kind: scope, allow: [a]}\n", "g.yaml:3: instruments[1].id: duplicate instrument id"},
+		{"", "g.yaml: instruments: none given"},
+		{"instruments: []\n", "g.yaml: instruments: none given"},
+	} {
+		grading := filepath.Join(dir, "g.yaml")
+		if err := os.WriteFile(grading, []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCLI(t, "regrade", "tiny", "--grading", grading, "--store", filepath.Join(dir, "nostore"))
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", c.yaml, code, errOut, c.want)
+		}
+	}
+}
+
+// A grading file none of whose instruments any case of the suite has (a
+// misspelt id) regrades nothing: that is an error, not "regraded 0 of 2"
+// and exit 0, since regrade replaces instruments by id and adds none.
+func TestRegradeRefusesAFileNoCaseHasAnInstrumentOf(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	grading := filepath.Join(dir, "g.yaml")
+	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: test, kind: command, command: \"true\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "regrade", "tiny", "--grading", grading, "--store", store)
+	if code != 1 || !strings.Contains(errOut, "no case of the 2 runs regraded has an instrument test") {
+		t.Errorf("exit %d, %q; want 1 and the instrument named", code, errOut)
+	}
+}
