@@ -53,6 +53,11 @@ const (
 	// DenyBudget: the call asks for more of a limit than the parent has
 	// left, or the parent has none of it left to share.
 	DenyBudget
+	// DenyNoTool: the child would be offered no tool (none asked, or
+	// none of the parent's but delegate). A case's tools are stored
+	// without an empty list, and a case without one is offered every
+	// built-in tool: a child with none would get more than its parent.
+	DenyNoTool
 )
 
 // DelegationDenied is a refused delegation: the typed reason and what it
@@ -73,6 +78,8 @@ func (d *DelegationDenied) Error() string {
 			return "a child cannot be given delegate: children do not delegate again"
 		}
 		return fmt.Sprintf("tool %q is not offered to this run: a child gets this run's permissions or fewer, never more", d.Tool)
+	case DenyNoTool:
+		return "a child must be offered at least one of this run's tools other than delegate"
 	case DenyBudget:
 		if d.Asked == 0 {
 			return fmt.Sprintf("no %s left to give a child (%d left)", d.Limit, d.Left)
@@ -147,10 +154,13 @@ func Delegate(ask DelegateAsk, parent DelegateParent, run string) (events.Delega
 
 // ChildTools are the tools a child is offered: those asked, each of which
 // the parent must be offered (delegate never), or, none asked, the
-// parent's without delegate.
+// parent's without delegate; never none (DenyNoTool).
 func ChildTools(asked, offered []string) ([]string, *DelegationDenied) {
 	if asked == nil {
-		return slices.DeleteFunc(slices.Clone(offered), func(t string) bool { return t == DelegateTool }), nil
+		asked = slices.DeleteFunc(slices.Clone(offered), func(t string) bool { return t == DelegateTool })
+	}
+	if len(asked) == 0 {
+		return nil, &DelegationDenied{Reason: DenyNoTool}
 	}
 	for _, t := range asked {
 		if t == DelegateTool || !slices.Contains(offered, t) {

@@ -186,3 +186,22 @@ func TestADelegateCallLeftOpenIsSettledThroughItsChild(t *testing.T) {
 		t.Fatalf("left open: %v", l.Act())
 	}
 }
+
+// A delegation that would leave the child no tool is denied: a case's
+// tool list is stored without an empty one (an empty list and none read
+// back alike), and a case with none is offered every built-in tool, more
+// than any parent that delegates may have.
+func TestADelegationThatLeavesTheChildNoToolIsDenied(t *testing.T) {
+	for name, c := range map[string]struct {
+		ask     []string
+		offered []string
+	}{
+		"tools: [] asked":              {ask: []string{}, offered: parentTools},
+		"the parent has only delegate": {ask: nil, offered: []string{DelegateTool}},
+	} {
+		_, tools, denied := Delegate(DelegateAsk{Tools: c.ask}, DelegateParent{Offered: c.offered, Budget: Budget{Steps: 10}}, "c")
+		if denied == nil || denied.Reason != DenyNoTool || !strings.Contains(denied.Error(), "at least one of this run's tools") {
+			t.Errorf("%s: tools %v, denied %v; want DenyNoTool", name, tools, denied)
+		}
+	}
+}
