@@ -1,7 +1,6 @@
 package agentproxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,9 +76,8 @@ type ChatRequest struct {
 // not know. "developer" is read as "system".
 func DecodeChat(body []byte) (ChatRequest, error) {
 	var in chatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&in); err != nil {
-		return ChatRequest{}, fmt.Errorf("request body: %w", err)
+	if err := decodeBody(body, &in); err != nil {
+		return ChatRequest{}, err
 	}
 	if len(in.Messages) == 0 {
 		return ChatRequest{}, fmt.Errorf("messages: none given")

@@ -121,3 +121,30 @@ func FuzzDecodeMessages(f *testing.F) {
 		}
 	})
 }
+
+// A body of the wrong JSON shape is refused in the wire's terms, naming
+// the field and what it should hold, never with the decoder's Go types.
+func TestABodyOfTheWrongShapeIsNamedInJSONTerms(t *testing.T) {
+	decoders := map[string]func([]byte) error{
+		"chat":      func(b []byte) error { _, err := DecodeChat(b); return err },
+		"messages":  func(b []byte) error { _, _, err := DecodeMessages(b); return err },
+		"responses": func(b []byte) error { _, _, err := DecodeResponses(b); return err },
+	}
+	for wire, decode := range decoders {
+		for body, want := range map[string]string{
+			`[1,2]`:             "request body: want a JSON object, got an array",
+			`"hello"`:           "request body: want a JSON object, got a string",
+			`{"stream":"yes"}`:  "request body: stream (at byte 15): want true or false, got a string",
+			`{"messages":"hi"}`: "request body: messages (at byte 16): want an array, got a string",
+			`{"messages":[{"role":"user"},{"role":5}]}`: "request body: messages.role (at byte 38): want a string, got a number",
+		} {
+			if wire == "responses" && strings.Contains(body, "messages") {
+				continue // Responses has input, not messages.
+			}
+			err := decode([]byte(body))
+			if err == nil || err.Error() != want {
+				t.Errorf("%s %s: error %v, want %q", wire, body, err, want)
+			}
+		}
+	}
+}

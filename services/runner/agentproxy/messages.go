@@ -1,7 +1,6 @@
 package agentproxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -65,8 +64,8 @@ type messagesBlock struct {
 // computer-use tool), a tool without a name — is refused naming where.
 func DecodeMessages(body []byte) (models.Request, bool, error) {
 	var in messagesRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
-		return models.Request{}, false, fmt.Errorf("request body: %w", err)
+	if err := decodeBody(body, &in); err != nil {
+		return models.Request{}, false, err
 	}
 	if len(in.Messages) == 0 {
 		return models.Request{}, false, fmt.Errorf("messages: none given")

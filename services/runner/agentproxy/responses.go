@@ -1,7 +1,6 @@
 package agentproxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -62,8 +61,8 @@ type responsesItem struct {
 // the endpoint cannot serve) — is refused naming where.
 func DecodeResponses(body []byte) (models.Request, bool, error) {
 	var in responsesRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
-		return models.Request{}, false, fmt.Errorf("request body: %w", err)
+	if err := decodeBody(body, &in); err != nil {
+		return models.Request{}, false, err
 	}
 	if in.PreviousResponseID != nil && *in.PreviousResponseID != "" {
 		return models.Request{}, false, fmt.Errorf("previous_response_id: not supported: the endpoint keeps no responses; send the whole input (store: false)")
