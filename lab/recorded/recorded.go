@@ -38,8 +38,9 @@ type Result struct {
 
 // Load reads every fact of src, keeps those of the named suites (every
 // suite when none is named), and returns the runs in the order the log
-// first mentions them. A run whose run.requested is missing, or whose case
-// or treatment the resolver cannot find, is skipped with the reason.
+// first mentions them. A run whose run.requested is missing, that has not
+// ended, or whose case or treatment the resolver cannot find, is skipped
+// with the reason.
 func Load(ctx context.Context, src replay.Source, suites []string, resolve Resolver) (Result, error) {
 	type key struct{ suite, run string }
 	var res Result
@@ -74,6 +75,12 @@ func Load(ctx context.Context, src replay.Source, suites []string, resolve Resol
 		req, ok := log.Requested()
 		if !ok {
 			res.Skipped = append(res.Skipped, Skipped{k.suite, k.run, "no run.requested: its case and stall policy are unknown"})
+			continue
+		}
+		if !log.Ended() {
+			// Its recording has no end to compare a policy's stop with:
+			// replayed, it would count as decided the same.
+			res.Skipped = append(res.Skipped, Skipped{k.suite, k.run, "has not ended (never started, or still running): no recorded outcome to compare"})
 			continue
 		}
 		eff, err := resolve(ctx, req)
