@@ -167,6 +167,12 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		progress.wait = newWaiting("--store " + shellWord(abs))
 		goesOn = fmt.Sprintf("Its runs stop with this process; the store %s keeps everything done so far: "+
 			"run the same command again with --store %s to go on from there", abs, shellWord(abs))
+		if runsExternalAgents(suite) {
+			// The runner resumes its own loop from the log; an external
+			// agent's process is gone, so its run is ended, not resumed.
+			goesOn += fmt.Sprintf(". A run of an external agent cut off here cannot be resumed: going on ends it errored "+
+				"(interrupted), and factline retry %s --store %s runs it again", shellWord(suite.File.Name), shellWord(abs))
+		}
 		progress.note("%s; all five services in this process", t.conn.Describe())
 	}
 	defer closeBus()
@@ -373,6 +379,17 @@ func (j reportJSON) writeTo(w io.Writer) error {
 		return fmt.Errorf("the spooled report: %w", err)
 	}
 	return nil
+}
+
+// runsExternalAgents reports whether any treatment of the suite runs an
+// external agent (docs/agents.md#external-agents).
+func runsExternalAgents(suite *suites.Suite) bool {
+	for _, t := range suite.Treatments {
+		if t.Agent != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // errGaveUp is the cause of a run's --timeout.
