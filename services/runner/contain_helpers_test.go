@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,18 @@ func (l *lockedBuffer) String() string {
 }
 
 func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
+
+// agentDir is a fresh directory for a test's agent files that the
+// attempt's user can reach: below /usr/local/lib, not below root's 0700
+// home or the attempt's private /tmp. It is removed when the test ends.
+func agentDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/usr/local/lib", prefix)
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	return dir
+}
 
 // startWith starts a runner configured by opts and a stand-in decider on
 // a real embedded server; the runner logs to the returned buffer, which a

@@ -419,10 +419,7 @@ func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
 func TestExternalAgentThatExitsLeavingAChildHoldingItsOutputHasExited(t *testing.T) {
 	t.Parallel()
 	e, _ := startWith(t)
-	dir, err := os.MkdirTemp("/usr/local/lib", "factline-leaver-")
-	must(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
+	dir := agentDir(t, "factline-leaver-")
 	agent := filepath.Join(dir, "agent")
 	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nsleep 600 &\necho started a child\nexit 0\n"), 0o755))
 	// The wall budget is far longer than the run needs: the old runner
@@ -441,10 +438,7 @@ func TestExternalAgentThatExitsLeavingAChildHoldingItsOutputHasExited(t *testing
 func TestExternalAgentThatFailsAfterMuchOutputLogsItsLastWords(t *testing.T) {
 	t.Parallel()
 	e, logs := startWith(t)
-	dir, err := os.MkdirTemp("/usr/local/lib", "factline-talker-")
-	must(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
+	dir := agentDir(t, "factline-talker-")
 	agent := filepath.Join(dir, "agent")
 	must(t, os.WriteFile(agent, []byte("#!/bin/bash\nfor i in $(seq 1 20000); do echo progress line $i; done\necho 'RuntimeError: the real reason the agent died' >&2\nexit 1\n"), 0o755))
 	_, end := e.runAgent(fixtureCase(t, "{steps: 4}"), agentTreatment(t, fixScript, agent, "{{.Instruction}}"), "ext-talker")
