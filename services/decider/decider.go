@@ -131,6 +131,10 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 			}
 			metrics.Decisions.WithLabelValues(result).Inc()
 			if finished {
+				// The run's last decision: its log is not read again
+				// here (a redelivery loads it anew), and kept it would
+				// only wait for eviction, holding a run ended.
+				s.sh.Runs.Forget(d.Fact.Suite, d.Fact.Run)
 				s.sh.Log.Info("run finishes", "suite", d.Fact.Suite, "run", d.Fact.Run, "turn", so.Turn, "status", fin.Status, "reason", fin.Reason)
 			}
 		},

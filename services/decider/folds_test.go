@@ -103,9 +103,9 @@ func TestADecisionFoldsOnlyWhatIsNew(t *testing.T) {
 	}
 }
 
-// A run the decider finishes leaves no fold behind: nothing decides on it
-// again (an ended run is not decided, TestNothingDecidedAfterTheRunEnded),
-// so a fold kept for it would only wait for the cache to evict it, and the
+// A run the decider finishes leaves no fold, and no log in its run cache,
+// behind: nothing decides on it again (an ended run is not decided, TestNothingDecidedAfterTheRunEnded),
+// so what is kept for it would only wait for the cache to evict it, and the
 // decider's memory would follow the runs ended (up to its run cache's
 // size, 1,024 a process) rather than the runs in flight. Runs still going
 // keep theirs.
@@ -151,5 +151,8 @@ func TestAFinishedRunLeavesNoFold(t *testing.T) {
 	}
 	if n := decider.FoldsKept(one); n != 1 {
 		t.Errorf("the decider keeps %d runs' folds after %d runs finished and one still going, want 1 (the one going)", n, finished)
+	}
+	if n := decider.RunsKept(one); n != 1 {
+		t.Errorf("the decider's run cache keeps %d runs' logs after %d runs finished and one still going, want 1 (the one going)", n, finished)
 	}
 }
