@@ -131,6 +131,10 @@ func (s *Service) Handle(ctx context.Context, d bus.Delivery) error {
 			}
 			metrics.Decisions.WithLabelValues(result).Inc()
 			if finished {
+				// The run's last decision: its log is not read again
+				// here (a redelivery loads it anew), and kept it would
+				// only wait for eviction, holding a run ended.
+				s.sh.Runs.Forget(d.Fact.Suite, d.Fact.Run)
 				s.sh.Log.Info("run finishes", "suite", d.Fact.Suite, "run", d.Fact.Run, "turn", so.Turn, "status", fin.Status, "reason", fin.Reason)
 			}
 		},
@@ -171,11 +175,18 @@ func (s *Service) decide(ctx context.Context, log bus.RunLog, sf events.Fact, so
 		return nil, bus.Permanent(fmt.Errorf("stall.observed %s observes turn %d, which has no turn.completed", sf.ID, so.Turn))
 	}
 	dec := stop.Decide(st, so.Turn, so.Observation, pol)
-	// Kept once decided on: the next decision folds on from it.
-	s.folds.Put(log.Suite, log.Run, st, log.Records, len(log.Records))
 	if fin, ok := dec.Result.Variant().(events.StopFinish); ok && fin.Status == events.FinishDone && s.cfg.judge != nil {
 		judged.once.Do(func() { judged.opinion, judged.call = s.ask(ctx, log, dec) })
 		dec = stop.Review(dec, judged.opinion, pol)
+	}
+	// Kept once decided on, so the next decision folds on from it; but
+	// a finish is the run's last decision (an ended run is not decided),
+	// and a fold kept for it would only wait for the cache to evict it:
+	// the decider's memory would follow the runs ended, not those in
+	// flight. FoldOn took it out, so leaving it out drops it. Should the
+	// commit conflict, Decide runs again and folds from the start.
+	if _, finished := dec.Result.Variant().(events.StopFinish); !finished {
+		s.folds.Put(log.Suite, log.Run, st, log.Records, len(log.Records))
 	}
 	f, err := s.sh.Fact(events.Meta{
 		Suite: log.Suite, Run: log.Run, TaskGeneration: dec.TaskGeneration,

@@ -102,3 +102,57 @@ func TestADecisionFoldsOnlyWhatIsNew(t *testing.T) {
 		t.Fatalf("every decision alike (%v): the runs say too little to compare", kinds)
 	}
 }
+
+// A run the decider finishes leaves no fold, and no log in its run cache,
+// behind: nothing decides on it again (an ended run is not decided, TestNothingDecidedAfterTheRunEnded),
+// so what is kept for it would only wait for the cache to evict it, and the
+// decider's memory would follow the runs ended (up to its run cache's
+// size, 1,024 a process) rather than the runs in flight. Runs still going
+// keep theirs.
+func TestAFinishedRunLeavesNoFold(t *testing.T) {
+	const finished = 5
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
+	one := kittest.Must(decider.New(b, kit.WithInstance("one")))
+	live := newSim(b, "suite", "live")
+	if err := live.Request(ctx, cd, td); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Step(ctx, events.Continue()); err != nil {
+		t.Fatal(err)
+	}
+	decideNewest(t, ctx, b, live, one, "suite", "live")
+	for r := range finished {
+		run := fmt.Sprint("run-", r)
+		s := newSim(b, "suite", run)
+		if err := s.Request(ctx, cd, td); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Step(ctx, events.Continue()); err != nil {
+			t.Fatal(err)
+		}
+		decideNewest(t, ctx, b, s, one, "suite", run)
+		if _, err := s.Step(ctx, events.ProposeDone(events.EvidenceRef(fmt.Sprintf("t%d/call-2", s.Turns()+1))),
+			simCall{Tool: "edit_file", Args: "fix", Out: "ok", Applied: true},
+			simCall{Tool: "run_command", Args: "./check.sh", Out: "PASS", Check: "tests", Result: "pass"},
+			simCall{Tool: "task_complete", Args: "{}", Out: "noted"}); err != nil {
+			t.Fatal(err)
+		}
+		decideNewest(t, ctx, b, s, one, "suite", run)
+		log, err := b.LoadRun(ctx, "suite", run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := decided(log)[s.Turns()]
+		if len(last) != 1 || last[0].Fact.Body.(events.StopDecided).Decision.Result.Type() != "finish" {
+			t.Fatalf("%s: turn %d decided %v, want one finish", run, s.Turns(), last)
+		}
+	}
+	if n := decider.FoldsKept(one); n != 1 {
+		t.Errorf("the decider keeps %d runs' folds after %d runs finished and one still going, want 1 (the one going)", n, finished)
+	}
+	if n := decider.RunsKept(one); n != 1 {
+		t.Errorf("the decider's run cache keeps %d runs' logs after %d runs finished and one still going, want 1 (the one going)", n, finished)
+	}
+}

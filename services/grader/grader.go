@@ -170,7 +170,7 @@ func (s *Service) Regrade(ctx context.Context, suite, run string, g *cases.Gradi
 
 // grade grades a run; through, when not 0, is the stream sequence of the
 // delivered fact that asked for it, which the loaded run must hold.
-func (s *Service) grade(ctx context.Context, suite, run string, override *cases.Grading, through uint64) error {
+func (s *Service) grade(ctx context.Context, suite, run string, override *cases.Grading, through uint64) (err error) {
 	unlock, err := s.locks.lock(ctx, suite+"/"+run)
 	if err != nil {
 		return err
@@ -189,6 +189,17 @@ func (s *Service) grade(ctx context.Context, suite, run string, override *cases.
 		return nil
 	}
 	st := grade.Fold(log.Facts())
+	if st.Ended {
+		// Graded once ended, the run is not read here again but to
+		// regrade it, which loads it anew: its log kept would only wait
+		// for eviction, and the cache would hold the runs ended (up to
+		// its size) rather than those in flight.
+		defer func() {
+			if err == nil {
+				s.sh.Runs.Forget(suite, run)
+			}
+		}()
+	}
 	req, ok := log.Requested()
 	if !ok {
 		return bus.Permanent(fmt.Errorf("grader: %s/%s has no run.requested, so the case it is graded by is unknown", suite, run))

@@ -72,6 +72,13 @@ func (c *Folds[S]) FoldOn(suite, run string, records []bus.Record, upto int, sta
 // Folded is how many facts FoldOn has folded, in all.
 func (c *Folds[S]) Folded() int64 { return c.folded.Load() }
 
+// Len is how many runs' folds the cache keeps now.
+func (c *Folds[S]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
 // Take removes and returns the run's fold and how many of records it
 // covers, if it covers a prefix of records no longer than upto; otherwise
 // it returns false and leaves the cache as it is.
