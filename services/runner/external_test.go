@@ -384,7 +384,9 @@ func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
 	// The wall budget is far longer than the run needs: the old runner
 	// waited it out and ended the run exhausted.
 	c := fixtureCase(t, "{steps: 10, wall: 90s}")
-	script := "turns:\n  - text: answer.txt is fine as it is.\n"
+	// The delay keeps the agent alive while the test reads its pid: once
+	// answered, it is ended as soon as the finish is decided.
+	script := "turns:\n  - text: answer.txt is fine as it is.\n    delay: 2s\n"
 	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, script, bin, "--linger", "10m", "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
 	must(t, err)
 	must(t, fleettest.Request(e.ctx, e.b, "suite", "ext-linger", p, 1))
