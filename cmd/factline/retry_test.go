@@ -80,3 +80,17 @@ func TestRetryRunsHarnessErrorsAgainAndHidesNothing(t *testing.T) {
 		t.Fatalf("retry of no errored attempt: %d %s", code, out)
 	}
 }
+
+// Retrying a suite the store does not hold names the suite once, under
+// the command's own prefix, not the command's name twice.
+func TestRetryOfASuiteNotInTheLogSaysSoOnce(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store")
+	if code, out, errOut := runCLI(t, "run", errSuite(t), "--store", store, "--fsync", "interval"); code != exitAllHarnessErrors {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut := runCLI(t, "retry", "nosuch", "--store", store)
+	if code != 1 || !strings.Contains(errOut, `no suite "nosuch" in the log`) || strings.Contains(errOut, "retry: retry:") {
+		t.Errorf("retry of a suite not in the log: exit %d, %q", code, errOut)
+	}
+}

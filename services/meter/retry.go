@@ -19,14 +19,15 @@ import (
 // Retrying again requests nothing twice.
 func (s *Service) Retry(ctx context.Context, suite string, only []string) ([]measure.Retry, error) {
 	if err := events.ValidateToken("suite", suite); err != nil {
-		return nil, fmt.Errorf("retry: %w", err)
+		return nil, err
 	}
 	l := measure.NewLog(suite)
 	if _, err := readSuite(ctx, s.sh.Bus, l, 0, 0, func(bus.BadRecord) {}); err != nil {
 		return nil, err
 	}
 	if l.Submitted == nil {
-		return nil, fmt.Errorf("retry: no suite %q in the log", suite)
+		// The caller says what it was doing (factline retry: …).
+		return nil, fmt.Errorf("no suite %q in the log", suite)
 	}
 	retries := measure.Retries(l, only)
 	for _, r := range retries {
