@@ -73,7 +73,11 @@ type ChatRequest struct {
 // DecodeChat reads a Chat Completions request body into the model port's
 // request. Content given as parts is joined from its text parts; any other
 // part (an image, audio) is refused by name, as is a role the port does
-// not know. "developer" is read as "system".
+// not know. "developer" is read as "system". A history OpenAI refuses is
+// refused naming where: tool calls outside an assistant message, a call
+// without id or name or whose arguments are neither blank nor a JSON
+// object, a tool message without tool_call_id or answering no call made
+// before it.
 func DecodeChat(body []byte) (ChatRequest, error) {
 	var in chatRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -83,6 +87,7 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, fmt.Errorf("messages: none given")
 	}
 	out := ChatRequest{Stream: in.Stream, IncludeUsage: in.StreamOptions != nil && in.StreamOptions.IncludeUsage}
+	made := madeCalls{}
 	for i, m := range in.Messages {
 		role := models.Role(m.Role)
 		switch role {
@@ -97,11 +102,29 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 			return ChatRequest{}, fmt.Errorf("messages[%d].content: %w", i, err)
 		}
 		msg := models.Message{Role: role, Content: text, ToolCallID: m.ToolCallID}
+		if len(m.ToolCalls) > 0 && role != models.RoleAssistant {
+			return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls: only an assistant message makes tool calls, not a %s message", i, m.Role)
+		}
 		for j, c := range m.ToolCalls {
-			if c.Type != "" && c.Type != "function" {
-				return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls[%d].type: %q is not a function call", i, j, c.Type)
+			at := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
+			switch {
+			case c.Type != "" && c.Type != "function":
+				return ChatRequest{}, fmt.Errorf("%s.type: %q is not a function call", at, c.Type)
+			case c.ID == "":
+				return ChatRequest{}, fmt.Errorf("%s.id: required", at)
+			case c.Function.Name == "":
+				return ChatRequest{}, fmt.Errorf("%s.function.name: required", at)
 			}
+			if err := callArguments(c.Function.Arguments); err != nil {
+				return ChatRequest{}, fmt.Errorf("%s.function.arguments: %w", at, err)
+			}
+			made[c.ID] = true
 			msg.ToolCalls = append(msg.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
+		}
+		if role == models.RoleTool {
+			if err := made.answers(m.ToolCallID, "tool call"); err != nil {
+				return ChatRequest{}, fmt.Errorf("messages[%d].tool_call_id: %w", i, err)
+			}
 		}
 		out.Request.Messages = append(out.Request.Messages, msg)
 	}

@@ -60,15 +60,15 @@ func TestDecodeResponsesNamesWhatIsWrong(t *testing.T) {
 // A Messages request the port cannot carry is refused naming where.
 func TestDecodeMessagesNamesWhatIsWrong(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                                                   "messages[0].content[0].type",
-		`{"messages":[{"role":"tool","content":"x"}]}`:                                                                     "messages[0].role",
-		`{"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f"}]}]}`:                               "messages[0].content[0]: a tool_use block in a user message",
-		`{"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"a"}]}]}`:                         "messages[0].content[0]: a tool_result block in a assistant message",
-		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`:                                                "messages[0].content[0].tool_use_id",
-		`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image"}]}]}]}`: "messages[0].content[0].content: block 0",
-		`{"system":[{"type":"image"}],"messages":[{"role":"user","content":"x"}]}`:                                         "system: block 0",
-		`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":""}]}`:                                               "tools[0].name",
-		`{"messages":[{"role":"user","content":5}]}`:                                                                       "messages[0].content",
+		`{"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                           "messages[0].content[0].type",
+		`{"messages":[{"role":"tool","content":"x"}]}`:                                             "messages[0].role",
+		`{"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f"}]}]}`:       "messages[0].content[0]: a tool_use block in a user message",
+		`{"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"a"}]}]}`: "messages[0].content[0]: a tool_result block in a assistant message",
+		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`:                        "messages[0].content[0].tool_use_id",
+		`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image"}]}]}]}`: "messages[1].content[0].content: block 0",
+		`{"system":[{"type":"image"}],"messages":[{"role":"user","content":"x"}]}`: "system: block 0",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":""}]}`:       "tools[0].name",
+		`{"messages":[{"role":"user","content":5}]}`:                               "messages[0].content",
 		`{"messages":[]}`: "messages: none",
 		`{"messages":`:    "request body",
 	} {

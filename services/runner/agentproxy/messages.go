@@ -61,7 +61,9 @@ type messagesBlock struct {
 // the calls they answer (an error result's text prefixed "error: ").
 // Thinking blocks are dropped: the endpoint never sends any. Anything
 // else — an image, a document, a server tool (web_search, a
-// computer-use tool), a tool without a name — is refused naming where.
+// computer-use tool), a tool without a name — is refused naming where, as
+// is a history Anthropic refuses: a tool_use whose input is not a JSON
+// object, a tool_result answering no tool_use made before it.
 func DecodeMessages(body []byte) (models.Request, bool, error) {
 	var in messagesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -76,6 +78,7 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 	} else if sys != "" {
 		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Content: sys})
 	}
+	made := madeCalls{}
 	for i, m := range in.Messages {
 		where := fmt.Sprintf("messages[%d]", i)
 		role := models.Role(m.Role)
@@ -84,7 +87,7 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		default:
 			return models.Request{}, false, fmt.Errorf("%s.role: unknown role %q", where, m.Role)
 		}
-		msgs, err := messagesOf(role, m.Content, where)
+		msgs, err := messagesOf(role, m.Content, where, made)
 		if err != nil {
 			return models.Request{}, false, err
 		}
@@ -101,7 +104,9 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 // messagesOf reads one message's content into the port's messages: an
 // assistant's text and calls are one message; a user's tool results are
 // tool messages, in order, and its text a user message after them.
-func messagesOf(role models.Role, raw json.RawMessage, where string) ([]models.Message, error) {
+// A tool_use block's input must be a JSON object, and a tool_result must
+// answer a tool_use made before it (made, which it adds to).
+func messagesOf(role models.Role, raw json.RawMessage, where string, made madeCalls) ([]models.Message, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return []models.Message{{Role: role, Content: s}}, nil
@@ -133,17 +138,20 @@ func messagesOf(role models.Role, raw json.RawMessage, where string) ([]models.M
 			if b.ID == "" || b.Name == "" {
 				return nil, fmt.Errorf("%s: a tool_use block needs id and name", at)
 			}
-			args := "{}"
-			if len(b.Input) > 0 && string(b.Input) != "null" {
-				args = string(b.Input)
+			if len(b.Input) == 0 {
+				return nil, fmt.Errorf("%s.input: required", at)
 			}
-			calls = append(calls, models.ToolCall{ID: b.ID, Name: b.Name, Args: args})
+			if err := jsonObject(b.Input); err != nil {
+				return nil, fmt.Errorf("%s.input: %w", at, err)
+			}
+			made[b.ID] = true
+			calls = append(calls, models.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
 		case "tool_result":
 			if role != models.RoleUser {
 				return nil, fmt.Errorf("%s: a tool_result block in a %s message", at, role)
 			}
-			if b.ToolUseID == "" {
-				return nil, fmt.Errorf("%s.tool_use_id: required", at)
+			if err := made.answers(b.ToolUseID, "tool_use block"); err != nil {
+				return nil, fmt.Errorf("%s.tool_use_id: %w", at, err)
 			}
 			result, err := blocksText(b.Content)
 			if err != nil {

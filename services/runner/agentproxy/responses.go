@@ -58,7 +58,10 @@ type responsesItem struct {
 // place for them. Anything else — an image or file part, an
 // item_reference, previous_response_id (the endpoint keeps no responses),
 // a tool that is not a function (a hosted tool such as web_search, which
-// the endpoint cannot serve) — is refused naming where.
+// the endpoint cannot serve) — is refused naming where, as is a history
+// OpenAI refuses: a function_call whose arguments are neither blank nor a
+// JSON object, a function_call_output answering no function_call made
+// before it.
 func DecodeResponses(body []byte) (models.Request, bool, error) {
 	var in responsesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -75,6 +78,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if err != nil {
 		return models.Request{}, false, err
 	}
+	made := madeCalls{}
 	for i, it := range items {
 		where := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
@@ -96,6 +100,10 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 			if it.CallID == "" || it.Name == "" {
 				return models.Request{}, false, fmt.Errorf("%s: a function_call needs call_id and name", where)
 			}
+			if err := callArguments(it.Arguments); err != nil {
+				return models.Request{}, false, fmt.Errorf("%s.arguments: %w", where, err)
+			}
+			made[it.CallID] = true
 			call := models.ToolCall{ID: it.CallID, Name: it.Name, Args: it.Arguments}
 			// Calls made in one reply follow its message: they are that
 			// assistant message's calls, as the port holds them.
@@ -105,8 +113,8 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 				out.Messages = append(out.Messages, models.Message{Role: models.RoleAssistant, ToolCalls: []models.ToolCall{call}})
 			}
 		case "function_call_output":
-			if it.CallID == "" {
-				return models.Request{}, false, fmt.Errorf("%s.call_id: required", where)
+			if err := made.answers(it.CallID, "function_call"); err != nil {
+				return models.Request{}, false, fmt.Errorf("%s.call_id: %w", where, err)
 			}
 			text, err := responsesText(it.Output)
 			if err != nil {
