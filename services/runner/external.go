@@ -30,7 +30,18 @@ const (
 	// ReasonAgentExited: the agent ended by itself without the stop
 	// decider finishing the run. The grader grades what it left.
 	ReasonAgentExited = "agent_exited"
+	// ReasonAgentRefused: the agent sent MaxRefusedInARow requests in a
+	// row that the endpoint refused as invalid (a history its wire's
+	// provider would refuse), and was ended.
+	ReasonAgentRefused = "agent_refused"
 )
+
+// MaxRefusedInARow is how many requests in a row the endpoint refuses as
+// invalid before the agent is ended. A refused request is no turn, so no
+// step, token or cost budget counts it: an agent that sends it again and
+// again, never mending it, would otherwise run until the wall budget, or
+// without one for good. An agent that mends its request has a few tries.
+const MaxRefusedInARow = 10
 
 // AgentTokenSecret names an attempt's endpoint token in the redaction
 // marker ("[redacted:agent_token]").
@@ -53,9 +64,13 @@ type agentRun struct {
 	mu sync.Mutex
 	// end is the ending a call decided (a budget spent, the run
 	// finished, a cancel); err a harness failure. Either stops the agent.
-	end  step.Ending
-	err  error
-	stop context.CancelFunc
+	end step.Ending
+	err error
+	// refusedInARow counts the requests refused as invalid since the last
+	// one that reached the attempt; lastRefused is why the last was.
+	refusedInARow int
+	lastRefused   string
+	stop          context.CancelFunc
 	// ctx is the attempt's: commits outlive a cancel of the work.
 	ctx context.Context
 }
@@ -96,6 +111,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	if err != nil {
 		return step.Ending{}, err
 	}
+	srv.OnInvalid(x.refused)
 	// The token is a secret while the attempt runs: an agent whose tool
 	// prints its environment sends it back in its next request.
 	defer a.svc.secrets.Add(secrets.Secret{Name: AgentTokenSecret, Value: srv.Token()})()
@@ -131,7 +147,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	// A call in flight finishes recording its turn before the attempt
 	// reads how the agent's run went.
 	x.mu.Lock()
-	end, callErr := x.end, x.err
+	end, callErr, lastRefused := x.end, x.err, x.lastRefused
 	x.end = step.Ending{Status: events.RunErrored, Reason: "the agent has ended"} // refuse any later call
 	x.mu.Unlock()
 	level := slog.LevelInfo
@@ -180,7 +196,27 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	if res.ExitCode != 0 {
 		reason += fmt.Sprintf(": exit status %d", res.ExitCode)
 	}
+	if lastRefused != "" {
+		// An agent gives up on a refused request: why it was refused is
+		// why the run ended, which its exit status does not say.
+		reason += "; its last request was refused as invalid: " + lastRefused
+	}
 	return step.Ending{Status: events.RunIncomplete, Reason: reason}, nil
+}
+
+// refused is told of each request the endpoint refuses as invalid: it
+// ends the agent at the MaxRefusedInARow-th in a row.
+func (x *agentRun) refused(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.refusedInARow++
+	x.lastRefused = err.Error()
+	if x.refusedInARow < MaxRefusedInARow || x.err != nil || x.end.Ends() {
+		return
+	}
+	x.end = step.Ending{Status: events.RunIncomplete,
+		Reason: fmt.Sprintf("%s: %d requests in a row refused as invalid, the last: %s", ReasonAgentRefused, x.refusedInARow, x.lastRefused)}
+	x.stop()
 }
 
 // call is one model call of the agent: recorded as a turn, answered by the
@@ -192,6 +228,8 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 		return models.Reply{}, &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended",
 			Message: "the run has ended; no more calls are answered"}
 	}
+	// A request that reaches the attempt is one the agent mended.
+	x.refusedInARow, x.lastRefused = 0, ""
 	// The attempt's context, not the request's: an agent hanging up does
 	// not leave a turn half recorded.
 	reply, end, err := x.a.agentTurn(x.ctx, req)

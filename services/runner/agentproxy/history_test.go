@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/factline/factline/services/runner/agentproxy"
@@ -101,10 +103,19 @@ var messagesHistories = []historyCase{
 // 400 in the wire's error shape (OpenAI's {"error":{...}} with
 // invalid_request_error, Anthropic's {"type":"error","error":{...}}), its
 // message naming the field and the message's index, and the attempt is
-// never called, so nothing is recorded for it.
+// never called, so nothing is recorded for it: OnInvalid's function is
+// told of each instead.
 func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 	var calls int
 	s := start(t, answering("fine", &calls))
+	var mu sync.Mutex
+	var told []string
+	s.OnInvalid(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, err.Error())
+	})
+	sent := 0
 	for _, w := range []struct {
 		path      string
 		cases     []historyCase
@@ -121,6 +132,7 @@ func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 					body = `{"stream":true,` + body[1:]
 				}
 				status, got := postTo(t, s, w.path, body)
+				sent++
 				if status != http.StatusBadRequest {
 					t.Errorf("%s %s (stream %v): HTTP %d %.80s…, want 400", w.path, c.name, stream, status, got)
 					continue
@@ -148,6 +160,11 @@ func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("the attempt was called %d times for refused requests, want 0", calls)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != sent || !strings.Contains(told[0], chatHistories[0].want) {
+		t.Fatalf("OnInvalid was told of %d refusals (%q…), want %d", len(told), told[:min(len(told), 1)], sent)
+	}
 }
 
 // The histories next to the refused ones that a provider takes are still
@@ -156,6 +173,8 @@ func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 	var calls int
 	s := start(t, answering("fine", &calls))
+	var told atomic.Int32
+	s.OnInvalid(func(error) { told.Add(1) })
 	for _, c := range []struct{ path, body string }{
 		{agentproxy.ChatPath, `{"messages":[{"role":"user","content":"go"},
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":""}},
@@ -173,7 +192,7 @@ func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 200", c.path, status, got)
 		}
 	}
-	if calls != 3 {
-		t.Fatalf("the attempt was called %d times, want 3", calls)
+	if calls != 3 || told.Load() != 0 {
+		t.Fatalf("the attempt was called %d times, want 3; OnInvalid told %d times, want 0", calls, told.Load())
 	}
 }

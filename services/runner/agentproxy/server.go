@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/factline/factline/models"
@@ -60,6 +61,26 @@ type Server struct {
 	ln    net.Listener
 	srv   *http.Server
 	done  chan struct{}
+	// invalid is told of each request refused as invalid (OnInvalid).
+	invalid atomic.Pointer[func(error)]
+}
+
+// OnInvalid has f told of each request the endpoint refuses as invalid
+// (a body too large, or one the wire's provider would refuse: answered
+// 400 or 413), before it is answered. The attempt's Call never sees such
+// a request, so it is no turn; without f an agent that sent one again and
+// again would go unnoticed. f may be called from several requests at
+// once.
+func (s *Server) OnInvalid(f func(err error)) { s.invalid.Store(&f) }
+
+// refuseInvalid answers a request refused as invalid in the wire's shape,
+// after logging it and telling OnInvalid's function.
+func (s *Server) refuseInvalid(w http.ResponseWriter, r *http.Request, wr wire, status int, code string, err error) {
+	s.log.Warn("agent proxy: request refused", "path", r.URL.Path, "status", status, "err", err)
+	if f := s.invalid.Load(); f != nil {
+		(*f)(err)
+	}
+	wr.fail(w, status, "invalid_request_error", code, err.Error())
 }
 
 // Start serves call on a fresh 127.0.0.1 port with a fresh token. model is
@@ -255,12 +276,12 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 		if err != nil {
-			wr.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body: %v", err))
+			s.refuseInvalid(w, r, wr, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Errorf("request body: %w", err))
 			return
 		}
 		req, stream, includeUsage, err := wr.decode(body)
 		if err != nil {
-			wr.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+			s.refuseInvalid(w, r, wr, http.StatusBadRequest, "invalid_request", err)
 			return
 		}
 		reply, err := s.call(r.Context(), req)

@@ -5,7 +5,7 @@
 // directory, and stops when a reply asks for no tool. It is no agent
 // anyone else wrote: the example's real agent is an npm package.
 //
-//	miniagent [--stream] [--keep-going] [--linger D] [--pidfile FILE] INSTRUCTION   (INSTRUCTION "-": read stdin)
+//	miniagent [--stream] [--keep-going] [--linger D] [--pidfile FILE] [--misanswer] [--retries N] INSTRUCTION   (INSTRUCTION "-": read stdin)
 //	miniagent --version
 package main
 
@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,6 +57,8 @@ func main() {
 	version := flag.Bool("version", false, "print the version and exit")
 	keepGoing := flag.Bool("keep-going", false, "after a reply with no tool call, ask again instead of stopping (until refused)")
 	linger := flag.Duration("linger", 0, "after the final answer, stay alive this long before exiting (an agent that hangs once it has answered)")
+	misanswer := flag.Bool("misanswer", false, "name, in each tool message, a call ID no call made (a broken agent, whose history a provider refuses)")
+	retries := flag.Int("retries", 0, "after an answer of HTTP 400, send the same request again up to this many times before giving up")
 	flag.Parse()
 	if *version {
 		fmt.Println("miniagent 1.0")
@@ -77,6 +80,9 @@ func main() {
 	msgs := []message{{Role: "system", Content: str("You are miniagent. Use the tools.")}, {Role: "user", Content: str(instruction)}}
 	for range maxCalls {
 		reply, err := ask(msgs, *stream)
+		for try := 0; errors.Is(err, errRefused) && try < *retries; try++ {
+			reply, err = ask(msgs, *stream)
+		}
 		if err != nil {
 			fail("%v", err)
 		}
@@ -93,7 +99,11 @@ func main() {
 			return
 		}
 		for _, c := range reply.ToolCalls {
-			msgs = append(msgs, message{Role: "tool", ToolCallID: c.ID, Content: str(run(c))})
+			id := c.ID
+			if *misanswer {
+				id = "misanswered-" + id
+			}
+			msgs = append(msgs, message{Role: "tool", ToolCallID: id, Content: str(run(c))})
 		}
 	}
 	fail("no answer after %d calls", maxCalls)
@@ -103,6 +113,9 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "miniagent: "+format+"\n", args...)
 	os.Exit(3)
 }
+
+// errRefused is an answer of HTTP 400: the request itself was refused.
+var errRefused = errors.New("request refused")
 
 func ask(msgs []message, stream bool) (message, error) {
 	body, _ := json.Marshal(map[string]any{"model": os.Getenv("OPENAI_MODEL"), "messages": msgs, "tools": tools, "stream": stream})
@@ -119,6 +132,9 @@ func ask(msgs []message, stream bool) (message, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusBadRequest {
+			return message{}, fmt.Errorf("%w: HTTP %d: %s", errRefused, resp.StatusCode, b)
+		}
 		return message{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
 	}
 	if !stream {
