@@ -13,6 +13,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/factline/factline/events"
@@ -246,6 +247,10 @@ func (c *Case) normalise() error {
 	}
 	if c.Instruction == "" {
 		return fieldErr("instruction", "required: the task as the model should read it")
+	}
+	if strings.TrimSpace(c.Instruction) == "" {
+		// The model would be sent no task, and run on nothing.
+		return fieldErr("instruction", "only whitespace: the task as the model should read it is required")
 	}
 	if len(c.Instruction) > MaxInstruction {
 		return fieldErr("instruction", "%d bytes; the limit is %d", len(c.Instruction), MaxInstruction)

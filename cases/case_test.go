@@ -143,3 +143,19 @@ func TestASummarisePolicyGetsItsDefaults(t *testing.T) {
 		t.Fatalf("policy %+v %+v", c.Context, s)
 	}
 }
+
+// An instruction of whitespace alone is no task: the model would be sent
+// nothing to do. It is refused as an absent one is, naming the file, the
+// line of its key and the field.
+func TestAWhitespaceInstructionIsRefused(t *testing.T) {
+	for _, y := range []string{
+		"id: a\ninstruction: \"  \\n\\t \"\n",
+		"id: a\ninstruction: |\n    \n\n",
+		"id: a\ninstruction: \"\\u00a0\\u2003\"\n",
+	} {
+		_, err := ParseCase("bad.yaml", []byte(y))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "bad.yaml:2: instruction: ") {
+			t.Errorf("%q: got %v, want an error naming bad.yaml:2: instruction", y, err)
+		}
+	}
+}
