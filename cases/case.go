@@ -240,10 +240,21 @@ func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// tokenErr is the error of a field whose subject token err refuses. The
+// token check names the token its own way ("id: empty subject token"),
+// which the field's path already says: only its reason is kept.
+func tokenErr(field string, err error) error {
+	var fe *events.FieldError
+	if errors.As(err, &fe) {
+		return fieldErr(field, "%s", fe.Reason)
+	}
+	return fieldErr(field, "%v", err)
+}
+
 // normalise checks the case and fills in defaults.
 func (c *Case) normalise() error {
 	if err := events.ValidateToken("id", c.ID); err != nil {
-		return fieldErr("id", "%v", err)
+		return tokenErr("id", err)
 	}
 	if c.Instruction == "" {
 		return fieldErr("instruction", "required: the task as the model should read it")
@@ -292,7 +303,7 @@ func (c *Case) normalise() error {
 		ch := &c.Checks[i]
 		f := fmt.Sprintf("checks[%d]", i)
 		if err := events.ValidateToken("id", ch.ID); err != nil {
-			return fieldErr(f+".id", "%v", err)
+			return tokenErr(f+".id", err)
 		}
 		if checks[ch.ID] {
 			return fieldErr(f+".id", "duplicate check id %q", ch.ID)
@@ -325,7 +336,7 @@ func (c *Case) normalise() error {
 	for i, r := range c.Requirements {
 		f := fmt.Sprintf("requirements[%d]", i)
 		if err := events.ValidateToken("id", r.ID); err != nil {
-			return fieldErr(f+".id", "%v", err)
+			return tokenErr(f+".id", err)
 		}
 		if reqs[r.ID] {
 			return fieldErr(f+".id", "duplicate requirement id %q", r.ID)

@@ -159,3 +159,25 @@ func TestAWhitespaceInstructionIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A bad subject token is named once, under the file's path to it: the
+// token check's own name for it ("id: empty subject token") was kept in
+// the message, which then read "bad.yaml: id: id: empty subject token".
+func TestABadTokenIsNamedOnce(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"instruction: x\n", "bad.yaml: id: empty subject token"},
+		{"id: a.b\ninstruction: x\n", `bad.yaml:1: id: character '.' at byte 1 of "a.b" is not allowed in a subject token`},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: 'a b', command: x}\n", `checks[0].id: character ' ' at byte 1`},
+		{"id: a\ninstruction: x\nchecks:\n  - {id: t, command: x}\nrequirements:\n  - {id: '', check: t}\n", "requirements[0].id: empty subject token"},
+		{"id: a\ninstruction: x\nextensions: ['no tes']\n", `extensions[0]: character ' ' at byte 2`},
+	} {
+		_, err := ParseCase("bad.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error containing %q", c.yaml, err, c.want)
+		}
+	}
+	_, err := ParseTreatment("t.yaml", []byte("id: ''\nmodel: {provider: openai, name: m}\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "t.yaml") || !strings.HasSuffix(err.Error(), ": id: empty subject token") || strings.Contains(err.Error(), "id: id:") {
+		t.Errorf("treatment: got %v, want t.yaml…: id: empty subject token", err)
+	}
+}

@@ -14,7 +14,7 @@ func checkExtensions(field string, names []string) error {
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if err := events.ValidateToken("extension", n); err != nil {
-			return fieldErr(f, "%v", err)
+			return tokenErr(f, err)
 		}
 		if slices.Contains(names[:i], n) {
 			return fieldErr(f, "extension %q is listed twice", n)

@@ -179,7 +179,7 @@ func (g *Grading) normalise(field string, c *Case) error {
 		in := &g.Instruments[i]
 		f := fmt.Sprintf("%s.instruments[%d]", field, i)
 		if err := events.ValidateToken("id", in.ID); err != nil {
-			return fieldErr(f+".id", "%v", err)
+			return tokenErr(f+".id", err)
 		}
 		if seen[in.ID] {
 			return fieldErr(f+".id", "duplicate instrument id %q", in.ID)

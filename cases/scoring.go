@@ -123,7 +123,7 @@ func (g *Grading) checkScorers(field string) error {
 		s := &g.Scorers[i]
 		f := fmt.Sprintf("%s.scorers[%d]", field, i)
 		if err := events.ValidateToken("id", s.ID); err != nil {
-			return fieldErr(f+".id", "%v", err)
+			return tokenErr(f+".id", err)
 		}
 		if seen[s.ID] {
 			return fieldErr(f+".id", "duplicate scorer id %q", s.ID)

@@ -187,7 +187,7 @@ func ParseTreatment(name string, data []byte) (*Treatment, error) {
 
 func (t *Treatment) normalise() error {
 	if err := events.ValidateToken("id", t.ID); err != nil {
-		return fieldErr("id", "%v", err)
+		return tokenErr("id", err)
 	}
 	if err := t.Model.checkProvider("model"); err != nil {
 		return err

@@ -47,7 +47,14 @@ func ParseCandidate(file string, data []byte) (Candidate, error) {
 		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
 	if err := events.ValidateToken("name", c.Name); err != nil {
-		return Candidate{}, &cases.Error{File: file, Field: "name", Msg: err.Error()}
+		// The error's field names it: the check's own name for it would
+		// name it twice.
+		msg := err.Error()
+		var fe *events.FieldError
+		if errors.As(err, &fe) {
+			msg = fe.Reason
+		}
+		return Candidate{}, &cases.Error{File: file, Field: "name", Msg: msg}
 	}
 	if c.Name == Recorded {
 		return Candidate{}, &cases.Error{File: file, Field: "name", Msg: fmt.Sprintf("%q names the recorded policy, which every report includes", Recorded)}

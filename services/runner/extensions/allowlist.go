@@ -171,6 +171,12 @@ func (l *Allowlist) normalise() error {
 		e := &l.Extensions[i]
 		f := fmt.Sprintf("extensions[%d]", i)
 		if err := events.ValidateToken("name", e.Name); err != nil {
+			// The field's path names it: the check's own name for it
+			// would name it twice.
+			var fe *events.FieldError
+			if errors.As(err, &fe) {
+				return fieldErr(f+".name", "%s", fe.Reason)
+			}
 			return fieldErr(f+".name", "%v", err)
 		}
 		if bytes.Contains([]byte(e.Name), []byte(Separator)) {

@@ -78,6 +78,7 @@ func TestParseAllowlistErrors(t *testing.T) {
 		{"duplicate tool", entry("    tools:\n      - {name: search, effect: read}\n      - {name: search, effect: write}\n"), "extensions[0].tools[1].name", "twice", 7},
 		{"bad tool name", entry("    tools:\n      - {name: 'a b', effect: read}\n"), "extensions[0].tools[0].name", "A-Z", 6},
 		{"duplicate extension", entry(tools) + "  - name: notes\n    command: /opt/x\n    digest: " + hexDigest + "\n" + tools, "extensions[1].name", "twice", 7},
+		{"bad extension name", "extensions:\n  - name: 'no tes'\n    command: /opt/notes\n    digest: " + hexDigest + "\n" + tools, "extensions[0].name", "character ' '", 2},
 		{"separator in name", "extensions:\n  - name: no__tes\n    command: /opt/notes\n    digest: " + hexDigest + "\n" + tools, "extensions[0].name", "separates", 2},
 		{"long timeout", entry("    tools:\n      - {name: search, effect: read, timeout: 1h}\n"), "extensions[0].tools[0].timeout", "limit", 6},
 	} {
@@ -95,6 +96,10 @@ func TestParseAllowlistErrors(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), "ext.yaml") {
 				t.Fatalf("the error does not name the file: %v", err)
+			}
+			// The field is named once: "name: name: …" named it twice.
+			if key := c.field[strings.LastIndexAny(c.field, ".]")+1:]; key != "" && strings.HasPrefix(e.Msg, key+": ") {
+				t.Fatalf("the message names the field %s again: %v", c.field, err)
 			}
 		})
 	}
