@@ -337,6 +337,11 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	return nil
 }
 
+// FieldLine is fieldLine for the files of other packages written in the
+// same YAML (a suite file): the line of the key an error names, as a case
+// file's errors have it.
+func FieldLine(data []byte, field string) int { return fieldLine(data, field) }
+
 // fieldLine finds the line of a field, given by its path as errors name it
 // (grading.scorers[1].pass_at), in a YAML file; a field that is not there
 // (a required one left out) is placed at the nearest enclosing one. 0 when

@@ -52,26 +52,26 @@ func TestInputsStayInsideTheSuiteDirectory(t *testing.T) {
 	}{
 		{"case path climbs out", func(_ string, f map[string]string) {
 			f["suite.yaml"] = strings.Replace(goodSuite, "cases/add/case.yaml", "../outside/case.yaml", 1)
-		}, nil, []string{"suite.yaml: cases[0]: ", filepath.Join("outside", "case.yaml") + `" is outside`, "outside the suite's directory", "inputs.allow_outside"}},
+		}, nil, []string{"suite.yaml:5: cases[0]: ", filepath.Join("outside", "case.yaml") + `" is outside`, "outside the suite's directory", "inputs.allow_outside"}},
 		{"fixture climbs out", func(_ string, f map[string]string) {
 			f["cases/add/case.yaml"] = strings.Replace(f["cases/add/case.yaml"], "fixture: fixture", "fixture: ../../../outside/secret", 1)
-		}, nil, []string{"suite.yaml: cases[0]: ", "fixture: ", filepath.Join("outside", "secret") + `" is outside`, "outside the suite's directory"}},
+		}, nil, []string{"suite.yaml:5: cases[0]: ", "fixture: ", filepath.Join("outside", "secret") + `" is outside`, "outside the suite's directory"}},
 		{"absolute case path", func(base string, f map[string]string) {
 			f["suite.yaml"] = strings.Replace(goodSuite, "cases/add/case.yaml", filepath.Join(base, "outside", "case.yaml"), 1)
-		}, nil, []string{"suite.yaml: cases[0]: ", "outside the suite's directory"}},
+		}, nil, []string{"suite.yaml:5: cases[0]: ", "outside the suite's directory"}},
 		{"fixture is a symlink to outside", func(_ string, f map[string]string) {
 			delete(f, "cases/add/fixture/x.txt")
 		}, func(base string) {
 			symlink(t, filepath.Join(base, "outside", "secret"), filepath.Join(base, "suite", "cases", "add", "fixture"))
-		}, []string{"suite.yaml: cases[0]: ", "fixture: ", "resolves to ", filepath.Join("outside", "secret")}},
+		}, []string{"suite.yaml:5: cases[0]: ", "fixture: ", "resolves to ", filepath.Join("outside", "secret")}},
 		{"scripts directory outside", func(_ string, f map[string]string) {
 			f["treatments/base.yaml"] = "id: base\nmodel: {provider: scripted, scripts: ../../outside/scripts}\n"
-		}, nil, []string{"suite.yaml: treatments[0]: ", "model.scripts: ", "outside the suite's directory"}},
+		}, nil, []string{"suite.yaml:9: treatments[0]: ", "model.scripts: ", "outside the suite's directory"}},
 		{"a script is a symlink to outside", nil, func(base string) {
 			p := filepath.Join(base, "suite", "treatments", "scripts", "add.yaml")
 			os.Remove(p)
 			symlink(t, filepath.Join(base, "outside", "secret", "key.txt"), p)
-		}, []string{"suite.yaml: treatments[0]: ", "add.yaml", "outside the suite's directory"}},
+		}, []string{"suite.yaml:9: treatments[0]: ", "add.yaml", "outside the suite's directory"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := confined(t, c.edit)

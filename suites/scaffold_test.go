@@ -133,7 +133,7 @@ func TestAPromptTemplateMissingAKeyStopsTheSuite(t *testing.T) {
 	if !errors.As(err, &se) || !errors.Is(err, ErrInvalid) || !errors.Is(err, cases.ErrInvalid) {
 		t.Fatalf("not a suite's invalid input: %v", err)
 	}
-	want := `suite.yaml: treatments[1]: treatments/other.yaml: treatment other: scaffold.prompt: case add has no field "repo"`
+	want := `suite.yaml:10: treatments[1]: treatments/other.yaml: treatment other: scaffold.prompt: case add has no field "repo"`
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("the message %q does not say %q", err, want)
 	}

@@ -23,7 +23,7 @@ func TestAStoppingBlockTakesItsDefaults(t *testing.T) {
 
 func TestABadStoppingBlockIsRefusedByField(t *testing.T) {
 	for _, c := range []struct{ block, want string }{
-		{"stopping: {comparison: off}\n", `s.yaml: stopping.comparison: want "A vs B"`},
+		{"stopping: {comparison: off}\n", `s.yaml:4: stopping.comparison: want "A vs B"`},
 		{"stopping: {comparison: 'on vs on'}\n", "stopping.comparison: compares on with itself"},
 		{"stopping: {comparison: 'a.b vs on'}\n", "stopping.comparison"},
 		{"stopping: {comparison: 'off vs on', confidence: 95}\n", "stopping.confidence: want a level between 0 and 1"},

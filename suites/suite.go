@@ -116,9 +116,21 @@ func Parse(name string, data []byte) (*File, error) {
 		if errors.As(err, &se) {
 			se.File = name
 		}
+		locate(err, name, data)
 		return nil, err
 	}
 	return &f, nil
+}
+
+// locate gives an error of the suite file the line of the key it is about
+// (the nearest enclosing one when the key is missing), as a case file's
+// errors have it: a suite's checks name a field, which in a long file is
+// still a search.
+func locate(err error, file string, data []byte) {
+	var se *Error
+	if errors.As(err, &se) && se.File == file && se.Line == 0 && se.Field != "" {
+		se.Line = cases.FieldLine(data, se.Field)
+	}
 }
 
 func (f *File) normalise() error {
@@ -220,11 +232,12 @@ type Suite struct {
 // (relative to it), and checks them together: unique IDs, every required
 // instrument declared as required by every case, a script for every case in
 // a scripted treatment, and no judge that is an actor's own model.
-func Load(path string) (*Suite, error) {
+func Load(path string) (_ *Suite, err error) {
 	data, err := cases.ReadInput(path, MaxFileBytes, "a suite file")
 	if err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
 	}
+	defer func() { locate(err, path, data) }()
 	f, err := Parse(path, data)
 	if err != nil {
 		return nil, err

@@ -100,14 +100,14 @@ func TestLoadSuite(t *testing.T) {
 func TestBadSuites(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"cases: [{path: a}]\ntreatments: [{path: b}]\n", "s.yaml: name: empty subject token"},
-		{"name: a.b\ncases: [{path: a}]\ntreatments: [{path: b}]\n", "s.yaml: name:"},
+		{"name: a.b\ncases: [{path: a}]\ntreatments: [{path: b}]\n", "s.yaml:1: name:"},
 		{"name: x\ntreatments: [{path: b}]\n", "s.yaml: cases: required"},
-		{"name: x\ncases: [{split: dev}]\ntreatments: [{path: b}]\n", "s.yaml: cases[0].path: required"},
+		{"name: x\ncases: [{split: dev}]\ntreatments: [{path: b}]\n", "s.yaml:2: cases[0].path: required"},
 		{"name: x\ncases: [{path: a}]\n", "s.yaml: treatments: required"},
-		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\nvalid_outcomes: [won]\n", `s.yaml: valid_outcomes[0]: unknown run status "won"`},
-		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\nrequired: [a/b]\n", "s.yaml: required[0]"},
+		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\nvalid_outcomes: [won]\n", `s.yaml:4: valid_outcomes[0]: unknown run status "won"`},
+		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\nrequired: [a/b]\n", "s.yaml:4: required[0]"},
 		{"name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\ntrails: 3\n", "trails"},
-		{"name: x\ncases: [{path: a, split: 'a b'}]\ntreatments: [{path: b}]\n", "s.yaml: cases[0].split"},
+		{"name: x\ncases: [{path: a, split: 'a b'}]\ntreatments: [{path: b}]\n", "s.yaml:2: cases[0].split"},
 	} {
 		_, err := Parse("s.yaml", []byte(c.yaml))
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
@@ -123,23 +123,23 @@ func TestBadSuites(t *testing.T) {
 		{func(f map[string]string) {
 			f["suite.yaml"] = strings.Replace(goodSuite, "required: [tests]", "required: [lint]", 1)
 		},
-			`suite.yaml: cases[0]: case add must declare the suite's required instrument "lint"`},
+			`suite.yaml:5: cases[0]: case add must declare the suite's required instrument "lint"`},
 		{func(f map[string]string) { delete(f, "treatments/scripts/mul.yaml") },
-			"suite.yaml: treatments[0]: scripted treatment base has no script for case mul"},
+			"suite.yaml:9: treatments[0]: scripted treatment base has no script for case mul"},
 		{func(f map[string]string) {
 			f["cases/mul/case.yaml"] = strings.Replace(f["cases/mul/case.yaml"], "name: judge", "name: ''", 1)
 			f["treatments/base.yaml"] = "id: base\nmodel: {provider: scripted, scripts: scripts}\n"
-		}, "suite.yaml: cases[1]: "},
+		}, "suite.yaml:6: cases[1]: "},
 		{func(f map[string]string) { f["cases/mul/case.yaml"] = strings.ReplaceAll(caseYAML, "%s", "add") },
-			`suite.yaml: cases[1]: case id "add" is also cases[0]`},
+			`suite.yaml:6: cases[1]: case id "add" is also cases[0]`},
 		{func(f map[string]string) {
 			f["suite.yaml"] = strings.Replace(goodSuite, "cases/add/case.yaml", "cases/nope.yaml", 1)
 		},
-			"suite.yaml: cases[0]: case:"},
+			"suite.yaml:5: cases[0]: case:"},
 		{func(f map[string]string) {
 			s := strings.Replace(goodSuite, "split: dev\ncases", "split: test\ncases", 1)
 			f["suite.yaml"] = strings.Replace(s, "{path: cases/add/case.yaml}", "{path: cases/add/case.yaml, split: dev}", 1)
-		}, `suite.yaml: cases: no case is in split "test"`},
+		}, `suite.yaml:5: cases: no case is in split "test"`},
 	} {
 		files := suiteFiles(goodSuite)
 		c.edit(files)
@@ -329,7 +329,7 @@ func TestScriptsCheckedAtLoad(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a script with an unknown key loaded: %v", err)
 	}
-	for _, want := range []string{"suite.yaml: treatments[0]: ", "treatments/scripts/mul.yaml:3:", "turn 2", "txet", "unknown key"} {
+	for _, want := range []string{"suite.yaml:9: treatments[0]: ", "treatments/scripts/mul.yaml:3:", "turn 2", "txet", "unknown key"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error %q does not name %q", err, want)
 		}
@@ -340,5 +340,43 @@ func TestScriptsCheckedAtLoad(t *testing.T) {
 	_, err = Load(filepath.Join(tree(t, files), "suite.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "grading.instruments[1].script") || !strings.Contains(err.Error(), "verdict") {
 		t.Fatalf("a judge script with an unknown key: %v", err)
+	}
+}
+
+// A suite file's own errors name the line of the key they are about, as a
+// case file's do, in YAML and in JSON; those found only by loading the
+// files it names (a case that lacks the required instrument, a split with
+// no case) as well.
+func TestSuiteErrorsNameTheLineOfTheirKey(t *testing.T) {
+	for _, c := range []struct{ name, data, want string }{
+		{"s.yaml", "name: x\ncases:\n  - {path: a}\n  - {split: dev}\ntreatments: [{path: b}]\n", "s.yaml:4: cases[1].path: required"},
+		{"s.yaml", "name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\nvalid_outcomes: [done, won]\n", `s.yaml:4: valid_outcomes[1]: unknown run status "won"`},
+		{"s.yaml", "name: x\ncases: [{path: a}]\ntreatments: [{path: b}]\ntrials: 3\nrequired: [tests, a/b]\n", "s.yaml:5: required[1]: "},
+		{"s.json", "{\"name\": \"x\",\n \"cases\": [{\"path\": \"a\"}],\n \"treatments\": [{\"path\": \"b\"}],\n \"valid_outcomes\": [\"won\"]}\n", `s.json:4: valid_outcomes[0]: unknown run status "won"`},
+	} {
+		_, err := Parse(c.name, []byte(c.data))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q…", c.data, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		edit func(string) string
+		want string
+	}{
+		{func(s string) string { return strings.Replace(s, "required: [tests]", "required: [lint]", 1) }, "suite.yaml:5: cases[0]: case add must declare"},
+		{func(s string) string {
+			s = strings.Replace(s, "split: dev\ncases", "split: test\ncases", 1)
+			return strings.Replace(s, "{path: cases/add/case.yaml}", "{path: cases/add/case.yaml, split: dev}", 1)
+			// A key whose value is a block list is placed at its first
+			// item, as in a case file.
+		}, `suite.yaml:5: cases: no case is in split "test"`},
+		{func(s string) string { return strings.Replace(s, "treatments/nostall.yaml", "treatments/nope.yaml", 1) }, "suite.yaml:10: treatments[1]: "},
+	} {
+		files := suiteFiles(goodSuite)
+		files["suite.yaml"] = c.edit(goodSuite)
+		_, err := Load(filepath.Join(tree(t, files), "suite.yaml"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
 	}
 }

@@ -18,7 +18,7 @@ func TestAnEmptyValidOutcomesIsRefused(t *testing.T) {
 	}
 	write(t, path, string(data)+"valid_outcomes: []\n")
 	_, err = Load(path)
-	if err == nil || !strings.Contains(err.Error(), filepath.Base(path)+": valid_outcomes: ") || !strings.Contains(err.Error(), "leave valid_outcomes out") {
+	if err == nil || !strings.Contains(err.Error(), filepath.Base(path)+":6: valid_outcomes: ") || !strings.Contains(err.Error(), "leave valid_outcomes out") {
 		t.Errorf("got %v, want valid_outcomes: [] refused naming the field", err)
 	}
 	write(t, path, string(data))
