@@ -77,7 +77,7 @@ type ChatRequest struct {
 // refused naming where: tool calls outside an assistant message, a call
 // without id or name or whose arguments are neither blank nor a JSON
 // object, a tool message without tool_call_id or answering no call made
-// before it.
+// before it, a call no tool message after it answers.
 func DecodeChat(body []byte) (ChatRequest, error) {
 	var in chatRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -87,7 +87,7 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, fmt.Errorf("messages: none given")
 	}
 	out := ChatRequest{Stream: in.Stream, IncludeUsage: in.StreamOptions != nil && in.StreamOptions.IncludeUsage}
-	made := madeCalls{}
+	made := newMadeCalls()
 	for i, m := range in.Messages {
 		role := models.Role(m.Role)
 		switch role {
@@ -118,7 +118,7 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 			if err := callArguments(c.Function.Arguments); err != nil {
 				return ChatRequest{}, fmt.Errorf("%s.function.arguments: %w", at, err)
 			}
-			made[c.ID] = true
+			made.made(c.ID, at)
 			msg.ToolCalls = append(msg.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
 		}
 		if role == models.RoleTool {
@@ -127,6 +127,9 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 			}
 		}
 		out.Request.Messages = append(out.Request.Messages, msg)
+	}
+	if err := made.unanswered("call", "tool message"); err != nil {
+		return ChatRequest{}, err
 	}
 	tools, err := toolSpecs(in.Tools)
 	if err != nil {

@@ -51,19 +51,50 @@ func jsonObject(raw json.RawMessage) error {
 	return fmt.Errorf("want a JSON object, got a number")
 }
 
-// madeCalls are the IDs of the calls a history has made so far, read in
-// order: a tool result must answer one of them, as every provider
-// requires.
-type madeCalls map[string]bool
+// madeCalls are the calls a history has made so far, read in order, and
+// which of them a tool result answered: every provider requires a tool
+// result to answer a call made before it, and every call to be answered.
+type madeCalls struct {
+	// at is where each call was made, by ID; order its IDs in the order
+	// made.
+	at       map[string]string
+	order    []string
+	answered map[string]bool
+}
 
-// answers checks that id, a tool result's, names a call made before it;
-// call is how the wire names a call.
-func (m madeCalls) answers(id, call string) error {
-	switch {
+func newMadeCalls() *madeCalls {
+	return &madeCalls{at: map[string]string{}, answered: map[string]bool{}}
+}
+
+// made records the call id made at where. A second call with an ID made
+// before stays the first's.
+func (m *madeCalls) made(id, where string) {
+	if _, ok := m.at[id]; !ok {
+		m.at[id] = where
+		m.order = append(m.order, id)
+	}
+}
+
+// answers checks that id, a tool result's, names a call made before it,
+// and marks the call answered; call is how the wire names a call.
+func (m *madeCalls) answers(id, call string) error {
+	switch _, ok := m.at[id]; {
 	case id == "":
 		return fmt.Errorf("required")
-	case !m[id]:
+	case !ok:
 		return fmt.Errorf("%q answers no %s made before it", clip(id, 80), call)
+	}
+	m.answered[id] = true
+	return nil
+}
+
+// unanswered is the error of the first call no tool result answered, nil
+// when every call was; result is how the wire names a tool result.
+func (m *madeCalls) unanswered(call, result string) error {
+	for _, id := range m.order {
+		if !m.answered[id] {
+			return fmt.Errorf("%s: %s %q is answered by no %s after it", m.at[id], call, clip(id, 80), result)
+		}
 	}
 	return nil
 }

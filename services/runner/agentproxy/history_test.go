@@ -60,6 +60,10 @@ var chatHistories = []historyCase{
 	{"tool message before its call", `{"messages":[{"role":"user","content":"go"},
 		{"role":"tool","tool_call_id":"c1","content":"ok"},
 		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "messages[1].tool_call_id"},
+	{"a call no tool message answers", `{"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},
+			{"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"user","content":"and?"}]}`, "messages[1].tool_calls[1]"},
 	{"calls in a user message", `{"messages":[
 		{"role":"user","content":"go","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls"},
 }
@@ -75,6 +79,9 @@ var responsesHistories = []historyCase{
 	{"output naming no call made", `{"input":[{"role":"user","content":"go"},
 		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
 		{"type":"function_call_output","call_id":"c9","output":"ok"}]}`, "input[2].call_id"},
+	{"a call no output answers", `{"input":[{"role":"user","content":"go"},
+		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+		{"role":"user","content":"and?"}]}`, "input[1]"},
 	{"output before its call", `{"input":[{"role":"user","content":"go"},
 		{"type":"function_call_output","call_id":"c1","output":"ok"},
 		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`, "input[1].call_id"},
@@ -94,6 +101,9 @@ var messagesHistories = []historyCase{
 	{"result naming no tool_use", `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
 		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"ok"}]}]}`, "messages[2].content[0].tool_use_id"},
+	{"a tool_use no result answers", `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"text","text":"two"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},
+		{"role":"user","content":"and?"}]}`, "messages[1].content[1]"},
 	{"result before its tool_use", `{"max_tokens":5,"messages":[
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},
 		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}]}`, "messages[0].content[0].tool_use_id"},

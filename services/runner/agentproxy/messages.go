@@ -63,7 +63,8 @@ type messagesBlock struct {
 // else — an image, a document, a server tool (web_search, a
 // computer-use tool), a tool without a name — is refused naming where, as
 // is a history Anthropic refuses: a tool_use whose input is not a JSON
-// object, a tool_result answering no tool_use made before it.
+// object, a tool_result answering no tool_use made before it, a tool_use
+// no tool_result after it answers.
 func DecodeMessages(body []byte) (models.Request, bool, error) {
 	var in messagesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -78,7 +79,7 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 	} else if sys != "" {
 		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Content: sys})
 	}
-	made := madeCalls{}
+	made := newMadeCalls()
 	for i, m := range in.Messages {
 		where := fmt.Sprintf("messages[%d]", i)
 		role := models.Role(m.Role)
@@ -93,6 +94,9 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		}
 		out.Messages = append(out.Messages, msgs...)
 	}
+	if err := made.unanswered("tool_use", "tool_result"); err != nil {
+		return models.Request{}, false, err
+	}
 	tools, err := toolSpecs(in.Tools)
 	if err != nil {
 		return models.Request{}, false, err
@@ -106,7 +110,7 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 // tool messages, in order, and its text a user message after them.
 // A tool_use block's input must be a JSON object, and a tool_result must
 // answer a tool_use made before it (made, which it adds to).
-func messagesOf(role models.Role, raw json.RawMessage, where string, made madeCalls) ([]models.Message, error) {
+func messagesOf(role models.Role, raw json.RawMessage, where string, made *madeCalls) ([]models.Message, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return []models.Message{{Role: role, Content: s}}, nil
@@ -144,7 +148,7 @@ func messagesOf(role models.Role, raw json.RawMessage, where string, made madeCa
 			if err := jsonObject(b.Input); err != nil {
 				return nil, fmt.Errorf("%s.input: %w", at, err)
 			}
-			made[b.ID] = true
+			made.made(b.ID, at)
 			calls = append(calls, models.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
 		case "tool_result":
 			if role != models.RoleUser {

@@ -61,7 +61,7 @@ type responsesItem struct {
 // the endpoint cannot serve) — is refused naming where, as is a history
 // OpenAI refuses: a function_call whose arguments are neither blank nor a
 // JSON object, a function_call_output answering no function_call made
-// before it.
+// before it, a function_call no function_call_output after it answers.
 func DecodeResponses(body []byte) (models.Request, bool, error) {
 	var in responsesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -78,7 +78,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if err != nil {
 		return models.Request{}, false, err
 	}
-	made := madeCalls{}
+	made := newMadeCalls()
 	for i, it := range items {
 		where := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
@@ -103,7 +103,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 			if err := callArguments(it.Arguments); err != nil {
 				return models.Request{}, false, fmt.Errorf("%s.arguments: %w", where, err)
 			}
-			made[it.CallID] = true
+			made.made(it.CallID, where)
 			call := models.ToolCall{ID: it.CallID, Name: it.Name, Args: it.Arguments}
 			// Calls made in one reply follow its message: they are that
 			// assistant message's calls, as the port holds them.
@@ -128,6 +128,9 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	}
 	if len(out.Messages) == 0 {
 		return models.Request{}, false, fmt.Errorf("input: none given")
+	}
+	if err := made.unanswered("function_call", "function_call_output"); err != nil {
+		return models.Request{}, false, err
 	}
 	tools, err := toolSpecs(in.Tools)
 	if err != nil {
