@@ -33,8 +33,8 @@ func TestTreatmentCacheMode(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ yaml, want string }{
-		{"id: t\nmodel: {provider: openai, name: m}\ncache: {mode: write}\n", `t.yaml: cache.mode: unknown cache mode "write" (want read_write, read or off)`},
-		{"id: t\nmodel: {provider: openai, name: m}\ncache: {}\n", `t.yaml: cache.mode: required`},
+		{"id: t\nmodel: {provider: openai, name: m}\ncache: {mode: write}\n", `t.yaml:3: cache.mode: unknown cache mode "write" (want read_write, read or off)`},
+		{"id: t\nmodel: {provider: openai, name: m}\ncache: {}\n", `t.yaml:3: cache.mode: required`},
 		{"id: t\nmodel: {provider: openai, name: m}\ncache: {mode: read, ttl: 1h}\n", "ttl"},
 	} {
 		_, err := ParseTreatment("t.yaml", []byte(c.yaml))

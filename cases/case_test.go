@@ -181,3 +181,17 @@ func TestABadTokenIsNamedOnce(t *testing.T) {
 		t.Errorf("treatment: got %v, want t.yaml…: id: empty subject token", err)
 	}
 }
+
+// A treatment file's errors name the line of the key they are about, as a
+// case file's do.
+func TestTreatmentErrorsNameTheLineOfTheirKey(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"id: ''\nmodel: {provider: openai, name: m}\n", "t.yaml:1: id: empty subject token"},
+		{"id: t\nmodel:\n  provider: gpt\n", "t.yaml:3: model.provider: "},
+	} {
+		_, err := ParseTreatment("t.yaml", []byte(c.yaml))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q…", c.yaml, err, c.want)
+		}
+	}
+}

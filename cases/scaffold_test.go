@@ -15,9 +15,9 @@ const scriptedTreatment = "id: t\nmodel: {provider: scripted, scripts: s}\n"
 // naming the file, the field and the treatment; an unknown tool is named.
 func TestBadScaffoldsAreRefused(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"scaffold: {tools: [read_file, grep]}", `t.yaml: scaffold.tools[1]: treatment t offers unknown tool "grep"`},
-		{"scaffold: {tools: [read_file, read_file]}", `t.yaml: scaffold.tools[1]: treatment t offers tool "read_file" twice`},
-		{"scaffold: {tool_descriptions: {grep: finds}}", `t.yaml: scaffold.tool_descriptions.grep: treatment t describes unknown tool "grep"`},
+		{"scaffold: {tools: [read_file, grep]}", `t.yaml:3: scaffold.tools[1]: treatment t offers unknown tool "grep"`},
+		{"scaffold: {tools: [read_file, read_file]}", `t.yaml:3: scaffold.tools[1]: treatment t offers tool "read_file" twice`},
+		{"scaffold: {tool_descriptions: {grep: finds}}", `t.yaml:3: scaffold.tool_descriptions.grep: treatment t describes unknown tool "grep"`},
 		{"scaffold: {tools: [read_file], tool_descriptions: {run_command: runs}}", `scaffold.tool_descriptions.run_command: treatment t describes tool "run_command", which its tools do not offer`},
 		{"scaffold: {tool_descriptions: {run_command: '  '}}", `scaffold.tool_descriptions.run_command: treatment t gives tool "run_command" an empty description`},
 		{"scaffold: {prompt: hi, prompt_file: p.md}", "scaffold.prompt_file: treatment t sets both prompt and prompt_file"},

@@ -179,6 +179,9 @@ func ParseTreatment(name string, data []byte) (*Treatment, error) {
 		var ce *Error
 		if errors.As(err, &ce) {
 			ce.File = name
+			if ce.Line == 0 {
+				ce.Line = fieldLine(data, ce.Field)
+			}
 		}
 		return nil, err
 	}
