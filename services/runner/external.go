@@ -66,10 +66,16 @@ type agentRun struct {
 	// finished, a cancel); err a harness failure. Either stops the agent.
 	end step.Ending
 	err error
-	// refusedInARow counts the requests refused as invalid since the last
-	// one that reached the attempt; lastRefused is why the last was.
+	// rmu guards the count of refused requests apart from mu, which a
+	// call holds while the model answers: a request refused as invalid is
+	// answered at once, even beside a call in flight. refusedInARow counts
+	// the requests refused since the last one that reached the attempt,
+	// lastRefused is why the last was, and refusedEnd is the ending once
+	// MaxRefusedInARow were.
+	rmu           sync.Mutex
 	refusedInARow int
 	lastRefused   string
+	refusedEnd    step.Ending
 	stop          context.CancelFunc
 	// ctx is the attempt's: commits outlive a cancel of the work.
 	ctx context.Context
@@ -147,9 +153,12 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	// A call in flight finishes recording its turn before the attempt
 	// reads how the agent's run went.
 	x.mu.Lock()
-	end, callErr, lastRefused := x.end, x.err, x.lastRefused
+	end, callErr := x.end, x.err
 	x.end = step.Ending{Status: events.RunErrored, Reason: "the agent has ended"} // refuse any later call
 	x.mu.Unlock()
+	x.rmu.Lock()
+	refusedEnd, lastRefused := x.refusedEnd, x.lastRefused
+	x.rmu.Unlock()
 	level := slog.LevelInfo
 	if res.ExitCode != 0 && !end.Ends() && callErr == nil {
 		// It failed by itself: what it printed is the one clue.
@@ -162,6 +171,8 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 		return step.Ending{}, callErr
 	case end.Ends():
 		return end, nil
+	case refusedEnd.Ends():
+		return refusedEnd, nil
 	}
 	if sig := a.ctl.pendingCancel(); sig != nil {
 		return a.acceptCancel(ctx, sig)
@@ -207,14 +218,16 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 // refused is told of each request the endpoint refuses as invalid: it
 // ends the agent at the MaxRefusedInARow-th in a row.
 func (x *agentRun) refused(err error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.rmu.Lock()
+	defer x.rmu.Unlock()
 	x.refusedInARow++
 	x.lastRefused = err.Error()
-	if x.refusedInARow < MaxRefusedInARow || x.err != nil || x.end.Ends() {
+	if x.refusedInARow != MaxRefusedInARow {
 		return
 	}
-	x.end = step.Ending{Status: events.RunIncomplete,
+	// An ending a call decided meanwhile (x.end) comes first: the
+	// attempt reads it before this one.
+	x.refusedEnd = step.Ending{Status: events.RunIncomplete,
 		Reason: fmt.Sprintf("%s: %d requests in a row refused as invalid, the last: %s", ReasonAgentRefused, x.refusedInARow, x.lastRefused)}
 	x.stop()
 }
@@ -228,8 +241,17 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 		return models.Reply{}, &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended",
 			Message: "the run has ended; no more calls are answered"}
 	}
-	// A request that reaches the attempt is one the agent mended.
-	x.refusedInARow, x.lastRefused = 0, ""
+	x.rmu.Lock()
+	ended := x.refusedEnd.Ends()
+	if !ended {
+		// A request that reaches the attempt is one the agent mended.
+		x.refusedInARow, x.lastRefused = 0, ""
+	}
+	x.rmu.Unlock()
+	if ended {
+		return models.Reply{}, &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended",
+			Message: "the run has ended; no more calls are answered"}
+	}
 	// The attempt's context, not the request's: an agent hanging up does
 	// not leave a turn half recorded.
 	reply, end, err := x.a.agentTurn(x.ctx, req)
