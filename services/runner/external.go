@@ -64,8 +64,9 @@ type agentRun struct {
 	mu sync.Mutex
 	// end is the ending a call decided (a budget spent, the run
 	// finished, a cancel); err a harness failure. Either stops the agent.
-	end step.Ending
-	err error
+	end  step.Ending
+	err  error
+	stop context.CancelFunc
 	// rmu guards the count of refused requests apart from mu, which a
 	// call holds while the model answers: a request refused as invalid is
 	// answered at once, even beside a call in flight. refusedInARow counts
@@ -76,7 +77,6 @@ type agentRun struct {
 	refusedInARow int
 	lastRefused   string
 	refusedEnd    step.Ending
-	stop          context.CancelFunc
 	// ctx is the attempt's: commits outlive a cancel of the work.
 	ctx context.Context
 }
@@ -160,7 +160,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	refusedEnd, lastRefused := x.refusedEnd, x.lastRefused
 	x.rmu.Unlock()
 	level := slog.LevelInfo
-	if res.ExitCode != 0 && !end.Ends() && callErr == nil {
+	if res.ExitCode != 0 && !end.Ends() && !refusedEnd.Ends() && callErr == nil {
 		// It failed by itself: what it printed is the one clue.
 		level = slog.LevelWarn
 	}
