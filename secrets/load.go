@@ -18,10 +18,13 @@ const (
 )
 
 // DefaultNames are the environment variables always treated as secret:
-// the model keys the OpenAI-compatible provider reads and the NATS
-// credentials the nats tools read.
+// the model keys every hosted provider reads (openai and
+// openai-responses share OpenAI's; anthropic has its own) and the NATS
+// credentials the nats tools read. A provider's key left out here would
+// reach the log the first time a model or a tool repeated it.
 var DefaultNames = []string{
 	"FACTLINE_OPENAI_API_KEY", "OPENAI_API_KEY",
+	"FACTLINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY",
 	"NATS_TOKEN", "NATS_PASSWORD",
 	"FACTLINE_NATS_TOKEN", "FACTLINE_NATS_PASSWORD",
 }

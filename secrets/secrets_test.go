@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/anthropic"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/secrets"
 )
@@ -165,6 +166,25 @@ func TestModelKeyNeverInProviderErrors(t *testing.T) {
 	must(t, err2)
 	if red := r.Redact("echo: bad key " + key); strings.Contains(red, key) {
 		t.Errorf("the environment's redactor misses the model key: %q", red)
+	}
+}
+
+// Every variable a hosted provider reads its key from is a secret without
+// being named in FACTLINE_SECRET_ENV: a treatment of any provider keeps its
+// key out of the log. (The Responses provider reads openai's variables.)
+func TestEveryProviderKeyVariableIsASecret(t *testing.T) {
+	t.Setenv(secrets.EnvSecretNames, "")
+	t.Setenv(secrets.EnvSecretFiles, "")
+	for i, name := range []string{openai.EnvAPIKey, openai.EnvOpenAIKey, anthropic.EnvAPIKey, anthropic.EnvAnthropicKey} {
+		t.Setenv(name, fmt.Sprintf("sk-provider-key-%d-0123456789", i))
+	}
+	r, err := secrets.FromEnvironment()
+	must(t, err)
+	for i, name := range []string{openai.EnvAPIKey, openai.EnvOpenAIKey, anthropic.EnvAPIKey, anthropic.EnvAnthropicKey} {
+		v := fmt.Sprintf("sk-provider-key-%d-0123456789", i)
+		if got, want := r.Redact("key "+v), "key [redacted:"+name+"]"; got != want {
+			t.Errorf("%s: got %q, want %q", name, got, want)
+		}
 	}
 }
 
