@@ -80,7 +80,11 @@ type callTool struct {
 // toolFor looks a call's tool up and checks the call against it, running
 // nothing.
 func (a *attempt) toolFor(call events.ToolCall) callTool {
-	tool, args, bad := a.registry.Check(call.Name, call.Args)
+	name := call.Name
+	if name == step.UnnamedTool {
+		name = "" // the registry says the call names no tool
+	}
+	tool, args, bad := a.registry.Check(name, call.Args)
 	_, builtin := tools.BuiltinByName(call.Name)
 	t := callTool{tool: tool, args: args, invalid: bad,
 		view: step.Tool{Builtin: builtin, Allowed: contains(a.offered, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name),

@@ -161,6 +161,9 @@ func (r *Registry) Check(name, args string) (Tool, json.RawMessage, *Result) {
 	if !ok {
 		known := strings.Join(r.order, ", ")
 		res := Fail(CodeUnknownTool, "no tool named %q; the tools are: %s", name, known)
+		if name == "" {
+			res = Fail(CodeUnknownTool, "the call names no tool; the tools are: %s", known)
+		}
 		return nil, nil, &res
 	}
 	if strings.TrimSpace(args) == "" {
