@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,5 +427,27 @@ func TestReserve(t *testing.T) {
 	unpriced, _ := newModel(t, fake, Config{})
 	if got := unpriced.Reserve(req); got != 0 {
 		t.Fatalf("Reserve %d unpriced, want 0", got)
+	}
+}
+
+// A 404 names the URL that was not found (a base URL with a stray /v1
+// posts to …/v1/v1/messages), as the openai provider's does.
+func TestA404NamesTheURLItPosted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	m, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Complete(context.Background(), models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}}})
+	if models.KindOf(err) != models.ErrBadRequest {
+		t.Fatalf("got %v, want bad_request", err)
+	}
+	for _, want := range []string{"404 page not found", "POST " + srv.URL + "/v1/v1/messages", "base URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
 	}
 }
