@@ -38,6 +38,20 @@ func FromEnvironment() (*Redactor, error) {
 	return Load(os.Getenv, DefaultNames, splitList(os.Getenv(EnvSecretNames)), splitList(os.Getenv(EnvSecretFiles)))
 }
 
+// UnsetNamed returns the variables FACTLINE_SECRET_ENV names that are not
+// set (or empty) in this process's environment, in the order named. Load
+// skips them, as a process may rightly lack one; but a misspelt name
+// protects nothing, so a caller should say which (factline warns).
+func UnsetNamed() []string {
+	var out []string
+	for _, n := range splitList(os.Getenv(EnvSecretNames)) {
+		if os.Getenv(n) == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Load builds a redactor from the values of the named environment
 // variables (read through getenv; unset ones are skipped) and the contents
 // of the named files.

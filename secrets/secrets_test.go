@@ -194,3 +194,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A variable FACTLINE_SECRET_ENV names that is not set (a misspelt name,
+// or a variable this process was not given) protects nothing; it is still
+// skipped, since a process may rightly lack it, but it is named, so the
+// caller can say so instead of redacting nothing in silence.
+func TestNamedButUnsetVariablesAreNamed(t *testing.T) {
+	t.Setenv("FACTLINE_TEST_SECRET_SET", "value-bbbbbbbb")
+	t.Setenv("FACTLINE_TEST_SECRET_EMPTY", "")
+	t.Setenv(secrets.EnvSecretNames, "FACTLINE_TEST_SECRET_SET, FACTLINE_TEST_SECRET_TYPO,FACTLINE_TEST_SECRET_EMPTY")
+	got := secrets.UnsetNamed()
+	if want := []string{"FACTLINE_TEST_SECRET_TYPO", "FACTLINE_TEST_SECRET_EMPTY"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("UnsetNamed() = %v, want %v", got, want)
+	}
+	t.Setenv(secrets.EnvSecretNames, "")
+	if got := secrets.UnsetNamed(); len(got) != 0 {
+		t.Errorf("with nothing named: %v", got)
+	}
+}
