@@ -451,3 +451,23 @@ func TestA404NamesTheURLItPosted(t *testing.T) {
 		}
 	}
 }
+
+// A tool_use whose input is not a JSON object (the API always sends one; a
+// proxy translating another model may not) is a bad_response of the reply
+// that carries it. It used to be taken, run as a bad call, and then make
+// the next turn's request unrenderable: the run ended errored as a harness
+// error ("render request: … arguments are not a JSON object").
+func TestAToolUseInputThatIsNoObjectIsABadResponse(t *testing.T) {
+	for _, input := range []string{`"{\"command\": \"ls\"}"`, `[1,2]`, `3`} {
+		body := `{"type":"message","model":"m","content":[{"type":"tool_use","id":"tu1","name":"run_command","input":` + input + `}],` +
+			`"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
+		_, err := ParseReply([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), "content block 0") || !strings.Contains(err.Error(), "not a JSON object") {
+			t.Errorf("input %s: %v, want an error naming the block and what is wrong", input, err)
+		}
+	}
+	ok := `{"type":"message","model":"m","content":[{"type":"tool_use","id":"tu1","name":"x","input":{"a":1}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
+	if r, err := ParseReply([]byte(ok)); err != nil || len(r.Calls) != 1 || r.Calls[0].Args != `{"a":1}` {
+		t.Fatalf("an object input: %+v, %v", r, err)
+	}
+}
