@@ -38,14 +38,17 @@ func chatServer(t *testing.T, replies ...string) *httptest.Server {
 
 // chatReply is a Chat Completions reply whose message makes calls, each a
 // name and its arguments' JSON text.
-func chatReply(calls ...[2]string) string {
+func chatReply(calls ...[2]string) string { return chatReplyFinish("tool_calls", calls...) }
+
+// chatReplyFinish is chatReply with the finish reason given.
+func chatReplyFinish(finish string, calls ...[2]string) string {
 	var tc []map[string]any
 	for i, c := range calls {
 		tc = append(tc, map[string]any{"id": fmt.Sprintf("c%d", i+1), "type": "function",
 			"function": map[string]string{"name": c[0], "arguments": c[1]}})
 	}
 	b, _ := json.Marshal(map[string]any{"id": "r", "object": "chat.completion", "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
 			"message": map[string]any{"role": "assistant", "content": nil, "tool_calls": tc}}},
 		"usage": map[string]int{"prompt_tokens": 10, "completion_tokens": 2}})
 	return string(b)
@@ -76,5 +79,31 @@ func TestACallWithoutAToolNameIsAnUnknownToolObservation(t *testing.T) {
 	}
 	if ok := ds["t1/c2"]; ok.Error != nil || ok.Dispatch.Mutation != events.MutationApplied {
 		t.Errorf("the other call of the reply did not run: %+v", ok)
+	}
+}
+
+// A reply cut at its output-token limit (finish_reason "length") leaves the
+// call it was writing unfinished JSON, as when a model writes a large file
+// with write_file. The BAD_ARGUMENTS observation says the reply was cut,
+// and what to do; a bare "unexpected EOF" had the model send the same
+// too-long call again.
+func TestArgumentsCutByTheTokenLimitSaySo(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	srv := chatServer(t,
+		chatReplyFinish("length", [2]string{"write_file", `{"path": "big.txt", "content": "line 1\nline 2\nli`}),
+		chatReply([2]string{"task_complete", `{"status":"blocked","reason":"test","unmet":[]}`}))
+	log, end := e.runNative("openai", srv.URL+"/v1", "{steps: 4}", "cut-call")
+	if end.Status != events.RunBlocked {
+		t.Fatalf("run ended %s (%s), want blocked", end.Status, end.Reason)
+	}
+	bad := dispatches(log)["t1/c1"]
+	if bad.Error == nil || bad.Error.Code != "BAD_ARGUMENTS" {
+		t.Fatalf("the cut call: %+v, want BAD_ARGUMENTS", bad)
+	}
+	for _, want := range []string{"not valid JSON", "output-token limit", "finish length"} {
+		if !strings.Contains(bad.Error.Message, want) {
+			t.Errorf("the observation %q does not say %q", bad.Error.Message, want)
+		}
 	}
 }
