@@ -92,3 +92,24 @@ func TestAnUncallableBaseURLIsRefusedWhenLoaded(t *testing.T) {
 		t.Errorf("a judge's uncallable base_url: %v", err)
 	}
 }
+
+// A negative max_output_tokens was accepted and then never sent (the
+// providers send only a positive maximum): a setting the user wrote was
+// dropped in silence, and the budget reserved the default instead. It is
+// refused when loaded, naming the field, for a treatment and a judge. (0
+// reads as the field left out, as every whole-number setting's zero does.)
+func TestAMaxOutputTokensBelowOneIsRefused(t *testing.T) {
+	for _, v := range []string{"-1", "-4096"} {
+		_, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_output_tokens: "+v+"}\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "model.max_output_tokens") || !strings.Contains(err.Error(), "at least 1") {
+			t.Errorf("max_output_tokens %s: got %v", v, err)
+		}
+	}
+	judge := "id: c\ninstruction: x\ngrading:\n  instruments:\n    - {id: review, kind: judge, rubric: 'is it right?', model: {provider: openai, name: j, max_output_tokens: -5}}\n"
+	if _, err := ParseCase("c.yaml", []byte(judge)); err == nil || !strings.Contains(err.Error(), "model.max_output_tokens") {
+		t.Errorf("a judge's max_output_tokens -5: %v", err)
+	}
+	if _, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_output_tokens: 1}\n")); err != nil {
+		t.Errorf("max_output_tokens 1: %v", err)
+	}
+}

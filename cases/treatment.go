@@ -259,6 +259,11 @@ func (t *Treatment) normalise() error {
 
 // checkSettings refuses request settings no provider accepts.
 func (m ModelSpec) checkSettings(field string) error {
+	if m.MaxOutputTokens < 0 {
+		// A provider sends only a positive maximum: this one would be
+		// dropped without a word.
+		return fieldErr(field+".max_output_tokens", "want a whole number of at least 1 (leave it out for none), got %d", m.MaxOutputTokens)
+	}
 	if p := m.TopP; p != nil && !(*p > 0 && *p <= 1) {
 		return fieldErr(field+".top_p", "want a probability mass above 0 and at most 1, got %v", *p)
 	}
