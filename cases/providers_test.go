@@ -63,3 +63,53 @@ func TestAJudgeMayBeANativeProvidersModel(t *testing.T) {
 		t.Fatalf("an Anthropic judge with a temperature: %v", err)
 	}
 }
+
+// A base_url no provider could call (no http or https scheme, no host, or
+// credentials in it) is refused when the treatment or the judge is loaded,
+// naming the field: before, the suite was submitted and every run ended
+// errored as a harness error at its first turn, which a retry repeats.
+func TestAnUncallableBaseURLIsRefusedWhenLoaded(t *testing.T) {
+	for _, p := range []string{"openai", "openai-responses", "anthropic"} {
+		for _, c := range []struct{ url, want string }{
+			{"127.0.0.1:8000/v1", "want an http:// or https:// URL"},
+			{"localhost:11434/v1", "want an http:// or https:// URL"},
+			{"ftp://127.0.0.1/v1", "want an http:// or https:// URL"},
+			{"http:///v1", "has no host"},
+			{"http://user:pw@127.0.0.1:8000/v1", "carries credentials"},
+		} {
+			yaml := "id: t\nmodel: {provider: " + p + ", name: m, base_url: '" + c.url + "'}\n"
+			_, err := ParseTreatment("t.yaml", []byte(yaml))
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "model.base_url: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: got %v, want model.base_url: …%s", yaml, err, c.want)
+			}
+		}
+		if _, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: "+p+", name: m, base_url: 'http://[::1]:8000/v1'}\n")); err != nil {
+			t.Errorf("%s: a good base_url refused: %v", p, err)
+		}
+	}
+	judge := "id: c\ninstruction: x\ngrading:\n  instruments:\n    - {id: review, kind: judge, rubric: 'is it right?', model: {provider: openai, name: j, base_url: '127.0.0.1:8000/v1'}}\n"
+	if _, err := ParseCase("c.yaml", []byte(judge)); err == nil || !strings.Contains(err.Error(), "model.base_url: ") {
+		t.Errorf("a judge's uncallable base_url: %v", err)
+	}
+}
+
+// A negative max_output_tokens was accepted and then never sent (the
+// providers send only a positive maximum): a setting the user wrote was
+// dropped in silence, and the budget reserved the default instead. It is
+// refused when loaded, naming the field, for a treatment and a judge. (0
+// reads as the field left out, as every whole-number setting's zero does.)
+func TestAMaxOutputTokensBelowOneIsRefused(t *testing.T) {
+	for _, v := range []string{"-1", "-4096"} {
+		_, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_output_tokens: "+v+"}\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "model.max_output_tokens") || !strings.Contains(err.Error(), "at least 1") {
+			t.Errorf("max_output_tokens %s: got %v", v, err)
+		}
+	}
+	judge := "id: c\ninstruction: x\ngrading:\n  instruments:\n    - {id: review, kind: judge, rubric: 'is it right?', model: {provider: openai, name: j, max_output_tokens: -5}}\n"
+	if _, err := ParseCase("c.yaml", []byte(judge)); err == nil || !strings.Contains(err.Error(), "model.max_output_tokens") {
+		t.Errorf("a judge's max_output_tokens -5: %v", err)
+	}
+	if _, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_output_tokens: 1}\n")); err != nil {
+		t.Errorf("max_output_tokens 1: %v", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/factline/factline/events"
 )
@@ -142,6 +144,9 @@ func (m ModelSpec) checkProvider(field string) error {
 		if m.Name == "" {
 			return fieldErr(field+".name", "required for provider %q", m.Provider)
 		}
+		if err := checkBaseURL(field+".base_url", m.BaseURL); err != nil {
+			return err
+		}
 	case "":
 		return fieldErr(field+".provider", "required (one of %q)", Providers)
 	default:
@@ -165,6 +170,31 @@ func (m ModelSpec) checkProvider(field string) error {
 		}
 	case ProviderOpenAIResponses:
 		return refuse("seed", m.Seed != nil)
+	}
+	return nil
+}
+
+// checkBaseURL refuses a base_url the providers would refuse at the first
+// call (models/openai.New and its siblings): the same rules, here so that
+// the mistake is the file's, named when the suite loads.
+func checkBaseURL(field, raw string) error {
+	if raw == "" {
+		return nil // the environment's, or the provider's default
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		shown := fmt.Sprintf("%q", raw)
+		if strings.Contains(raw, "@") {
+			shown = "the URL" // it may hold a password
+		}
+		return fieldErr(field, "%s: want an http:// or https:// URL of the API root, such as http://127.0.0.1:8000/v1", shown)
+	}
+	if u.Host == "" {
+		return fieldErr(field, "%q has no host", raw)
+	}
+	if u.User != nil {
+		// Not echoed: the credentials are what must not be stored.
+		return fieldErr(field, "carries credentials (user@): the key comes from the environment (docs/models.md)")
 	}
 	return nil
 }
@@ -232,6 +262,11 @@ func (t *Treatment) normalise() error {
 
 // checkSettings refuses request settings no provider accepts.
 func (m ModelSpec) checkSettings(field string) error {
+	if m.MaxOutputTokens < 0 {
+		// A provider sends only a positive maximum: this one would be
+		// dropped without a word.
+		return fieldErr(field+".max_output_tokens", "want a whole number of at least 1 (leave it out for none), got %d", m.MaxOutputTokens)
+	}
 	if p := m.TopP; p != nil && !(*p > 0 && *p <= 1) {
 		return fieldErr(field+".top_p", "want a probability mass above 0 and at most 1, got %v", *p)
 	}

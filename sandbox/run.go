@@ -76,6 +76,11 @@ type Result struct {
 	// Cancelled reports that it was ctx being cancelled, not a deadline,
 	// that ended the command (only with TimedOut).
 	Cancelled bool
+	// HeldOpen (only with TimedOut) reports that the command itself had
+	// exited, with ExitCode, and a process it left running in the
+	// background kept the output open until the end: the wait was that
+	// process's, which is what the caller should be told.
+	HeldOpen bool
 }
 
 // Run runs cmd with bash, contained as the sandbox says: in its own
@@ -141,6 +146,13 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (Result, error) {
 	if timedOut {
 		res.TimedOut = true
 		res.Cancelled = errors.Is(ctx.Err(), context.Canceled)
+		if sv.heldOpen {
+			res.HeldOpen = true
+			var exitErr *exec.ExitError
+			if errors.As(waitErr, &exitErr) {
+				res.ExitCode = exitErr.ExitCode()
+			}
+		}
 		return res, nil
 	}
 	var exitErr *exec.ExitError

@@ -14,6 +14,9 @@ type supervised struct {
 	truncated bool
 	waitErr   error // proc.Wait's
 	timedOut  bool  // ctx ended first
+	// heldOpen (with timedOut): the process had exited, and what it left
+	// running kept the output open until ctx ended.
+	heldOpen bool
 }
 
 // supervise starts proc with its output on a pipe of our own (not exec's:
@@ -60,6 +63,7 @@ func supervise(ctx context.Context, proc *exec.Cmd, outCap int, keepLast, atExit
 			copied = nil
 		case <-ctx.Done():
 			s.timedOut = true
+			s.heldOpen = exited == nil
 		}
 	}
 	kill()

@@ -18,10 +18,13 @@ const (
 )
 
 // DefaultNames are the environment variables always treated as secret:
-// the model keys the OpenAI-compatible provider reads and the NATS
-// credentials the nats tools read.
+// the model keys every hosted provider reads (openai and
+// openai-responses share OpenAI's; anthropic has its own) and the NATS
+// credentials the nats tools read. A provider's key left out here would
+// reach the log the first time a model or a tool repeated it.
 var DefaultNames = []string{
 	"FACTLINE_OPENAI_API_KEY", "OPENAI_API_KEY",
+	"FACTLINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY",
 	"NATS_TOKEN", "NATS_PASSWORD",
 	"FACTLINE_NATS_TOKEN", "FACTLINE_NATS_PASSWORD",
 }
@@ -33,6 +36,20 @@ var DefaultNames = []string{
 // reach the log.
 func FromEnvironment() (*Redactor, error) {
 	return Load(os.Getenv, DefaultNames, splitList(os.Getenv(EnvSecretNames)), splitList(os.Getenv(EnvSecretFiles)))
+}
+
+// UnsetNamed returns the variables FACTLINE_SECRET_ENV names that are not
+// set (or empty) in this process's environment, in the order named. Load
+// skips them, as a process may rightly lack one; but a misspelt name
+// protects nothing, so a caller should say which (factline warns).
+func UnsetNamed() []string {
+	var out []string
+	for _, n := range splitList(os.Getenv(EnvSecretNames)) {
+		if os.Getenv(n) == "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Load builds a redactor from the values of the named environment

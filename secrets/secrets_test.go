@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/models/anthropic"
 	"github.com/factline/factline/models/openai"
 	"github.com/factline/factline/secrets"
 )
@@ -168,9 +169,46 @@ func TestModelKeyNeverInProviderErrors(t *testing.T) {
 	}
 }
 
+// Every variable a hosted provider reads its key from is a secret without
+// being named in FACTLINE_SECRET_ENV: a treatment of any provider keeps its
+// key out of the log. (The Responses provider reads openai's variables.)
+func TestEveryProviderKeyVariableIsASecret(t *testing.T) {
+	t.Setenv(secrets.EnvSecretNames, "")
+	t.Setenv(secrets.EnvSecretFiles, "")
+	for i, name := range []string{openai.EnvAPIKey, openai.EnvOpenAIKey, anthropic.EnvAPIKey, anthropic.EnvAnthropicKey} {
+		t.Setenv(name, fmt.Sprintf("sk-provider-key-%d-0123456789", i))
+	}
+	r, err := secrets.FromEnvironment()
+	must(t, err)
+	for i, name := range []string{openai.EnvAPIKey, openai.EnvOpenAIKey, anthropic.EnvAPIKey, anthropic.EnvAnthropicKey} {
+		v := fmt.Sprintf("sk-provider-key-%d-0123456789", i)
+		if got, want := r.Redact("key "+v), "key [redacted:"+name+"]"; got != want {
+			t.Errorf("%s: got %q, want %q", name, got, want)
+		}
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A variable FACTLINE_SECRET_ENV names that is not set (a misspelt name,
+// or a variable this process was not given) protects nothing; it is still
+// skipped, since a process may rightly lack it, but it is named, so the
+// caller can say so instead of redacting nothing in silence.
+func TestNamedButUnsetVariablesAreNamed(t *testing.T) {
+	t.Setenv("FACTLINE_TEST_SECRET_SET", "value-bbbbbbbb")
+	t.Setenv("FACTLINE_TEST_SECRET_EMPTY", "")
+	t.Setenv(secrets.EnvSecretNames, "FACTLINE_TEST_SECRET_SET, FACTLINE_TEST_SECRET_TYPO,FACTLINE_TEST_SECRET_EMPTY")
+	got := secrets.UnsetNamed()
+	if want := []string{"FACTLINE_TEST_SECRET_TYPO", "FACTLINE_TEST_SECRET_EMPTY"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("UnsetNamed() = %v, want %v", got, want)
+	}
+	t.Setenv(secrets.EnvSecretNames, "")
+	if got := secrets.UnsetNamed(); len(got) != 0 {
+		t.Errorf("with nothing named: %v", got)
 	}
 }

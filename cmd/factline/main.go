@@ -47,6 +47,11 @@ func main() {
 		os.Exit(1)
 	}
 	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), red)))
+	for _, n := range secrets.UnsetNamed() {
+		// Skipped, as a process may lack it; but a misspelt name would
+		// leave the secret it meant unredacted without a word.
+		slog.Warn("a variable "+secrets.EnvSecretNames+" names is not set in this process: nothing of it is redacted", "variable", n)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -98,6 +98,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		if err := checkExtensions(suite, allow); err != nil {
 			return err
 		}
+		// So are the models it and the embedded grader build.
+		if err := checkModels(suite); err != nil {
+			return err
+		}
 	}
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out, errOut)

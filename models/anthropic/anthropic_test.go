@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,5 +427,47 @@ func TestReserve(t *testing.T) {
 	unpriced, _ := newModel(t, fake, Config{})
 	if got := unpriced.Reserve(req); got != 0 {
 		t.Fatalf("Reserve %d unpriced, want 0", got)
+	}
+}
+
+// A 404 names the URL that was not found (a base URL with a stray /v1
+// posts to …/v1/v1/messages), as the openai provider's does.
+func TestA404NamesTheURLItPosted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	m, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Complete(context.Background(), models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}}})
+	if models.KindOf(err) != models.ErrBadRequest {
+		t.Fatalf("got %v, want bad_request", err)
+	}
+	for _, want := range []string{"404 page not found", "POST " + srv.URL + "/v1/v1/messages", "base URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
+	}
+}
+
+// A tool_use whose input is not a JSON object (the API always sends one; a
+// proxy translating another model may not) is a bad_response of the reply
+// that carries it. It used to be taken, run as a bad call, and then make
+// the next turn's request unrenderable: the run ended errored as a harness
+// error ("render request: … arguments are not a JSON object").
+func TestAToolUseInputThatIsNoObjectIsABadResponse(t *testing.T) {
+	for _, input := range []string{`"{\"command\": \"ls\"}"`, `[1,2]`, `3`} {
+		body := `{"type":"message","model":"m","content":[{"type":"tool_use","id":"tu1","name":"run_command","input":` + input + `}],` +
+			`"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
+		_, err := ParseReply([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), "content block 0") || !strings.Contains(err.Error(), "not a JSON object") {
+			t.Errorf("input %s: %v, want an error naming the block and what is wrong", input, err)
+		}
+	}
+	ok := `{"type":"message","model":"m","content":[{"type":"tool_use","id":"tu1","name":"x","input":{"a":1}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
+	if r, err := ParseReply([]byte(ok)); err != nil || len(r.Calls) != 1 || r.Calls[0].Args != `{"a":1}` {
+		t.Fatalf("an object input: %+v, %v", r, err)
 	}
 }

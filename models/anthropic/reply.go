@@ -55,6 +55,11 @@ func ParseReply(raw []byte) (models.Reply, error) {
 			if b.ID == "" || b.Name == "" {
 				return models.Reply{}, fmt.Errorf("content block %d: a tool_use block without id or name", i)
 			}
+			// Taken, it could never be sent back as a tool_use block
+			// (callInput): the next turn would fail to render.
+			if _, err := callInput(args); err != nil {
+				return models.Reply{}, fmt.Errorf("content block %d: tool_use %s (%s): %w", i, b.ID, b.Name, err)
+			}
 			reply.Calls = append(reply.Calls, models.ToolCall{ID: b.ID, Name: b.Name, Args: args})
 		}
 		// Thinking blocks are the model's hidden reasoning: counted in

@@ -931,3 +931,27 @@ func TestRetryAfterHeader(t *testing.T) {
 }
 
 func u64(v uint64) *uint64 { return &v }
+
+// A 404 is almost always a base URL without its API root (Ollama's
+// http://127.0.0.1:11434 for …/v1) or a model the server does not serve,
+// and such servers answer only "404 page not found": the error names the
+// URL that was not found, so the mistake can be seen.
+func TestA404NamesTheURLItPosted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	m, err := New(Config{BaseURL: srv.URL, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Complete(context.Background(), models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}}})
+	if models.KindOf(err) != models.ErrBadRequest {
+		t.Fatalf("got %v, want bad_request", err)
+	}
+	for _, want := range []string{"404 page not found", "POST " + srv.URL + "/chat/completions", "base URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
+	}
+}

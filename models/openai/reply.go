@@ -73,7 +73,7 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 			return models.Reply{}, m.fail(models.ErrRefused, status, false,
 				fmt.Errorf("the provider refused the request (%s): %s", code, msg), nil)
 		}
-		return models.Reply{}, m.fail(models.ErrBadRequest, status, false, fmt.Errorf("%s", msg), nil)
+		return models.Reply{}, m.fail(models.ErrBadRequest, status, false, fmt.Errorf("%s%s", msg, httpmodel.NotFoundWhere(resp)), nil)
 	case status < 200 || status >= 300:
 		return models.Reply{}, m.fail(models.ErrBadResponse, status, false,
 			fmt.Errorf("unexpected HTTP status %s", resp.Status), nil)

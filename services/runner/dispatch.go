@@ -9,6 +9,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/models"
 	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/services/runner/step"
 	"github.com/factline/factline/services/runner/tools"
@@ -45,6 +46,9 @@ func (a *attempt) dispatchAll(ctx context.Context, p step.Progress) (replyCalls,
 	var out replyCalls
 	for _, call := range p.Replied.Calls {
 		t := a.toolFor(call)
+		if p.Replied.Finish == models.FinishLength {
+			t.invalid.CutShort(call.Args)
+		}
 		plan := step.PlanCall(p, call, t.view, a.ctl.pendingCancel() != nil)
 		if plan.Act() == step.PlanStop {
 			// An accepted cancel allows no further effect.
@@ -80,7 +84,11 @@ type callTool struct {
 // toolFor looks a call's tool up and checks the call against it, running
 // nothing.
 func (a *attempt) toolFor(call events.ToolCall) callTool {
-	tool, args, bad := a.registry.Check(call.Name, call.Args)
+	name := call.Name
+	if name == step.UnnamedTool {
+		name = "" // the registry says the call names no tool
+	}
+	tool, args, bad := a.registry.Check(name, call.Args)
 	_, builtin := tools.BuiltinByName(call.Name)
 	t := callTool{tool: tool, args: args, invalid: bad,
 		view: step.Tool{Builtin: builtin, Allowed: contains(a.offered, call.Name), Invalid: bad != nil, Approval: a.needsApproval(call.Name),

@@ -87,7 +87,7 @@ func (e Errors) Check(x Exchange) *Failure {
 		if code != "" && !strings.Contains(msg, code) {
 			msg = code + ": " + msg
 		}
-		return e.Fail(models.ErrBadRequest, status, false, errors.New(msg), nil)
+		return e.Fail(models.ErrBadRequest, status, false, errors.New(msg+NotFoundWhere(x.Resp)), nil)
 	case status < 200 || status >= 300:
 		return e.Fail(models.ErrBadResponse, status, false, fmt.Errorf("unexpected HTTP status %s", x.Resp.Status), nil)
 	}
@@ -96,6 +96,18 @@ func (e Errors) Check(x Exchange) *Failure {
 		return e.Fail(models.ErrUnavailable, status, true, fmt.Errorf("reading the reply: %v", x.Err), x.Err)
 	}
 	return nil
+}
+
+// NotFoundWhere is what a 404 adds to its error: the URL that was not
+// found. Local servers answer a wrong route with a bare "404 page not
+// found", and a base URL without its API root (or with one too many) is
+// the usual cause, which only the URL shows. "" for any other answer.
+func NotFoundWhere(resp *http.Response) string {
+	if resp == nil || resp.StatusCode != http.StatusNotFound || resp.Request == nil || resp.Request.URL == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s %s was not found: check the base URL, the API root the provider's path is appended to, and the model name)",
+		resp.Request.Method, resp.Request.URL.Redacted())
 }
 
 // Fail builds a failure whose message is redacted; orig, when given, is

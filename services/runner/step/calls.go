@@ -18,6 +18,12 @@ func EvidenceRef(turn uint32, id events.CallID) events.EvidenceRef {
 // model ID can take or imitate one.
 const dupMark = "#dup"
 
+// UnnamedTool is the tool name a call the model gave no name is stored
+// under: a fact refuses an empty name, and no tool is named with a '#', so
+// the call is refused as calling no tool, never run. (Local servers' tool
+// parsers send a call with an empty name when the model garbles one.)
+const UnnamedTool = "#unnamed"
+
 // NameCalls gives the calls of one reply IDs a fact can store, in place.
 // A fact refuses an empty or a repeated call ID, and a model may send
 // either. A model's ID is kept, with '%' and '#' percent-escaped; a call
@@ -25,10 +31,14 @@ const dupMark = "#dup"
 // call reusing an ID gets the suffix #dup<n>, which marks it to be
 // answered with a typed error instead of being run. Names factline
 // chooses hold a bare '#', which no escaped model ID does, so a model's
-// "call-2" or "a#dup1" is never mistaken for one of them.
+// "call-2" or "a#dup1" is never mistaken for one of them. A call without
+// a tool name is given UnnamedTool.
 func NameCalls(calls []events.ToolCall) {
 	seen := map[events.CallID]int{}
 	for i := range calls {
+		if calls[i].Name == "" {
+			calls[i].Name = UnnamedTool
+		}
 		id := events.CallID(escapeCallID(string(calls[i].ID)))
 		if calls[i].ID == "" {
 			id = events.CallID(fmt.Sprintf("#call-%d", i+1))

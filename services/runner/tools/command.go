@@ -70,7 +70,15 @@ func Exec(ctx context.Context, env Env, command string, timeout time.Duration, o
 		if run.Cancelled {
 			reason = "cancelled"
 		}
-		res.Err = &events.ToolError{Code: CodeTimeout, Message: "command " + reason + "; it and its children were killed", Retryable: true}
+		msg := "command " + reason + "; it and its children were killed"
+		if run.HeldOpen && !run.Cancelled {
+			// The command had finished: say whose wait it was and how to
+			// avoid it, or the model looks for a hang in its own command.
+			msg = fmt.Sprintf("command exited with status %d, but a process it left running in the background kept its output open "+
+				"until the %s timeout; every process it started was killed (nothing a command starts outlives it). "+
+				"Send a background process's output elsewhere (cmd > file 2>&1 &)", run.ExitCode, timeout)
+		}
+		res.Err = &events.ToolError{Code: CodeTimeout, Message: msg, Retryable: true}
 		return res
 	}
 	code := run.ExitCode

@@ -201,6 +201,7 @@ func compileNew(name string, schema json.RawMessage) (*jsonschema.Schema, error)
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
 	url := "factline:tool/" + name
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
@@ -210,6 +211,18 @@ func compileNew(name string, schema json.RawMessage) (*jsonschema.Schema, error)
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	return s, nil
+}
+
+// noLoader refuses every schema a tool's schema refers to outside itself.
+// The compiler's default loader reads file:// references from the host's
+// disk, and an extension's server writes its tools' schemas: the runner
+// must read nothing a server names, as the model would then be shown it
+// (a "const" quoted back in BAD_ARGUMENTS) and /dev/zero would never end.
+// The metaschemas are the compiler's own and never reach a loader.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("the schema refers to %s: factline loads no schema from outside a tool's own (use $defs and #/$defs/… references)", url)
 }
 
 // CapOutput cuts s to at most max bytes (on a rune boundary) and marks the

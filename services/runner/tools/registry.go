@@ -153,6 +153,19 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return t, ok
 }
 
+// CutShort adds to a refusal of arguments that are not JSON (r from
+// Check) that the reply carrying them was cut at its output-token limit
+// (finish "length"): the call is unfinished, not malformed, and sending
+// the same again would be cut again. Nil, or any other refusal, is left
+// as it is.
+func (r *Result) CutShort(args string) {
+	if r == nil || r.Err == nil || r.Err.Code != CodeBadArguments || json.Valid([]byte(args)) {
+		return
+	}
+	r.Err.Message += "; the reply was cut at its output-token limit (finish length) while writing this call: " +
+		"send less in one call (a large file in parts, with edit_file or several writes)"
+}
+
 // Check validates a call before anything runs: the tool must be offered and
 // its arguments must be JSON satisfying the tool's schema. The error is a
 // typed result for the model, never a crash.
@@ -161,6 +174,9 @@ func (r *Registry) Check(name, args string) (Tool, json.RawMessage, *Result) {
 	if !ok {
 		known := strings.Join(r.order, ", ")
 		res := Fail(CodeUnknownTool, "no tool named %q; the tools are: %s", name, known)
+		if name == "" {
+			res = Fail(CodeUnknownTool, "the call names no tool; the tools are: %s", known)
+		}
 		return nil, nil, &res
 	}
 	if strings.TrimSpace(args) == "" {

@@ -118,6 +118,28 @@ func TestCommandTimeoutKillsChildren(t *testing.T) {
 	}
 }
 
+// A command whose shell exited while a process it left in the background
+// still held the output open (a server started with '&') times out as
+// before, but the observation says so: a bare "timed out" sent models
+// looking for a hang in a command that had finished at once.
+func TestATimeoutHeldByABackgroundProcessSaysSo(t *testing.T) {
+	env, _ := testEnv(t)
+	res := Exec(context.Background(), env, "sleep 300 & echo started", time.Second, 1024)
+	if res.Err == nil || res.Err.Code != CodeTimeout || !res.Err.Retryable || !strings.Contains(res.Output, "started") {
+		t.Fatalf("want a retryable timeout keeping the output, got %+v %q", res.Err, res.Output)
+	}
+	for _, want := range []string{"exited with status 0", "left running", "kept its output open", "> file 2>&1 &"} {
+		if !strings.Contains(res.Err.Message, want) {
+			t.Errorf("the message %q does not say %q", res.Err.Message, want)
+		}
+	}
+	// A command that itself runs past its timeout is told no such thing.
+	res = Exec(context.Background(), env, "echo begun; sleep 300", 300*time.Millisecond, 1024)
+	if res.Err == nil || res.Err.Code != CodeTimeout || strings.Contains(res.Err.Message, "left running") {
+		t.Fatalf("a command still running at its timeout: %+v", res.Err)
+	}
+}
+
 // The tool contract over the sandbox's result: a command killed by a
 // signal (as a limit kills it) is COMMAND_FAILED naming the signal, with
 // 128+signal as its exit code; a cancel is a retryable TIMEOUT saying so.
