@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,12 +53,31 @@ func newControlCmd(s controlSpec) *cobra.Command {
 	c.Args = exactArgs(s.n, fmt.Sprintf("%s: factline %s", want, c.Use))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, _ io.Writer) error {
 		ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
+		// The signal's own arguments are checked here, named as the
+		// command line names them, before any store is opened: the bus
+		// checks them again on send, but by their wire fields, and only
+		// once the run was found.
+		if s.n > 1 && strings.TrimSpace(args[1]) == "" {
+			what := "OPERATION"
+			if s.sig == events.SignalSteer {
+				what = "TEXT"
+			}
+			return usageError{fmt.Sprintf("%s is empty: factline %s", what, c.Use)}
+		}
 		switch s.sig {
 		case events.SignalSteer:
 			ctl.Instruction = args[1]
 		case events.SignalApprove, events.SignalReject:
 			ctl.Operation = args[1]
 			ctl.ArgsDigest = events.Digest(digest)
+			if s.sig == events.SignalApprove {
+				if digest == "" {
+					return usageError{"approve needs --args-digest: the digest of the exact arguments approved (its dispatch.intended's args_digest, which the approve line factline run and the viewer print carries)"}
+				}
+				if err := ctl.ArgsDigest.Validate("args_digest"); err != nil {
+					return usageError{fmt.Sprintf("--args-digest %q: want sha256: and 64 lowercase hex digits, as dispatch.intended records it (%v)", digest, err)}
+				}
+			}
 		case events.SignalResolve:
 			if applied == notApplied {
 				return usageError{"say what you found: --applied or --not-applied"}
