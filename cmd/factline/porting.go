@@ -92,15 +92,17 @@ func newImportCmd() *cobra.Command {
 }
 
 func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out io.Writer) error {
-	f := io.NopCloser(stdin)
+	// Standard input is passed as it is: when it is a file, not a pipe,
+	// the import reads it whole before storing any of it.
+	var f io.Reader = stdin
 	if name != "-" {
 		file, err := os.Open(name)
 		if err != nil {
 			return err
 		}
+		defer file.Close()
 		f = file
 	}
-	defer f.Close()
 	b, closeBus, err := t.open(ctx)
 	if err != nil {
 		return err
