@@ -168,6 +168,12 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return usageError{"--ack-wait: " + err.Error()}
 		}
 	}
+	if o.slotLease < 0 || (o.slotLease > 0 && o.slotLease < time.Second) {
+		// 0 is the default; anything else under a second would be taken
+		// for it (a negative one) or refused by the runner only after
+		// connecting.
+		return usageError{fmt.Sprintf("--model-slot-lease %s: must be at least 1s (default 30s): a slot is held that long after its runner stops renewing it", o.slotLease)}
+	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}
 	}
