@@ -77,6 +77,38 @@ func (h *Controls) Watch(ctx context.Context, suite, run string) (<-chan events.
 	return w.out, nil
 }
 
+// Stored returns the control signals of one run the CONTROL stream holds
+// now, oldest first: what was sent before a runner took the run, for it
+// to take in before its first turn rather than whenever its Watch, which
+// starts beside that turn, delivers them. A message that is no valid
+// signal of its subject is left out here; the watch refuses it.
+func (h *Controls) Stored(ctx context.Context, suite, run string) ([]events.Control, error) {
+	b := h.b
+	for what, tok := range map[string]string{"suite": suite, "run": run} {
+		if err := events.ValidateToken(what, tok); err != nil {
+			return nil, fmt.Errorf("stored controls of %s/%s: %w", suite, run, err)
+		}
+	}
+	filter := events.ControlPrefix + "." + suite + "." + run + ".*"
+	// One request answers the common case, a run nobody signalled.
+	last, err := b.leaderLastSeq(ctx, ControlStream, filter)
+	if err != nil || last == 0 {
+		return nil, err
+	}
+	var out []events.Control
+	_, err = b.Read(ctx, ReadOptions{Stream: ControlStream, Filter: filter, Through: last}, func(r Raw) error {
+		c, err := events.DecodeControl(r.Data)
+		if err == nil && string(c.Signal) == r.Subject[strings.LastIndexByte(r.Subject, '.')+1:] {
+			out = append(out, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stored controls of %s/%s: %w", suite, run, err)
+	}
+	return out, nil
+}
+
 // controlWatch is one run's watch of its control signals.
 type controlWatch struct {
 	b      *Bus

@@ -21,40 +21,53 @@ type controls struct {
 	approvals map[string][]events.Control // by operation ID
 	resolved  map[string]events.Control   // resolutions, by operation ID
 	accepted  map[string]bool             // control IDs already accepted (from the log)
+	got       map[string]bool             // signal/ID of every signal taken in
 	wake      chan struct{}
 	stopWork  context.CancelFunc
 }
 
 func newControls(stopWork context.CancelFunc) *controls {
-	return &controls{approvals: map[string][]events.Control{}, resolved: map[string]events.Control{}, accepted: map[string]bool{},
+	return &controls{approvals: map[string][]events.Control{}, resolved: map[string]events.Control{}, accepted: map[string]bool{}, got: map[string]bool{},
 		wake: make(chan struct{}, 1), stopWork: stopWork}
 }
 
 // watch feeds signals from ch until it closes.
 func (c *controls) watch(ch <-chan events.Control) {
 	for sig := range ch {
-		c.mu.Lock()
-		switch sig.Signal {
-		case events.SignalCancel:
-			if c.cancel == nil && !c.accepted[sig.ID] {
-				s := sig
-				c.cancel = &s
-				c.stopWork()
-			}
-		case events.SignalSteer:
-			if !c.accepted[sig.ID] {
-				c.steers = append(c.steers, sig)
-			}
-		case events.SignalApprove, events.SignalReject:
-			c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
-		case events.SignalResolve:
-			c.resolved[sig.Operation] = sig
-		}
+		c.add(sig)
+	}
+}
+
+// add takes in one signal; one taken in before (the signals stored when
+// the run was taken, which its watch then delivers again) is ignored.
+func (c *controls) add(sig events.Control) {
+	c.mu.Lock()
+	key := string(sig.Signal) + "/" + sig.ID
+	if c.got[key] {
 		c.mu.Unlock()
-		select {
-		case c.wake <- struct{}{}:
-		default:
+		return
+	}
+	c.got[key] = true
+	switch sig.Signal {
+	case events.SignalCancel:
+		if c.cancel == nil && !c.accepted[sig.ID] {
+			s := sig
+			c.cancel = &s
+			c.stopWork()
 		}
+	case events.SignalSteer:
+		if !c.accepted[sig.ID] {
+			c.steers = append(c.steers, sig)
+		}
+	case events.SignalApprove, events.SignalReject:
+		c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
+	case events.SignalResolve:
+		c.resolved[sig.Operation] = sig
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
