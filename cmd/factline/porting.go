@@ -30,6 +30,11 @@ func newExportCmd() *cobra.Command {
 				return usageError{fmt.Sprintf("FILTER %q and --filter %q: give the filter once", args[0], filter)}
 			}
 			filter = args[0]
+			if err := checkFactFilter("FILTER", filter); err != nil {
+				return err
+			}
+		} else if err := checkFactFilter("--filter", filter); err != nil {
+			return err
 		}
 		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, out, errOut)
 	})

@@ -66,6 +66,14 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out, _ io.Writer) err
 		if err := filterAlone(filter, o.runID, o.kind, o.control); err != nil {
 			return err
 		}
+		if err := checkFactFilter("FILTER", filter); err != nil {
+			return err
+		}
+	}
+	if o.runID != "" {
+		if err := events.ValidateToken("run", o.runID); err != nil {
+			return usageError{fmt.Sprintf("--run %q: %v", o.runID, err)}
+		}
 	}
 	if o.kind != "" && !o.control && !events.Kind(o.kind).Known() {
 		// A kind no fact has is a filter that never matches: following
