@@ -36,3 +36,23 @@ func TestAnAuditOfANameTheLogLacksFails(t *testing.T) {
 		}
 	}
 }
+
+// 'factline replay PROJECTION --run ID' of a run the log holds no fact of
+// rebuilt an empty projection and exited 0: a misspelt run looked like a
+// run with nothing in it. It exits 1 naming the run.
+func TestAReplayOfARunTheLogLacksFails(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("demo: %d %s", code, errOut)
+	}
+	for _, args := range [][]string{{"--store", store}, {"--store", store, "--json"}} {
+		code, out, errOut := runCLI(t, append([]string{"replay", "runs", "--run", "fix-add-scripted-t9"}, args...)...)
+		if code != 1 || !strings.Contains(errOut, `no fact of run "fix-add-scripted-t9"`) {
+			t.Errorf("replay %v of a run the log lacks: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
+	if code, out, errOut := runCLI(t, "replay", "runs", "--run", "fix-add-scripted-t1", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"run": "fix-add-scripted-t1"`) {
+		t.Errorf("replay of the run the log holds: exit %d\n%s%s", code, out, errOut)
+	}
+}

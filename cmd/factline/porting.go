@@ -176,6 +176,17 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 	for _, bad := range res.Bad {
 		fmt.Fprintf(errOut, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
 	}
+	if o.runID != "" && res.Applied == 0 {
+		// An empty projection would read as a run with nothing in it.
+		where := "the log"
+		if o.src.file != "" {
+			where = o.src.file
+		}
+		if o.src.from > 0 {
+			where += fmt.Sprintf(" from sequence %d", o.src.from)
+		}
+		return fmt.Errorf("%s holds no fact of run %q (is the ID right? 'factline replay runs' lists the runs)", where, o.runID)
+	}
 	if !o.asJSON {
 		fmt.Fprintf(out, "%s: %d facts applied, %d bad, last sequence %d\n", name, res.Applied, len(res.Bad), res.LastSeq)
 	}
