@@ -155,6 +155,9 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		if !slices.Contains(fleet.Names(), n) {
 			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
 		}
+		if slices.Contains(names, n) {
+			return usageError{fmt.Sprintf("--services: %q is named twice (more of a runner's runs at once: --instances)", n)}
+		}
 		names = append(names, n)
 	}
 	if o.instances < 1 {

@@ -25,3 +25,14 @@ func TestServeRefusesAModelSlotLeaseUnderASecond(t *testing.T) {
 		t.Errorf("serve --model-slot-lease 1s: exit %d, stderr %q; want it accepted", code, errOut)
 	}
 }
+
+// A service named twice in --services is a mistake in the call, found
+// before connecting; it was exit 1 from the fleet ("fleet: service runner
+// is named twice") once the store was open.
+func TestServeRefusesAServiceNamedTwice(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runCLI(t, "serve", "--services", "runner,grader,runner", "--nats", "nats://127.0.0.1:1")
+	if code != 2 || !strings.Contains(errOut, `--services: "runner" is named twice`) {
+		t.Errorf("serve --services runner,grader,runner: exit %d, stderr %q; want exit 2 naming the service", code, errOut)
+	}
+}
