@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,6 +36,50 @@ func newControls(stopWork context.CancelFunc) *controls {
 func (c *controls) watch(ch <-chan events.Control) {
 	for sig := range ch {
 		c.add(sig)
+	}
+}
+
+// catchUpWait bounds how long a run waits, before its first turn, for
+// its watch to deliver the signals sent before it was taken: a CONTROL
+// stream that is missing is never caught up with, and the run goes on
+// without signals then (docs/operations.md#a-stream-missing).
+const catchUpWait = 10 * time.Second
+
+// catchUp takes in the signals sent before the run was taken (a cancel
+// while it queued, a steer), so that its first turn sees them: left to
+// the watch alone, they arrived beside that turn, after a model call or a
+// command had begun. It returns once the watch has caught up (caughtUp
+// closed and what it put on sigs before taken in), or after catchUpWait.
+func (c *controls) catchUp(ctx context.Context, log *slog.Logger, sigs <-chan events.Control, caughtUp <-chan struct{}) {
+	timer := time.NewTimer(catchUpWait)
+	defer timer.Stop()
+	for {
+		select {
+		case sig, ok := <-sigs:
+			if !ok {
+				return
+			}
+			c.add(sig)
+		case <-caughtUp:
+			// Everything put on sigs before caughtUp closed is in its
+			// buffer or taken in already.
+			for {
+				select {
+				case sig, ok := <-sigs:
+					if !ok {
+						return
+					}
+					c.add(sig)
+				default:
+					return
+				}
+			}
+		case <-timer.C:
+			log.Warn("the run's control signals could not be read before its first turn; they are taken in when they arrive", "waited", catchUpWait)
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

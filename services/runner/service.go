@@ -282,24 +282,14 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a.work, a.ctl = work, newControls(stopWork)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	sigs, err := s.bus.Controls().Watch(watchCtx, suite, run)
+	sigs, caughtUp, err := s.bus.Controls().WatchCaughtUp(watchCtx, suite, run)
 	if err != nil {
 		// Only a suite or run that is no subject token fails here (the
 		// watch itself rides out the bus failing under it): no retry
 		// fixes that.
 		return bus.Permanent(err)
 	}
-	// What was sent before this runner took the run (a cancel while it
-	// queued, a steer) is taken in before the first turn; the watch only
-	// delivers it beside that turn, after a model call or a command began.
-	// Should the read fail, the watch still delivers them, later.
-	if stored, err := s.bus.Controls().Stored(ctx, suite, run); err != nil {
-		log.Warn("could not read the signals sent before the run was taken; the watch delivers them", "err", err)
-	} else {
-		for _, sig := range stored {
-			a.ctl.add(sig)
-		}
-	}
+	a.ctl.catchUp(ctx, log, sigs, caughtUp)
 	go a.ctl.watch(sigs)
 	var end step.Ending
 	if a.eff.Treatment != nil && a.eff.Treatment.Agent != nil {
