@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,6 +160,11 @@ func awaitAcceptance(ctx context.Context, b *bus.Bus, suite, run string, c event
 			}
 		}
 		if time.Now().After(deadline) {
+			if !slices.ContainsFunc(log.Facts(), func(f events.Fact) bool { return f.Kind() == events.KindRunClaimed }) {
+				// Queued, not lost: the runner that claims it takes the
+				// signal in before its first turn.
+				return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v: no runner has claimed the run yet; the runner that does takes the signal in before its first turn, if it claims the run while CONTROL keeps the signal (10 minutes by default); follow it with: factline tail --run %s --kind control.accepted", c.Signal, c.ID, suite, run, wait, run)
+			}
 			return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v (is a runner on the run? it takes signals at safe points; follow it with: factline tail --run %s --kind control.accepted)", c.Signal, c.ID, suite, run, wait, run)
 		}
 		if err := sleep.For(ctx, 100*time.Millisecond); err != nil {
