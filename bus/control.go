@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -63,18 +64,29 @@ const ControlConsumer = "runner"
 // with the reason. It fails only for a suite or run that is no valid
 // subject token.
 func (h *Controls) Watch(ctx context.Context, suite, run string) (<-chan events.Control, error) {
+	ch, _, err := h.WatchCaughtUp(ctx, suite, run)
+	return ch, err
+}
+
+// WatchCaughtUp is Watch, and also closes caughtUp once every signal the
+// CONTROL stream held for the run when the watch began has been put on
+// the channel: what was sent before a runner took the run, for it to
+// take in before its first turn. A watch that cannot read CONTROL (it is
+// missing) never closes caughtUp; the caller bounds its wait.
+func (h *Controls) WatchCaughtUp(ctx context.Context, suite, run string) (sigs <-chan events.Control, caughtUp <-chan struct{}, err error) {
 	b := h.b
 	for what, tok := range map[string]string{"suite": suite, "run": run} {
 		if err := events.ValidateToken(what, tok); err != nil {
-			return nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
+			return nil, nil, fmt.Errorf("watch controls of %s/%s: %w", suite, run, err)
 		}
 	}
-	w := &controlWatch{b: b, filter: events.ControlPrefix + "." + suite + "." + run + ".*", out: make(chan events.Control, 16), sent: map[string]bool{}}
+	w := &controlWatch{b: b, filter: events.ControlPrefix + "." + suite + "." + run + ".*", out: make(chan events.Control, 16), sent: map[string]bool{},
+		caught: make(chan struct{})}
 	go func() {
 		defer close(w.out)
 		w.run(ctx)
 	}()
-	return w.out, nil
+	return w.out, w.caught, nil
 }
 
 // controlWatch is one run's watch of its control signals.
@@ -87,7 +99,13 @@ type controlWatch struct {
 	// over in a CONTROL made again, so where it was says nothing) and
 	// delivers each signal once.
 	sent map[string]bool
+	// caught is closed once the signals stored when the first consumer
+	// was made are on out (WatchCaughtUp).
+	caught     chan struct{}
+	caughtOnce sync.Once
 }
+
+func (w *controlWatch) caughtUp() { w.caughtOnce.Do(func() { close(w.caught) }) }
 
 // controlWait bounds one pull of a control watch, so that a watch whose
 // consumer was lost with a restarted server notices and makes another.
@@ -134,6 +152,12 @@ func (w *controlWatch) once(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", w.filter, err)
 	}
 	defer w.b.dropOrdered(ControlStream, cons)
+	// What the stream held for the run when the consumer was made: once
+	// as many messages were handled, the watch has caught up.
+	left := cons.CachedInfo().NumPending
+	if left == 0 {
+		w.caughtUp()
+	}
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait))
 		if err != nil {
@@ -150,6 +174,11 @@ func (w *controlWatch) once(ctx context.Context) error {
 				case w.out <- c:
 				case <-ctx.Done():
 					return nil
+				}
+			}
+			if left > 0 {
+				if left--; left == 0 {
+					w.caughtUp()
 				}
 			}
 		}

@@ -108,8 +108,16 @@ func ReadExport(r io.Reader, fn func(Raw) error) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read export: the file ends inside entry %d (cut short?): %w", i, err)
+		}
 		if err != nil {
 			return fmt.Errorf("read export: entry %d: %w", i, err)
+		}
+		if e.Subject == "" || len(e.Data) == 0 {
+			// What a second export's header decodes to: two files run
+			// together, or an entry edited out of shape.
+			return fmt.Errorf("read export: entry %d holds no message (no subject or no data): two exports run together, or an edited file?", i)
 		}
 		if err := fn(Raw(e)); err != nil {
 			return err
@@ -127,6 +135,9 @@ func ReadExport(r io.Reader, fn func(Raw) error) error {
 // see PortResult).
 func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 	var res PortResult
+	if err := checkExport(r); err != nil {
+		return res, fmt.Errorf("import: nothing was imported, the store is as it was: %w", err)
+	}
 	s, err := b.js.Stream(ctx, FactsStream)
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
@@ -140,14 +151,18 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 	next := state.LastSeq + 1
 	runs := map[string]Expect{}
 	type sent struct {
-		fut jetstream.PubAckFuture
-		seq uint64
+		fut   jetstream.PubAckFuture
+		seq   uint64
+		entry int
 	}
 	var inflight []sent
 	flush := func() error {
 		for _, f := range inflight {
 			select {
 			case ack := <-f.fut.Ok():
+				if ack.Duplicate {
+					return fmt.Errorf("import %s: entry %d repeats the message ID %q of an earlier entry (an edited export?)", f.fut.Msg().Subject, f.entry, f.fut.Msg().Header.Get(nats.MsgIdHdr))
+				}
 				if ack.Sequence != f.seq {
 					return fmt.Errorf("import %s: stored at %d, expected %d: another writer is using the stream", f.fut.Msg().Subject, ack.Sequence, f.seq)
 				}
@@ -160,7 +175,9 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 		inflight = inflight[:0]
 		return nil
 	}
+	entry := 0
 	err = ReadExport(r, func(raw Raw) error {
+		entry++
 		m := &nats.Msg{Subject: raw.Subject, Data: raw.Data, Header: nats.Header{}}
 		key := runKey(raw.Subject)
 		if h := runs[key].header(); h != "" {
@@ -174,7 +191,7 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 		if err != nil {
 			return fmt.Errorf("import %s: %w", raw.Subject, err)
 		}
-		inflight = append(inflight, sent{f, next})
+		inflight = append(inflight, sent{f, next, entry})
 		runs[key] = runs[key].then(next)
 		next++
 		res.Messages++
@@ -185,9 +202,53 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 		return nil
 	})
 	if err == nil {
-		err = flush()
+		return res, flush()
+	}
+	if ferr := flush(); ferr != nil {
+		return res, fmt.Errorf("%w (and of what was sent before: %v)", err, ferr)
+	}
+	if res.Messages > 0 {
+		// Read from a pipe, the file could not be checked whole first.
+		return res, fmt.Errorf("import: %w; %d messages of it were stored before: the store is no longer empty, so once the file is whole, import it into a new store", err, res.Messages)
 	}
 	return res, err
+}
+
+// checkExport reads a whole export file before anything of it is stored,
+// when r can be read again (a file; a pipe cannot): a file cut short, two
+// run together or an entry repeated is refused with the store untouched,
+// instead of being imported up to the damage, which would leave a store
+// that holds part of the log and refuses every import after. r is left
+// where it was.
+func checkExport(r io.Reader) error {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		return nil
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil // not seekable after all (standard input on a pipe)
+	}
+	ids := map[string]int{}
+	entry := 0
+	err = ReadExport(rs, func(raw Raw) error {
+		entry++
+		if raw.MsgID == "" {
+			return nil
+		}
+		if first, ok := ids[raw.MsgID]; ok {
+			return fmt.Errorf("entry %d on %s repeats the message ID %q of entry %d (an edited export?)", entry, raw.Subject, raw.MsgID, first)
+		}
+		ids[raw.MsgID] = entry
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return fmt.Errorf("read export again after checking it: %w", err)
+	}
+	return nil
 }
 
 // runKey returns "fact.<suite>.<run>" of a fact subject: what groups

@@ -176,6 +176,14 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 		if err != nil {
 			return fmt.Errorf("create stream %s: %w", want.Name, createErr(ctx, "stream "+want.Name, err))
 		}
+		if cluster := b.nc.ConnectedClusterName(); want.Name == FactsStream && want.Replicas == 1 && cluster != "" {
+			// One replica is every command's default; on a cluster it
+			// keeps the log on one node, lost with it, and no factline
+			// command changes a stream's replicas after (mismatch refuses).
+			// Said once, of the log: the other streams and buckets follow.
+			b.log.Warn("made the log's stream with one replica on a cluster (the other streams and buckets too): its facts live on one node and are lost with it; for three, remove the streams before any work and make them with 'factline setup --nats URL --replicas 3', then give every command --replicas 3 (docs/operations.md#running-on-a-cluster)",
+				"stream", want.Name, "replicas", want.Replicas, "cluster", cluster)
+		}
 		b.noteRePublish(want, want)
 		// What the server kept: one that does not know a setting drops it.
 		b.noteAtomic(s.CachedInfo().Config)

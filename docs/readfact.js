@@ -1,23 +1,30 @@
 // readfact.js reads stored factline facts written in any envelope
 // version, from docs/facts.md alone and with no package but Node's own: a
-// foreign reader of the wire format. For each file named on the command
-// line it prints one JSON line: the fact with version 1's keys, IDs and
-// digests as strings, the time as RFC 3339 with nanoseconds.
+// foreign reader of the wire format. Each file named on the command line
+// is one stored message (nats stream get --raw), for which it prints one
+// JSON line: the fact with version 1's keys, IDs and digests as strings,
+// the time as RFC 3339 with nanoseconds; or an export (factline export,
+// docs/operations.md), for which it prints one line per entry, with the
+// entry's seq and subject. A file that holds no fact is named on standard
+// error with what is wrong, the other files are still read, and the exit
+// status is 1.
 //
 //   node docs/readfact.js events/testdata/golden/v3/*.msgpack
+//   node docs/readfact.js demo.flx
 'use strict';
 const fs = require('fs');
 
 // A minimal MessagePack decoder: every type a fact uses (docs/facts.md,
 // "Encoding"), bin as a Buffer and ext as {ext, data}.
-function decode(buf) {
-  let p = 0;
-  const u8 = () => buf[p++];
+// decode reads the value at buf[at.p] and moves at.p past it.
+function decode(buf, at) {
+  let p = at ? at.p : 0;
+  const u8 = () => { if (p >= buf.length) throw new Error('truncated'); return buf[p++]; };
   const take = (n) => { if (p + n > buf.length) throw new Error('truncated'); const b = buf.subarray(p, p + n); p += n; return b; };
   const str = (n) => take(n).toString('utf8');
   const arr = (n) => { const a = []; for (let i = 0; i < n; i++) a.push(value()); return a; };
   const map = (n) => { const m = {}; for (let i = 0; i < n; i++) { const k = value(); m[k] = value(); } return m; };
-  const ext = (n) => { const t = buf.readInt8(p); p += 1; return { ext: t, data: take(n) }; };
+  const ext = (n) => { const t = take(1).readInt8(0); return { ext: t, data: take(n) }; };
   function value() {
     const c = u8();
     if (c <= 0x7f) return c;
@@ -61,7 +68,10 @@ function decode(buf) {
     }
     throw new Error('msgpack type byte 0x' + c.toString(16) + ' at ' + (p - 1));
   }
-  return value();
+  const v = value();
+  if (at) at.p = p;
+  else if (p !== buf.length) throw new Error((buf.length - p) + ' bytes after the first value: not one stored message');
+  return v;
 }
 
 // Crockford base32 of a ULID's 16 bytes (docs/facts.md, envelope version 2).
@@ -163,11 +173,16 @@ function keys(v) {
 const named = (table, v) => (typeof v === 'string' ? v : table[v] || ('code ' + v));
 
 function readFact(buf) {
+  if (buf.length === 0) throw new Error('empty: no message');
   const v = decode(buf);
-  if (!Array.isArray(v)) { // envelope version 1: already keyed
+  if (v && typeof v === 'object' && !Array.isArray(v) && !Buffer.isBuffer(v)) { // envelope version 1: already keyed
+    for (const k of ['id', 'kind', 'at', 'body']) {
+      if (!(k in v)) throw new Error('not a fact: a map without "' + k + '"');
+    }
     v.at = time(v.at);
     return v;
   }
+  if (!Array.isArray(v)) throw new Error('not a fact: a msgpack ' + (Buffer.isBuffer(v) ? 'bin' : typeof v));
   if (v.length < 13 || (v[0] !== 2 && v[0] !== 3)) throw new Error('not an envelope version 2 or 3 array');
   const f = {
     id: ulid(v[1]), kind: named(KINDS, v[2]), schema: v[3], suite: v[4], run: v[5],
@@ -179,7 +194,58 @@ function readFact(buf) {
   return f;
 }
 
-const big = (k, v) => (typeof v === 'bigint' ? Number(v) : v);
-for (const file of process.argv.slice(2)) {
-  process.stdout.write(JSON.stringify({ file, fact: readFact(fs.readFileSync(file)) }, big) + '\n');
+// isExport tells an export's header (docs/operations.md: a map whose
+// format is "factline-export") from a stored message.
+function isExport(buf) {
+  try {
+    const h = decode(buf, { p: 0 });
+    return h !== null && typeof h === 'object' && h.format === 'factline-export';
+  } catch (e) {
+    return false;
+  }
 }
+
+// readExport prints one line per entry of an export; an entry that holds
+// no fact is named and skipped, as factline's own readers skip it.
+function readExport(file, buf, print) {
+  const at = { p: 0 };
+  const h = decode(buf, at);
+  if (h.version > 1) throw new Error('export version ' + h.version + ' is newer than this reader\'s 1');
+  let ok = true;
+  for (let i = 1; at.p < buf.length; i++) {
+    let e;
+    try {
+      e = decode(buf, at);
+    } catch (err) {
+      throw new Error('entry ' + i + ': ' + err.message + ' (the file ends inside it: cut short?)');
+    }
+    if (!e || !Buffer.isBuffer(e.data) || typeof e.subject !== 'string') throw new Error('entry ' + i + ' holds no message (no subject or no data)');
+    try {
+      print({ file, seq: e.seq, subject: e.subject, fact: readFact(e.data) });
+    } catch (err) {
+      process.stderr.write('readfact.js: ' + file + ': entry ' + i + ' (seq ' + e.seq + ', ' + e.subject + '): ' + err.message + '\n');
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// A reader piped into head stops reading: that ends the output, no error.
+process.stdout.on('error', (err) => { if (err.code === 'EPIPE') process.exit(process.exitCode || 0); throw err; });
+const big = (k, v) => (typeof v === 'bigint' ? Number(v) : v);
+const print = (line) => process.stdout.write(JSON.stringify(line, big) + '\n');
+let failed = false;
+for (const file of process.argv.slice(2)) {
+  try {
+    const buf = fs.readFileSync(file);
+    if (isExport(buf)) {
+      if (!readExport(file, buf, print)) failed = true;
+    } else {
+      print({ file, fact: readFact(buf) });
+    }
+  } catch (err) {
+    process.stderr.write('readfact.js: ' + file + ': ' + err.message + '\n');
+    failed = true;
+  }
+}
+process.exitCode = failed ? 1 : 0;

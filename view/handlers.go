@@ -197,10 +197,10 @@ func compact(raw json.RawMessage) string {
 }
 
 // runData is the run page: its data and the requests the model received,
-// read from the blobs their turns name.
+// read from the blobs their turns name, by the turn's index in Page.Turns.
 type runData struct {
 	Page     pages.RunPage
-	Requests map[events.Digest]request
+	Requests map[int]request
 }
 
 // request is one rendered request as the page shows it.
@@ -209,6 +209,10 @@ type request struct {
 	Messages []message
 	Raw      string
 	Err      string
+	// Same is how many leading messages are those of the previous turn's
+	// request, left out of Messages; SameTurn is that turn.
+	Same     int
+	SameTurn uint32
 }
 
 type message struct {
@@ -232,12 +236,33 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, what)
 		return
 	}
-	d := runData{Page: p, Requests: map[events.Digest]request{}}
-	for _, t := range p.Turns {
-		d.Requests[t.Request] = s.request(r, t.Request)
+	// Each request repeats the one before and adds to it: shown whole,
+	// the page grows with the square of the turns. A turn shows what
+	// differs from the previous turn's request; the exact bytes are a link.
+	d := runData{Page: p, Requests: map[int]request{}}
+	var prev []message
+	for i, t := range p.Turns {
+		req := s.request(r, t.Request)
+		full := req.Messages
+		if i > 0 && len(full) > 0 {
+			if same := samePrefix(prev, full); same > 0 {
+				req.Messages, req.Same, req.SameTurn = full[same:], same, p.Turns[i-1].Turn
+			}
+		}
+		prev = full
+		d.Requests[i] = req
 	}
 	s.render(w, r, http.StatusOK, "run", layout{Title: run, Through: p.Through, Events: eventsURL(suite, run, p.Through),
 		Crumbs: []crumb{{suite, "/suites/" + suite}, {run, "/suites/" + suite + "/runs/" + run}}, Body: d})
+}
+
+// samePrefix counts the leading messages of b that are those of a.
+func samePrefix(a, b []message) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n].Role == b[n].Role && a[n].Content == b[n].Content && slices.Equal(a[n].Extra, b[n].Extra) {
+		n++
+	}
+	return n
 }
 
 // request reads and lays out a turn's request: its messages, each with

@@ -68,8 +68,9 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	var facts []events.Fact
 	var violations []audit.Violation
 	var undecodable []auditMessage
-	bad := 0
+	bad, read := 0, 0
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
+		read++
 		f, err := r.Fact()
 		switch {
 		case errors.Is(err, events.ErrSubjectMismatch):
@@ -89,6 +90,11 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		return nil
 	}); err != nil {
 		return err
+	}
+	if read == 0 && (o.suite != "" || o.runID != "") {
+		// Nothing read is nothing audited: "every invariant holds" here
+		// would pass a gate whose suite or run name is misspelt.
+		return fmt.Errorf("the log holds no fact of %s: nothing to audit (is the name right? 'factline replay suites' and 'factline replay runs' list what the log holds)", o.scope())
 	}
 	if opts.Origins, err = cacheOrigins(ctx, b, facts); err != nil {
 		return err
@@ -115,6 +121,17 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		fmt.Fprintf(out, "audit of %d facts: every invariant holds\n", len(facts))
 	}
 	return nil
+}
+
+// scope names the suite or run the audit was asked for.
+func (o *auditFlags) scope() string {
+	switch {
+	case o.suite != "" && o.runID != "":
+		return fmt.Sprintf("run %q of suite %q", o.runID, o.suite)
+	case o.runID != "":
+		return fmt.Sprintf("run %q", o.runID)
+	}
+	return fmt.Sprintf("suite %q", o.suite)
 }
 
 // auditMessage is a message the audit could not read as a fact.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,12 +54,31 @@ func newControlCmd(s controlSpec) *cobra.Command {
 	c.Args = exactArgs(s.n, fmt.Sprintf("%s: factline %s", want, c.Use))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, _ io.Writer) error {
 		ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
+		// The signal's own arguments are checked here, named as the
+		// command line names them, before any store is opened: the bus
+		// checks them again on send, but by their wire fields, and only
+		// once the run was found.
+		if s.n > 1 && strings.TrimSpace(args[1]) == "" {
+			what := "OPERATION"
+			if s.sig == events.SignalSteer {
+				what = "TEXT"
+			}
+			return usageError{fmt.Sprintf("%s is empty: factline %s", what, c.Use)}
+		}
 		switch s.sig {
 		case events.SignalSteer:
 			ctl.Instruction = args[1]
 		case events.SignalApprove, events.SignalReject:
 			ctl.Operation = args[1]
 			ctl.ArgsDigest = events.Digest(digest)
+			if s.sig == events.SignalApprove {
+				if digest == "" {
+					return usageError{"approve needs --args-digest: the digest of the exact arguments approved (its dispatch.intended's args_digest, which the approve line factline run and the viewer print carries)"}
+				}
+				if err := ctl.ArgsDigest.Validate("args_digest"); err != nil {
+					return usageError{fmt.Sprintf("--args-digest %q: want sha256: and 64 lowercase hex digits, as dispatch.intended records it (%v)", digest, err)}
+				}
+			}
 		case events.SignalResolve:
 			if applied == notApplied {
 				return usageError{"say what you found: --applied or --not-applied"}
@@ -139,6 +160,11 @@ func awaitAcceptance(ctx context.Context, b *bus.Bus, suite, run string, c event
 			}
 		}
 		if time.Now().After(deadline) {
+			if !slices.ContainsFunc(log.Facts(), func(f events.Fact) bool { return f.Kind() == events.KindRunClaimed }) {
+				// Queued, not lost: the runner that claims it takes the
+				// signal in before its first turn.
+				return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v: no runner has claimed the run yet; the runner that does takes the signal in before its first turn, if it claims the run while CONTROL keeps the signal (10 minutes by default); follow it with: factline tail --run %s --kind control.accepted", c.Signal, c.ID, suite, run, wait, run)
+			}
 			return fmt.Errorf("%s %s was sent to %s/%s but not accepted within %v (is a runner on the run? it takes signals at safe points; follow it with: factline tail --run %s --kind control.accepted)", c.Signal, c.ID, suite, run, wait, run)
 		}
 		if err := sleep.For(ctx, 100*time.Millisecond); err != nil {

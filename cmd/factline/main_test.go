@@ -102,7 +102,7 @@ func TestDemo(t *testing.T) {
 	if code, _, errOut := runCLI(t, "cancel", "nosuchrun", "--store", store); code != 1 || !strings.Contains(errOut, `no run "nosuchrun"`) {
 		t.Fatalf("cancel of an unknown run: %d %q", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, "approve", runs[0].Run, "op-1", "--store", store); code != 1 || !strings.Contains(errOut, "args_digest") {
+	if code, _, errOut := runCLI(t, "approve", runs[0].Run, "op-1", "--store", store); code != 2 || !strings.Contains(errOut, "approve needs --args-digest") {
 		t.Fatalf("approve without a digest: %d %q", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "resolve", runs[0].Run, "op-1", "--store", store); code != 2 || !strings.Contains(errOut, "--applied or --not-applied") {

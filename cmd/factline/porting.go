@@ -30,6 +30,11 @@ func newExportCmd() *cobra.Command {
 				return usageError{fmt.Sprintf("FILTER %q and --filter %q: give the filter once", args[0], filter)}
 			}
 			filter = args[0]
+			if err := checkFactFilter("FILTER", filter); err != nil {
+				return err
+			}
+		} else if err := checkFactFilter("--filter", filter); err != nil {
+			return err
 		}
 		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, out, errOut)
 	})
@@ -92,15 +97,17 @@ func newImportCmd() *cobra.Command {
 }
 
 func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out io.Writer) error {
-	f := io.NopCloser(stdin)
+	// Standard input is passed as it is: when it is a file, not a pipe,
+	// the import reads it whole before storing any of it.
+	var f io.Reader = stdin
 	if name != "-" {
 		file, err := os.Open(name)
 		if err != nil {
 			return err
 		}
+		defer file.Close()
 		f = file
 	}
-	defer f.Close()
 	b, closeBus, err := t.open(ctx)
 	if err != nil {
 		return err
@@ -168,6 +175,17 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 	}
 	for _, bad := range res.Bad {
 		fmt.Fprintf(errOut, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
+	}
+	if o.runID != "" && res.Applied == 0 {
+		// An empty projection would read as a run with nothing in it.
+		where := "the log"
+		if o.src.file != "" {
+			where = o.src.file
+		}
+		if o.src.from > 0 {
+			where += fmt.Sprintf(" from sequence %d", o.src.from)
+		}
+		return fmt.Errorf("%s holds no fact of run %q (is the ID right? 'factline replay runs' lists the runs)", where, o.runID)
 	}
 	if !o.asJSON {
 		fmt.Fprintf(out, "%s: %d facts applied, %d bad, last sequence %d\n", name, res.Applied, len(res.Bad), res.LastSeq)

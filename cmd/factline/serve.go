@@ -155,6 +155,9 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		if !slices.Contains(fleet.Names(), n) {
 			return usageError{fmt.Sprintf("unknown service %q (have: %s)", n, strings.Join(fleet.Names(), ", "))}
 		}
+		if slices.Contains(names, n) {
+			return usageError{fmt.Sprintf("--services: %q is named twice (more of a runner's runs at once: --instances)", n)}
+		}
 		names = append(names, n)
 	}
 	if o.instances < 1 {
@@ -167,6 +170,12 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		if err := runner.CheckAckWait(o.ackWait); err != nil {
 			return usageError{"--ack-wait: " + err.Error()}
 		}
+	}
+	if o.slotLease < 0 || (o.slotLease > 0 && o.slotLease < time.Second) {
+		// 0 is the default; anything else under a second would be taken
+		// for it (a negative one) or refused by the runner only after
+		// connecting.
+		return usageError{fmt.Sprintf("--model-slot-lease %s: must be at least 1s (default 30s): a slot is held that long after its runner stops renewing it", o.slotLease)}
 	}
 	if o.maxDeliver < 0 {
 		return usageError{fmt.Sprintf("--max-deliver must be at least 1, got %d", o.maxDeliver)}

@@ -26,6 +26,11 @@ func newSuiteCmd() *cobra.Command {
 		return usageError{fmt.Sprintf("unknown action %q: want pause, resume, drain or cancel", args[0])}
 	})
 	c.RunE = func(*cobra.Command, []string) error { return nil }
+	// This command runs only when no action matched, and then the action
+	// is what is wrong: the flags given with it are the actions' (--store,
+	// --reason …), and refusing them first would blame a flag that is
+	// right instead of naming the mistyped action.
+	c.FParseErrWhitelist.UnknownFlags = true
 	for _, a := range events.SuiteActions() {
 		c.AddCommand(newSuiteActionCmd(a))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,22 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out, _ io.Writer) err
 	filter := "fact.>"
 	if len(pos) == 1 {
 		filter = pos[0]
+		if err := filterAlone(filter, o.runID, o.kind, o.control); err != nil {
+			return err
+		}
+		if err := checkFactFilter("FILTER", filter); err != nil {
+			return err
+		}
+	}
+	if o.runID != "" {
+		if err := events.ValidateToken("run", o.runID); err != nil {
+			return usageError{fmt.Sprintf("--run %q: %v", o.runID, err)}
+		}
+	}
+	if o.kind != "" && !o.control && !events.Kind(o.kind).Known() {
+		// A kind no fact has is a filter that never matches: following
+		// it would wait forever in silence.
+		return usageError{fmt.Sprintf("--kind %q: no fact has that kind (have: %s)", o.kind, joinKinds())}
 	}
 	switch {
 	case o.runID != "" && o.kind != "":
@@ -149,6 +166,47 @@ func printFactJSON(out io.Writer, r bus.Raw) error {
 // a line at a time while it is still being written.
 func printJSONLine(out io.Writer, v any) error {
 	return json.NewEncoder(out).Encode(v)
+}
+
+// filterAlone refuses a FILTER given with what would replace it: --run
+// and --kind make the filter themselves, and --control reads another
+// stream, so the FILTER would be dropped without a word and the tail show
+// other suites' facts than the ones asked for.
+func filterAlone(filter, run, kind string, control bool) error {
+	if control {
+		return usageError{fmt.Sprintf("FILTER %q selects facts; --control shows signals and status: choose them with --run and --kind", filter)}
+	}
+	if run == "" && kind == "" {
+		return nil
+	}
+	flags := "--run"
+	switch {
+	case run != "" && kind != "":
+		flags = "--run and --kind"
+	case kind != "":
+		flags = "--kind"
+	}
+	hint := "write them into the FILTER (fact.SUITE.RUN.KIND, * for any one token)"
+	if parts := strings.Split(filter, "."); len(parts) == 3 && parts[0] == "fact" && parts[2] == ">" {
+		r, k := run, kind
+		if r == "" {
+			r = "*"
+		}
+		if k == "" {
+			k = ">"
+		}
+		hint = fmt.Sprintf("for both, FILTER fact.%s.%s.%s", parts[1], r, k)
+	}
+	return usageError{fmt.Sprintf("FILTER %q and %s: %s would replace the FILTER; give one, or %s", filter, flags, flags, hint)}
+}
+
+// joinKinds lists the fact kinds this version knows.
+func joinKinds() string {
+	var names []string
+	for _, k := range events.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 // tailControl shows control signals and live status from the CONTROL

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -21,40 +22,97 @@ type controls struct {
 	approvals map[string][]events.Control // by operation ID
 	resolved  map[string]events.Control   // resolutions, by operation ID
 	accepted  map[string]bool             // control IDs already accepted (from the log)
+	got       map[string]bool             // signal/ID of every signal taken in
 	wake      chan struct{}
 	stopWork  context.CancelFunc
 }
 
 func newControls(stopWork context.CancelFunc) *controls {
-	return &controls{approvals: map[string][]events.Control{}, resolved: map[string]events.Control{}, accepted: map[string]bool{},
+	return &controls{approvals: map[string][]events.Control{}, resolved: map[string]events.Control{}, accepted: map[string]bool{}, got: map[string]bool{},
 		wake: make(chan struct{}, 1), stopWork: stopWork}
 }
 
 // watch feeds signals from ch until it closes.
 func (c *controls) watch(ch <-chan events.Control) {
 	for sig := range ch {
-		c.mu.Lock()
-		switch sig.Signal {
-		case events.SignalCancel:
-			if c.cancel == nil && !c.accepted[sig.ID] {
-				s := sig
-				c.cancel = &s
-				c.stopWork()
-			}
-		case events.SignalSteer:
-			if !c.accepted[sig.ID] {
-				c.steers = append(c.steers, sig)
-			}
-		case events.SignalApprove, events.SignalReject:
-			c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
-		case events.SignalResolve:
-			c.resolved[sig.Operation] = sig
-		}
-		c.mu.Unlock()
+		c.add(sig)
+	}
+}
+
+// catchUpWait bounds how long a run waits, before its first turn, for
+// its watch to deliver the signals sent before it was taken: a CONTROL
+// stream that is missing is never caught up with, and the run goes on
+// without signals then (docs/operations.md#a-stream-missing).
+const catchUpWait = 10 * time.Second
+
+// catchUp takes in the signals sent before the run was taken (a cancel
+// while it queued, a steer), so that its first turn sees them: left to
+// the watch alone, they arrived beside that turn, after a model call or a
+// command had begun. It returns once the watch has caught up (caughtUp
+// closed and what it put on sigs before taken in), or after catchUpWait.
+func (c *controls) catchUp(ctx context.Context, log *slog.Logger, sigs <-chan events.Control, caughtUp <-chan struct{}) {
+	timer := time.NewTimer(catchUpWait)
+	defer timer.Stop()
+	for {
 		select {
-		case c.wake <- struct{}{}:
-		default:
+		case sig, ok := <-sigs:
+			if !ok {
+				return
+			}
+			c.add(sig)
+		case <-caughtUp:
+			// Everything put on sigs before caughtUp closed is in its
+			// buffer or taken in already.
+			for {
+				select {
+				case sig, ok := <-sigs:
+					if !ok {
+						return
+					}
+					c.add(sig)
+				default:
+					return
+				}
+			}
+		case <-timer.C:
+			log.Warn("the run's control signals could not be read before its first turn; they are taken in when they arrive", "waited", catchUpWait)
+			return
+		case <-ctx.Done():
+			return
 		}
+	}
+}
+
+// add takes in one signal; one taken in before (the signals stored when
+// the run was taken, which its watch then delivers again) is ignored.
+func (c *controls) add(sig events.Control) {
+	c.mu.Lock()
+	key := string(sig.Signal) + "/" + sig.ID
+	if c.got[key] {
+		c.mu.Unlock()
+		return
+	}
+	c.got[key] = true
+	switch sig.Signal {
+	case events.SignalCancel:
+		if c.cancel == nil && !c.accepted[sig.ID] {
+			s := sig
+			c.cancel = &s
+			c.stopWork()
+		}
+	case events.SignalSteer:
+		if !c.accepted[sig.ID] {
+			c.steers = append(c.steers, sig)
+		}
+	case events.SignalApprove, events.SignalReject:
+		c.approvals[sig.Operation] = append(c.approvals[sig.Operation], sig)
+	case events.SignalResolve:
+		c.resolved[sig.Operation] = sig
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -282,13 +282,14 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 	a.work, a.ctl = work, newControls(stopWork)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	sigs, err := s.bus.Controls().Watch(watchCtx, suite, run)
+	sigs, caughtUp, err := s.bus.Controls().WatchCaughtUp(watchCtx, suite, run)
 	if err != nil {
 		// Only a suite or run that is no subject token fails here (the
 		// watch itself rides out the bus failing under it): no retry
 		// fixes that.
 		return bus.Permanent(err)
 	}
+	a.ctl.catchUp(ctx, log, sigs, caughtUp)
 	go a.ctl.watch(sigs)
 	var end step.Ending
 	if a.eff.Treatment != nil && a.eff.Treatment.Agent != nil {
