@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
@@ -37,6 +38,7 @@ func newRunCmd() *cobra.Command {
 	o.gates.flags(fs, "with --baseline: exit 3 when the suite's pass rate is more than POINTS under the baseline's (5: five points), or with scorer=NAME:VALUE a scorer's mean worse by more than VALUE; repeatable")
 	fs.StringVar(&o.baseline, "baseline", "", "compare the suite with this one, SUITE@WHERE (a store directory, an export file or a nats:// URL), printed under the report; --fail-if-worse reads it")
 	fs.BoolVar(&o.allowChanged, "allow-changed-cases", false, "with --baseline: pair the attempts of cases whose content differs from the baseline's")
+	o.flags = fs
 	return c
 }
 
@@ -53,6 +55,7 @@ type runOptions struct {
 	gates          gateFlags
 	baseline       string
 	allowChanged   bool
+	flags          *pflag.FlagSet
 }
 
 func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.Writer) error {
@@ -61,6 +64,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		return usageError{"--instances must be at least 1"}
 	}
 	if err := checkRequestWindow(o.requestWindow); err != nil {
+		return err
+	}
+	if err := refuseExplicitZero(o.flags, "request-window"); err != nil {
 		return err
 	}
 	if o.timeout < 0 || o.claimGrace < 0 {

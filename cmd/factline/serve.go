@@ -116,6 +116,7 @@ func newServeCmd() *cobra.Command {
 	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
+	o.flags = fs
 	return c
 }
 
@@ -134,6 +135,7 @@ type serveFlags struct {
 	metricsAddr           string
 	workers               map[string]int
 	loadExtensions        func() (*extensions.Allowlist, error)
+	flags                 *pflag.FlagSet
 }
 
 func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
@@ -162,6 +164,9 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	}
 	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
+	}
+	if err := refuseExplicitZero(o.flags, "ack-wait", "max-deliver", "request-window", "model-slot-lease"); err != nil {
+		return err
 	}
 	if o.ackWait < 0 || (o.ackWait > 0 && o.ackWait < time.Second) {
 		return usageError{"--ack-wait must be at least 1s"}
@@ -330,7 +335,7 @@ func requestWindowFlag(fs *pflag.FlagSet, n *int) {
 // checkRequestWindow refuses a window that could request nothing.
 func checkRequestWindow(n int) error {
 	if n < 0 {
-		return usageError{fmt.Sprintf("--request-window must be at least 1, got %d (0: the default, %d)", n, measure.DefaultWindow)}
+		return usageError{fmt.Sprintf("--request-window must be at least 1, got %d (leave it out for the default, %d)", n, measure.DefaultWindow)}
 	}
 	return nil
 }
