@@ -35,6 +35,7 @@ func TestErrorMessagesRepeatNoPrefix(t *testing.T) {
 		{"cancel", "nosuchrun", "--store", store},
 		{"report", "nosuchsuite", "--store", store},
 		{"run", edited, "--store", store, "--fsync", "interval"},
+		{"suite", "pause", "tiny", "--store", store},
 	} {
 		code, _, errOut := runCLI(t, args...)
 		if code == 0 || errOut == "" {
@@ -46,7 +47,7 @@ func TestErrorMessagesRepeatNoPrefix(t *testing.T) {
 			t.Errorf("factline %v repeats %q: %s", args, w, errOut)
 		}
 	}
-	if checked < 7 {
+	if checked < 8 {
 		t.Fatalf("only %d messages checked", checked)
 	}
 }
