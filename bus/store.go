@@ -37,7 +37,8 @@ type StoreOptions struct {
 	// CompressFacts creates FACTS compressed where Open creates it.
 	CompressFacts bool
 	// AttachWait bounds the wait for a holder that has just taken the lock
-	// to serve the store (default 30 s).
+	// to serve the store (default 30 s), or, with Listen, for a lock held
+	// without a server to be let go.
 	AttachWait time.Duration
 	// Logger receives the store's warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -160,14 +161,18 @@ func OpenEmbedded(ctx context.Context, dir string, opts StoreOptions) (*Store, e
 		if err != nil {
 			return nil, err
 		}
-		if opts.Listen != nil {
+		// An open that is to serve the store is refused by a holder that
+		// serves it; a lock without a server yet is waited for, as below:
+		// its holder may be starting, or be a child forked the instant
+		// before the last holder let go (it keeps the lock until it execs).
+		if opts.Listen != nil && (ok || time.Now().After(deadline)) {
 			e := &StoreHeldError{Dir: dir, Conflict: ConflictListen, Holder: h.String(), Want: opts.Durability}
 			if ok {
 				e.URL, e.Durability = rec.url, rec.fsync
 			}
 			return nil, e
 		}
-		if ok {
+		if ok && opts.Listen == nil {
 			if opts.RequireDurability && rec.fsync != opts.Durability {
 				return nil, &StoreHeldError{Dir: dir, Conflict: ConflictDurability, Holder: h.String(), URL: rec.url, Durability: rec.fsync, Want: opts.Durability}
 			}

@@ -3,6 +3,9 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,4 +52,50 @@ func TestASecondOpenOfAStoreAttachesToItsHolder(t *testing.T) {
 	if !errors.As(err, &held) || held.Conflict != bus.ConflictListen || held.URL == "" {
 		t.Errorf("an open to serve a store another process serves: %v", err)
 	}
+}
+
+// A lock held a moment longer than its holder needs it (a process still
+// starting, or a child forked just before the holder closed the lock,
+// which keeps the lock until it execs) is not yet a server to refuse: an
+// open that is to serve the store waits for it as an attaching open does,
+// and is refused only once a holder serves the store or the wait is over.
+func TestAnOpenToServeWaitsForALockHeldWithoutAServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	lock := holdLock(t, dir)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		lock.Close()
+	}()
+	s, err := bus.OpenEmbedded(ctx, dir, bus.StoreOptions{Listen: &bus.StoreListen{Addr: "127.0.0.1:-1"}, AttachWait: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("an open to serve a store whose lock is freed a moment later: %v", err)
+	}
+	defer s.Close()
+	if !s.Holds() {
+		t.Fatal("the open does not hold the store")
+	}
+
+	// A lock that stays held without a server is refused when the wait ends.
+	other := t.TempDir()
+	defer holdLock(t, other).Close()
+	_, err = bus.OpenEmbedded(ctx, other, bus.StoreOptions{Listen: &bus.StoreListen{Addr: "127.0.0.1:-1"}, AttachWait: 300 * time.Millisecond})
+	var held *bus.StoreHeldError
+	if !errors.As(err, &held) || held.Conflict != bus.ConflictListen || held.URL != "" {
+		t.Errorf("an open to serve a store held by a process that never serves it: %v", err)
+	}
+}
+
+// holdLock takes a store's lock as another process would (flock(1)).
+func holdLock(t *testing.T, dir string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, bus.StoreLockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
