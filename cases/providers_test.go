@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A treatment may name Anthropic's Messages API or OpenAI's Responses API
@@ -111,5 +112,29 @@ func TestAMaxOutputTokensBelowOneIsRefused(t *testing.T) {
 	}
 	if _, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_output_tokens: 1}\n")); err != nil {
 		t.Errorf("max_output_tokens 1: %v", err)
+	}
+}
+
+// A model timeout is a duration of at least a second, on a hosted model
+// only: anything else would be dropped in silence or cut every call.
+func TestAModelTimeoutIsCheckedWhenLoaded(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{"{provider: openai, name: m, timeout: 500ms}", "at least 1s"},
+		{"{provider: openai, name: m, timeout: soon}", "model.timeout"},
+		{"{provider: anthropic, name: m, timeout: -5m}", "negative"},
+		{"{provider: scripted, scripts: s, timeout: 5m}", "hosted provider"},
+	} {
+		_, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: "+c.spec+"\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "model.timeout") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want model.timeout and %q", c.spec, err, c.want)
+		}
+	}
+	judge := "id: c\ninstruction: x\ngrading:\n  instruments:\n    - {id: review, kind: judge, rubric: 'is it right?', model: {provider: openai, name: j, timeout: 10ms}}\n"
+	if _, err := ParseCase("c.yaml", []byte(judge)); err == nil || !strings.Contains(err.Error(), "model.timeout") {
+		t.Errorf("a judge's timeout 10ms: %v", err)
+	}
+	tr, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, timeout: 10m}\n"))
+	if err != nil || tr.Model.Timeout.Std() != 10*time.Minute {
+		t.Errorf("timeout 10m: %v %+v", err, tr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/factline/factline/events"
 )
@@ -79,7 +80,15 @@ type ModelSpec struct {
 	// Limits bound the calls to this model at this endpoint across every
 	// runner of the fleet (docs/models.md#fleet-wide-limits). Nil: none.
 	Limits *ModelLimits `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// Timeout bounds each attempt of a call to a hosted model (sending the
+	// request and reading the whole reply); 0: the provider's default
+	// (docs/models.md#timeouts). A slow local model needs more.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
+
+// MinModelTimeout is the shortest model timeout a spec may set: less
+// cannot carry a reply of any size, and reads as a unit left out.
+const MinModelTimeout = time.Second
 
 // ModelLimits bound the calls to one model at one endpoint (provider,
 // base_url and name) across the fleet: every treatment naming the same
@@ -139,6 +148,10 @@ var AnthropicEfforts = []string{"low", "medium", "high", "xhigh", "max"}
 func (m ModelSpec) checkProvider(field string) error {
 	switch m.Provider {
 	case ProviderScripted:
+		if m.Timeout != 0 {
+			// Nothing would be cut: the setting would be dropped in silence.
+			return fieldErr(field+".timeout", "a scripted model is not called over a network; timeout applies to a hosted provider")
+		}
 		return nil
 	case ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic:
 		if m.Name == "" {
@@ -272,6 +285,9 @@ func (m ModelSpec) checkSettings(field string) error {
 	}
 	if e := m.ReasoningEffort; e != "" && !slices.Contains(ReasoningEfforts, e) {
 		return fieldErr(field+".reasoning_effort", "unknown effort %q (want one of %v)", e, ReasoningEfforts)
+	}
+	if m.Timeout != 0 && m.Timeout.Std() < MinModelTimeout {
+		return fieldErr(field+".timeout", "want a duration of at least %s (leave it out for the provider's default), got %s", MinModelTimeout, m.Timeout.Std())
 	}
 	return m.Limits.check(field + ".limits")
 }

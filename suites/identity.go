@@ -154,6 +154,8 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 	// Limits decide when a call is sent, never what is sent or answered:
 	// the same model under other limits is the same agent.
 	model.Limits = nil
+	// So does the timeout: it decides how long an answer is waited for.
+	model.Timeout = 0
 	type contract struct {
 		cases.ModelSpec
 		Script events.Digest `json:"script,omitempty"`

@@ -3,12 +3,14 @@ package suites
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/cases"
 )
 
-// A fleet-wide model limit changes when calls are sent, not what the agent
-// is: a treatment with limits has the identity of the same one without.
+// A fleet-wide model limit changes when calls are sent, and a model timeout
+// how long an answer is waited for, not what the agent is: a treatment with
+// either has the identity of the same one without.
 func TestModelLimitsAreNotPartOfTheIdentity(t *testing.T) {
 	dir := tree(t, suiteFiles(goodSuite))
 	s, err := Load(filepath.Join(dir, "suite.yaml"))
@@ -29,5 +31,10 @@ func TestModelLimitsAreNotPartOfTheIdentity(t *testing.T) {
 	}
 	if other != id {
 		t.Fatal("limits changed the agent's identity")
+	}
+	slow := *base
+	slow.Model.Timeout = cases.Duration(10 * time.Minute)
+	if other, _, err = AgentIdentity(c, &slow); err != nil || other != id {
+		t.Fatalf("a model timeout changed the agent's identity (%v)", err)
 	}
 }

@@ -1,7 +1,11 @@
 package hosted
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/models"
@@ -37,5 +41,33 @@ func TestABadSpecIsANilModel(t *testing.T) {
 	m, err := New(cases.ModelSpec{Provider: cases.ProviderAnthropic, Name: "m"})
 	if m != nil || models.KindOf(err) != models.ErrConfig {
 		t.Fatalf("model %v, error %v: want none and a config error (no key for api.anthropic.com)", m, err)
+	}
+}
+
+// A spec's timeout bounds each attempt of every hosted provider: a slow
+// local model is given longer, a call that must not hang is cut sooner,
+// instead of the providers' fixed default.
+func TestASpecsTimeoutBoundsEachAttempt(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	t.Setenv("FACTLINE_ANTHROPIC_API_KEY", "k")
+	for _, p := range []string{cases.ProviderOpenAI, cases.ProviderOpenAIResponses, cases.ProviderAnthropic} {
+		m, err := New(cases.ModelSpec{Provider: p, Name: "m", BaseURL: srv.URL + "/v1", Timeout: cases.Duration(200 * time.Millisecond)})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err = m.Complete(ctx, models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}}})
+		cancel()
+		if models.KindOf(err) != models.ErrTimeout {
+			t.Errorf("%s: a call the server never answers, under a 200ms timeout: %v, want a timeout", p, err)
+		}
 	}
 }
