@@ -214,6 +214,17 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 	return res, err
 }
 
+// CheckExport reads a whole export as Import would, storing nothing: a
+// file cut short, two run together or an entry repeated is an error
+// naming the entry. A command checks a file with it before it opens a
+// store to import into. When r can be read again it is left where it was.
+func CheckExport(r io.Reader) error {
+	if _, ok := r.(io.ReadSeeker); !ok {
+		return readExportIDs(r)
+	}
+	return checkExport(r)
+}
+
 // checkExport reads a whole export file before anything of it is stored,
 // when r can be read again (a file; a pipe cannot): a file cut short, two
 // run together or an entry repeated is refused with the store untouched,
@@ -229,9 +240,21 @@ func checkExport(r io.Reader) error {
 	if err != nil {
 		return nil // not seekable after all (standard input on a pipe)
 	}
+	if err := readExportIDs(rs); err != nil {
+		return err
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return fmt.Errorf("read export again after checking it: %w", err)
+	}
+	return nil
+}
+
+// readExportIDs reads an export to its end, refusing one that is not
+// whole or repeats a message ID.
+func readExportIDs(r io.Reader) error {
 	ids := map[string]int{}
 	entry := 0
-	err = ReadExport(rs, func(raw Raw) error {
+	return ReadExport(r, func(raw Raw) error {
 		entry++
 		if raw.MsgID == "" {
 			return nil
@@ -242,13 +265,6 @@ func checkExport(r io.Reader) error {
 		ids[raw.MsgID] = entry
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if _, err := rs.Seek(start, io.SeekStart); err != nil {
-		return fmt.Errorf("read export again after checking it: %w", err)
-	}
-	return nil
 }
 
 // runKey returns "fact.<suite>.<run>" of a fact subject: what groups

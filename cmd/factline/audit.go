@@ -56,7 +56,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	if o.sinkFile != "" {
 		sink, err := readSinkRecords(o.sinkFile)
 		if err != nil {
-			return err
+			return fileError{fmt.Errorf("--sink-records: %w", err)}
 		}
 		opts.Sink = sink
 	}

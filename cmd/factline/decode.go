@@ -41,7 +41,7 @@ func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) err
 		name := pos[0]
 		f, err := os.Open(name)
 		if err != nil {
-			return err
+			return fileError{err}
 		}
 		defer f.Close()
 		in = f

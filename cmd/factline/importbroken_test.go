@@ -32,7 +32,7 @@ func TestImportOfACutExportLeavesTheStoreEmpty(t *testing.T) {
 	}
 	fresh := filepath.Join(dir, "copy")
 	code, out, errOut := runCLI(t, "import", "--store", fresh, "--fsync", "interval", cut)
-	if code != 1 || !strings.Contains(errOut, "nothing was imported") || !strings.Contains(errOut, "the file ends inside entry") {
+	if code != 2 || !strings.Contains(errOut, "nothing was imported") || !strings.Contains(errOut, "the file ends inside entry") {
 		t.Fatalf("import of a cut export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	if code, out, errOut := runCLI(t, "import", "--store", fresh, "--fsync", "interval", whole); code != 0 || !strings.Contains(out, "imported 15 messages") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -51,12 +53,26 @@ func (s *logSource) fromFile() (bool, error) {
 	return true, nil
 }
 
+// checkFile says an export file that cannot be opened is the call's
+// mistake, before any replay begins (which would report it as a replay
+// failing at fact 0).
+func (s *logSource) checkFile() error {
+	f, err := os.Open(s.file)
+	if err != nil {
+		return fileError{fmt.Errorf("--file: %w", err)}
+	}
+	return f.Close()
+}
+
 // replay opens s for the replay driver: the export file, or the stream
 // of the store or server read from --from-seq (follow: and on as facts
 // are committed). b is nil for a file; closeSource releases what was
 // opened. The caller has checked fromFile.
 func (s *logSource) replay(ctx context.Context, follow bool) (src replay.Source, b *bus.Bus, closeSource func(), err error) {
 	if s.file != "" {
+		if err := s.checkFile(); err != nil {
+			return nil, nil, nil, err
+		}
 		return replay.File(s.file), nil, func() {}, nil
 	}
 	b, closeBus, err := s.t.readsExisting().open(ctx)

@@ -103,9 +103,14 @@ func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out
 	if name != "-" {
 		file, err := os.Open(name)
 		if err != nil {
-			return err
+			return fileError{err}
 		}
 		defer file.Close()
+		// Checked before a store is opened for it: a broken file is the
+		// file's mistake, and leaves no new store directory behind.
+		if err := bus.CheckExport(file); err != nil {
+			return fileError{fmt.Errorf("%s: nothing was imported: %w", name, err)}
+		}
 		f = file
 	}
 	b, closeBus, err := t.open(ctx)

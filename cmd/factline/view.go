@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,7 +54,7 @@ func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) 
 	if file, err := o.src.fromFile(); err != nil {
 		return err
 	} else if file {
-		if _, err := os.Stat(o.src.file); err != nil {
+		if err := o.src.checkFile(); err != nil {
 			return err
 		}
 	} else {

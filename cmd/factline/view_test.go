@@ -104,7 +104,7 @@ func TestViewRefusesWhatItCannotServe(t *testing.T) {
 		want string
 	}{
 		{[]string{"view", "--file", "x.flx", "--store", dir}, 2, "give --file, --store or --nats, only one"},
-		{[]string{"view", "--file", filepath.Join(dir, "nosuch.flx")}, 1, "nosuch.flx: no such file"},
+		{[]string{"view", "--file", filepath.Join(dir, "nosuch.flx")}, 2, "nosuch.flx: no such file"},
 		{[]string{"view", "--store", filepath.Join(dir, "typo")}, 1, "no store at"},
 		{[]string{"view"}, 2, "say where the log is"},
 		{[]string{"view", "stray"}, 2, `view takes no arguments, got "stray"`},

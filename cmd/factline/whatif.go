@@ -47,11 +47,11 @@ func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.W
 	for _, p := range o.policies {
 		data, err := cases.ReadInput(p, cases.MaxFileBytes, "a policy file")
 		if err != nil {
-			return fmt.Errorf("--policy: %w", err)
+			return fileError{fmt.Errorf("--policy: %w", err)}
 		}
 		c, err := whatif.ParseCandidate(p, data)
 		if err != nil {
-			return err
+			return fileError{err}
 		}
 		if other, dup := names[c.Name]; dup {
 			return usageError{fmt.Sprintf("--policy %s and %s are both named %q: give one a name: line", other, p, c.Name)}

@@ -85,7 +85,7 @@ func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
 	}{
 		{[]string{"whatif", "--file", "x.flx", "--policy", good}, 2, "--file needs --suite"},
 		{[]string{"whatif", "--suite", "s.yaml", "--store", dir, "--policy", good}, 2, "--suite goes with --file"},
-		{[]string{"whatif", "--policy", bad, "--store", dir}, 1, "bad.yaml: stall.repair_budget: cannot be negative"},
+		{[]string{"whatif", "--policy", bad, "--store", dir}, 2, "bad.yaml: stall.repair_budget: cannot be negative"},
 		{[]string{"whatif", "--store", filepath.Join(dir, "none"), "--policy", good}, 1, "none"},
 		{[]string{"whatif", "--store", dir}, 2, "needs at least one --policy FILE"},
 	} {
