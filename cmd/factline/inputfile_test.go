@@ -58,3 +58,19 @@ func TestAMissingInputFileIsExitTwoNamingIt(t *testing.T) {
 		t.Errorf("an import of a file it could not read made the store directory %s (%v)", store, err)
 	}
 }
+
+// A --metrics address that cannot be bound as written is a usage error
+// before any store is opened or service probed.
+func TestAMetricsAddressThatCannotBeBoundIsAUsageError(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"nonsense:xx", "9464", "127.0.0.1:99999", "127.0.0.1:-1"} {
+		store := filepath.Join(t.TempDir(), "s")
+		code, out, errOut := runCLI(t, "serve", "--services", "meter", "--store", store, "--metrics", addr)
+		if code != 2 || out != "" || !strings.Contains(errOut, "--metrics") {
+			t.Errorf("--metrics %s: exit %d, stdout %q, stderr %q; want 2 naming --metrics", addr, code, out, errOut)
+		}
+		if _, err := os.Stat(store); !os.IsNotExist(err) {
+			t.Errorf("--metrics %s: the store was opened before the flag was checked", addr)
+		}
+	}
+}

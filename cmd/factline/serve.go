@@ -200,6 +200,9 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return usageError{fmt.Sprintf("--workers %s=%d: at least 1", n, w)}
 		}
 	}
+	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+		return err
+	}
 	var b *bus.Bus
 	var closeBus func()
 	if o.listen != "" {
