@@ -197,6 +197,13 @@ func CheckComparison(c SuiteComparison, gates []Gate) []GateFailure {
 			out = append(out, GateFailure{Gate: g.name(), Detail: fmt.Sprintf(format, a...)})
 		}
 		o := c.Overall
+		if !c.A.Complete {
+			// B's completeness is the command's to check (exit 4); A's
+			// figures move the change as much, and a pass A has yet to
+			// count is a regression this gate cannot see.
+			fail("suite A (%s) is not complete: %s; its figures may still move", c.A.Source, unsettled(c.A.Treatments))
+			continue
+		}
 		if o.Label == LabelUnknown {
 			fail("the paired comparison is withheld: %s", o.Note)
 			continue
@@ -244,4 +251,15 @@ func CheckComparison(c SuiteComparison, gates []Gate) []GateFailure {
 		}
 	}
 	return out
+}
+
+// unsettled says how many attempts of a suite's treatments are awaiting
+// their grade or disputed.
+func unsettled(ts []TreatmentReport) string {
+	awaiting, disputed := 0, 0
+	for _, t := range ts {
+		awaiting += t.Awaiting
+		disputed += t.Disputed
+	}
+	return fmt.Sprintf("%d awaiting, %d disputed by an unresolved grade.conflict", awaiting, disputed)
 }

@@ -178,6 +178,7 @@ func TestScorerWorseGateReadsTheScorersUnits(t *testing.T) {
 	cmp := func(lo, hi float64, lower bool, a, b float64) SuiteComparison {
 		var c SuiteComparison
 		c.Treatments = []TreatmentPair{{A: "T", B: "T"}}
+		c.A.Complete, c.B.Complete = true, true
 		c.B.Treatments = []TreatmentReport{{Treatment: "T", Scores: []ScorerSummary{{Scorer: "s", Min: lo, Max: hi, LowerIsBetter: lower, Values: 4, Mean: &b}}}}
 		c.Overall.Label = LabelSameAgent
 		c.Overall.Scores = []ScoreDifference{{Scorer: "s", Pairs: 4, Clusters: 2, MeanA: &a, MeanB: &b}}
@@ -245,5 +246,31 @@ func TestFailIfWorseHoldsAChangeOfExactlyItsPoints(t *testing.T) {
 	}
 	if got := c.Cases[3].Points; got == nil || *got != -50 {
 		t.Fatalf("case c4, 1 of 2 against 2 of 2: %v points, want -50", got)
+	}
+}
+
+// --fail-if-worse reads A's figures as much as B's: a baseline that is
+// not complete (an attempt awaiting its grade, or disputed) may still
+// move, and a pass it has yet to count is a regression the gate cannot
+// see. Such a gate does not hold, naming why; --fail-under reads only B
+// and is decided as before.
+func TestFailIfWorseDoesNotHoldOnABaselineNotComplete(t *testing.T) {
+	a := allPass()
+	a["c2"] = nil // graded by nobody yet: awaiting
+	b := allPass()
+	b["c2"] = fail
+	c, err := CompareSuites(Side{"nightly@base.flx", crossLog(t, a, agent, nil)}, Side{"b", crossLog(t, b, agent, nil)}, CrossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.A.Complete || !c.B.Complete {
+		t.Fatalf("A complete %v, B complete %v: want A awaiting c2, B complete", c.A.Complete, c.B.Complete)
+	}
+	f := CheckComparison(c, []Gate{gate(t, GateWorse, "100")})
+	if len(f) != 1 || !strings.Contains(f[0].Detail, "suite A (nightly@base.flx) is not complete: 2 awaiting") {
+		t.Fatalf("--fail-if-worse 100 against a baseline awaiting 2 grades: %+v, want it not to hold, naming A", f)
+	}
+	if f := CheckComparison(c, []Gate{gate(t, GateUnder, "0.5")}); len(f) != 0 {
+		t.Fatalf("--fail-under 0.5 reads B alone (66.7%%): %+v", f)
 	}
 }
