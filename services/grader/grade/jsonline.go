@@ -3,9 +3,11 @@ package grade
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/factline/factline/events"
 )
@@ -24,6 +26,7 @@ const (
 func ReadScoreLine(out []byte) events.InstrumentScore {
 	res := events.InstrumentScore{Source: events.ScoreJSONLine}
 	lines := bytes.Split(out, []byte("\n"))
+	var unread []byte // the newest "score" member that is no finite number
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := bytes.TrimSpace(lines[i])
 		if len(line) == 0 || line[0] != '{' {
@@ -34,9 +37,30 @@ func ReadScoreLine(out []byte) events.InstrumentScore {
 			res.Values = values
 			return res
 		}
+		if unread == nil {
+			unread = scoreMember(line)
+		}
 	}
 	res.Missing = `no score line: the output has no line that is a JSON object with a numeric "score"`
+	if unread != nil {
+		// A line that has a score the grader cannot use says which, so the
+		// one who reads the missing score knows what the command printed.
+		res.Missing = fmt.Sprintf(`no score line: the last JSON object line's "score" is %s, not a finite number`, clip(unread, 64))
+	}
 	return res
+}
+
+// scoreMember is the raw "score" member of a JSON object line, or nil.
+func scoreMember(line []byte) []byte {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return nil
+	}
+	raw, ok := obj["score"]
+	if !ok {
+		return nil
+	}
+	return bytes.TrimSpace(raw)
 }
 
 // scoreLine reads one candidate line.
@@ -86,4 +110,17 @@ func scoreValue(values []events.ScoreValue) (events.ScoreValue, bool) {
 		}
 	}
 	return events.ScoreValue{}, false
+}
+
+// clip is b as text, cut at a rune boundary to at most n bytes with "…"
+// after a cut: a score member may be any JSON value, however long.
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]) + "…"
 }

@@ -349,3 +349,24 @@ func TestScoreThatDisagreesBetweenRevisionsIsAConflict(t *testing.T) {
 		t.Fatalf("conflicts %+v", d.Conflicts)
 	}
 }
+
+// A score line whose "score" is there but no finite number (1e999 overflows
+// a float, NaN is no JSON) says what it holds instead of claiming there is
+// no such line, so whoever reads the missing score knows what to fix.
+func TestAScoreThatIsNoFiniteNumberIsNamed(t *testing.T) {
+	for _, c := range []struct{ out, says string }{
+		{"{\"score\": 1e999}\n", `"score" is 1e999, not a finite number`},
+		{"{\"score\": -1e400, \"p50_ms\": 3}\n", `"score" is -1e400, not a finite number`},
+		{"{\"score\": \"0.9\"}\n", `"score" is "0.9", not a finite number`},
+		{"{\"score\": null}\nPASS\n", `"score" is null, not a finite number`},
+	} {
+		s := ReadScoreLine([]byte(c.out))
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, c.says) || !strings.Contains(s.Missing, "no score line") {
+			t.Errorf("%q: got %+v, want no value and a reason saying %q", c.out, s, c.says)
+		}
+	}
+	// A good line after a bad one is the score: only the last counts.
+	if s := ReadScoreLine([]byte("{\"score\": 1e999}\n{\"score\": 0.5}\n")); len(s.Values) != 1 || s.Missing != "" {
+		t.Errorf("a finite score after an infinite one: %+v", s)
+	}
+}

@@ -305,6 +305,11 @@ func pairedComparison(p TreatmentPair, rows []AttemptRow, runs map[string]*Attem
 		return out
 	}
 	ch := &Change{Points: 100 * (*c.RateB - *c.RateA)}
+	if c.McNemar != nil && c.Pairs > 0 {
+		// From the counts: 100 × (0.95 − 1) is −5.000000000000004, and a
+		// gate of exactly 5 points must hold 19 of 20 against 20 of 20.
+		ch.Points = 100 * float64(c.McNemar.OnlyB-c.McNemar.OnlyA) / float64(c.Pairs)
+	}
 	if d := c.Difference; d != nil {
 		// Difference is A − B: its interval turned over is B − A's.
 		// (+0 keeps a zero bound from printing as -0.0.)
@@ -348,7 +353,7 @@ func caseChange(c string, p TreatmentPair, rows []AttemptRow) CaseChange {
 	}
 	n := float64(out.Pairs)
 	out.RateA, out.RateB = ptr(float64(out.PassedA)/n), ptr(float64(out.PassedB)/n)
-	out.Points = ptr(100 * (*out.RateB - *out.RateA))
+	out.Points = ptr(100 * float64(out.PassedB-out.PassedA) / n)
 	if iv, err := stats.Wilson(out.PassedA, out.Pairs, stats.Z95); err == nil {
 		out.WilsonA = &iv
 	}

@@ -138,17 +138,31 @@ func under(g Gate, treatments []TreatmentReport) []GateFailure {
 			continue
 		}
 		s, ok := scorerOf(t.Scores, g.Scorer)
-		switch {
-		case !ok || s.Mean == nil:
+		if !ok || s.Mean == nil {
 			fail("treatment %s: no graded attempt has a value of scorer %s", t.Treatment, g.Scorer)
-		case s.LowerIsBetter && *s.Mean > g.Threshold:
-			fail("treatment %s: scorer %s's mean %.4g is above %.4g (lower is better)", t.Treatment, g.Scorer, *s.Mean, g.Threshold)
-		case !s.LowerIsBetter && *s.Mean < g.Threshold:
-			fail("treatment %s: scorer %s's mean %.4g is under %.4g", t.Treatment, g.Scorer, *s.Mean, g.Threshold)
+			continue
+		}
+		// The threshold is in the scorer's units, the mean mapped onto
+		// [0, 1]: compare them in the units the user wrote.
+		mean, eps := s.raw(*s.Mean), s.slack()
+		switch {
+		case s.LowerIsBetter && mean > g.Threshold+eps:
+			fail("treatment %s: scorer %s's mean %.4g is above %.4g (lower is better)", t.Treatment, g.Scorer, mean, g.Threshold)
+		case !s.LowerIsBetter && mean < g.Threshold-eps:
+			fail("treatment %s: scorer %s's mean %.4g is under %.4g", t.Treatment, g.Scorer, mean, g.Threshold)
 		}
 	}
 	return out
 }
+
+// raw maps a value on [0, 1] back onto the scorer's scale, the units a
+// scorer gate's threshold is written in.
+func (s ScorerSummary) raw(mapped float64) float64 { return s.Min + mapped*(s.Max-s.Min) }
+
+// slack is how far a mean mapped back to the scale may stray from a
+// threshold it equals: mapping to [0, 1] and back rounds (76 of 100 comes
+// back as 75.99999999999999), and a mean exactly at the threshold holds.
+func (s ScorerSummary) slack() float64 { return 1e-9 * (s.Max - s.Min) }
 
 func scorerOf(ss []ScorerSummary, name string) (ScorerSummary, bool) {
 	for _, s := range ss {
@@ -183,6 +197,13 @@ func CheckComparison(c SuiteComparison, gates []Gate) []GateFailure {
 			out = append(out, GateFailure{Gate: g.name(), Detail: fmt.Sprintf(format, a...)})
 		}
 		o := c.Overall
+		if !c.A.Complete {
+			// B's completeness is the command's to check (exit 4); A's
+			// figures move the change as much, and a pass A has yet to
+			// count is a regression this gate cannot see.
+			fail("suite A (%s) is not complete: %s; its figures may still move", c.A.Source, unsettled(c.A.Treatments))
+			continue
+		}
 		if o.Label == LabelUnknown {
 			fail("the paired comparison is withheld: %s", o.Note)
 			continue
@@ -207,19 +228,38 @@ func CheckComparison(c SuiteComparison, gates []Gate) []GateFailure {
 			fail("no pair has a value of scorer %s on both sides", g.Scorer)
 			continue
 		}
-		lower := false
+		// The pairs' means are mapped onto [0, 1]; the allowed drop is in
+		// the scorer's units, so both go back onto B's scale.
+		var scale ScorerSummary
+		found := false
 		for _, t := range paired {
 			if s, ok := scorerOf(t.Scores, g.Scorer); ok {
-				lower = s.LowerIsBetter
+				scale, found = s, true
 			}
 		}
-		drop := *d.MeanA - *d.MeanB
-		if lower {
+		if !found || d.MeanA == nil || d.MeanB == nil {
+			fail("no scale of scorer %s in B's treatments: nothing to compare", g.Scorer)
+			continue
+		}
+		a, b := scale.raw(*d.MeanA), scale.raw(*d.MeanB)
+		drop := a - b
+		if scale.LowerIsBetter {
 			drop = -drop
 		}
-		if drop > g.Threshold {
-			fail("scorer %s's mean went from %.4g (A) to %.4g (B) over %d pairs: worse by %.4g, more than %.4g", g.Scorer, *d.MeanA, *d.MeanB, d.Pairs, drop, g.Threshold)
+		if drop > g.Threshold+scale.slack() {
+			fail("scorer %s's mean went from %.4g (A) to %.4g (B) over %d pairs: worse by %.4g, more than %.4g", g.Scorer, a, b, d.Pairs, drop, g.Threshold)
 		}
 	}
 	return out
+}
+
+// unsettled says how many attempts of a suite's treatments are awaiting
+// their grade or disputed.
+func unsettled(ts []TreatmentReport) string {
+	awaiting, disputed := 0, 0
+	for _, t := range ts {
+		awaiting += t.Awaiting
+		disputed += t.Disputed
+	}
+	return fmt.Sprintf("%d awaiting, %d disputed by an unresolved grade.conflict", awaiting, disputed)
 }

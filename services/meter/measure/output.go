@@ -252,6 +252,14 @@ func breakdown(t TreatmentReport) string {
 	if e := t.Evaluator; e.Calls > 0 {
 		parts = append(parts, "evaluator cost in "+UnitCost+" "+evaluator(e))
 	}
+	if u := t.RetriedUsage; u != nil {
+		noun := "runs"
+		if u.Runs == 1 {
+			noun = "run"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s replaced by a retry spent %s tokens, %s %s apart from the usage above", u.Runs, noun,
+			knownOf(u.Tokens, u.TokensUnknown), knownOf(u.Cost, u.CostUnknown), UnitCost))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -588,7 +596,8 @@ func WriteCSV(w io.Writer, r Report) error {
 		"evaluator_calls", "evaluator_tokens", "evaluator_tokens_unknown", "evaluator_cost_units", "evaluator_cost_unknown", "evaluator_millis",
 		"cached_calls", "cached_tokens", "turns", "input_tokens", "output_tokens", "split_known", "split_unknown",
 		"cached_input_tokens", "cached_input_known", "reasoning_tokens", "reasoning_known",
-		"context_calls", "context_tokens", "context_tokens_unknown", "context_cost_units", "context_cost_unknown")
+		"context_calls", "context_tokens", "context_tokens_unknown", "context_cost_units", "context_cost_unknown",
+		"retried_runs", "retried_tokens", "retried_tokens_unknown", "retried_cost_units", "retried_cost_unknown", "retried_wall_millis", "retried_turns")
 	scorers := reportScorers(r)
 	for _, sc := range scorers {
 		for _, col := range scoreColumns {
@@ -629,6 +638,12 @@ func WriteCSV(w io.Writer, r Report) error {
 			c = *t.Context
 		}
 		rec = append(rec, itoa(c.Calls), cell(c.Tokens), itoa(c.TokensUnknown), cell(c.Cost), itoa(c.CostUnknown))
+		ru := RetriedUsage{}
+		if t.RetriedUsage != nil {
+			ru = *t.RetriedUsage
+		}
+		rec = append(rec, itoa(ru.Runs), cell(ru.Tokens), itoa(ru.TokensUnknown), cell(ru.Cost), itoa(ru.CostUnknown),
+			strconv.FormatUint(ru.WallMillis, 10), strconv.FormatUint(ru.Turns, 10))
 		rec = append(rec, scoreCells(t, scorers, f)...)
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -700,4 +715,16 @@ func orUnknown(v *uint64) string {
 		return "unknown"
 	}
 	return strconv.FormatUint(*v, 10)
+}
+
+// knownOf is a usage total with its unknown count: "1200", "1200 + 2
+// unknown", or "unknown (3)" when none is known.
+func knownOf(total *uint64, unknown int) string {
+	switch {
+	case total == nil:
+		return fmt.Sprintf("unknown (%d)", unknown)
+	case unknown > 0:
+		return fmt.Sprintf("%d + %d unknown", *total, unknown)
+	}
+	return strconv.FormatUint(*total, 10)
 }

@@ -148,9 +148,39 @@ type TreatmentReport struct {
 	// Delegation is the part of Usage the ended attempts' child runs
 	// consumed, beside their own: absent when none delegated.
 	Delegation *DelegationUsage `json:"delegation,omitempty"`
+	// RetriedUsage is what the runs a retry replaced consumed: Usage
+	// counts each attempt by its newest run, and spend is spend, so the
+	// runs before it are summed here, apart; absent when none ended.
+	RetriedUsage *RetriedUsage `json:"retried_usage,omitempty"`
 	// Scores summarise each scorer the treatment's grades name
 	// (docs/report.md#scores); absent when none does.
 	Scores []ScorerSummary `json:"scores,omitempty"`
+}
+
+// RetriedUsage sums the ended runs a retry replaced (factline retry):
+// their tokens and cost, each unknown one counted apart and never as 0,
+// their wall time and their model turns.
+type RetriedUsage struct {
+	Runs          int     `json:"runs"`
+	Tokens        *uint64 `json:"tokens"`
+	TokensUnknown int     `json:"tokens_unknown"`
+	Cost          *uint64 `json:"cost"`
+	CostUnknown   int     `json:"cost_unknown"`
+	WallMillis    uint64  `json:"wall_millis"`
+	Turns         uint64  `json:"turns"`
+}
+
+// add sums one replaced run's spend.
+func (u *RetriedUsage) add(e EarlierRun) {
+	u.Runs++
+	sumKnown(&u.Tokens, e.Tokens, nil, &u.TokensUnknown)
+	sumKnown(&u.Cost, e.Cost, nil, &u.CostUnknown)
+	if e.Millis != nil {
+		u.WallMillis += *e.Millis
+	}
+	if e.Turns != nil {
+		u.Turns += uint64(*e.Turns)
+	}
 }
 
 // CallUsage sums model calls: how many, their tokens and their cost. A
@@ -319,6 +349,12 @@ type EarlierRun struct {
 	Run    string           `json:"run"`
 	Status events.RunStatus `json:"status,omitempty"`
 	Reason string           `json:"reason,omitempty"`
+	// What the run spent, as an attempt row's figures (absent: unknown,
+	// or the run never ended); summed into the treatment's RetriedUsage.
+	Tokens *uint64 `json:"tokens,omitempty"`
+	Cost   *uint64 `json:"cost,omitempty"`
+	Millis *uint64 `json:"millis,omitempty"`
+	Turns  *uint32 `json:"turns,omitempty"`
 }
 
 // newestRow classifies a planned attempt by its newest run, following its
@@ -330,6 +366,10 @@ func (l *Log) newestRow(m Member, valid []events.RunStatus, required []events.In
 		e := EarlierRun{Run: m.Run}
 		if a := l.Runs[m.Run]; a != nil && a.endOf() != nil {
 			e.Status, e.Reason = a.endOf().status, a.endOf().reason
+			if end, ok := a.Ended(); ok {
+				sp := end.Spent
+				e.Tokens, e.Cost, e.Millis, e.Turns = sp.Tokens, sp.Cost, ptr(sp.Millis), ptr(sp.Steps)
+			}
 		}
 		earlier = append(earlier, e)
 		seen[next] = true
@@ -671,6 +711,15 @@ func treatmentReport(treatment string, rows []AttemptRow, trials uint32) Treatme
 		t.Planned++
 		if len(a.Retried) > 0 {
 			t.Retried++
+		}
+		for _, e := range a.Retried {
+			if e.Status == "" {
+				continue // never ended: nothing it spent is on record
+			}
+			if t.RetriedUsage == nil {
+				t.RetriedUsage = &RetriedUsage{}
+			}
+			t.RetriedUsage.add(e)
 		}
 		if a.Started {
 			t.Started++
