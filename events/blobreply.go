@@ -17,7 +17,9 @@ var emptyDigest = sync.OnceValue(func() Digest { return DigestOf(nil) })
 
 // ArgsInBlob reports whether the call's arguments were moved to the blob
 // named by ArgsDigest.
-func (c ToolCall) ArgsInBlob() bool { return c.Args == "" && c.ArgsDigest != "" && c.ArgsDigest != emptyDigest() }
+func (c ToolCall) ArgsInBlob() bool {
+	return c.Args == "" && c.ArgsDigest != "" && c.ArgsDigest != emptyDigest()
+}
 
 // TextInBlob reports whether the reply's text was moved to the blob named
 // by TextDigest.

@@ -41,10 +41,6 @@ func lostLease(err error) error {
 // attempt drives one run from its claim to its end.
 type attempt struct {
 	svc       *Service
-	// blobParts are the parts of this run's replies kept in blobs that
-	// the attempt stored or read (blobreply.go), under blobMu.
-	blobParts map[events.Digest]string
-	blobMu    sync.Mutex
 	suite     string
 	run       string
 	lease     uint32
@@ -105,6 +101,10 @@ type attempt struct {
 	standing *step.Standing
 	// ctlSeen is how many of the run's facts the controls have seen.
 	ctlSeen int
+	// blobParts are the parts of this run's replies kept in blobs that
+	// the attempt stored or read (blobreply.go), under blobMu.
+	blobParts map[events.Digest]string
+	blobMu    sync.Mutex
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,

@@ -145,4 +145,3 @@ func (a *attempt) resolveReply(ctx context.Context, r *events.ModelReplied) (*ev
 	}
 	return &full, nil
 }
-
