@@ -64,6 +64,10 @@ func (p *Projector) modelReply(s *Span, b events.ModelReplied) {
 	if b.Cached != nil {
 		s.Attrs = append(s.Attrs, Bool("factline.model.cached", true))
 	}
+	if b.TextInBlob() {
+		// The text is not in the fact: the span says where it is.
+		s.Attrs = append(s.Attrs, Str("factline.model.text_blob", string(b.TextDigest)))
+	}
 	if b.QueueWaitMs > 0 {
 		s.Attrs = append(s.Attrs, Int("factline.model.queue_wait_ms", b.QueueWaitMs))
 	}
