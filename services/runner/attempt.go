@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -104,7 +106,10 @@ type attempt struct {
 	// blobParts are the parts of this run's replies kept in blobs that
 	// the attempt stored or read (blobreply.go), under blobMu.
 	blobParts map[events.Digest]string
-	blobMu    sync.Mutex
+	// resolved are this run's replies with their blob parts read back,
+	// by fact, under blobMu.
+	resolved map[ulid.ULID]events.ModelReplied
+	blobMu   sync.Mutex
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/factline/factline/events"
 )
 
@@ -121,9 +123,22 @@ func (a *attempt) resolveReplies(ctx context.Context, facts []events.Fact) ([]ev
 		if out == nil {
 			out = append([]events.Fact(nil), facts...)
 		}
-		full, err := r.Resolve(a.blobPart(ctx))
-		if err != nil {
-			return nil, err
+		a.blobMu.Lock()
+		full, ok := a.resolved[f.ID]
+		a.blobMu.Unlock()
+		if !ok {
+			var err error
+			if full, err = r.Resolve(a.blobPart(ctx)); err != nil {
+				return nil, err
+			}
+			// A committed fact never changes: it is read back (and its
+			// blobs checked against their digests) once per attempt.
+			a.blobMu.Lock()
+			if a.resolved == nil {
+				a.resolved = map[ulid.ULID]events.ModelReplied{}
+			}
+			a.resolved[f.ID] = full
+			a.blobMu.Unlock()
 		}
 		out[i].Body = full
 	}
