@@ -319,6 +319,15 @@ func TestTakeoverRebuildsAHistoryWithABlobReply(t *testing.T) {
 			if r := replied(t, res.log, 1); r.TextDigest != events.DigestOf([]byte(text)) {
 				t.Fatalf("turn 1's reply names %q", r.TextDigest)
 			}
+			started := kinds(res.log, events.KindTurnStarted)
+			if len(started) != 2 {
+				t.Fatalf("%d turns started, want 2", len(started))
+			}
+			sent, err := b.Blobs().Get(ctx, started[1].Body.(events.TurnStarted).ContextDigest)
+			must(t, err)
+			if !strings.Contains(string(sent), text) {
+				t.Fatal("turn 2's request does not carry turn 1's text")
+			}
 		})
 	}
 }
