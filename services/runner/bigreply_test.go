@@ -331,3 +331,38 @@ func TestTakeoverRebuildsAHistoryWithABlobReply(t *testing.T) {
 		})
 	}
 }
+
+// A child run whose answer is a text kept in a blob answers its parent
+// with that text (cut as any long answer is), not with nothing.
+func TestAChildsAnswerKeptInABlobReachesItsParent(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	text := bigText(e.payload() * 3 / 2)
+	child := fmt.Sprintf(`turns:
+  - text: %q
+    usage: {input_tokens: 60, output_tokens: 6, cost: 2}
+    reserve: 2
+`, text)
+	parent := `turns:
+  - calls:
+      - {id: ask, name: delegate, args: {instruction: "Say a lot.", budget: {steps: 3, cost: 20}}}
+    usage: {input_tokens: 100, output_tokens: 10, cost: 2}
+    reserve: 3
+  - text: the child said a lot
+    usage: {input_tokens: 120, output_tokens: 12, cost: 3}
+    reserve: 3
+`
+	e.startDelegating(fixtureCase(t, "{steps: 6, cost: 60}"), parent, child, "bp")
+	log, end := e.wait("bp")
+	clog, cend := e.wait("bp-d1-ask")
+	if end.Status != events.RunDone || cend.Status != events.RunDone {
+		t.Fatalf("parent %s/%q, child %s/%q", end.Status, end.Reason, cend.Status, cend.Reason)
+	}
+	if r := replied(t, clog, 1); r.Text != "" || r.TextDigest != events.DigestOf([]byte(text)) {
+		t.Fatalf("the child's reply holds %d bytes and names %q: want its text in a blob", len(r.Text), r.TextDigest)
+	}
+	c := settledDelegation(t, log).Child
+	if c == nil || !strings.HasPrefix(c.Answer, text[:1000]) {
+		t.Fatalf("the child's answer reached the parent as %+v", c)
+	}
+}
