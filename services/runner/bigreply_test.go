@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/services/kit"
+	"github.com/factline/factline/services/runner"
 )
 
 // turnServer is a Chat Completions endpoint on 127.0.0.1 that answers a
@@ -365,4 +368,39 @@ func TestAChildsAnswerKeptInABlobReachesItsParent(t *testing.T) {
 	if c == nil || !strings.HasPrefix(c.Answer, text[:1000]) {
 		t.Fatalf("the child's answer reached the parent as %+v", c)
 	}
+}
+
+// The limit is the connected server's, not a size fixed in the runner: on
+// a server that takes at most 256 KiB a message, a 300 KB text (which
+// the default 1 MiB would take) goes to a blob, and a 100 KB one stays in
+// the fact.
+func TestTheReplyLimitIsTheServers(t *testing.T) {
+	t.Parallel()
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	must(t, os.WriteFile(conf, []byte("max_payload: 262144\n"), 0o644))
+	b, _ := bustest.StartWith(t, bus.EmbeddedConfig{ConfigFile: conf})
+	if got := b.Conn().MaxPayload(); got != 262144 {
+		t.Fatalf("the server takes %d bytes a message, want 262144", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	svc, err := runner.New(b, runner.WithWorkDir(t.TempDir()), kit.WithWorkers(2), runner.WithDecisionTimeout(time.Minute))
+	must(t, err)
+	done := make(chan struct{}, 2)
+	go func() { _ = svc.Run(ctx); done <- struct{}{} }()
+	go func() { _ = fleettest.Decider{Bus: b}.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	e := &env{t: t, b: b, ctx: ctx}
+	large, small := bigText(300_000), bigText(100_000)
+	srv := newTurnServer(t, chatText(large, writeAnswer, runCheck), chatText(small, finishDone("t1/c2")))
+	log, end := e.runNative("openai", srv.srv.URL+"/v1", "{steps: 4}", "small-server")
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s (%s), want done", end.Status, end.Reason)
+	}
+	if r := replied(t, log, 1); r.Text != "" || r.TextDigest != events.DigestOf([]byte(large)) {
+		t.Fatalf("the 300 KB text: %d bytes in the fact, digest %q; want it in a blob", len(r.Text), r.TextDigest)
+	}
+	if r := replied(t, log, 2); r.Text != small || r.TextDigest != "" {
+		t.Fatalf("the 100 KB text was moved (%d bytes in the fact, digest %q)", len(r.Text), r.TextDigest)
+	}
+	e.checkRecordedBodies(log, srv.received())
 }
