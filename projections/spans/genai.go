@@ -102,6 +102,10 @@ func (p *Projector) dispatch(s *Span, r *runState, b events.DispatchCompleted) {
 		s.Status, s.StatusMessage = StatusError, b.Error.Code
 		s.Attrs = append(s.Attrs, Str("error.type", b.Error.Code), Bool("factline.tool.error.retryable", b.Error.Retryable))
 	}
+	if blob, ok := r.argsBlob[d.CallID]; ok {
+		// The arguments are not in the fact: the span says where they are.
+		s.Attrs = append(s.Attrs, Str("factline.tool.args_blob", string(blob)))
+	}
 	if p.o.Content {
 		if args, ok := r.args[d.CallID]; ok {
 			s.Attrs = append(s.Attrs, Str("gen_ai.tool.call.arguments", args))
