@@ -404,3 +404,19 @@ func TestTheReplyLimitIsTheServers(t *testing.T) {
 	}
 	e.checkRecordedBodies(log, srv.received())
 }
+
+// A summary larger than one bus message ended the run as a harness error
+// committing context.summarised. It condenses nothing a context can
+// carry: the run ends exhausted on its context budget, saying why.
+func TestASummaryLargerThanAFactExhaustsTheContextBudget(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	log, end := e.runUnder(fixtureCase(t, "{steps: 6, cost: 30}"), withContext(t, summarisePolicy, codeScript(bigText(e.payload()*3/2))), "big-summary")
+	if end.Status != events.RunExhausted || !strings.HasPrefix(end.Reason, "context_budget: the summary of turns 1-1 is") ||
+		!strings.Contains(end.Reason, "more than a fact holds") {
+		t.Fatalf("ended %s (%s), want exhausted on the context budget naming the summary's size", end.Status, end.Reason)
+	}
+	if n := len(kinds(log, events.KindContextSummarised)); n != 0 {
+		t.Fatalf("%d summaries committed", n)
+	}
+}

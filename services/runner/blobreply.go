@@ -63,18 +63,18 @@ func (a *attempt) fitReply(ctx context.Context, r events.ModelReplied) (events.M
 	}
 }
 
-// factSize is the encoded size of r as a fact of this run: the envelope's
-// fields that vary (IDs, position, causation) are a few bytes, within the
-// room bus.FactRoom leaves.
-func (a *attempt) factSize(r events.ModelReplied) (int, error) {
+// factSize is the encoded size of body as a fact of this run: the
+// envelope's fields that vary (IDs, position, causation) are a few bytes,
+// within the room bus.FactRoom leaves.
+func (a *attempt) factSize(body events.Body) (int, error) {
 	f, err := events.NewFact(events.Meta{Suite: a.suite, Run: a.run, TaskGeneration: max(a.gen, 1), Position: 1,
-		Producer: events.Producer{Service: events.OwnerRunner, Instance: a.svc.instance}}, r)
+		Producer: events.Producer{Service: events.OwnerRunner, Instance: a.svc.instance}}, body)
 	if err != nil {
 		return 0, err
 	}
 	data, err := events.Encode(f)
 	if err != nil {
-		return 0, fmt.Errorf("measure model.replied: %w", err)
+		return 0, fmt.Errorf("measure %s: %w", body.Kind(), err)
 	}
 	return len(data), nil
 }
