@@ -420,3 +420,33 @@ func TestASummaryLargerThanAFactExhaustsTheContextBudget(t *testing.T) {
 		t.Fatalf("%d summaries committed", n)
 	}
 }
+
+// A provider's answer past the bound on a reply body ends the call as a
+// bad response naming the bound: the run ends on a model error, not as a
+// harness error, and nothing of the answer is committed.
+func TestAnAnswerPastTheBodyBoundIsAModelError(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // no Content-Length: the bound is found while reading
+		_, _ = io.WriteString(w, `{"id":"r","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
+		chunk := strings.Repeat("endless ", 8192)
+		for sent := 0; sent <= 33<<20; sent += len(chunk) {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(w, `"}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	log, end := e.runNative("openai", srv.URL+"/v1", "{steps: 4}", "endless")
+	if end.Status != events.RunErrored || !strings.HasPrefix(end.Reason, "model_error: ") || !strings.Contains(end.Reason, "33554432-byte limit") {
+		t.Fatalf("ended %s (%s), want a model error naming the bound", end.Status, end.Reason)
+	}
+	if n := len(kinds(log, events.KindModelReplied)); n != 0 {
+		t.Fatalf("%d replies committed", n)
+	}
+}
