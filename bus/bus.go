@@ -148,6 +148,29 @@ func (b *Bus) Close() {
 // Conn returns the underlying connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
+// factHeadroom is room left in a message for what an append adds to the
+// encoded fact: its headers (message ID, the expected sequence and its
+// subject filter, the link to the run's previous message) and the server's
+// own framing, with ample margin (a fact's subject and IDs are short).
+const factHeadroom = 4 << 10
+
+// defaultMaxPayload is the server's default limit on one message, for a
+// connection that has not yet been told its server's.
+const defaultMaxPayload = 1 << 20
+
+// FactRoom is the most bytes an encoded fact may take and still be
+// appended: the maximum payload the connected server announced, less
+// room for the append's headers. It follows the server (a reconnect to a
+// server with another limit changes it), so a writer asks for it when it
+// makes a large fact rather than keeping it.
+func (b *Bus) FactRoom() int {
+	max := b.nc.MaxPayload()
+	if max <= 0 {
+		max = defaultMaxPayload
+	}
+	return int(max) - factHeadroom
+}
+
 // JetStream returns the JetStream context, for tests and baselines.
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 

@@ -42,7 +42,8 @@ type Usage struct {
 }
 
 // ToolCall is one call the model asked for. Args is the JSON text of the
-// arguments (absent when large; then only the digest is kept).
+// arguments, absent when they were moved to the blob ArgsDigest names
+// (ArgsInBlob; blobreply.go).
 type ToolCall struct {
 	ID         CallID `msgpack:"id"`
 	Name       string `msgpack:"name"`
@@ -67,7 +68,7 @@ type ModelReplied struct {
 	Provider    string     `msgpack:"provider"`
 	Model       string     `msgpack:"model,omitempty"`
 	Text        string     `msgpack:"text,omitempty"`
-	TextDigest  Digest     `msgpack:"text_digest,omitempty"` // set when Text was moved to a blob
+	TextDigest  Digest     `msgpack:"text_digest,omitempty"` // set when Text was moved to a blob (TextInBlob)
 	Calls       []ToolCall `msgpack:"calls"`
 	Usage       *Usage     `msgpack:"usage,omitempty"`
 	Finish      string     `msgpack:"finish,omitempty"` // provider's finish reason

@@ -8,10 +8,13 @@ import (
 // exact request (its body is a blob), the reply, what each call returned,
 // and the harness feedback the next turn carries.
 type Exchange struct {
-	Turn         uint32        `json:"turn"`
-	Generation   uint32        `json:"task_generation"`
-	Request      events.Digest `json:"request"`
-	Reply        string        `json:"reply,omitempty"`
+	Turn       uint32        `json:"turn"`
+	Generation uint32        `json:"task_generation"`
+	Request    events.Digest `json:"request"`
+	Reply      string        `json:"reply,omitempty"`
+	// ReplyBlob names the reply's text when it was kept in a blob (too
+	// large for a fact): Reply is then empty, and the blob holds it.
+	ReplyBlob    events.Digest `json:"reply_blob,omitempty"`
 	Calls        []HistoryCall `json:"calls,omitempty"`
 	Feedback     []string      `json:"feedback,omitempty"`
 	Instructions []string      `json:"steers,omitempty"`
@@ -19,10 +22,13 @@ type Exchange struct {
 
 // HistoryCall is one tool call and its observation.
 type HistoryCall struct {
-	ID          string `json:"id"`
-	Tool        string `json:"tool"`
-	Args        string `json:"args,omitempty"`
-	Observation string `json:"observation,omitempty"`
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	Args string `json:"args,omitempty"`
+	// ArgsBlob names the arguments when they were kept in a blob (too
+	// large for a fact): Args is then empty, and the blob holds them.
+	ArgsBlob    events.Digest `json:"args_blob,omitempty"`
+	Observation string        `json:"observation,omitempty"`
 }
 
 // History is the state of the history projection: each run's exchanges.
@@ -48,8 +54,15 @@ var HistoryFold = Fold[History]{
 		case events.ModelReplied:
 			if x := last(); x != nil && x.Turn == b.Turn {
 				x.Reply = b.Text
+				if b.TextInBlob() {
+					x.ReplyBlob = b.TextDigest
+				}
 				for _, c := range b.Calls {
-					x.Calls = append(x.Calls, HistoryCall{ID: string(c.ID), Tool: c.Name, Args: c.Args})
+					hc := HistoryCall{ID: string(c.ID), Tool: c.Name, Args: c.Args}
+					if c.ArgsInBlob() {
+						hc.ArgsBlob = c.ArgsDigest
+					}
+					x.Calls = append(x.Calls, hc)
 				}
 			}
 		case events.DispatchCompleted:

@@ -71,6 +71,10 @@ type Config struct {
 	// HTTPClient sends the requests; nil means a client with Go's default
 	// transport.
 	HTTPClient *http.Client
+	// MaxReplyBytes bounds the body of one answer: a longer one fails the
+	// call as a bad response naming the bound, not retried. 0 means
+	// httpmodel.DefaultMaxReplyBytes (32 MiB).
+	MaxReplyBytes int64
 }
 
 // FromEnv returns c with its empty BaseURL, Model and APIKey and its zero

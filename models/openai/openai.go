@@ -100,6 +100,10 @@ func New(cfg Config) (*Model, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
+	if cfg.MaxReplyBytes < 0 {
+		return nil, configError("negative max reply bytes %d", cfg.MaxReplyBytes)
+	}
+	client = httpmodel.BoundReplies(client, cfg.MaxReplyBytes)
 
 	key := cfg.APIKey
 	cfg.APIKey = ""

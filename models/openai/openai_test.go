@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -953,5 +954,54 @@ func TestA404NamesTheURLItPosted(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: does not say %q", err, want)
 		}
+	}
+}
+
+// A provider's answer is read with a bound: a longer one fails the call
+// as a bad response naming the bound, asked once (asking again would get
+// the same answer), whether its length is said up front or not; an
+// answer of exactly the bound is read.
+func TestAReplyOverTheBodyBoundIsABadResponse(t *testing.T) {
+	answer := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("long ", 400) + `"},"finish_reason":"stop"}]}`
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked %v", chunked), func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				if chunked {
+					w.WriteHeader(http.StatusOK)
+					w.(http.Flusher).Flush() // no Content-Length: the length is known only at the end
+				}
+				_, _ = io.WriteString(w, answer)
+			}))
+			defer srv.Close()
+			for _, limit := range []int64{int64(len(answer)) - 1, int64(len(answer))} {
+				m, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m", APIKey: testKey, MaxReplyBytes: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := calls.Load()
+				r, err := m.Complete(context.Background(), simpleRequest())
+				if limit == int64(len(answer)) {
+					if err != nil || !strings.HasPrefix(r.Text, "long long") {
+						t.Fatalf("an answer of exactly the bound: %v, %.20q", err, r.Text)
+					}
+					continue
+				}
+				var me *models.Error
+				if !errors.As(err, &me) || me.Kind != models.ErrBadResponse {
+					t.Fatalf("got %v, want bad_response", err)
+				}
+				if want := fmt.Sprintf("%d-byte limit", limit); !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name the bound %q", err, want)
+				}
+				if n := calls.Load() - before; n != 1 {
+					t.Errorf("%d requests, want 1", n)
+				}
+			}
+		})
 	}
 }

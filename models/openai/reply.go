@@ -78,6 +78,11 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 		return models.Reply{}, m.fail(models.ErrBadResponse, status, false,
 			fmt.Errorf("unexpected HTTP status %s", resp.Status), nil)
 	}
+	var tooLarge *httpmodel.ReplyTooLargeError
+	if errors.As(err, &tooLarge) {
+		// Asking again would get the same answer.
+		return models.Reply{}, m.fail(models.ErrBadResponse, status, false, tooLarge, nil)
+	}
 	if err != nil {
 		// A 2xx whose body could not be read: the connection broke.
 		return models.Reply{}, m.fail(models.ErrUnavailable, status, true, fmt.Errorf("reading the reply: %v", err), err)

@@ -64,6 +64,10 @@ func (p *Projector) modelReply(s *Span, b events.ModelReplied) {
 	if b.Cached != nil {
 		s.Attrs = append(s.Attrs, Bool("factline.model.cached", true))
 	}
+	if b.TextInBlob() {
+		// The text is not in the fact: the span says where it is.
+		s.Attrs = append(s.Attrs, Str("factline.model.text_blob", string(b.TextDigest)))
+	}
 	if b.QueueWaitMs > 0 {
 		s.Attrs = append(s.Attrs, Int("factline.model.queue_wait_ms", b.QueueWaitMs))
 	}
@@ -97,6 +101,10 @@ func (p *Projector) dispatch(s *Span, r *runState, b events.DispatchCompleted) {
 	if b.Error != nil {
 		s.Status, s.StatusMessage = StatusError, b.Error.Code
 		s.Attrs = append(s.Attrs, Str("error.type", b.Error.Code), Bool("factline.tool.error.retryable", b.Error.Retryable))
+	}
+	if blob, ok := r.argsBlob[d.CallID]; ok {
+		// The arguments are not in the fact: the span says where they are.
+		s.Attrs = append(s.Attrs, Str("factline.tool.args_blob", string(blob)))
 	}
 	if p.o.Content {
 		if args, ok := r.args[d.CallID]; ok {

@@ -53,7 +53,9 @@ type runState struct {
 	dispatches map[events.CallID]*Span
 	effects    map[events.CallID]events.EffectClass
 	args       map[events.CallID]string
-	grade      *Span
+	// argsBlob names the arguments of a call kept in a blob.
+	argsBlob map[events.CallID]events.Digest
+	grade    *Span
 }
 
 // New returns a projector with nothing seen.
@@ -110,6 +112,9 @@ func (p *Projector) Apply(f events.Fact) []Span {
 		m.End = f.At
 		for _, c := range b.Calls {
 			r.args[c.ID] = c.Args
+			if c.ArgsInBlob() {
+				r.argsBlob[c.ID] = c.ArgsDigest
+			}
 		}
 		done = append(done, m)
 	case events.ContextSummarised:
@@ -222,7 +227,8 @@ func (p *Projector) run(f events.Fact) *runState {
 	}
 	r := &runState{trace: traceOf(f.ID), rootID: spanOf(f.ID, "run"), last: f.At,
 		turns: map[uint32]*Span{}, models: map[uint32]*Span{}, dispatches: map[events.CallID]*Span{},
-		effects: map[events.CallID]events.EffectClass{}, args: map[events.CallID]string{}}
+		effects: map[events.CallID]events.EffectClass{}, args: map[events.CallID]string{},
+		argsBlob: map[events.CallID]events.Digest{}}
 	root := &Span{Trace: r.trace, ID: r.rootID, Name: "invoke_agent", Start: f.At,
 		Attrs: []Attr{Str("gen_ai.operation.name", "invoke_agent"), Str("factline.suite", f.Suite), Str("factline.run", f.Run)}}
 	if b, ok := f.Body.(events.RunRequested); ok {

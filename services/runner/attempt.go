@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -100,6 +103,13 @@ type attempt struct {
 	standing *step.Standing
 	// ctlSeen is how many of the run's facts the controls have seen.
 	ctlSeen int
+	// blobParts are the parts of this run's replies kept in blobs that
+	// the attempt stored or read (blobreply.go), under blobMu.
+	blobParts map[events.Digest]string
+	// resolved are this run's replies with their blob parts read back,
+	// by fact, under blobMu.
+	resolved map[ulid.ULID]events.ModelReplied
+	blobMu   sync.Mutex
 }
 
 // renderedTurn is a turn's request and the digest of its rendered body,
@@ -134,6 +144,13 @@ func key(parts ...any) []string {
 // refuses to append once another runner holds a newer lease.
 func (a *attempt) commit(ctx context.Context, parts []string, body events.Body) (bus.Record, error) {
 	body = redactBody(a.svc.secrets, body)
+	if r, ok := body.(events.ModelReplied); ok {
+		fit, err := a.fitReply(ctx, r)
+		if err != nil {
+			return bus.Record{}, fmt.Errorf("commit %s: %w", body.Kind(), err)
+		}
+		body = fit
+	}
 	claim, claiming := body.(events.RunClaimed)
 	recs, err := a.svc.bus.CommitAsLastWriter(ctx, a.svc.runs, a.suite, a.run, func(log bus.RunLog) ([]bus.Pending, error) {
 		if err := a.holds(log, claiming); err != nil {
@@ -279,9 +296,16 @@ func (a *attempt) loop(ctx context.Context) (step.Ending, error) {
 		if err != nil {
 			return step.Ending{}, err
 		}
-		facts := log.Facts()
 		st := a.stand(log)
 		p := st.Progress()
+		// The history and the calls need what the model said, whole.
+		facts, err := a.resolveReplies(ctx, log.Facts())
+		if err != nil {
+			return step.Ending{}, err
+		}
+		if p.Replied, err = a.resolveReply(ctx, p.Replied); err != nil {
+			return step.Ending{}, err
+		}
 		a.gen, a.epoch, a.queued = p.Gen, p.Epoch, time.Duration(st.QueueWaitMs())*time.Millisecond
 		if a.ctl != nil {
 			a.seeControls(facts)

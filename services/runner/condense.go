@@ -59,9 +59,21 @@ func (a *attempt) condense(ctx context.Context, facts []events.Fact, turn uint32
 	}
 	reply = redactReply(a.svc.secrets, reply)
 	replied := repliedFact(turn, a.model.Provider(), reply)
-	_, err = a.commit(ctx, key(turn, c.Through), events.ContextSummarised{
+	summary := events.ContextSummarised{
 		Turn: turn, From: c.From, Through: c.Through, Summary: reply.Text, RequestDigest: events.DigestOf(body),
 		Provider: replied.Provider, Model: replied.Model, Usage: replied.Usage, Reserve: reserve, Tokens: uint64(c.Tokens),
-	})
+	}
+	size, err := a.factSize(summary)
+	if err != nil {
+		return false, step.Ending{}, err
+	}
+	if room := a.svc.bus.FactRoom(); size > room {
+		// A summary larger than one message holds does not condense
+		// anything a context can carry: the context budget ran out, as
+		// when what is left once summarised does not fit.
+		return false, step.Exhausted(fmt.Sprintf("%s: the summary of turns %d-%d is %d bytes, more than a fact holds (%d)",
+			step.ReasonContextBudget, c.From, c.Through, len(reply.Text), room)), nil
+	}
+	_, err = a.commit(ctx, key(turn, c.Through), summary)
 	return err == nil, step.Ending{}, err
 }

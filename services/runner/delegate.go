@@ -189,8 +189,8 @@ func (a *attempt) awaitChild(ctx context.Context, child string) (events.ChildOut
 			return events.ChildOutcome{}, false, fmt.Errorf("child %s: %w", child, err)
 		}
 		facts := log.Facts()
-		if out, ok := step.ChildOutcomeOf(child, facts); ok {
-			return out, true, nil
+		if out, ok, err := a.childOutcomeOf(ctx, child, facts); err != nil || ok {
+			return out, ok, err
 		}
 		if cancelled.IsZero() {
 			reason := ""
@@ -240,7 +240,10 @@ func (a *attempt) settleChildLeft(ctx context.Context, in events.DispatchIntende
 	if err != nil {
 		return fmt.Errorf("child %s: %w", child, err)
 	}
-	out, ok := step.ChildOutcomeOf(child, log.Facts())
+	out, ok, err := a.childOutcomeOf(ctx, child, log.Facts())
+	if err != nil {
+		return err
+	}
 	if !ok {
 		if err := a.cancelChild(ctx, child, fmt.Sprintf("its parent %s ended %s (%s)", a.run, end.Status, end.Reason)); err != nil {
 			return err
@@ -254,7 +257,9 @@ func (a *attempt) settleChildLeft(ctx context.Context, in events.DispatchIntende
 		if log, err = a.svc.bus.LoadRun(ctx, a.suite, child); err != nil {
 			return fmt.Errorf("child %s: %w", child, err)
 		}
-		out, ok = step.ChildOutcomeOf(child, log.Facts())
+		if out, ok, err = a.childOutcomeOf(ctx, child, log.Facts()); err != nil {
+			return err
+		}
 	}
 	_, err = a.settleChild(ctx, in, out, ok)
 	return err
@@ -306,4 +311,18 @@ func (s *Service) parentEnded(ctx context.Context, suite string, parent events.P
 		return false, err
 	}
 	return log.Ended(), nil
+}
+
+// childOutcomeOf is step.ChildOutcomeOf with the child's replies read
+// whole once it has ended: its answer may be a text kept in a blob.
+func (a *attempt) childOutcomeOf(ctx context.Context, child string, facts []events.Fact) (events.ChildOutcome, bool, error) {
+	if _, ok := step.ChildOutcomeOf(child, facts); !ok {
+		return events.ChildOutcome{}, false, nil
+	}
+	full, err := a.resolveReplies(ctx, facts)
+	if err != nil {
+		return events.ChildOutcome{}, false, fmt.Errorf("child %s: %w", child, err)
+	}
+	out, ok := step.ChildOutcomeOf(child, full)
+	return out, ok, nil
 }

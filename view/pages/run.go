@@ -135,10 +135,12 @@ type Call struct {
 	Tool       string        `json:"tool"`
 	Args       string        `json:"args,omitempty"`
 	ArgsDigest events.Digest `json:"args_digest,omitempty"`
-	Operation  string        `json:"operation,omitempty"`
-	Effect     string        `json:"effect,omitempty"`
-	Intended   bool          `json:"intended"`
-	Settled    bool          `json:"settled"`
+	// ArgsBlob names the arguments kept in a blob (too large for a fact).
+	ArgsBlob  events.Digest `json:"args_blob,omitempty"`
+	Operation string        `json:"operation,omitempty"`
+	Effect    string        `json:"effect,omitempty"`
+	Intended  bool          `json:"intended"`
+	Settled   bool          `json:"settled"`
 	// The settlement (when Settled).
 	Disposition  string        `json:"disposition,omitempty"`
 	Mutation     string        `json:"mutation,omitempty"`
@@ -405,7 +407,7 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 		}
 	}
 	for _, hc := range x.Calls {
-		c := Call{ID: hc.ID, Tool: hc.Tool, Args: hc.Args, Output: hc.Observation}
+		c := Call{ID: hc.ID, Tool: hc.Tool, Args: hc.Args, ArgsBlob: hc.ArgsBlob, Output: hc.Observation}
 		if r := t.replied; r != nil {
 			for _, rc := range r.Calls {
 				if string(rc.ID) == hc.ID {

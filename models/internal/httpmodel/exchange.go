@@ -91,6 +91,11 @@ func (e Errors) Check(x Exchange) *Failure {
 	case status < 200 || status >= 300:
 		return e.Fail(models.ErrBadResponse, status, false, fmt.Errorf("unexpected HTTP status %s", x.Resp.Status), nil)
 	}
+	var tooLarge *ReplyTooLargeError
+	if errors.As(x.Err, &tooLarge) {
+		// Asking again would get the same answer.
+		return e.Fail(models.ErrBadResponse, status, false, tooLarge, nil)
+	}
 	if x.Err != nil {
 		// A 2xx whose body could not be read: the connection broke.
 		return e.Fail(models.ErrUnavailable, status, true, fmt.Errorf("reading the reply: %v", x.Err), x.Err)
