@@ -25,7 +25,7 @@ type stamped struct {
 func readStamped(ctx context.Context, b *bus.Bus, filter string) ([]stamped, error) {
 	var out []stamped
 	_, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
-		f, err := events.Decode(r.Data)
+		f, err := r.Fact()
 		if err != nil {
 			return err
 		}
