@@ -157,7 +157,7 @@ const KEYS = [null, 'context_digest', 'messages', 'policy', 'turn', 'calls', 'ar
   'approval', 'withheld', 'identity', 'parent', 'request', 'components', 'retry_of', 'abstained',
   'attempts', 'excluded', 'invalid', 'pending', 'report_digest', 'comparison', 'confidence',
   'high', 'low', 'pairs', 'spec_digest', 'treatments', 'trials', 'split', 'valid_outcomes',
-  'generation', 'cache_identity', 'cache_write_input_tokens', 'check', 'instance', 'service'];
+  'generation', 'cache_identity', 'cache_write_input_tokens', 'check', 'instance', 'service', 'containment_digest'];
 
 // keys names a version 3 body's numbered keys at every depth; a name stays
 // a name, and a number the table lacks becomes "#<number>".
