@@ -110,7 +110,7 @@ func TestCommandsWriteTheirOwnTmp(t *testing.T) {
 	if err == nil {
 		t.Cleanup(func() { _ = os.Remove(filepath.Join("/tmp", name)) })
 	}
-	rec := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment
+	rec := e.claimedContainment(kinds(log, events.KindRunClaimed)[0])
 	tmp, _ := rec.Feature(sandbox.FeaturePrivateTmp)
 	if os.Geteuid() != 0 {
 		if tmp.State != events.ContainmentUnsupported {
