@@ -70,7 +70,7 @@ func benchAppend(ctx context.Context, b *bus.Bus, rep, rounds int) (appendResult
 			if err != nil {
 				return appendResult{}, err
 			}
-			data, err := events.Encode(f)
+			data, err := events.EncodeStored(f)
 			if err != nil {
 				return appendResult{}, err
 			}

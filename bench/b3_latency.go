@@ -21,11 +21,19 @@ type stamped struct {
 	at time.Time
 }
 
-// readStamped reads the facts under filter with their stored timestamps.
+// readStamped reads the facts under filter with their stored timestamps,
+// each checked against its subject as every reader of the log does.
 func readStamped(ctx context.Context, b *bus.Bus, filter string) ([]stamped, error) {
+	return readStampedWith(ctx, b, filter, bus.Raw.Fact)
+}
+
+// readStampedWith is readStamped with the facts decoded by decode: the raw
+// chain's facts stand alone (envelope version 3) on subjects of its own,
+// which name no kind of the log.
+func readStampedWith(ctx context.Context, b *bus.Bus, filter string, decode func(bus.Raw) (events.Fact, error)) ([]stamped, error) {
 	var out []stamped
 	_, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
-		f, err := events.Decode(r.Data)
+		f, err := decode(r)
 		if err != nil {
 			return err
 		}

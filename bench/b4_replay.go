@@ -75,7 +75,7 @@ func fill(ctx context.Context, b *bus.Bus, n int) error {
 			if err != nil {
 				return fmt.Errorf("fill: %w", err)
 			}
-			data, err := events.Encode(f)
+			data, err := events.EncodeStored(f)
 			if err != nil {
 				return fmt.Errorf("fill: %w", err)
 			}

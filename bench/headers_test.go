@@ -37,7 +37,7 @@ func TestHeaderBytesAreTheBytesTheStreamStores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := events.Encode(f)
+		data, err := events.EncodeStored(f) // as the bus stores it
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -178,7 +178,7 @@ func rawChain(ctx context.Context, b *bus.Bus, name string, runs, turns int) (ra
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
-	facts, err := readStamped(ctx, b, events.RunFilter(suite, runName(0)))
+	facts, err := readStampedWith(ctx, b, events.RunFilter(suite, runName(0)), func(r bus.Raw) (events.Fact, error) { return events.Decode(r.Data) })
 	if err != nil {
 		return res, err
 	}

@@ -196,7 +196,7 @@ func scalingFact() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return events.Encode(f)
+	return events.EncodeStored(f)
 }
 
 // appendPartitioned appends rounds of one fact to each of cfg.Runs runs,

@@ -122,7 +122,9 @@ func (b *Bus) message(i int, p Pending, expect Expect, suite, run string) (*nats
 	if err != nil {
 		return nil, "", fmt.Errorf("append: %w", err)
 	}
-	data, err := events.Encode(p.Fact)
+	// On its subject, the fact need not carry its suite and run: the
+	// subject names them (envelope version 4).
+	data, err := events.EncodeStored(p.Fact)
 	if err != nil {
 		return nil, "", fmt.Errorf("append: %w", err)
 	}

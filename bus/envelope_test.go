@@ -50,7 +50,7 @@ func oldFacts(t *testing.T, dir string, opening func([]byte) bool) map[string][]
 // A store written by the version 1 writers keeps reading: its messages
 // (stored as those writers stored them) read back as the facts they
 // encode, byte for byte the same through an export and an import into a
-// new stream, and a run begun in version 1 loads whole after version 3
+// new stream, and a run begun in version 1 loads whole after version 4
 // facts joined it.
 func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
 	readsBackIdentically(t, oldFacts(t, "../events/testdata/golden", func(b []byte) bool { return b[0]&0xf0 == 0x80 }))
@@ -60,6 +60,12 @@ func TestAStoreWrittenInEnvelopeV1ReadsBackIdentically(t *testing.T) {
 // keys are names).
 func TestAStoreWrittenInEnvelopeV2ReadsBackIdentically(t *testing.T) {
 	readsBackIdentically(t, oldFacts(t, "../events/testdata/golden/v2", func(b []byte) bool { return bytes.HasPrefix(b, []byte{0x9d, 0x02}) }))
+}
+
+// And for a store the version 3 writers wrote (the log's form before
+// version 4 left the suite and the run to the subject).
+func TestAStoreWrittenInEnvelopeV3ReadsBackIdentically(t *testing.T) {
+	readsBackIdentically(t, oldFacts(t, "../events/testdata/golden/v3", func(b []byte) bool { return bytes.HasPrefix(b, []byte{0x9d, 0x03}) }))
 }
 
 func readsBackIdentically(t *testing.T, files map[string][]byte) {
@@ -118,7 +124,7 @@ func readsBackIdentically(t *testing.T, files map[string][]byte) {
 	}
 	check(fresh, "the imported export")
 
-	// A version 3 fact appended to a run whose facts are of the old version.
+	// A fact appended today to a run whose facts are of the old version.
 	log, err := fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +146,8 @@ func readsBackIdentically(t *testing.T, files map[string][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(raw.Data, []byte{0x9d, events.EnvelopeV3}) {
-		t.Errorf("a new fact is stored starting %x, want a version 3 array", raw.Data[:2])
+	if !bytes.HasPrefix(raw.Data, []byte{0x9b, events.EnvelopeV4}) {
+		t.Errorf("a new fact is stored starting %x, want a version 4 array", raw.Data[:2])
 	}
 	log, err = fresh.LoadRun(ctx, "nightly-2025-06", "r-7f3a")
 	if err != nil {
@@ -149,5 +155,60 @@ func readsBackIdentically(t *testing.T, files map[string][]byte) {
 	}
 	if len(log.Records) != before+1 || !reflect.DeepEqual(log.Records[before].Fact, next) {
 		t.Errorf("the mixed run loaded %d facts (want %d), last %#v", len(log.Records), before+1, log.Records[len(log.Records)-1].Fact)
+	}
+}
+
+// A fact is stored in envelope version 4: its suite and run are the
+// subject's, not written again in its bytes, and every reader (a run's
+// load, a read of the stream, an export read back) still sees them.
+func TestAFactIsStoredWithoutTheSuiteAndRunItsSubjectNames(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	suite, run := "suite-named-at-length-0001", "run-named-at-length-0001"
+	f := bustest.Turn(t, suite, run, 1, 1)
+	recs, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.JetStream().Stream(ctx, bus.FactsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.GetMsg(ctx, recs[0].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3, err := events.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The body may name its run (a turn's evidence does); the envelope
+	// does not any more.
+	for _, id := range []string{suite, run} {
+		if in, was := bytes.Count(raw.Data, []byte(id)), bytes.Count(v3, []byte(id)); in != was-1 {
+			t.Errorf("the stored fact holds %q %d times, version 3 %d: the envelope repeats its subject's token\n%q", id, in, was, raw.Data)
+		}
+	}
+	if saved := len(v3) - len(raw.Data); saved != len(suite)+1+len(run)+1 {
+		t.Errorf("stored %d bytes, %d fewer than version 3; the suite and run take %d", len(raw.Data), saved, len(suite)+len(run)+2)
+	}
+	log, err := b.LoadRun(ctx, suite, run)
+	if err != nil || len(log.Records) != 1 || !reflect.DeepEqual(log.Records[0].Fact, f) {
+		t.Fatalf("load: %v, %+v", err, log.Records)
+	}
+	var export bytes.Buffer
+	if _, err := b.Export(ctx, &export, bus.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := bus.ReadExport(&export, func(r bus.Raw) error {
+		n++
+		got, err := r.Fact()
+		if err != nil || !reflect.DeepEqual(got, f) {
+			t.Errorf("the export's entry %s reads as %#v, %v", r.Subject, got, err)
+		}
+		return nil
+	}); err != nil || n != 1 {
+		t.Fatalf("read export: %d entries, %v", n, err)
 	}
 }

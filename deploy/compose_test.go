@@ -206,7 +206,7 @@ func (f *fleet) watch(ctx context.Context, suite string, fn func(events.Fact)) {
 		}
 	}
 	cc, err := c.Consume(func(m jetstream.Msg) {
-		if fact, err := events.Decode(m.Data()); err == nil {
+		if fact, err := events.DecodeStored(m.Subject(), m.Data()); err == nil {
 			fn(fact)
 		}
 	})

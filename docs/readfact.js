@@ -7,9 +7,13 @@
 // docs/operations.md), for which it prints one line per entry, with the
 // entry's seq and subject. A file that holds no fact is named on standard
 // error with what is wrong, the other files are still read, and the exit
-// status is 1.
+// status is 1. A fact in envelope version 4 (what factline stores) names
+// no suite and run of its own: they are its subject's, which an export's
+// entry carries and a single message takes from --subject S before it
+// (one --subject for each message file it applies to).
 //
 //   node docs/readfact.js events/testdata/golden/v3/*.msgpack
+//   node docs/readfact.js --subject fact.s.r.run.claimed msg.bin
 //   node docs/readfact.js demo.flx
 'use strict';
 const fs = require('fs');
@@ -153,7 +157,7 @@ const KEYS = [null, 'context_digest', 'messages', 'policy', 'turn', 'calls', 'ar
   'approval', 'withheld', 'identity', 'parent', 'request', 'components', 'retry_of', 'abstained',
   'attempts', 'excluded', 'invalid', 'pending', 'report_digest', 'comparison', 'confidence',
   'high', 'low', 'pairs', 'spec_digest', 'treatments', 'trials', 'split', 'valid_outcomes',
-  'generation', 'cache_identity', 'cache_write_input_tokens', 'check', 'instance', 'service'];
+  'generation', 'cache_identity', 'cache_write_input_tokens', 'check', 'instance', 'service', 'containment_digest'];
 
 // keys names a version 3 body's numbered keys at every depth; a name stays
 // a name, and a number the table lacks becomes "#<number>".
@@ -172,7 +176,14 @@ function keys(v) {
 
 const named = (table, v) => (typeof v === 'string' ? v : table[v] || ('code ' + v));
 
-function readFact(buf) {
+// subjectIDs cuts fact.<suite>.<run>.<kind> into its suite and run, or
+// returns null for no subject or one of another shape.
+function subjectIDs(subject) {
+  const m = typeof subject === 'string' ? /^fact\.([^.]+)\.([^.]+)\.(.+)$/.exec(subject) : null;
+  return m ? { suite: m[1], run: m[2] } : null;
+}
+
+function readFact(buf, subject) {
   if (buf.length === 0) throw new Error('empty: no message');
   const v = decode(buf);
   if (v && typeof v === 'object' && !Array.isArray(v) && !Buffer.isBuffer(v)) { // envelope version 1: already keyed
@@ -183,12 +194,18 @@ function readFact(buf) {
     return v;
   }
   if (!Array.isArray(v)) throw new Error('not a fact: a msgpack ' + (Buffer.isBuffer(v) ? 'bin' : typeof v));
-  if (v.length < 13 || (v[0] !== 2 && v[0] !== 3)) throw new Error('not an envelope version 2 or 3 array');
+  if (v[0] === 4) { // version 3 without the suite and the run: the subject's
+    if (v.length < 11) throw new Error('an envelope version 4 array of ' + v.length + ' elements, want at least 11');
+    const ids = subjectIDs(subject);
+    if (!ids) throw new Error('envelope version 4 leaves the suite and the run to the subject the fact is stored on, and none was given (--subject)');
+    v.splice(4, 0, ids.suite, ids.run);
+  }
+  if (v.length < 13 || (v[0] < 2 || v[0] > 4)) throw new Error('not an envelope version 2, 3 or 4 array');
   const f = {
     id: ulid(v[1]), kind: named(KINDS, v[2]), schema: v[3], suite: v[4], run: v[5],
     task_generation: v[6], position: v[7],
     producer: { service: named(ROLES, v[9]), instance: v[10] },
-    at: time(v[11]), body: digests(v[0] === 3 ? keys(v[12]) : v[12]),
+    at: time(v[11]), body: digests(v[0] >= 3 ? keys(v[12]) : v[12]),
   };
   if (v[8] !== null) f.causation = ulid(v[8]);
   return f;
@@ -221,7 +238,7 @@ function readExport(file, buf, print) {
     }
     if (!e || !Buffer.isBuffer(e.data) || typeof e.subject !== 'string') throw new Error('entry ' + i + ' holds no message (no subject or no data)');
     try {
-      print({ file, seq: e.seq, subject: e.subject, fact: readFact(e.data) });
+      print({ file, seq: e.seq, subject: e.subject, fact: readFact(e.data, e.subject) });
     } catch (err) {
       process.stderr.write('readfact.js: ' + file + ': entry ' + i + ' (seq ' + e.seq + ', ' + e.subject + '): ' + err.message + '\n');
       ok = false;
@@ -235,13 +252,22 @@ process.stdout.on('error', (err) => { if (err.code === 'EPIPE') process.exit(pro
 const big = (k, v) => (typeof v === 'bigint' ? Number(v) : v);
 const print = (line) => process.stdout.write(JSON.stringify(line, big) + '\n');
 let failed = false;
-for (const file of process.argv.slice(2)) {
+let subject = null; // --subject S: the subject of the next message file
+const args = process.argv.slice(2);
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--subject') {
+    subject = args[++i];
+    continue;
+  }
+  const file = args[i];
+  const subj = subject;
+  subject = null;
   try {
     const buf = fs.readFileSync(file);
     if (isExport(buf)) {
       if (!readExport(file, buf, print)) failed = true;
     } else {
-      print({ file, fact: readFact(buf) });
+      print(subj ? { file, subject: subj, fact: readFact(buf, subj) } : { file, fact: readFact(buf) });
     }
   } catch (err) {
     process.stderr.write('readfact.js: ' + file + ': ' + err.message + '\n');

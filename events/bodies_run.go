@@ -96,8 +96,15 @@ type RunClaimed struct {
 	Lease      uint32 `msgpack:"lease"`
 	ResumeFrom uint64 `msgpack:"resume_from,omitempty"` // last position seen by the claimer
 	// Containment is how this runner contains the commands it runs, as its
-	// host let it (absent: not recorded, as in facts of older runners).
+	// host let it (absent, and ContainmentDigest too: not recorded, as in
+	// facts of older runners).
 	Containment *Containment `msgpack:"containment,omitempty"`
+	// ContainmentDigest names the same record stored as a blob
+	// (ContainmentBlob) instead of written here: a runner's record is the
+	// same for every run it claims, so its claims name it and the blob
+	// store keeps it once. A claim holds the record or its digest, never
+	// both; ClaimedContainment reads either.
+	ContainmentDigest Digest `msgpack:"containment_digest,omitempty"`
 	// Extensions are the extensions the runner admitted for this claim
 	// (their source, server version and capabilities; absent for a run
 	// that uses none), and Identity the agent identity of what ran: the
@@ -124,7 +131,13 @@ func (b RunClaimed) validate(p string) error {
 	if err := needPositive(p, "lease", b.Lease); err != nil {
 		return err
 	}
+	if err := optDigest(p, "containment_digest", b.ContainmentDigest); err != nil {
+		return err
+	}
 	if b.Containment != nil {
+		if b.ContainmentDigest != "" {
+			return invalid(join(p, "containment_digest"), "a claim holds its containment or the digest of its blob, not both")
+		}
 		return b.Containment.validate(join(p, "containment"))
 	}
 	return nil

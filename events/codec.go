@@ -13,12 +13,12 @@ import (
 )
 
 // wireIn is the envelope being read, in any version (docs/facts.md): a
-// version 1 map with snake_case keys or a version 2 or 3 array
+// version 1 map with snake_case keys or a version 2, 3 or 4 array
 // (envelope2.go).
 // It decodes itself field by field, keeping the body raw until the kind is
 // known.
 type wireIn struct {
-	envelope       int // EnvelopeV1, EnvelopeV2 or EnvelopeV3
+	envelope       int // EnvelopeV1 to EnvelopeV4
 	ID             string
 	Kind           Kind
 	Schema         uint16
@@ -29,17 +29,17 @@ type wireIn struct {
 	Causation      string
 	Producer       Producer
 	At             *time.Time // a pointer: msgpack v5.4.1 panics decoding nil into a time.Time
-	// atNanos is the time as versions 2 and 3 write it (Unix nanoseconds),
+	// atNanos is the time as versions 2 to 4 write it (Unix nanoseconds),
 	// kept as a number so that reading it allocates nothing.
 	atNanos   int64
 	nanosRead bool
 	rawBody   []byte // the body's bytes where they lie (rawValue), or in keys
 	hasBody   bool
-	// id is the ID as read from versions 2 and 3 (16 bytes), which needs
+	// id is the ID as read from versions 2 to 4 (16 bytes), which needs
 	// no parsing; ID holds version 1's string.
 	id      ulid.ULID
 	idBytes bool
-	// keys holds a version 3 body rewritten to named keys; Decode returns it
+	// keys holds a version 3 or 4 body rewritten to named keys; Decode returns it
 	// to the pool once the body is decoded.
 	keys *keyBuffer
 }
@@ -116,14 +116,23 @@ func (w *wireIn) decodeBody(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// Encode returns the wire form of a fact, in envelope version 3 (Decode
-// reads every version). It does not validate: facts are validated where they
-// are made (NewFact) and where they are read (Decode).
-func Encode(f Fact) ([]byte, error) {
+// Encode returns the wire form of a fact that stands alone, in envelope
+// version 3, which holds the fact's suite and run (Decode reads every
+// version but 4). It does not validate: facts are validated where they are
+// made (NewFact) and where they are read (Decode).
+func Encode(f Fact) ([]byte, error) { return encode(f, EnvelopeV3) }
+
+// EncodeStored returns the wire form of a fact to be stored on its subject
+// (Fact.Subject), in envelope version 4: version 3 without the suite and
+// the run, which the subject names. Only DecodeStored, given that subject,
+// reads it back. Like Encode, it does not validate.
+func EncodeStored(f Fact) ([]byte, error) { return encode(f, EnvelopeV4) }
+
+func encode(f Fact, version uint8) ([]byte, error) {
 	if f.Body == nil {
 		return nil, missing("body")
 	}
-	b, err := marshal(envelope2{&f, EnvelopeV3})
+	b, err := marshal(envelope2{&f, version})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", f.Kind(), err)
 	}
@@ -133,8 +142,16 @@ func Encode(f Fact) ([]byte, error) {
 // Decode parses and validates one fact. Unknown fields are ignored (so newer
 // writers can add optional fields); an unknown kind, a newer schema version,
 // an unknown union variant or a missing required field is an error that
-// names what is wrong.
-func Decode(data []byte) (f Fact, err error) {
+// names what is wrong. A fact in envelope version 4 names no suite and run
+// of its own: Decode refuses it (ErrNeedsSubject) rather than make them up,
+// and DecodeStored, given its subject, reads it.
+func Decode(data []byte) (Fact, error) { return decode(data, nil) }
+
+// subjectIDs are the suite and run of the subject a message was stored
+// on, which a version 4 fact takes as its own.
+type subjectIDs struct{ suite, run string }
+
+func decode(data []byte, ids *subjectIDs) (f Fact, err error) {
 	defer func() {
 		// The decoder sees bytes from anywhere; a panic deep in reflection
 		// must become a refusal, not a crashed consumer.
@@ -146,6 +163,14 @@ func Decode(data []byte) (f Fact, err error) {
 	defer func() { w.keys.release() }() // after the body is decoded from it
 	if err := unmarshal(data, &w); err != nil {
 		return Fact{}, &FieldError{Field: "fact", Reason: fmt.Sprintf("not a msgpack fact: %v", err), Err: ErrMalformed}
+	}
+	if w.envelope == EnvelopeV4 {
+		if ids == nil {
+			return Fact{}, &FieldError{Kind: w.Kind, Field: "subject",
+				Reason: "envelope version 4 leaves the suite and the run to the subject the fact is stored on, and none was given",
+				Err:    ErrNeedsSubject}
+		}
+		w.Suite, w.Run = ids.suite, ids.run
 	}
 	if w.Kind == "" {
 		return Fact{}, missing("kind")

@@ -1,5 +1,10 @@
 package events
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // Containment states.
 const (
 	// ContainmentActive: the feature is in force, at the recorded limit.
@@ -89,4 +94,35 @@ func (c Containment) validate(p string) error {
 		}
 	}
 	return nil
+}
+
+// ContainmentBlob is the blob a claim's ContainmentDigest names: the record
+// as JSON (readable as it is, e.g. from the blob store's tools), and its
+// digest. One record has one encoding, so every claim of the same
+// containment names the same blob.
+func ContainmentBlob(c Containment) ([]byte, Digest, error) {
+	if err := c.validate("containment"); err != nil {
+		return nil, "", err
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode the containment record: %w", err)
+	}
+	return b, DigestOf(b), nil
+}
+
+// DecodeContainmentBlob reads a containment blob fetched by its digest d,
+// checking that the bytes are the ones d names and hold a valid record.
+func DecodeContainmentBlob(data []byte, d Digest) (*Containment, error) {
+	if got := DigestOf(data); got != d {
+		return nil, fmt.Errorf("containment blob %s: the bytes are %s", d, got)
+	}
+	var c Containment
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("containment blob %s: %w", d, err)
+	}
+	if err := c.validate("containment"); err != nil {
+		return nil, fmt.Errorf("containment blob %s: %w", d, err)
+	}
+	return &c, nil
 }

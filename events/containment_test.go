@@ -2,6 +2,10 @@ package events_test
 
 import (
 	"bytes"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/factline/factline/events"
@@ -70,5 +74,34 @@ func TestGradeInstrumentContainmentIsValidated(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte("containment")) {
 		t.Error("a grade.instrument without containment encodes the key")
+	}
+}
+
+// A containment record stored as a blob reads back as itself, the bytes
+// must be the ones its digest names, and a claim holds the record or its
+// digest, never both.
+func TestAContainmentBlobReadsBackAndAClaimHoldsOneForm(t *testing.T) {
+	rec := *goldenContainer()
+	data, d, err := events.ContainmentBlob(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := events.DecodeContainmentBlob(data, d)
+	if err != nil || !reflect.DeepEqual(*got, rec) {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	if again, d2, _ := events.ContainmentBlob(rec); d2 != d || !bytes.Equal(again, data) {
+		t.Fatal("one record has two encodings")
+	}
+	if _, err := events.DecodeContainmentBlob(append(slices.Clone(data), ' '), d); err == nil {
+		t.Fatal("bytes that are not the digest's were read")
+	}
+	meta := events.Meta{Suite: "s", Run: "r", TaskGeneration: 1, Position: 1, Producer: events.Producer{Service: events.OwnerRunner, Instance: "x"}}
+	if _, err := events.NewFact(meta, events.RunClaimed{Runner: "x", Lease: 1, ContainmentDigest: d}); err != nil {
+		t.Fatalf("a claim naming its containment's blob: %v", err)
+	}
+	_, err = events.NewFact(meta, events.RunClaimed{Runner: "x", Lease: 1, Containment: &rec, ContainmentDigest: d})
+	if !errors.Is(err, events.ErrInvalidField) || !strings.Contains(err.Error(), "containment_digest") {
+		t.Fatalf("a claim holding both: %v, want an invalid containment_digest", err)
 	}
 }

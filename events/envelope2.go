@@ -15,17 +15,23 @@ import (
 // producer's role as numbers (wirecodes.go), the time as Unix nanoseconds,
 // and digests in the body as binary (digestwire.go). Version 3, which
 // Encode writes, is version 2's array with the body's map keys written as
-// numbers (keycodes.go, bodykeys.go). A reader tells a map from an array by
-// the first byte, and version 2 from 3 by the array's first element.
+// numbers (keycodes.go, bodykeys.go). Version 4, which EncodeStored writes
+// for a fact stored on its subject, is version 3's array without the suite
+// and the run: the subject names them, so a reader takes them from there
+// (DecodeStored) and a reader without a subject refuses the fact
+// (ErrNeedsSubject). A reader tells a map from an array by the first byte,
+// and the array versions apart by the array's first element.
 const (
 	EnvelopeV1 = 1
 	EnvelopeV2 = 2
 	EnvelopeV3 = 3
+	EnvelopeV4 = 4
 )
 
 // The positions of the array of versions 2 and 3. Readers take at least
 // v2Fields elements and skip any after them (fields a newer writer
-// appended).
+// appended). Version 4 leaves out v2Suite and v2Run: its element i is
+// version 3's element v4Position(i), and it has at least v4Fields.
 const (
 	v2Version = iota
 	v2ID
@@ -43,7 +49,19 @@ const (
 	v2Fields
 )
 
-// envelope2 is a fact on the wire in version 2 or 3 (version).
+// v4Fields is how many elements a version 4 array has at least: version
+// 3's without the suite and the run.
+const v4Fields = v2Fields - 2
+
+// v4Position is the version 3 position of a version 4 array's element i.
+func v4Position(i int) int {
+	if i >= v2Suite {
+		return i + 2
+	}
+	return i
+}
+
+// envelope2 is a fact on the wire in version 2, 3 or 4 (version).
 type envelope2 struct {
 	f       *Fact
 	version uint8
@@ -52,7 +70,11 @@ type envelope2 struct {
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
 	f := e.f
-	if err := enc.EncodeArrayLen(v2Fields); err != nil {
+	n := v2Fields
+	if e.version == EnvelopeV4 {
+		n = v4Fields
+	}
+	if err := enc.EncodeArrayLen(n); err != nil {
 		return err
 	}
 	if err := enc.EncodeUint(uint64(e.version)); err != nil {
@@ -67,11 +89,13 @@ func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeUint(uint64(f.Schema)); err != nil {
 		return err
 	}
-	if err := enc.EncodeString(f.Suite); err != nil {
-		return err
-	}
-	if err := enc.EncodeString(f.Run); err != nil {
-		return err
+	if e.version != EnvelopeV4 {
+		if err := enc.EncodeString(f.Suite); err != nil {
+			return err
+		}
+		if err := enc.EncodeString(f.Run); err != nil {
+			return err
+		}
 	}
 	if err := enc.EncodeUint(uint64(f.TaskGeneration)); err != nil {
 		return err
@@ -97,7 +121,8 @@ func (e envelope2) EncodeMsgpack(enc *msgpack.Encoder) error {
 	return encodeCodedBody(enc, f.Body)
 }
 
-// encodeCodedBody writes a body as version 3 does: its map keys as numbers.
+// encodeCodedBody writes a body as versions 3 and 4 do: its map keys as
+// numbers.
 func encodeCodedBody(enc *msgpack.Encoder, body Body) error {
 	p, err := encodePooled(body)
 	if err != nil {
@@ -149,19 +174,31 @@ func encodeCausation(enc *msgpack.Encoder, c string) error {
 	return enc.EncodeBytes(id[:])
 }
 
-// decodeV2 reads a version 2 or 3 envelope into w, leaving the body raw (in
-// version 2's form: keys as names).
+// decodeV2 reads a version 2, 3 or 4 envelope into w, leaving the body raw
+// (in version 2's form: keys as names). A version 4 envelope leaves w's
+// suite and run empty: its subject holds them.
 func (w *wireIn) decodeV2(dec *msgpack.Decoder) error {
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
 		return err
 	}
-	if n < v2Fields {
-		return fmt.Errorf("an array envelope has %d fields, want at least %d", n, v2Fields)
+	if n < 1 {
+		return fmt.Errorf("an array envelope has %d fields, want at least %d", n, v4Fields)
 	}
-	for i := range n {
-		if err := w.decodeV2Field(dec, i); err != nil {
-			return fmt.Errorf("%s: %w", v2FieldName(i), err)
+	// The version comes first and says how many fields follow, and where.
+	if err := w.decodeV2Field(dec, v2Version); err != nil {
+		return fmt.Errorf("%s: %w", v2FieldName(v2Version), err)
+	}
+	want, pos := v2Fields, func(i int) int { return i }
+	if w.envelope == EnvelopeV4 {
+		want, pos = v4Fields, v4Position
+	}
+	if n < want {
+		return fmt.Errorf("an array envelope of version %d has %d fields, want at least %d", w.envelope, n, want)
+	}
+	for i := 1; i < n; i++ {
+		if err := w.decodeV2Field(dec, pos(i)); err != nil {
+			return fmt.Errorf("%s: %w", v2FieldName(pos(i)), err)
 		}
 	}
 	return nil
@@ -174,8 +211,8 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		if err != nil {
 			return err
 		}
-		if v != EnvelopeV2 && v != EnvelopeV3 {
-			return fmt.Errorf("an array envelope is version 2 or 3, this one says %d", v)
+		if v < EnvelopeV2 || v > EnvelopeV4 {
+			return fmt.Errorf("an array envelope is version 2, 3 or 4, this one says %d", v)
 		}
 		w.envelope = int(v)
 	case v2ID:
@@ -250,7 +287,7 @@ func (w *wireIn) decodeV2Field(dec *msgpack.Decoder, i int) error {
 		}
 		w.atNanos, w.nanosRead = ns, true
 	case v2Body:
-		if err := w.decodeBody(dec); err != nil || !w.hasBody || w.envelope != EnvelopeV3 {
+		if err := w.decodeBody(dec); err != nil || !w.hasBody || w.envelope == EnvelopeV2 {
 			return err
 		}
 		k, b, err := namedKeys(w.rawBody)

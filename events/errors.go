@@ -23,6 +23,10 @@ var (
 	ErrInvalidField = errors.New("invalid field value")
 	// ErrBadToken means a subject token would break the subject grammar.
 	ErrBadToken = errors.New("bad subject token")
+	// ErrNeedsSubject means a fact in envelope version 4, whose suite and
+	// run are its subject's, was read without the subject it was stored
+	// on (Decode, not DecodeStored).
+	ErrNeedsSubject = errors.New("fact needs the subject it was stored on")
 )
 
 // FieldError names the field of a fact that failed a check. Field is a dotted

@@ -144,3 +144,51 @@ func TestTheForeignNodeReaderNamesAFileThatHoldsNoFact(t *testing.T) {
 		t.Errorf("a stack trace instead of a message:\n%s", stderr)
 	}
 }
+
+// The foreign reader reads what factline stores today, envelope version 4,
+// with the suite and run of the message's subject: --subject before a
+// message file, an export's entry its own. Each reads as the fixture's
+// version 3 file does; without a subject the file is named on standard
+// error as needing one, and the exit status is 1.
+func TestTheForeignNodeReaderReadsVersion4WithItsSubject(t *testing.T) {
+	var args []string
+	var want []any
+	for _, c := range goldenFacts(t) {
+		args = append(args, "--subject", goldenSubject(t, c.fact), filepath.Join(goldenV4Dir, c.name+".msgpack"))
+		want = append(want, goWireJSON(t, filepath.Join(goldenV3Dir, c.name+".msgpack")))
+	}
+	bare := filepath.Join(goldenV4Dir, "run_claimed.msgpack")
+	code, lines, stderr := nodeReader(t, append(args, bare)...)
+	if code != 1 || len(lines) != len(want) {
+		t.Fatalf("exit %d and %d lines, want 1 (the file without a subject) and %d\n%s", code, len(lines), len(want), stderr)
+	}
+	for i, l := range lines {
+		if !reflect.DeepEqual(l["fact"], want[i]) || l["subject"] != args[3*i+1] {
+			t.Errorf("%s: node printed %v\nwant the fact %v", args[3*i+2], l, want[i])
+		}
+	}
+	if !strings.Contains(stderr, bare+": envelope version 4") || !strings.Contains(stderr, "--subject") {
+		t.Errorf("the file without a subject is not named as needing one:\n%s", stderr)
+	}
+
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	if err := enc.Encode(map[string]any{"format": "factline-export", "version": 1, "stream": "FACTS", "filter": "fact.>", "created": time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	f := goldenFact(t, "grade_verdict_passed")
+	subject := goldenSubject(t, f)
+	if err := enc.Encode(map[string]any{"seq": 7, "subject": subject, "msg_id": "m", "time": time.Now(),
+		"data": readFile(t, filepath.Join(goldenV4Dir, "grade_verdict_passed.msgpack"))}); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "log.flx")
+	if err := os.WriteFile(export, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, lines, stderr = nodeReader(t, export)
+	wantFact := goWireJSON(t, filepath.Join(goldenV3Dir, "grade_verdict_passed.msgpack"))
+	if code != 0 || len(lines) != 1 || !reflect.DeepEqual(lines[0]["fact"], wantFact) {
+		t.Fatalf("an export of a version 4 fact: exit %d, %v\nwant the fact %v\n%s", code, lines, wantFact, stderr)
+	}
+}

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,16 +23,18 @@ import (
 // <name> (written by the writers before version 2),
 // testdata/golden/v2/<name>.msgpack its version 2 encoding (the writers
 // before version 3), and testdata/golden/v3/<name>.msgpack its version 3
-// encoding, which Encode writes today. TestGoldenDecodes checks that today's
+// encoding, which Encode writes today, and testdata/golden/v4/<name>.msgpack
+// its version 4 encoding, which EncodeStored writes for the log. TestGoldenDecodes checks that today's
 // reader still decodes every version 1 file to its fact; TestGoldenV2 that
 // every version 2 file does, and that the version 2 writer still writes its
 // bytes; TestGoldenV3 that every fixture has a version 3 file, that the file
-// decodes to it, and that Encode still writes exactly those bytes.
+// decodes to it, and that Encode still writes exactly those bytes;
+// TestGoldenV4 the same of version 4, read with its fixture's subject.
 //
 // Golden files are never regenerated once committed. A reader must keep
 // decoding what older writers wrote, so a new schema version adds new files
 // (e.g. run_ended_v2.msgpack) next to the old ones; it does not replace them.
-// -update therefore only writes version 3 files that do not exist yet, and
+// -update therefore only writes version 3 and 4 files that do not exist yet, and
 // fails if a committed one no longer matches its fixture's encoding; the
 // version 1 and 2 sets are closed (no writer makes them any more).
 var update = flag.Bool("update", false, "write missing golden files and their fuzz seeds")
@@ -40,9 +43,13 @@ const (
 	goldenDir   = "testdata/golden"
 	goldenV2Dir = "testdata/golden/v2"
 	goldenV3Dir = "testdata/golden/v3"
+	goldenV4Dir = "testdata/golden/v4"
 	fuzzSeedDir = "testdata/fuzz/FuzzDecode"
-	goldenSuite = "nightly-2025-06"
-	goldenRun   = "r-7f3a"
+	// fuzzStoredSeedDir holds FuzzDecodeStored's corpus: a subject and a
+	// message each.
+	fuzzStoredSeedDir = "testdata/fuzz/FuzzDecodeStored"
+	goldenSuite       = "nightly-2025-06"
+	goldenRun         = "r-7f3a"
 )
 
 // goldenID returns a fixed ULID numbered n.
@@ -536,6 +543,9 @@ func goldenV2Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFi
 // goldenV3Files returns the checked-in version 3 golden files.
 func goldenV3Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenV3Dir) }
 
+// goldenV4Files returns the checked-in version 4 golden files.
+func goldenV4Files(t testing.TB) map[string][]byte { t.Helper(); return goldenFilesIn(t, goldenV4Dir) }
+
 func goldenFilesIn(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.msgpack"))
@@ -582,6 +592,62 @@ func writeGolden(t *testing.T, c goldenCase) {
 	t.Logf("wrote %s", path)
 	for suffix, seed := range fuzzSeeds(b) {
 		writeFuzzSeed(t, "golden_v3_"+c.name+suffix, seed)
+	}
+}
+
+// writeGoldenV4 writes the version 4 golden file of c, and its seeds for
+// FuzzDecodeStored (with the fixture's subject), if the file does not
+// exist yet. It never rewrites a committed golden file.
+func writeGoldenV4(t *testing.T, c goldenCase) {
+	t.Helper()
+	b, err := events.EncodeStored(c.fact)
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	path := filepath.Join(goldenV4Dir, c.name+".msgpack")
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if !bytes.Equal(old, b) {
+			t.Errorf("%s: committed golden file differs from the fixture's encoding; golden files are never regenerated, add a new one instead", path)
+		}
+		return
+	case !os.IsNotExist(err):
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(goldenV4Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
+	subject := goldenSubject(t, c.fact)
+	for suffix, seed := range fuzzSeeds(b) {
+		writeStoredFuzzSeed(t, "golden_v4_"+c.name+suffix, subject, seed)
+	}
+}
+
+// goldenSubject is the subject a fixture is stored on.
+func goldenSubject(t testing.TB, f events.Fact) string {
+	t.Helper()
+	s, err := f.Subject()
+	if err != nil {
+		t.Fatalf("fixture %s has no subject: %v", f.Kind(), err)
+	}
+	return s
+}
+
+// writeStoredFuzzSeed writes one FuzzDecodeStored seed (a subject and a
+// message) in the go fuzz corpus file format.
+func writeStoredFuzzSeed(t *testing.T, name, subject string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(fuzzStoredSeedDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("go test fuzz v1\nstring(%q)\n[]byte(%q)\n", subject, data)
+	if err := os.WriteFile(filepath.Join(fuzzStoredSeedDir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -715,6 +781,51 @@ func TestGoldenV3(t *testing.T) {
 		if !variants[v] {
 			t.Errorf("no golden file covers union variant %s", v)
 		}
+	}
+}
+
+// TestGoldenV4 reads the version 4 files, what the log holds since issue
+// 38's third round: each fixture has one, an array of 11 that opens with
+// the version 4; read with its subject it decodes to the fixture, read
+// without one it is refused (ErrNeedsSubject), and EncodeStored writes
+// exactly its bytes.
+func TestGoldenV4(t *testing.T) {
+	cases := goldenFacts(t)
+	if *update {
+		for _, c := range cases {
+			writeGoldenV4(t, c)
+		}
+	}
+	files := goldenV4Files(t)
+	for _, c := range cases {
+		b, ok := files[c.name]
+		if !ok {
+			t.Errorf("%s: no golden file %s/%s.msgpack (run go test ./events -run TestGolden -update)", c.name, goldenV4Dir, c.name)
+			continue
+		}
+		delete(files, c.name)
+		if !bytes.HasPrefix(b, []byte{0x9b, events.EnvelopeV4}) {
+			t.Errorf("%s: a version 4 file opens with an 11-element array and the version 4, this one %x", c.name, b[:min(len(b), 2)])
+		}
+		subject := goldenSubject(t, c.fact)
+		got, err := events.DecodeStored(subject, b)
+		if err != nil {
+			t.Errorf("%s: committed golden file no longer decodes on %s: %v", c.name, subject, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.fact) {
+			t.Errorf("%s: decoded\n  %#v\nwant\n  %#v", c.name, got, c.fact)
+		}
+		if _, err := events.Decode(b); !errors.Is(err, events.ErrNeedsSubject) {
+			t.Errorf("%s: read without its subject: %v, want ErrNeedsSubject", c.name, err)
+		}
+		enc, err := events.EncodeStored(c.fact)
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Errorf("%s: EncodeStored no longer writes the committed version 4 bytes (%v):\n got %x\nwant %x", c.name, err, enc, b)
+		}
+	}
+	for name := range files {
+		t.Errorf("golden file v4/%s.msgpack has no fixture in goldenFacts; the fixture of a committed file must stay", name)
 	}
 }
 

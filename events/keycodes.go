@@ -32,7 +32,7 @@ var bodyKeys = [...]string{
 	"components", "retry_of", "abstained", "attempts", "excluded", "invalid", "pending",
 	"report_digest", "comparison", "confidence", "high", "low", "pairs", "spec_digest", "treatments",
 	"trials", "split", "valid_outcomes", "generation", "cache_identity", "cache_write_input_tokens",
-	"check", "instance", "service",
+	"check", "instance", "service", "containment_digest",
 }
 
 // bodyKeyCodes inverts bodyKeys.

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -14,13 +15,38 @@ import (
 // digests as their strings, the kind and the producer's role by name, the
 // time as a time.Time. It interprets no more than that, so that tools which
 // show facts as they are (factline decode, tail --json) show facts this
-// version cannot decode too, and show both versions alike.
-func WireMap(data []byte) (map[string]any, error) {
+// version cannot decode too, and show every version alike. A fact in
+// envelope version 4 is refused (ErrNeedsSubject), as Decode refuses it:
+// WireMapStored shows it.
+func WireMap(data []byte) (map[string]any, error) { return wireMap(data, nil) }
+
+// WireMapStored is WireMap for a message stored on subject: a fact in
+// envelope version 4 shows the suite and run the subject names, as
+// DecodeStored reads them; on a subject that is no fact subject it is
+// refused (ErrNeedsSubject). Other versions show as WireMap shows them,
+// their own suite and run whatever the subject says.
+func WireMapStored(subject string, data []byte) (map[string]any, error) {
+	var ids *subjectIDs
+	if suite, run, _, ok := splitSubject(subject); ok {
+		ids = &subjectIDs{suite: suite, run: run}
+	}
+	return wireMap(data, ids)
+}
+
+func wireMap(data []byte, ids *subjectIDs) (map[string]any, error) {
 	if len(data) > 0 {
 		if _, _, isMap, ok := container(data[0]); ok && !isMap {
 			a, err := arrayElements(data)
 			if err != nil {
 				return nil, err
+			}
+			if len(a) > v2Run && isVersion(a[v2Version], EnvelopeV4) {
+				if ids == nil {
+					return nil, &FieldError{Field: "subject",
+						Reason: "envelope version 4 leaves the suite and the run to the subject the fact is stored on, and none was given",
+						Err:    ErrNeedsSubject}
+				}
+				a[v2Suite], a[v2Run] = ids.suite, ids.run
 			}
 			return v2Map(a)
 		}
@@ -36,12 +62,22 @@ func WireMap(data []byte) (map[string]any, error) {
 }
 
 // arrayElements decodes an array envelope generically, element by element,
-// with a version 3 body's numbered keys named first (a generic decoder
-// takes only string keys).
+// with a version 3 or 4 body's numbered keys named first (a generic decoder
+// takes only string keys). A version 4 envelope comes back at version 3's
+// positions, its suite and run nil.
 func arrayElements(data []byte) ([]any, error) {
 	var raw []msgpack.RawMessage
 	if err := unmarshal(data, &raw); err != nil {
 		return nil, err
+	}
+	if len(raw) > 0 {
+		var v any
+		if err := unmarshal(raw[v2Version], &v); err == nil && isVersion(v, EnvelopeV4) {
+			if len(raw) < v4Fields {
+				return nil, fmt.Errorf("envelope version 4 has %d fields, want at least %d", len(raw), v4Fields)
+			}
+			raw = slices.Concat(raw[:v2Suite], []msgpack.RawMessage{nil, nil}, raw[v2Suite:])
+		}
 	}
 	// Elements after the known ones are a newer writer's, which readers
 	// skip: they need not decode here either.
@@ -51,7 +87,7 @@ func arrayElements(data []byte) ([]any, error) {
 		if len(r) == 0 {
 			continue // nil decodes into a RawMessage as no bytes
 		}
-		if i == v2Body && isVersion3(out[v2Version]) {
+		if i == v2Body && (isVersion(out[v2Version], EnvelopeV3) || isVersion(out[v2Version], EnvelopeV4)) {
 			b, err := codesToKeys(r)
 			if err != nil {
 				return nil, err
@@ -65,9 +101,10 @@ func arrayElements(data []byte) ([]any, error) {
 	return out, nil
 }
 
-func isVersion3(v any) bool { n, ok := asInt64(v); return ok && n == EnvelopeV3 }
+func isVersion(v any, version int) bool { n, ok := asInt64(v); return ok && n == int64(version) }
 
-// v2Map names the fields of a version 2 or 3 envelope decoded generically.
+// v2Map names the fields of a version 2, 3 or 4 envelope decoded
+// generically (version 4's at version 3's positions).
 func v2Map(a []any) (map[string]any, error) {
 	if len(a) < v2Fields {
 		return nil, fmt.Errorf("envelope version 2 has %d fields, want at least %d", len(a), v2Fields)

@@ -107,8 +107,9 @@ func TestARunnerKilledMidAttemptLeavesNoContainer(t *testing.T) {
 	for _, f := range log.Facts() {
 		if c, ok := f.Body.(events.RunClaimed); ok {
 			claims++
-			if c.Containment == nil || c.Containment.Provider != "container" {
-				t.Errorf("claim of lease %d records %+v", c.Lease, c.Containment)
+			rec, err := b.Blobs().ClaimedContainment(ctx, c)
+			if err != nil || rec == nil || rec.Provider != "container" {
+				t.Errorf("claim of lease %d records %+v (%v)", c.Lease, rec, err)
 			}
 		}
 	}

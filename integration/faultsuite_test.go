@@ -232,7 +232,7 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 	}
 	out := suiteOutcome{report: withoutWallTime(r), kinds: map[events.Kind]int{}, sink: theSink().counts()}
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(suite)}, func(raw bus.Raw) error {
-		f, err := events.Decode(raw.Data)
+		f, err := raw.Fact()
 		if err != nil {
 			return fmt.Errorf("message %d: %w", raw.Seq, err)
 		}

@@ -155,7 +155,7 @@ func watchFacts(t *testing.T, nc *nats.Conn, suite string, fn func(events.Fact))
 			case <-ctx.Done():
 				return
 			case m := <-ch:
-				if f, err := events.Decode(m.Data); err == nil {
+				if f, err := events.DecodeStored(m.Subject, m.Data); err == nil {
 					fn(f)
 				}
 			}

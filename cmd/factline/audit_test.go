@@ -57,9 +57,9 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A fact of envelope version 3 opens with a 13-element array, the
-	// version and its ID as 16 bytes of bin 8 (docs/facts.md).
-	open := []byte("\x9d\x03\xc4\x10")
+	// A stored fact of envelope version 4 opens with an 11-element array,
+	// the version and its ID as 16 bytes of bin 8 (docs/facts.md).
+	open := []byte("\x9b\x04\xc4\x10")
 	uid, err := ulid.Parse(id)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestAnEditedExportFailsTheAudit(t *testing.T) {
 		t.Fatalf("an honest copy: exit %d\n%s", code, out)
 	}
 
-	// Envelope version 3 writes body keys by number (docs/facts.md): "type"
+	// Envelope versions 3 and 4 write body keys by number (docs/facts.md): "type"
 	// is 35 (0x23), "binding" 143 (0xcc 0x8f).
 	edited := exportEdited(t, store, verdict,
 		[2]string{"\x23\xa6failed", "\x23\xa6passed"},

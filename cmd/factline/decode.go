@@ -19,12 +19,14 @@ const maxRawMessage = 8 << 20
 // newDecodeCmd prints one raw stored message (msgpack, from a file or
 // standard input) as JSON, so that NATS's own tools show readable facts:
 //
-//	nats sub 'fact.>' --translate 'factline decode'
-//	nats stream get FACTS 42 --raw | factline decode
+//	nats sub 'fact.>' --translate 'factline decode --subject {{ Subject }}'
+//	nats stream get FACTS 42 --raw | factline decode --subject fact.s.r.run.ended
 //
 // The output is the fact's wire map. A message that is no valid fact is
 // an error naming why (exit 1); with --subject, a fact that does not match
-// its subject is refused too.
+// its subject is refused too. A fact stored in envelope version 4 (what
+// factline stores today) needs --subject: its suite and run are the
+// subject's.
 func newDecodeCmd() *cobra.Command {
 	var subject string
 	c := newCommand("decode", maxArgs(1, "decode reads one message: a FILE, or - (the default) for standard input"))
@@ -64,10 +66,15 @@ func runDecode(pos []string, subject string, stdin io.Reader, out io.Writer) err
 		if errors.Is(err, events.ErrSubjectMismatch) {
 			return fmt.Errorf("refused: %w", err)
 		}
+		if errors.Is(err, events.ErrNeedsSubject) {
+			// Not "not a fact": it is one, read without what it needs.
+			return fmt.Errorf("a fact in envelope version 4 is read with --subject, the subject it was stored on (%w)", err)
+		}
 		return fmt.Errorf("not a fact (%w)", err)
 	}
-	// Either envelope version, shown with version 1's keys.
-	wire, err := events.WireMap(data)
+	// Any envelope version, shown with version 1's keys; version 4's suite
+	// and run are the subject's.
+	wire, err := events.WireMapStored(subject, data)
 	if err != nil {
 		return fmt.Errorf("the message's map: %w", err)
 	}

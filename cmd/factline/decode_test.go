@@ -44,3 +44,33 @@ func TestDecodePrintsAStoredFact(t *testing.T) {
 		t.Fatalf("decode of junk: %d %q", code, errOut)
 	}
 }
+
+// A message as factline stores it (envelope version 4) names no suite and
+// run of its own: decode reads it with --subject, showing the subject's,
+// and without --subject refuses it saying that it needs one, not that it
+// is no fact.
+func TestDecodeReadsAStoredVersion4FactWithItsSubject(t *testing.T) {
+	t.Parallel()
+	f, err := events.NewFact(events.Meta{Suite: "s", Run: "r", TaskGeneration: 1, Position: 1,
+		Producer: events.Producer{Service: events.OwnerRunner, Instance: "x"}}, events.RunClaimed{Runner: "x", Lease: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := events.EncodeStored(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := filepath.Join(t.TempDir(), "msg")
+	if err := os.WriteFile(msg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "decode", msg, "--subject", "fact.s.r.run.claimed")
+	var wire map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &wire) != nil || wire["kind"] != "run.claimed" || wire["suite"] != "s" || wire["run"] != "r" {
+		t.Fatalf("decode --subject: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "decode", msg)
+	if code != 1 || !strings.Contains(errOut, "--subject") || strings.Contains(errOut, "not a fact") {
+		t.Fatalf("decode without its subject: %d %q", code, errOut)
+	}
+}

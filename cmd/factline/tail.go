@@ -150,8 +150,9 @@ func (o *tailFlags) run(ctx context.Context, pos []string, out, _ io.Writer) err
 // "refused" saying why every reader leaves it out.
 func printFactJSON(out io.Writer, r bus.Raw) error {
 	line := map[string]any{"seq": r.Seq, "subject": r.Subject, "msg_id": r.MsgID}
-	// Either envelope version, shown with version 1's keys.
-	if wire, err := events.WireMap(r.Data); err != nil {
+	// Any envelope version, shown with version 1's keys; version 4's suite
+	// and run are the subject's.
+	if wire, err := events.WireMapStored(r.Subject, r.Data); err != nil {
 		line["error"] = err.Error()
 	} else {
 		line["fact"] = wire

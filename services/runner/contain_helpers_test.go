@@ -15,6 +15,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet/fleettest"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox/sandboxtest"
@@ -167,3 +168,14 @@ func scanAll(t *testing.T, ctx context.Context, b *bus.Bus) map[string][]byte {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// claimedContainment is the containment record a run.claimed of the log
+// names (its blob, fetched through the bus, or the record itself).
+func (e *env) claimedContainment(f events.Fact) *events.Containment {
+	e.t.Helper()
+	rec, err := e.b.Blobs().ClaimedContainment(e.ctx, f.Body.(events.RunClaimed))
+	if err != nil {
+		e.t.Fatalf("the claim's containment: %v", err)
+	}
+	return rec
+}

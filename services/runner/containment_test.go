@@ -29,7 +29,11 @@ func TestRunClaimedRecordsContainment(t *testing.T) {
 	if len(claims) != 1 {
 		t.Fatalf("%d claims", len(claims))
 	}
-	rec := claims[0].Body.(events.RunClaimed).Containment
+	claim := claims[0].Body.(events.RunClaimed)
+	if claim.Containment != nil || claim.ContainmentDigest == "" {
+		t.Fatalf("run.claimed holds its containment record, not the digest of its blob: %+v", claim)
+	}
+	rec := e.claimedContainment(claims[0])
 	if rec == nil || rec.Provider != "process" {
 		t.Fatalf("run.claimed records no containment: %+v", claims[0].Body)
 	}
@@ -106,7 +110,7 @@ func TestCommandsWriteTheirOwnTmp(t *testing.T) {
 	if err == nil {
 		t.Cleanup(func() { _ = os.Remove(filepath.Join("/tmp", name)) })
 	}
-	rec := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment
+	rec := e.claimedContainment(kinds(log, events.KindRunClaimed)[0])
 	tmp, _ := rec.Feature(sandbox.FeaturePrivateTmp)
 	if os.Geteuid() != 0 {
 		if tmp.State != events.ContainmentUnsupported {
@@ -129,5 +133,38 @@ func TestCommandsWriteTheirOwnTmp(t *testing.T) {
 	if d.Error != nil || len(dirs) != 3 || dirs[0] != dirs[1] || dirs[0] != dirs[2] ||
 		!strings.HasPrefix(dirs[0], e.work+"/factline-runner.") || !strings.HasSuffix(dirs[0], "/tmp") {
 		t.Errorf("TMPDIR|TMP|TEMP = %q (%+v), want one directory in the attempt's below %s", obs.Output, d.Error, e.work)
+	}
+}
+
+// A runner's containment record is the same for every run it claims: each
+// claim names it by the digest of one blob instead of holding it (~1,300
+// bytes a claim), and the blob reads back as the record.
+func TestARunnersClaimsNameOneContainmentBlob(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t, runner.WithContainment(sandbox.Config{Network: true, Unprivileged: true}))
+	script := "turns:\n  - text: done\n"
+	var digests []events.Digest
+	for _, name := range []string{"first", "second"} {
+		log, _ := e.run(fixtureCase(t, "{steps: 3}"), script, name)
+		claims := kinds(log, events.KindRunClaimed)
+		if len(claims) != 1 {
+			t.Fatalf("%s: %d claims", name, len(claims))
+		}
+		claim := claims[0].Body.(events.RunClaimed)
+		if claim.Containment != nil || claim.ContainmentDigest == "" {
+			t.Fatalf("%s: the claim holds %+v, want the digest of its containment's blob", name, claim)
+		}
+		digests = append(digests, claim.ContainmentDigest)
+	}
+	if digests[0] != digests[1] {
+		t.Fatalf("two claims of one runner name %s and %s", digests[0], digests[1])
+	}
+	data, err := e.b.Blobs().Get(e.ctx, digests[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := events.DecodeContainmentBlob(data, digests[0])
+	if err != nil || rec.Provider != "process" || len(rec.Features) == 0 {
+		t.Fatalf("the blob reads as %+v, %v", rec, err)
 	}
 }

@@ -61,7 +61,7 @@ func TestRunCommandRunsInTheCaseEnvironment(t *testing.T) {
 	if len(claims) != 1 {
 		t.Fatalf("%d claims", len(claims))
 	}
-	rec := claims[0].Body.(events.RunClaimed).Containment
+	rec := e.claimedContainment(claims[0])
 	want, err := sandbox.EngineFromEnv().ResolveImage(context.Background(), image)
 	must(t, err)
 	if rec == nil || rec.Provider != "container" || rec.Image == nil || rec.Image.Digest != want || rec.Image.Ref != image {

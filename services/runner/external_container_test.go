@@ -99,8 +99,7 @@ func TestExternalAgentInAContainerRunsInTheImage(t *testing.T) {
 	if sealed == nil || sealed.SnapshotDigest == c.FixtureDigest {
 		t.Fatalf("the candidate %+v is not the workspace the agent changed", sealed)
 	}
-	claim := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed)
-	rec := claim.Containment
+	rec := e.claimedContainment(kinds(log, events.KindRunClaimed)[0])
 	if rec == nil || rec.Provider != "container" || rec.Image == nil || rec.Image.Digest == "" {
 		t.Fatalf("run.claimed containment %+v, want the container and its image's digest", rec)
 	}
@@ -213,7 +212,7 @@ func TestExternalAgentNetworkIsRecorded(t *testing.T) {
 	script := "turns:\n  - text: nothing to do\n"
 	log, _ := e.runAgent(ctrAgentCase(t, image, "{steps: 10, wall: 2m}", cases.NetworkLoopback),
 		agentTreatment(t, script, containerAgent, "{{.Instruction}}"), "ctr-net-lo")
-	rec := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment
+	rec := e.claimedContainment(kinds(log, events.KindRunClaimed)[0])
 	if f, _ := rec.Feature(runner.FeatureAgentNetwork); f.State != events.ContainmentActive || !strings.Contains(f.Detail, "nothing outside the container") {
 		t.Errorf("in a container with loopback: agent_network %+v", f)
 	}
@@ -221,7 +220,7 @@ func TestExternalAgentNetworkIsRecorded(t *testing.T) {
 		t.Errorf("the commands' network: %+v", f)
 	}
 	log, _ = e.runAgent(fixtureCase(t, "{steps: 10, wall: 2m}"), agentTreatment(t, script, buildAgent(t), "{{.Instruction}}"), "host-net")
-	rec = kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment
+	rec = e.claimedContainment(kinds(log, events.KindRunClaimed)[0])
 	if f, _ := rec.Feature(runner.FeatureAgentNetwork); f.State != events.ContainmentOff || !strings.Contains(f.Detail, "whatever the host reaches") {
 		t.Errorf("on the host: agent_network %+v", f)
 	}

@@ -104,7 +104,7 @@ func TestNpmAgentQwenInAContainer(t *testing.T) {
 		b := string(body)
 		t.Fatalf("the candidate %+v is not the workspace qwen changed; its request ends %s", sealed, b[max(0, len(b)-1500):])
 	}
-	if rec := kinds(log, events.KindRunClaimed)[0].Body.(events.RunClaimed).Containment; rec == nil || rec.Image == nil {
+	if rec := e.claimedContainment(kinds(log, events.KindRunClaimed)[0]); rec == nil || rec.Image == nil {
 		t.Fatalf("run.claimed names no image: %+v", rec)
 	}
 	if left := runContainers(t, "suite", "ctr-qwen"); len(left) > 0 {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +80,10 @@ type Service struct {
 	containment *sandbox.Containment
 	// engine is the container engine attempts with an environment use.
 	engine sandbox.Engine
+	// storedContainments holds the digests of the containment blobs this
+	// instance has stored (events.Digest → struct{}): its claims name the
+	// same record run after run, which is put once, not at every claim.
+	storedContainments sync.Map
 }
 
 // beforeClaimHook is a seam for tests only (export_test.go sets it, for
@@ -475,6 +480,9 @@ func (s *Service) prepare(ctx context.Context, suite, run string, req events.Run
 	if err := a.claimIdentity(&claim); err != nil {
 		return nil, err
 	}
+	if err := s.containmentByDigest(ctx, &claim); err != nil {
+		return nil, err
+	}
 	if h := beforeClaimHook.Load(); h != nil {
 		(*h)(s, ctx, suite, run)
 	}
@@ -608,4 +616,28 @@ func readInput[T any](ctx context.Context, b *bus.Bus, what string, d events.Dig
 		return zero, fmt.Errorf("%w: %s: %v", errBadInput, what, err)
 	}
 	return v, nil
+}
+
+// containmentByDigest replaces the claim's containment record by the digest
+// of its blob, storing the blob first unless this instance already did: a
+// runner's record is the same for every run it claims (its host's, or a
+// container's of the same image), and ~1,300 bytes written in every claim
+// were ~130 bytes of every turn of a ten-turn run (docs/benchmarks.md,
+// issue 38).
+func (s *Service) containmentByDigest(ctx context.Context, claim *events.RunClaimed) error {
+	if claim.Containment == nil {
+		return nil
+	}
+	data, d, err := events.ContainmentBlob(*claim.Containment)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if _, ok := s.storedContainments.Load(d); !ok {
+		if _, err := s.bus.Blobs().Put(ctx, data); err != nil {
+			return fmt.Errorf("claim: store the containment record: %w", err)
+		}
+		s.storedContainments.Store(d, struct{}{})
+	}
+	claim.Containment, claim.ContainmentDigest = nil, d
+	return nil
 }
