@@ -151,6 +151,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: deliver,
 	}
+	if err := b.sameAckWait(ctx, cfg); err != nil {
+		return err
+	}
 	actx, cancel := apiCtx(ctx)
 	cons, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
 	cancel()
@@ -617,4 +620,40 @@ func asStored(m jetstream.Msg, seq uint64) *nats.Msg {
 	h.Set(jetstream.SequenceHeader, strconv.FormatUint(seq, 10))
 	h.Set(jetstream.SubjectHeader, m.Subject())
 	return &nats.Msg{Subject: m.Subject(), Header: h, Data: m.Data()}
+}
+
+// sameAckWait refuses to join a durable consumer with another ack wait than
+// the one its working instances use. The server applies the consumer's one
+// ack wait to every instance, while each heartbeats its deliveries every
+// third of its own: a shorter one set under them would have their work
+// redelivered to others while they still do it (a run taken over, and
+// given up after MaxDeliver), a longer one would leave a dead instance's
+// work waiting. An instance works when it has a pull waiting, or holds
+// deliveries and the consumer delivered within the current ack wait (a
+// fleet that died leaves its deliveries unacknowledged, and must not keep
+// its successors from changing the setting for ever).
+func (b *Bus) sameAckWait(ctx context.Context, cfg ConsumerConfig) error {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	c, err := b.js.Consumer(actx, FactsStream, cfg.Name)
+	if err != nil {
+		// Missing, or not readable now: the create that follows makes it
+		// or reports why it cannot.
+		return nil
+	}
+	info := c.CachedInfo()
+	have := info.Config.AckWait
+	if have == 0 || have == cfg.AckWait {
+		return nil
+	}
+	recent := info.Delivered.Last != nil && time.Since(*info.Delivered.Last) < have
+	if info.NumWaiting == 0 && (info.NumAckPending == 0 || !recent) {
+		b.log.Warn("changing a consumer's ack wait: every instance of the service must use the new one",
+			"consumer", cfg.Name, "from", have, "to", cfg.AckWait)
+		return nil
+	}
+	return fmt.Errorf("consumer %s has ack wait %s, set by the instances working on it now (%d pulls waiting, %d deliveries unacknowledged); "+
+		"this one's ack wait %s would change it under them, and their heartbeats (every %s) would no longer keep their work: "+
+		"give every instance of the service the same --ack-wait (to change it, stop them all, then start again once %s have passed)",
+		cfg.Name, have, info.NumWaiting, info.NumAckPending, cfg.AckWait, have/3, have)
 }
