@@ -184,6 +184,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			})
 		}
 	}
+	wg.Go(func() { b.followPending(ctx, cfg) })
 	defer func() {
 		close(work)
 		wg.Wait()
@@ -656,4 +657,35 @@ func (b *Bus) sameAckWait(ctx context.Context, cfg ConsumerConfig) error {
 		"this one's ack wait %s would change it under them, and their heartbeats (every %s) would no longer keep their work: "+
 		"give every instance of the service the same --ack-wait (to change it, stop them all, then start again once %s have passed)",
 		cfg.Name, have, info.NumWaiting, info.NumAckPending, cfg.AckWait, have/3, have)
+}
+
+// followPending sets the consumer's lag gauge from the server every third
+// of the ack wait (at most 10 s) until ctx ends. A delivery sets it too,
+// but an instance whose workers are all held by long work gets none for
+// as long as the work runs: its gauge would keep the lag of its last
+// delivery, hiding a backlog that grows behind it, or holding up one
+// that other instances have drained since.
+func (b *Bus) followPending(ctx context.Context, cfg ConsumerConfig) {
+	tick := time.NewTicker(min(cfg.AckWait/3, 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !b.nc.IsConnected() {
+			continue
+		}
+		actx, cancel := apiCtx(ctx)
+		c, err := b.js.Consumer(actx, FactsStream, cfg.Name)
+		cancel()
+		if err != nil {
+			// Missing while the pull loop makes it again, or the server
+			// is away: the next tick asks again.
+			b.log.Debug("consumer lag not read", "consumer", cfg.Name, "err", err)
+			continue
+		}
+		metrics.ConsumerPending.WithLabelValues(cfg.Name).Set(float64(c.CachedInfo().NumPending))
+	}
 }
