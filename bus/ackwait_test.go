@@ -19,7 +19,8 @@ import (
 // heartbeats then came too late, and their runs were redelivered, taken
 // over and given up (seen on a fleet: a runner at 3s beside two at 30s
 // ended a 14 s run errored, "delivered 6 times"). It is refused while
-// others work, naming both; once they have stopped it may change it.
+// others work, naming both; once they have stopped it may change it. A
+// longer one is safe for them, and taken.
 func TestAnotherAckWaitIsRefusedWhileOtherInstancesWork(t *testing.T) {
 	ctx := testCtx(t)
 	b, srv := bustest.Start(t)
@@ -65,6 +66,19 @@ func TestAnotherAckWaitIsRefusedWhileOtherInstancesWork(t *testing.T) {
 	if w := ackWait(); w != 6*time.Second {
 		t.Fatalf("the consumer's ack wait is %s after the refusal, want the working instances' 6s", w)
 	}
+	// A longer one is safe for them (their heartbeats come sooner than
+	// needed): a process attached to a store joins with the default.
+	longer, stopLonger := context.WithCancel(ctx)
+	longerDone := make(chan error, 1)
+	go func() {
+		longerDone <- other.Consume(longer, bus.ConsumerConfig{Name: "runner", Filters: filters, AckWait: 9 * time.Second, OnDemand: true},
+			func(context.Context, bus.Delivery) error { return nil })
+	}()
+	testutil.Within(t, 20*time.Second, "a longer ack wait to be taken", func() bool { return ackWait() == 9*time.Second })
+	stopLonger()
+	if err := <-longerDone; err != nil {
+		t.Fatalf("an instance with a longer ack wait: %v", err)
+	}
 
 	stopFirst()
 	if err := <-firstDone; err != nil {
@@ -75,7 +89,7 @@ func TestAnotherAckWaitIsRefusedWhileOtherInstancesWork(t *testing.T) {
 	// instance handed back stays unacknowledged until someone pulls it.
 	later, stopLater := context.WithCancel(ctx)
 	defer stopLater()
-	testutil.Within(t, 30*time.Second, "the ack wait to change once the others stopped", func() bool {
+	testutil.Within(t, 40*time.Second, "the ack wait to change once the others stopped", func() bool {
 		changed := make(chan error, 1)
 		go func() {
 			changed <- other.Consume(later, bus.ConsumerConfig{Name: "runner", Filters: filters, AckWait: 2 * time.Second, OnDemand: true},

@@ -623,13 +623,14 @@ func asStored(m jetstream.Msg, seq uint64) *nats.Msg {
 	return &nats.Msg{Subject: m.Subject(), Header: h, Data: m.Data()}
 }
 
-// sameAckWait refuses to join a durable consumer with another ack wait than
-// the one its working instances use. The server applies the consumer's one
-// ack wait to every instance, while each heartbeats its deliveries every
-// third of its own: a shorter one set under them would have their work
-// redelivered to others while they still do it (a run taken over, and
-// given up after MaxDeliver), a longer one would leave a dead instance's
-// work waiting. An instance works when it has a pull waiting, or holds
+// sameAckWait refuses to join a durable consumer with a shorter ack wait
+// than the one its working instances use. The server applies the
+// consumer's one ack wait to every instance, while each heartbeats its
+// deliveries every third of its own: a shorter one set under them would
+// have their work redelivered to others while they still do it (a run
+// taken over, and given up after MaxDeliver). A longer one is only
+// warned of (a process attached to a store joins its serve's consumers
+// with the default). An instance works when it has a pull waiting, or holds
 // deliveries and the consumer delivered within the current ack wait (a
 // fleet that died leaves its deliveries unacknowledged, and must not keep
 // its successors from changing the setting for ever).
@@ -645,6 +646,15 @@ func (b *Bus) sameAckWait(ctx context.Context, cfg ConsumerConfig) error {
 	info := c.CachedInfo()
 	have := info.Config.AckWait
 	if have == 0 || have == cfg.AckWait {
+		return nil
+	}
+	if cfg.AckWait > have {
+		// Longer is safe for the working instances: their heartbeats come
+		// sooner than needed and their fence windows (docs/resume.md)
+		// assume less time than they have. A dead instance's work waits
+		// longer for another, which is worth saying.
+		b.log.Warn("lengthening a consumer's ack wait under the instances working on it: a dead instance's work now waits this long before another takes it; give every instance the same --ack-wait",
+			"consumer", cfg.Name, "from", have, "to", cfg.AckWait)
 		return nil
 	}
 	recent := info.Delivered.Last != nil && time.Since(*info.Delivered.Last) < have
