@@ -151,6 +151,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: deliver,
 	}
+	if err := b.sameAckWait(ctx, cfg); err != nil {
+		return err
+	}
 	actx, cancel := apiCtx(ctx)
 	cons, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
 	cancel()
@@ -181,6 +184,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			})
 		}
 	}
+	wg.Go(func() { b.followPending(ctx, cfg) })
 	defer func() {
 		close(work)
 		wg.Wait()
@@ -617,4 +621,81 @@ func asStored(m jetstream.Msg, seq uint64) *nats.Msg {
 	h.Set(jetstream.SequenceHeader, strconv.FormatUint(seq, 10))
 	h.Set(jetstream.SubjectHeader, m.Subject())
 	return &nats.Msg{Subject: m.Subject(), Header: h, Data: m.Data()}
+}
+
+// sameAckWait refuses to join a durable consumer with a shorter ack wait
+// than the one its working instances use. The server applies the
+// consumer's one ack wait to every instance, while each heartbeats its
+// deliveries every third of its own: a shorter one set under them would
+// have their work redelivered to others while they still do it (a run
+// taken over, and given up after MaxDeliver). A longer one is only
+// warned of (a process attached to a store joins its serve's consumers
+// with the default). An instance works when it has a pull waiting, or holds
+// deliveries and the consumer delivered within the current ack wait (a
+// fleet that died leaves its deliveries unacknowledged, and must not keep
+// its successors from changing the setting for ever).
+func (b *Bus) sameAckWait(ctx context.Context, cfg ConsumerConfig) error {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	c, err := b.js.Consumer(actx, FactsStream, cfg.Name)
+	if err != nil {
+		// Missing, or not readable now: the create that follows makes it
+		// or reports why it cannot.
+		return nil
+	}
+	info := c.CachedInfo()
+	have := info.Config.AckWait
+	if have == 0 || have == cfg.AckWait {
+		return nil
+	}
+	if cfg.AckWait > have {
+		// Longer is safe for the working instances: their heartbeats come
+		// sooner than needed and their fence windows (docs/resume.md)
+		// assume less time than they have. A dead instance's work waits
+		// longer for another, which is worth saying.
+		b.log.Warn("lengthening a consumer's ack wait under the instances working on it: a dead instance's work now waits this long before another takes it; give every instance the same --ack-wait",
+			"consumer", cfg.Name, "from", have, "to", cfg.AckWait)
+		return nil
+	}
+	recent := info.Delivered.Last != nil && time.Since(*info.Delivered.Last) < have
+	if info.NumWaiting == 0 && (info.NumAckPending == 0 || !recent) {
+		b.log.Warn("changing a consumer's ack wait: every instance of the service must use the new one",
+			"consumer", cfg.Name, "from", have, "to", cfg.AckWait)
+		return nil
+	}
+	return fmt.Errorf("consumer %s has ack wait %s, set by the instances working on it now (%d pulls waiting, %d deliveries unacknowledged); "+
+		"this one's ack wait %s would change it under them, and their heartbeats (every %s) would no longer keep their work: "+
+		"give every instance of the service the same --ack-wait (to change it, stop them all, then start again once %s have passed)",
+		cfg.Name, have, info.NumWaiting, info.NumAckPending, cfg.AckWait, have/3, have)
+}
+
+// followPending sets the consumer's lag gauge from the server every third
+// of the ack wait (at most 10 s) until ctx ends. A delivery sets it too,
+// but an instance whose workers are all held by long work gets none for
+// as long as the work runs: its gauge would keep the lag of its last
+// delivery, hiding a backlog that grows behind it, or holding up one
+// that other instances have drained since.
+func (b *Bus) followPending(ctx context.Context, cfg ConsumerConfig) {
+	tick := time.NewTicker(min(cfg.AckWait/3, 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !b.nc.IsConnected() {
+			continue
+		}
+		actx, cancel := apiCtx(ctx)
+		c, err := b.js.Consumer(actx, FactsStream, cfg.Name)
+		cancel()
+		if err != nil {
+			// Missing while the pull loop makes it again, or the server
+			// is away: the next tick asks again.
+			b.log.Debug("consumer lag not read", "consumer", cfg.Name, "err", err)
+			continue
+		}
+		metrics.ConsumerPending.WithLabelValues(cfg.Name).Set(float64(c.CachedInfo().NumPending))
+	}
 }

@@ -39,7 +39,18 @@ type health struct {
 	mu        sync.Mutex
 	storeFull error
 	missing   map[string]error
+	// unanswered is when a write first went unanswered with the
+	// connection up, and lastUnanswered when one last did; both zero once
+	// a write is acknowledged (or refused: an answer) again.
+	unanswered, lastUnanswered time.Time
 }
+
+// unansweredFor is how long a write that went unanswered keeps Health
+// failing when no write follows: a service whose last write timed out
+// during an election and that has had nothing to write since must not
+// stay unready for ever, and a stuck one retries (and times out) well
+// within it.
+const unansweredFor = 2 * time.Minute
 
 // noteWrite records how a write to the store went: refused for want of
 // space, or accepted (which clears a full store).
@@ -48,6 +59,7 @@ func (b *Bus) noteWrite(err error) { b.noteWriteLog(err, true) }
 // noteWriteLog is noteWrite, logging the store filling up only if log is
 // set (a probe's caller reports it itself).
 func (b *Bus) noteWriteLog(err error, log bool) {
+	b.noteAnswer(err)
 	switch {
 	case err == nil:
 		b.health.mu.Lock()
@@ -67,6 +79,36 @@ func (b *Bus) noteWriteLog(err error, log bool) {
 		if was == nil && log {
 			b.log.Error("the NATS store is full: work is held, nothing is acknowledged until space is freed (docs/operations.md#a-full-store)", "err", err)
 		}
+	}
+}
+
+// noteAnswer records whether a write was answered. One that timed out
+// while the connection stayed up is what a link that died without a reset
+// (noticed by the client's pings only minutes later) and a server that
+// stores nothing (a full disk) look like; any answer, an error included,
+// ends it. A write the caller gave up on (its context cancelled) says
+// nothing either way.
+func (b *Bus) noteAnswer(err error) {
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	up := b.nc.IsConnected()
+	if (timedOut && !up) || errors.Is(err, context.Canceled) {
+		return // a connection down is Health's own case; a caller gave up
+	}
+	b.health.mu.Lock()
+	defer b.health.mu.Unlock()
+	switch {
+	case !timedOut:
+		if !b.health.unanswered.IsZero() {
+			b.health.unanswered, b.health.lastUnanswered = time.Time{}, time.Time{}
+			b.log.Info("writes are answered again")
+		}
+	default:
+		now := time.Now()
+		if b.health.unanswered.IsZero() || now.Sub(b.health.lastUnanswered) > unansweredFor {
+			b.health.unanswered = now
+			b.log.Warn("a write went unanswered with the connection up: work is held until writes are answered again", "err", err)
+		}
+		b.health.lastUnanswered = now
 	}
 }
 
@@ -105,6 +147,11 @@ func (b *Bus) Health() error {
 	b.health.mu.Lock()
 	if b.health.storeFull != nil {
 		errs = append(errs, storeFullErr(b.health.storeFull))
+	}
+	if since := b.health.unanswered; !since.IsZero() && b.nc.IsConnected() && time.Since(b.health.lastUnanswered) <= unansweredFor {
+		errs = append(errs, fmt.Errorf("writes go unanswered with the connection up, since %s (%s ago): a link that died without a reset, "+
+			"a stream without a leader, or a server that stores nothing (a full disk: docs/operations.md#a-full-disk)",
+			since.UTC().Format(time.RFC3339), time.Since(since).Round(time.Second)))
 	}
 	names := make([]string, 0, len(b.health.missing))
 	for name := range b.health.missing {

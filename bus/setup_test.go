@@ -154,3 +154,57 @@ func TestEmbeddedListensOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A FACTS stream someone made with a limit that removes old messages (a
+// max age, a per-subject or stream-wide count, a byte size with discard
+// old) loses acknowledged facts without a word, deny_delete or not: the
+// server enforces limits, not deletes. Opening it is refused naming the
+// limit. A size limit with discard new refuses writes instead, the full
+// store factline reports (docs/operations.md#a-full-store), so it opens.
+func TestOpenRefusesAFactsStreamWhoseLimitsDropFacts(t *testing.T) {
+	ctx := testCtx(t)
+	_, srv := bustest.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	base := func() jetstream.StreamConfig {
+		return jetstream.StreamConfig{Name: bus.FactsStream, Subjects: []string{"fact.>"}, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, Duplicates: 2 * time.Minute, AllowDirect: true, DenyDelete: true, DenyPurge: true}
+	}
+	remake := func(cfg jetstream.StreamConfig) {
+		t.Helper()
+		if err := js.DeleteStream(ctx, bus.FactsStream); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		field string
+		set   func(*jetstream.StreamConfig)
+	}{
+		{"max_age", func(c *jetstream.StreamConfig) { c.MaxAge = time.Hour }},
+		{"max_msgs_per_subject", func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 5 }},
+		{"max_msgs", func(c *jetstream.StreamConfig) { c.MaxMsgs = 1000 }},
+		{"max_bytes", func(c *jetstream.StreamConfig) { c.MaxBytes = 1 << 20 }},
+	} {
+		cfg := base()
+		c.set(&cfg)
+		remake(cfg)
+		_, err := bus.Open(ctx, nc, bus.Config{})
+		var mm *bus.ConfigMismatchError
+		if !errors.As(err, &mm) || mm.Stream != bus.FactsStream || mm.Field != c.field {
+			t.Fatalf("open over a FACTS stream with %s: %v", c.field, err)
+		}
+	}
+	cfg := base()
+	cfg.MaxBytes, cfg.Discard = 1<<20, jetstream.DiscardNew
+	remake(cfg)
+	if _, err := bus.Open(ctx, nc, bus.Config{}); err != nil {
+		t.Fatalf("open over a FACTS stream that refuses writes when full: %v", err)
+	}
+}

@@ -234,5 +234,29 @@ func mismatch(have, want jetstream.StreamConfig) error {
 	if want.Duplicates > 0 && have.Duplicates == 0 {
 		return mk("duplicate_window", "0", want.Duplicates.String())
 	}
+	if want.DenyDelete {
+		if field, h := dropsMessages(have); field != "" {
+			return mk(field, h, "no limit (a limit that removes old messages loses acknowledged facts; deny_delete does not stop it)")
+		}
+	}
 	return nil
+}
+
+// dropsMessages names the first limit of a stream that makes the server
+// remove messages it acknowledged, and the limit's value: a max age or a
+// per-subject count always does, a stream-wide count or size only with
+// discard old (with discard new the server refuses the write instead, and
+// factline reports a full store). It returns "" when none does.
+func dropsMessages(c jetstream.StreamConfig) (field, value string) {
+	switch {
+	case c.MaxAge > 0:
+		return "max_age", c.MaxAge.String()
+	case c.MaxMsgsPerSubject > 0 && !c.DiscardNewPerSubject:
+		return "max_msgs_per_subject", fmt.Sprint(c.MaxMsgsPerSubject)
+	case c.MaxMsgs > 0 && c.Discard == jetstream.DiscardOld:
+		return "max_msgs", fmt.Sprintf("%d with discard old", c.MaxMsgs)
+	case c.MaxBytes > 0 && c.Discard == jetstream.DiscardOld:
+		return "max_bytes", fmt.Sprintf("%d with discard old", c.MaxBytes)
+	}
+	return "", ""
 }

@@ -568,3 +568,27 @@ func firstRun(t *testing.T, ctx context.Context, url string) string {
 	}
 	return run
 }
+
+// factline run --nats follows its suite as the submitter, and when nothing
+// has happened for a while probes the store (bus.CheckWritable): a write
+// that goes unanswered is told apart from a server that is away by asking
+// for the account's information, which the submitter could not. A fleet
+// stalled for 10 s (nats-server stopped with SIGSTOP) ended the run with
+// "permission denied: NATS user submitter may not publish to
+// \"$JS.API.INFO\"" instead of riding the stall out or saying the server
+// stores nothing.
+func TestTheSubmitterMayAskWhatItsProbeAsks(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 2*time.Minute)
+	_, url := roleServer(t, "factline.conf")
+	openAs(t, ctx, url, "FACTLINE", "admin") // sets the streams up
+	submitter, refused := openAs(t, ctx, url, "FACTLINE", "submitter")
+	if err := submitter.CheckWritable(ctx); err != nil {
+		t.Fatalf("the submitter's write probe: %v (refused %v)", err, refused.list())
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := submitter.JetStream().AccountInfo(actx); err != nil || len(refused.list()) > 0 {
+		t.Fatalf("the submitter asks for the account's information: %v (refused %v)", err, refused.list())
+	}
+}

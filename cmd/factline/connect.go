@@ -36,6 +36,9 @@ type credentials struct {
 	tlsCA        string
 	tlsCert      string
 	tlsKey       string
+	// quoted is set by options when the password read starts and ends
+	// with a quote, for the refusal's hint (never the password itself).
+	quoted bool
 }
 
 func (c *credentials) flags(fs *pflag.FlagSet) {
@@ -102,6 +105,7 @@ func (c *credentials) options() ([]nats.Option, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.quoted = len(pw) >= 2 && (pw[0] == '"' || pw[0] == '\'') && pw[len(pw)-1] == pw[0]
 		opts = append(opts, nats.UserInfo(c.user, pw))
 	} else if c.password != "" || c.passwordFile != "" {
 		return nil, usageError{"a password needs --user"}
@@ -274,6 +278,14 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 				return nil, nil, fmt.Errorf("connect %s: %w: the server requires a credential. "+
 					"A 'factline serve --store DIR --listen' admits the holder of DIR/%s: add --nkey DIR/%s, or use --store DIR on its machine; "+
 					"for another server, give --user, --nkey or --creds (docs/security.md)", redactURL(rawURL), err, bus.StoreCredentialFile, bus.StoreCredentialFile)
+			}
+			if c.quoted {
+				// The server's configuration wants its password variables
+				// quoted (docs/security.md); passing one on as the client's
+				// password sends the quotes too.
+				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password given starts and ends with a quote, "+
+					"which the client sends as part of it. The quotes belong in nats-server's variable (FACTLINE_<ROLE>_PASSWORD='\"…\"'), "+
+					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), c.identity(), err, PasswordEnv)
 			}
 			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds? "+
 				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, bus.StoreCredentialFile)

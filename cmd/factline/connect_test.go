@@ -231,3 +231,45 @@ accounts {
 		t.Fatalf("without the CA or a client certificate: %d %q", code, errOut)
 	}
 }
+
+// security.md has the server's password variables quoted (nats-server reads
+// an environment value as configuration), and operations.md once passed
+// such a variable on to FACTLINE_NATS_PASSWORD: the client then sends the
+// quotes and is refused. The refusal says so, without the password.
+func TestAQuotedPasswordIsNamedWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	conf := `accounts {
+  T: {
+    jetstream: enabled
+    users: [ {user: admin, password: $T_ADMIN_PASSWORD} ]
+  }
+}
+`
+	confFile := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "k9/X+aZ-quoted"
+	t.Setenv("T_ADMIN_PASSWORD", `"`+secret+`"`) // as docs/security.md says
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
+		Listen: "127.0.0.1:-1", ConfigFile: confFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+
+	t.Setenv(PasswordEnv, os.Getenv("T_ADMIN_PASSWORD"))
+	code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--user", "admin")
+	if code != 1 || !strings.Contains(errOut, "user admin") || !strings.Contains(errOut, "quote") {
+		t.Fatalf("a quoted password: exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(out+errOut, secret) {
+		t.Fatalf("the password was echoed: %q", out+errOut)
+	}
+	t.Setenv(PasswordEnv, secret)
+	if code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--user", "admin"); code != 0 || !strings.Contains(out, "set up") {
+		t.Fatalf("the password without quotes: exit %d, %q %q", code, out, errOut)
+	}
+}

@@ -19,8 +19,8 @@ import (
 
 // exportTimeout bounds one OTLP export (and the final flush), retries
 // included: a receiver that is down fails the command instead of
-// holding it.
-const exportTimeout = 30 * time.Second
+// holding it. A variable for tests.
+var exportTimeout = 30 * time.Second
 
 // spanExporter turns projected spans into OpenTelemetry SDK spans and
 // sends them over OTLP/gRPC in batches. The SDK makes its own IDs; the
@@ -32,6 +32,8 @@ type spanExporter struct {
 	tracer trace.Tracer
 	spans  int
 	traces map[spans.TraceID]bool
+	// to is the receiver's URL as errors show it (without a password).
+	to string
 }
 
 func newSpanExporter(ctx context.Context, endpoint *url.URL) (*spanExporter, error) {
@@ -52,7 +54,8 @@ func newSpanExporter(ctx context.Context, endpoint *url.URL) (*spanExporter, err
 		// default limits (128 attributes, events and links) hold them.
 		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Second), sdktrace.WithExportTimeout(exportTimeout)),
 	)
-	return &spanExporter{tp: tp, tracer: tp.Tracer("github.com/factline/factline/projections/spans"), traces: map[spans.TraceID]bool{}}, nil
+	return &spanExporter{tp: tp, tracer: tp.Tracer("github.com/factline/factline/projections/spans"), traces: map[spans.TraceID]bool{},
+		to: redactURL(endpoint.String())}, nil
 }
 
 // add records one projected span with its own IDs, times, attributes,
@@ -90,10 +93,12 @@ func (e *spanExporter) shutdown(ctx context.Context) error {
 	ferr := e.tp.ForceFlush(ctx)
 	serr := e.tp.Shutdown(ctx)
 	if ferr != nil {
-		return fmt.Errorf("trace: send spans: %w", ferr)
+		// The SDK's error says only that time ran out: where the spans
+		// were to go is what an operator has to check.
+		return fmt.Errorf("trace: send spans to %s (an OTLP/gRPC receiver; %s of retries): %w", e.to, exportTimeout, ferr)
 	}
 	if serr != nil {
-		return fmt.Errorf("trace: close the exporter: %w", serr)
+		return fmt.Errorf("trace: close the exporter for %s: %w", e.to, serr)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ var (
 	FactsConsumed   = counter("factline_facts_consumed_total", "Facts handled by a consumer, by consumer and kind.", "consumer", "kind")
 	Redeliveries    = counter("factline_redeliveries_total", "Deliveries of a message that had been delivered before, by consumer.", "consumer")
 	DeadLetters     = counter("factline_dead_letters_total", "Messages a consumer gave up on and moved to the DEAD stream, by consumer.", "consumer")
-	ConsumerPending = gauge("factline_consumer_pending_messages", "Messages waiting for a consumer after the last delivery (its lag).", "consumer")
+	ConsumerPending = gauge("factline_consumer_pending_messages", "Messages waiting for a consumer (its lag), as the server reported it at the last delivery or at most a third of the ack wait (10 s) ago.", "consumer")
 	// The bus itself failing: work is held, never acknowledged or dead-lettered for it.
 	StoreFull     = gauge("factline_bus_store_full", "1 while JetStream refuses this process's writes for want of space (until a write succeeds), else 0.")
 	StreamMissing = gauge("factline_bus_stream_missing", "1 while a stream this process needs is missing and it may not (or will not) create it, by stream.", "stream")
