@@ -60,6 +60,17 @@ const readPrefetch = 2048
 // next one before it fails as stalled.
 const readStall = 15 * time.Second
 
+// orderedResets bounds how many times nats.go tries to recreate an ordered
+// consumer that lost its server (a node killed, a reconnect) before the
+// read fails for its caller to retry. nats.go retries under one consumer
+// name, without end by default; the first try may be placed on the node
+// that just died, before the cluster marks it offline, and every later
+// try then updates that placement and waits on the dead node, so a
+// follower waited until the node came back. A fresh read is a fresh name,
+// placed among the nodes the cluster knows are up (at most ~35 s later:
+// three tries of up to 10 s, 1 s and 2 s apart).
+const orderedResets = 3
+
 // Read delivers FACTS messages in stream order to fn through an ordered
 // consumer. It returns the sequence of the last message delivered. An error
 // from fn stops the read and is returned. A read that does not follow ends
@@ -72,7 +83,7 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, fn func(Raw) error) (u
 	if stream == "" {
 		stream = FactsStream
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fact.>"}, InactiveThreshold: orderedIdle, MaxResetAttempts: orderedResets}
 	switch {
 	case len(opts.Filters) > 0:
 		cfg.FilterSubjects = opts.Filters
