@@ -141,6 +141,26 @@ func tlsFiles(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, 
 // admin sets the account up with a password from a file, an analyst reads
 // with an nkey seed, a wrong password is refused without being echoed, and
 // a client that cannot verify the server does not connect.
+// serveConfig starts a server on loopback with the configuration conf,
+// written to dir/server.conf beside the files it includes, until the test
+// ends.
+func serveConfig(t *testing.T, dir, conf string) *bus.Embedded {
+	t.Helper()
+	confFile := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
+		Listen: "127.0.0.1:-1", ConfigFile: confFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
 func TestConnectWithCredentialsAndTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, sCert, sKey, cCert, cKey := tlsFiles(t, dir)
@@ -179,20 +199,8 @@ accounts {
   }
 }
 `
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("T_ADMIN_PASSWORD", "admin-pw")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	url := srv.ClientURL()
+	url := serveConfig(t, dir, conf).ClientURL()
 	mtls := []string{"--nats", url, "--tls-ca", ca, "--tls-cert", cCert, "--tls-key", cKey}
 	pw := filepath.Join(dir, "admin.pw")
 	if err := os.WriteFile(pw, []byte("admin-pw\n"), 0o600); err != nil {
@@ -245,20 +253,9 @@ func TestAQuotedPasswordIsNamedWhenRefused(t *testing.T) {
   }
 }
 `
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const secret = "k9/X+aZ-quoted"
 	t.Setenv("T_ADMIN_PASSWORD", `"`+secret+`"`) // as docs/security.md says
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := serveConfig(t, dir, conf)
 
 	t.Setenv(PasswordEnv, os.Getenv("T_ADMIN_PASSWORD"))
 	code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--user", "admin")
