@@ -270,3 +270,39 @@ func TestAQuotedPasswordIsNamedWhenRefused(t *testing.T) {
 		t.Fatalf("the password without quotes: exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// A password written into --nats (nats://user:pw@host) is sent by the
+// client, though docs/security.md keeps secrets out of URLs. When the
+// server refused it, the error said "the server requires a credential"
+// and told the operator to give one, as if none had been: it names the
+// URL's user now, says the URL's credential was refused, and points at
+// --user with --password-file, never echoing the password.
+func TestACredentialInTheURLIsNamedWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	srv := serveConfig(t, dir, `accounts {
+  T: {
+    jetstream: enabled
+    users: [ {user: admin, password: "right-pw"} ]
+  }
+}
+`)
+	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	const guessed = "guessed-pw"
+	code, out, errOut := runCLI(t, "tail", "--no-follow", "--nats", "nats://admin:"+guessed+"@"+host)
+	if code != 1 || !strings.Contains(errOut, "user admin") || !strings.Contains(errOut, "in the URL") ||
+		!strings.Contains(errOut, "--password-file") || strings.Contains(errOut, "requires a credential") {
+		t.Fatalf("a refused password in the URL: exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(out+errOut, guessed) {
+		t.Fatalf("the password was echoed: %q", out+errOut)
+	}
+	// A token alone in the URL is a credential too.
+	code, _, errOut = runCLI(t, "tail", "--no-follow", "--nats", "nats://"+guessed+"@"+host)
+	if code != 1 || !strings.Contains(errOut, "token in the URL") || strings.Contains(errOut, "requires a credential") {
+		t.Fatalf("a refused token in the URL: exit %d, stderr %q", code, errOut)
+	}
+	// Still discouraged, but a right one is taken as before.
+	if code, out, errOut := runCLI(t, "setup", "--nats", "nats://admin:right-pw@"+host); code != 0 || !strings.Contains(out, "set up") {
+		t.Fatalf("the right password in the URL: exit %d, %q %q", code, out, errOut)
+	}
+}
