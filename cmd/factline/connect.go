@@ -270,9 +270,9 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 		return nil, nil, err
 	}
 	who, inURL := c.identity(), ""
-	if !c.given() {
+	if c.creds == "" && c.nkey == "" && c.user == "" {
 		// nats.go sends what the URL carries when no flag gives a
-		// credential; errors must say whose it was.
+		// credential (TLS flags give none); errors must say whose it was.
 		if inURL = urlIdentity(rawURL); inURL != "" {
 			who = inURL
 		}

@@ -234,6 +234,13 @@ accounts {
 	if strings.Contains(out+errOut, "guessed-pw") {
 		t.Fatalf("the password was echoed: %q", out+errOut)
 	}
+	// TLS flags are no credential: a refused password in the URL beside
+	// them is still named as the URL's.
+	inURL := strings.Replace(url, "://", "://admin:guessed-pw@", 1)
+	code, out, errOut = runCLI(t, append([]string{"tail", "--no-follow"}, append(mtls[2:], "--nats", inURL)...)...)
+	if code != 1 || !strings.Contains(errOut, "user admin in the URL") || strings.Contains(out+errOut, "guessed-pw") {
+		t.Fatalf("a wrong password in the URL, with TLS flags: %d %q %q", code, out, errOut)
+	}
 	code, _, errOut = runCLI(t, "tail", "--no-follow", "--nats", url, "--user", "admin", "--password-file", pw)
 	if code != 1 || !strings.Contains(errOut, "certificate") {
 		t.Fatalf("without the CA or a client certificate: %d %q", code, errOut)
