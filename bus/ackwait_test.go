@@ -30,23 +30,9 @@ func TestAnotherAckWaitIsRefusedWhileOtherInstancesWork(t *testing.T) {
 	firstDone := make(chan error, 1)
 	go func() {
 		firstDone <- b.Consume(first, bus.ConsumerConfig{Name: "runner", Filters: filters, AckWait: 6 * time.Second, Workers: 2, OnDemand: true},
-			func(ctx context.Context, d bus.Delivery) error {
-				select {
-				case held <- struct{}{}:
-				default:
-				}
-				<-ctx.Done() // a long run, kept alive by heartbeats
-				return ctx.Err()
-			})
+			holdWork(held)) // a long run, kept alive by heartbeats
 	}()
-	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "r1", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("the first instance was never handed the run")
-	}
+	appendHeld(t, ctx, b, "r1", held)
 
 	other := bustest.OpenWith(t, srv, bus.Config{})
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)

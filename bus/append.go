@@ -224,9 +224,13 @@ func (a *AsyncAppend) Wait(ctx context.Context) (Record, error) {
 
 // zeroAppendCounters exports the count of every kind of fact appended at 0,
 // so that rates and increases over them (FactlineStuckRuns) see the first
-// fact of a kind, and an absent kind reads as none rather than as no data.
+// fact of a kind, and an absent kind reads as none rather than as no data;
+// likewise the conflicts (FactlineAppendConflictStorm) and the append
+// latency's count.
 func zeroAppendCounters() {
 	for _, k := range events.Kinds() {
 		metrics.FactsAppended.WithLabelValues(string(k)).Add(0)
 	}
+	metrics.AppendConflicts.WithLabelValues().Add(0)
+	metrics.AppendSeconds.WithLabelValues()
 }

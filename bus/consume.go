@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -160,7 +161,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
-	zeroConsumerCounters(cfg.Name)
+	zeroConsumerCounters(cfg)
 	var free chan struct{} // a token per idle worker, for OnDemand
 	if cfg.OnDemand {
 		free = make(chan struct{}, cfg.Workers)
@@ -602,12 +603,19 @@ var infraCauses = []string{causeUnavailable, causeStoreFull, causeStreamMissing}
 
 // zeroConsumerCounters exports a consumer's labelled counters at 0 from its
 // start: Prometheus sees no increase in a series that first appears at 1,
-// so an alert on the first dead letter would miss it.
-func zeroConsumerCounters(consumer string) {
+// so an alert on the first dead letter would miss it. The facts consumed
+// are exported for each kind its filters name.
+func zeroConsumerCounters(cfg ConsumerConfig) {
+	consumer := cfg.Name
 	metrics.Redeliveries.WithLabelValues(consumer).Add(0)
 	metrics.DeadLetters.WithLabelValues(consumer).Add(0)
 	for _, cause := range infraCauses {
 		metrics.InfraRetries.WithLabelValues(consumer, cause).Add(0)
+	}
+	for _, k := range events.Kinds() {
+		if slices.Contains(cfg.Filters, events.KindFilter(k)) {
+			metrics.FactsConsumed.WithLabelValues(consumer, string(k)).Add(0)
+		}
 	}
 }
 

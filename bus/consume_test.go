@@ -31,6 +31,34 @@ func consume(t *testing.T, b *bus.Bus, cfg bus.ConsumerConfig, h bus.Handler) {
 	})
 }
 
+// holdWork is a handler whose work lasts until its context ends, as a
+// runner's long run does: it says on held that a worker holds a delivery,
+// unless word of an earlier one is still unheard, then waits.
+func holdWork(held chan<- struct{}) bus.Handler {
+	return func(ctx context.Context, d bus.Delivery) error {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+}
+
+// appendHeld appends a turn of run and waits until a holdWork worker
+// holds a delivery.
+func appendHeld(t *testing.T, ctx context.Context, b *bus.Bus, run string, held <-chan struct{}) {
+	t.Helper()
+	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", run, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatalf("run %s was never handed to a worker", run)
+	}
+}
+
 // stallFor derives the staller-like fact for a turn: a deterministic
 // message ID makes processing the same turn twice commit it once.
 func stallFor(b *bus.Bus, d bus.Delivery) bus.DecideFunc {

@@ -1,7 +1,6 @@
 package bus_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -23,23 +22,10 @@ func TestTheLagGaugeFollowsTheServerWhileNoDeliveryComes(t *testing.T) {
 	b, _ := bustest.Start(t)
 	const name = "lagged"
 	held := make(chan struct{}, 1)
+	// The only worker is held until the test ends.
 	consume(t, b, bus.ConsumerConfig{Name: name, Filters: []string{events.KindFilter(events.KindTurnCompleted)}, AckWait: time.Second, OnDemand: true},
-		func(ctx context.Context, d bus.Delivery) error {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-ctx.Done() // the only worker is held until the test ends
-			return ctx.Err()
-		})
-	if _, err := b.Append(ctx, bus.Expect{}, bus.Pending{Fact: bustest.Turn(t, "s", "first", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("never delivered")
-	}
+		holdWork(held))
+	appendHeld(t, ctx, b, "first", held)
 	if v := counterValue(t, "factline_consumer_pending_messages", `consumer="`+name+`"`); v != 0 {
 		t.Fatalf("lag at the first delivery: %v, want 0", v)
 	}

@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // Disposition says what happened to a requested tool call.
 type Disposition string
 
@@ -15,6 +17,9 @@ const (
 )
 
 var dispositions = []Disposition{DispositionExecuted, DispositionRejected, DispositionDeferred, DispositionCanceled, DispositionNotRun}
+
+// Dispositions lists every disposition of a completed dispatch.
+func Dispositions() []Disposition { return slices.Clone(dispositions) }
 
 // Outcome of an external effect (a call whose effect class is external or
 // irreversible), as far as the harness knows it: applied, not_applied or

@@ -572,24 +572,9 @@ func writeGolden(t *testing.T, c goldenCase) {
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
-	path := filepath.Join(goldenV3Dir, c.name+".msgpack")
-	old, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if !bytes.Equal(old, b) {
-			t.Errorf("%s: committed golden file differs from the fixture's encoding; golden files are never regenerated, add a new one instead", path)
-		}
+	if !writeNewGolden(t, goldenV3Dir, c.name, b) {
 		return
-	case !os.IsNotExist(err):
-		t.Fatal(err)
 	}
-	if err := os.MkdirAll(goldenV3Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", path)
 	for suffix, seed := range fuzzSeeds(b) {
 		writeFuzzSeed(t, "golden_v3_"+c.name+suffix, seed)
 	}
@@ -604,28 +589,39 @@ func writeGoldenV4(t *testing.T, c goldenCase) {
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
-	path := filepath.Join(goldenV4Dir, c.name+".msgpack")
+	if !writeNewGolden(t, goldenV4Dir, c.name, b) {
+		return
+	}
+	subject := goldenSubject(t, c.fact)
+	for suffix, seed := range fuzzSeeds(b) {
+		writeStoredFuzzSeed(t, "golden_v4_"+c.name+suffix, subject, seed)
+	}
+}
+
+// writeNewGolden writes b as dir/name.msgpack and reports whether it did:
+// a file that exists is committed, and is never rewritten; one that no
+// longer matches b is an error, because old bytes must keep decoding.
+func writeNewGolden(t *testing.T, dir, name string, b []byte) bool {
+	t.Helper()
+	path := filepath.Join(dir, name+".msgpack")
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		if !bytes.Equal(old, b) {
 			t.Errorf("%s: committed golden file differs from the fixture's encoding; golden files are never regenerated, add a new one instead", path)
 		}
-		return
+		return false
 	case !os.IsNotExist(err):
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(goldenV4Dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", path)
-	subject := goldenSubject(t, c.fact)
-	for suffix, seed := range fuzzSeeds(b) {
-		writeStoredFuzzSeed(t, "golden_v4_"+c.name+suffix, subject, seed)
-	}
+	return true
 }
 
 // goldenSubject is the subject a fixture is stored on.

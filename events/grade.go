@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // InstrumentOutcome is what one grading instrument found.
 type InstrumentOutcome string
 
@@ -171,6 +173,9 @@ type verdictSpec struct{}
 func (verdictSpec) names() []string { return verdictNames }
 
 var verdictNames = []string{"passed", "failed", "pending", "invalid", "abstained"}
+
+// VerdictResultTypes lists the Type of every verdict result.
+func VerdictResultTypes() []string { return slices.Clone(verdictNames) }
 
 func (verdictSpec) variants() map[string]func() variant { return verdictVariants }
 

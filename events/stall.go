@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // StallAction is the stall handler's bounded repair step:
 // retry{cause, feedback, remaining} | escalate{cause, target, evidence} |
 // stop{cause, unmet, evidence}. A stall stop means incomplete work.
@@ -63,6 +65,9 @@ type stallSpec struct{}
 func (stallSpec) names() []string { return stallNames }
 
 var stallNames = []string{"retry", "escalate", "stop"}
+
+// StallActionTypes lists the Type of every stall action.
+func StallActionTypes() []string { return slices.Clone(stallNames) }
 
 func (stallSpec) variants() map[string]func() variant { return stallVariants }
 

@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // FinishStatus is how a finishing stop decision ends the task.
 type FinishStatus string
 
@@ -12,6 +14,9 @@ const (
 )
 
 var finishStatuses = []FinishStatus{FinishDone, FinishBlocked, FinishIncomplete}
+
+// FinishStatuses lists every status a finishing stop decision may give.
+func FinishStatuses() []FinishStatus { return slices.Clone(finishStatuses) }
 
 // StopDecision is the one committed decision for one completed turn.
 type StopDecision struct {

@@ -269,11 +269,24 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	g := newGuard(c.identity(), violationHook(ctx))
+	who, inURL := c.identity(), ""
+	if c.creds == "" && c.nkey == "" && c.user == "" {
+		// nats.go sends what the URL carries when no flag gives a
+		// credential (TLS flags give none); errors must say whose it was.
+		if inURL = urlIdentity(rawURL); inURL != "" {
+			who = inURL
+		}
+	}
+	g := newGuard(who, violationHook(ctx))
 	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1), nats.ErrorHandler(g.handle)}, opts...)
 	nc, err := nats.Connect(rawURL, opts...)
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			if inURL != "" {
+				return nil, nil, fmt.Errorf("connect %s as %s: %w: the server refused the credential written into the URL. "+
+					"Keep secrets out of URLs: give --user NAME with --password-file FILE (or $%s), --nkey or --creds instead (docs/security.md)",
+					redactURL(rawURL), inURL, err, PasswordEnv)
+			}
 			if !c.given() {
 				return nil, nil, fmt.Errorf("connect %s: %w: the server requires a credential. "+
 					"A 'factline serve --store DIR --listen' admits the holder of DIR/%s: add --nkey DIR/%s, or use --store DIR on its machine; "+
@@ -302,6 +315,23 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	}
 	g.opened.Store(true)
 	return b, g, nil
+}
+
+// urlIdentity names the credential written into a server URL, as the
+// client sends it (a user with a password, or a lone token), or "" when
+// the URL carries none. It never includes a secret.
+func urlIdentity(raw string) string {
+	for _, part := range strings.Split(raw, ",") {
+		u, err := url.Parse(strings.TrimSpace(part))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			return "user " + u.User.Username() + " in the URL"
+		}
+		return "a token in the URL"
+	}
+	return ""
 }
 
 // redactURL drops a password written into a server URL, so that it never

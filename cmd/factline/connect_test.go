@@ -141,6 +141,26 @@ func tlsFiles(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, 
 // admin sets the account up with a password from a file, an analyst reads
 // with an nkey seed, a wrong password is refused without being echoed, and
 // a client that cannot verify the server does not connect.
+// serveConfig starts a server on loopback with the configuration conf,
+// written to dir/server.conf beside the files it includes, until the test
+// ends.
+func serveConfig(t *testing.T, dir, conf string) *bus.Embedded {
+	t.Helper()
+	confFile := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
+		Listen: "127.0.0.1:-1", ConfigFile: confFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
 func TestConnectWithCredentialsAndTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, sCert, sKey, cCert, cKey := tlsFiles(t, dir)
@@ -179,20 +199,8 @@ accounts {
   }
 }
 `
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("T_ADMIN_PASSWORD", "admin-pw")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	url := srv.ClientURL()
+	url := serveConfig(t, dir, conf).ClientURL()
 	mtls := []string{"--nats", url, "--tls-ca", ca, "--tls-cert", cCert, "--tls-key", cKey}
 	pw := filepath.Join(dir, "admin.pw")
 	if err := os.WriteFile(pw, []byte("admin-pw\n"), 0o600); err != nil {
@@ -226,6 +234,13 @@ accounts {
 	if strings.Contains(out+errOut, "guessed-pw") {
 		t.Fatalf("the password was echoed: %q", out+errOut)
 	}
+	// TLS flags are no credential: a refused password in the URL beside
+	// them is still named as the URL's.
+	inURL := strings.Replace(url, "://", "://admin:guessed-pw@", 1)
+	code, out, errOut = runCLI(t, append([]string{"tail", "--no-follow"}, append(mtls[2:], "--nats", inURL)...)...)
+	if code != 1 || !strings.Contains(errOut, "user admin in the URL") || strings.Contains(out+errOut, "guessed-pw") {
+		t.Fatalf("a wrong password in the URL, with TLS flags: %d %q %q", code, out, errOut)
+	}
 	code, _, errOut = runCLI(t, "tail", "--no-follow", "--nats", url, "--user", "admin", "--password-file", pw)
 	if code != 1 || !strings.Contains(errOut, "certificate") {
 		t.Fatalf("without the CA or a client certificate: %d %q", code, errOut)
@@ -245,20 +260,9 @@ func TestAQuotedPasswordIsNamedWhenRefused(t *testing.T) {
   }
 }
 `
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const secret = "k9/X+aZ-quoted"
 	t.Setenv("T_ADMIN_PASSWORD", `"`+secret+`"`) // as docs/security.md says
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := serveConfig(t, dir, conf)
 
 	t.Setenv(PasswordEnv, os.Getenv("T_ADMIN_PASSWORD"))
 	code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--user", "admin")
@@ -271,5 +275,41 @@ func TestAQuotedPasswordIsNamedWhenRefused(t *testing.T) {
 	t.Setenv(PasswordEnv, secret)
 	if code, out, errOut := runCLI(t, "setup", "--nats", srv.ClientURL(), "--user", "admin"); code != 0 || !strings.Contains(out, "set up") {
 		t.Fatalf("the password without quotes: exit %d, %q %q", code, out, errOut)
+	}
+}
+
+// A password written into --nats (nats://user:pw@host) is sent by the
+// client, though docs/security.md keeps secrets out of URLs. When the
+// server refused it, the error said "the server requires a credential"
+// and told the operator to give one, as if none had been: it names the
+// URL's user now, says the URL's credential was refused, and points at
+// --user with --password-file, never echoing the password.
+func TestACredentialInTheURLIsNamedWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	srv := serveConfig(t, dir, `accounts {
+  T: {
+    jetstream: enabled
+    users: [ {user: admin, password: "right-pw"} ]
+  }
+}
+`)
+	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	const guessed = "guessed-pw"
+	code, out, errOut := runCLI(t, "tail", "--no-follow", "--nats", "nats://admin:"+guessed+"@"+host)
+	if code != 1 || !strings.Contains(errOut, "user admin") || !strings.Contains(errOut, "in the URL") ||
+		!strings.Contains(errOut, "--password-file") || strings.Contains(errOut, "requires a credential") {
+		t.Fatalf("a refused password in the URL: exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(out+errOut, guessed) {
+		t.Fatalf("the password was echoed: %q", out+errOut)
+	}
+	// A token alone in the URL is a credential too.
+	code, _, errOut = runCLI(t, "tail", "--no-follow", "--nats", "nats://"+guessed+"@"+host)
+	if code != 1 || !strings.Contains(errOut, "token in the URL") || strings.Contains(errOut, "requires a credential") {
+		t.Fatalf("a refused token in the URL: exit %d, stderr %q", code, errOut)
+	}
+	// Still discouraged, but a right one is taken as before.
+	if code, out, errOut := runCLI(t, "setup", "--nats", "nats://admin:right-pw@"+host); code != 0 || !strings.Contains(out, "set up") {
+		t.Fatalf("the right password in the URL: exit %d, %q %q", code, out, errOut)
 	}
 }

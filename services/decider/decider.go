@@ -98,7 +98,15 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run consumes stall.observed until ctx is done, then returns nil (or the
 // consumer's error). Deliveries in progress at shutdown are handed back to
 // other instances unfinished.
-func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
+func (s *Service) Run(ctx context.Context) error {
+	// Every result is counted from 0: an alert or panel over the first
+	// blocked run would otherwise see no data rather than an increase.
+	metrics.Decisions.WithLabelValues("continue").Add(0)
+	for _, st := range events.FinishStatuses() {
+		metrics.Decisions.WithLabelValues(string(st)).Add(0)
+	}
+	return s.sh.Run(ctx, s.Handle)
+}
 
 // Handle decides the turn a stall.observed delivery observed and commits
 // its stop.decided, once: a redelivery, or two instances handling the same

@@ -133,6 +133,13 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // in progress at shutdown is handed back unfinished; the next grader resumes
 // it from the committed results.
 func (s *Service) Run(ctx context.Context) error {
+	// Every verdict is counted from 0, and the grading latency's count
+	// too: an alert or panel over the first failure would otherwise see
+	// no data rather than an increase.
+	metrics.GradingSeconds.WithLabelValues()
+	for _, r := range events.VerdictResultTypes() {
+		metrics.Verdicts.WithLabelValues(r).Add(0)
+	}
 	return s.sh.Run(ctx, s.Handle, "containment", summary(s.containment.Record()))
 }
 

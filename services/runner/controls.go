@@ -62,18 +62,12 @@ func (c *controls) catchUp(ctx context.Context, log *slog.Logger, sigs <-chan ev
 			c.add(sig)
 		case <-caughtUp:
 			// Everything put on sigs before caughtUp closed is in its
-			// buffer or taken in already.
-			for {
-				select {
-				case sig, ok := <-sigs:
-					if !ok {
-						return
-					}
-					c.add(sig)
-				default:
-					return
-				}
+			// buffer or taken in already; what comes later is the
+			// watch's. A closed channel still yields its buffer.
+			for range len(sigs) {
+				c.add(<-sigs)
 			}
+			return
 		case <-timer.C:
 			log.Warn("the run's control signals could not be read before its first turn; they are taken in when they arrive", "waited", catchUpWait)
 			return

@@ -179,7 +179,25 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // is handed back unfinished; whoever takes it next resumes it from the
 // log.
 func (s *Service) Run(ctx context.Context) error {
+	zeroMetrics()
 	return s.sh.Run(ctx, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
+}
+
+// zeroMetrics exports the runner's counters at 0 for every value of their
+// known labels (run statuses; built-in tools and dispositions), and its
+// runs in flight: rate() and increase() over a series that first appears
+// at 1 see no data until a second event, and the first errored run would
+// go unseen. Extension tools and providers are known only per case.
+func zeroMetrics() {
+	metrics.RunsInFlight.WithLabelValues().Add(0)
+	for _, st := range events.RunStatuses() {
+		metrics.RunsEnded.WithLabelValues(string(st)).Add(0)
+	}
+	for _, t := range tools.Builtin() {
+		for _, d := range events.Dispositions() {
+			metrics.ToolDispatches.WithLabelValues(t.Contract().Name, string(d)).Add(0)
+		}
+	}
 }
 
 // gaveUp ends a run whose request was dead-lettered (every runner that

@@ -68,7 +68,15 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 // Run consumes turn.completed until ctx is done, then returns nil (or the
 // consumer's error). Deliveries in progress at shutdown are handed back to
 // other instances unfinished.
-func (s *Service) Run(ctx context.Context) error { return s.sh.Run(ctx, s.Handle) }
+func (s *Service) Run(ctx context.Context) error {
+	// Every action is counted from 0: an alert or panel over the first
+	// stop would otherwise see no data rather than an increase.
+	metrics.StallActions.WithLabelValues("none").Add(0)
+	for _, a := range events.StallActionTypes() {
+		metrics.StallActions.WithLabelValues(a).Add(0)
+	}
+	return s.sh.Run(ctx, s.Handle)
+}
 
 // Handle observes the turn a turn.completed delivery closes and commits its
 // stall.observed, once: a redelivery, or two instances handling the same
