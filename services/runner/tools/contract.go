@@ -252,7 +252,7 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // The marks a cut output carries: CapOutput's (and a command's) at the
 // end, and a command's that keeps its last bytes at the start.
 var (
-	cutMoreMark    = regexp.MustCompile(`\n\[output cut: (\d+) more bytes not shown\]$`)
+	cutMoreMark    = regexp.MustCompile(`\n\[output cut: (at least )?(\d+) more bytes not shown\]$`)
 	cutEarlierMark = regexp.MustCompile(`^\[output cut: (\d+) earlier bytes not shown\]\n`)
 )
 
@@ -264,9 +264,13 @@ var (
 // model; an output without marks is returned as it is.
 func HoldBackAtCuts(out string, end, start func(string) int) string {
 	if m := cutMoreMark.FindStringSubmatchIndex(out); m != nil {
-		text, dropped := out[:m[0]], out[m[2]:m[3]]
+		text, dropped := out[:m[0]], out[m[4]:m[5]]
+		atLeast := ""
+		if m[2] >= 0 {
+			atLeast = "at least "
+		}
 		if n := end(text); n > 0 {
-			out = text[:len(text)-n] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", atoi(dropped)+int64(n))
+			out = text[:len(text)-n] + fmt.Sprintf("\n[output cut: %s%d more bytes not shown]", atLeast, atoi(dropped)+int64(n))
 		}
 	}
 	if m := cutEarlierMark.FindStringSubmatchIndex(out); m != nil {

@@ -21,6 +21,7 @@ func TestHoldBackAtCuts(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"abcSEC\n[output cut: 10 more bytes not shown]", "abc\n[output cut: 13 more bytes not shown]"},
 		{"[output cut: 7 earlier bytes not shown]\nSECabc", "[output cut: 10 earlier bytes not shown]\nabc"},
+		{"abcSEC\n[output cut: at least 10 more bytes not shown]", "abc\n[output cut: at least 13 more bytes not shown]"},
 		{"abcSEC", "abcSEC"},
 		{"abc\n[output cut: 10 more bytes not shown]", "abc\n[output cut: 10 more bytes not shown]"},
 	} {
