@@ -39,8 +39,10 @@ type Redactor struct {
 	base  []Secret
 	added map[uint64][]Secret
 	next  uint64
-	// names and replacer are built from base and added.
+	// names, forms and replacer are built from base and added; forms are
+	// every text replaced (the values and their encodings).
 	names    []string
+	forms    []string
 	replacer *strings.Replacer
 }
 
@@ -89,6 +91,7 @@ func (r *Redactor) Add(secrets ...Secret) (remove func()) {
 func (r *Redactor) build() {
 	type pair struct{ old, new string }
 	var pairs []pair
+	r.forms = nil
 	seen := map[string]bool{}
 	names := map[string]bool{}
 	all := slices.Clone(r.base)
@@ -111,6 +114,7 @@ func (r *Redactor) build() {
 			}
 			seen[form] = true
 			pairs = append(pairs, pair{form, Marker(s.Name)})
+			r.forms = append(r.forms, form)
 		}
 	}
 	r.names = r.names[:0]
@@ -166,6 +170,43 @@ func (r *Redactor) Redact(s string) string {
 		return s
 	}
 	return rep.Replace(s)
+}
+
+// PartialEnd is how many bytes at the end of s begin a secret (or one of
+// its encodings) without completing it: the longest suffix of s that is a
+// proper prefix of one. Text cut right after s shows that part of a
+// secret, which Redact, looking for whole values, leaves as it is; whoever
+// cuts text holds those bytes back too.
+func (r *Redactor) PartialEnd(s string) int {
+	return r.partial(s, func(form string, n int) bool { return strings.HasSuffix(s, form[:n]) })
+}
+
+// PartialStart is how many bytes at the start of s end a secret (or one of
+// its encodings) that began before it: the longest prefix of s that is a
+// proper suffix of one. It is PartialEnd for text cut right before s.
+func (r *Redactor) PartialStart(s string) int {
+	return r.partial(s, func(form string, n int) bool { return strings.HasPrefix(s, form[len(form)-n:]) })
+}
+
+// partial is the largest n below a form's length and at most len(s) for
+// which part(form, n) holds, over every form.
+func (r *Redactor) partial(s string, part func(form string, n int) bool) int {
+	if r == nil || s == "" {
+		return 0
+	}
+	r.mu.RLock()
+	forms := r.forms
+	r.mu.RUnlock()
+	most := 0
+	for _, f := range forms {
+		for n := min(len(f)-1, len(s)); n > most; n-- {
+			if part(f, n) {
+				most = n
+				break
+			}
+		}
+	}
+	return most
 }
 
 // Names lists the names of the secrets redacted, sorted.

@@ -118,6 +118,18 @@ func sendControl(ctx context.Context, t *target, run string, c events.Control, w
 	if err != nil {
 		return err
 	}
+	if c.Operation != "" {
+		log, err := b.LoadRun(ctx, suite, run)
+		if err != nil {
+			return err
+		}
+		// An ended run is left to awaitAcceptance, which says it ended.
+		if !log.Ended() {
+			if err := checkOperation(log.Facts(), run, c); err != nil {
+				return err
+			}
+		}
+	}
 	if err := b.Controls().Send(ctx, suite, run, c); err != nil {
 		return err
 	}
@@ -126,6 +138,50 @@ func sendControl(ctx context.Context, t *target, run string, c events.Control, w
 		return nil
 	}
 	return awaitAcceptance(ctx, b, suite, run, c, wait, out)
+}
+
+// checkOperation refuses a signal about an operation that the run's log
+// shows its runner would ignore: one the run never intended (a misspelt
+// ID), one already settled, or an approval of other arguments than the
+// operation's. The runner drops such a signal with a log line of its own,
+// so the command would otherwise wait out --wait and then say only that
+// nothing accepted it.
+func checkOperation(facts []events.Fact, run string, c events.Control) error {
+	type call struct {
+		turn uint32
+		id   events.CallID
+	}
+	var intent *events.DispatchIntended
+	var unsettled []string
+	intended := map[call]string{}
+	for _, f := range facts {
+		switch body := f.Body.(type) {
+		case events.DispatchIntended:
+			intended[call{body.Turn, body.CallID}] = body.OperationID
+			if body.OperationID == c.Operation {
+				intent = &body
+			}
+		case events.DispatchCompleted:
+			delete(intended, call{body.Turn, body.Dispatch.CallID})
+		}
+	}
+	for _, op := range intended {
+		unsettled = append(unsettled, op)
+	}
+	slices.Sort(unsettled)
+	open := "it has no operation in flight"
+	if len(unsettled) > 0 {
+		open = "its operations in flight: " + strings.Join(unsettled, ", ")
+	}
+	switch {
+	case intent == nil:
+		return fmt.Errorf("%s: run %s has no operation %q (%s); nothing was sent", c.Signal, run, c.Operation, open)
+	case !slices.Contains(unsettled, c.Operation):
+		return fmt.Errorf("%s: operation %s of run %s (%s, turn %d) is already settled: nothing waits for a %s; nothing was sent", c.Signal, c.Operation, run, intent.Tool, intent.Turn, c.Signal)
+	case c.Signal == events.SignalApprove && c.ArgsDigest != intent.ArgsDigest:
+		return fmt.Errorf("approve: --args-digest %s is not the digest of operation %s's arguments (%s): an approval binds the exact arguments, and the runner ignores one of other arguments; read the call's arguments (factline view, or factline tail --run %s --kind model.replied --since start --no-follow --json) before approving them; nothing was sent", c.ArgsDigest, c.Operation, intent.ArgsDigest, run)
+	}
+	return nil
 }
 
 // awaitAcceptance waits until the run's log says what became of a signal:

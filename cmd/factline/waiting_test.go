@@ -200,3 +200,60 @@ func TestALocalRunSaysHowToResolveAnUnknownOutcomeAndTheCommandWorks(t *testing.
 		t.Fatalf("the report after the resolution: exit %d %s\n%s", code, e, rep)
 	}
 }
+
+// A control signal about an operation the run cannot take is refused at
+// once, saying why, and nothing is sent: an approval of other arguments
+// (the runner would ignore it), an operation the run never intended (a
+// typo). Before, each waited out --wait and said only that nothing
+// accepted it, "is a runner on the run?", while a runner was.
+func TestApproveOfTheWrongOperationOrArgumentsSaysWhy(t *testing.T) {
+	t.Parallel()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer sink.Close()
+	suite := writeSuite(t, map[string]string{
+		"suite.yaml": "name: wrongop\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
+		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
+			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], approval: true}\n",
+		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
+		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: Paid.\n",
+	})
+	store := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval"}, &out, &errOut)
+	}()
+	approve := regexp.MustCompile(`factline approve pay-t-t1 (\S+) --args-digest (sha256:[0-9a-f]{64}) --store (\S+)`)
+	deadline := time.Now().Add(90 * time.Second)
+	var m []string
+	for m = approve.FindStringSubmatch(out.String()); m == nil; m = approve.FindStringSubmatch(out.String()) {
+		select {
+		case code := <-done:
+			t.Fatalf("run exited %d before saying a run waits:\n%s%s", code, out.String(), errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run never said the run waits for approval:\n%s", out.String())
+		}
+	}
+	op, digest := m[1], m[2]
+	other := "sha256:" + strings.Repeat("0", 64)
+	code, _, e := runCLI(t, "approve", "pay-t-t1", op, "--args-digest", other, "--wait", "3s", "--store", store)
+	if code != 1 || !strings.Contains(e, "is not the digest of operation "+op+"'s arguments ("+digest+")") || !strings.Contains(e, "nothing was sent") {
+		t.Errorf("approve of other arguments: exit %d, %q", code, e)
+	}
+	code, _, e = runCLI(t, "reject", "pay-t-t1", op+"x", "--wait", "3s", "--store", store)
+	if code != 1 || !strings.Contains(e, `has no operation "`+op+`x"`) || !strings.Contains(e, "its operations in flight: "+op) {
+		t.Errorf("reject of an operation the run never intended: exit %d, %q", code, e)
+	}
+	// The run still waits for its approval: neither signal reached it.
+	code, o, e := runCLI(t, "approve", "pay-t-t1", op, "--args-digest", digest, "--store", store)
+	if code != 0 || !strings.Contains(o, "accepted") {
+		t.Fatalf("the right approval: exit %d, %q %q", code, o, e)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("the approved run's suite exited %d:\n%s%s", code, out.String(), errOut.String())
+	}
+}

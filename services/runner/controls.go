@@ -219,11 +219,20 @@ func (d approval) key() []string {
 
 // awaitApproval waits for a person to approve or reject an operation. An
 // approval counts only for the exact arguments it names; one for other
-// arguments is not an approval. Cancel ends the wait.
+// arguments is not an approval. Cancel ends the wait. So does the end of
+// the run's wall-time budget, with the runner's own rejection: a call
+// approved after it could not run (what runs is bounded by what is left
+// of the budget), and a person would be asked for nothing.
 func (a *attempt) awaitApproval(ctx context.Context, op string, args events.Digest) (approval, bool) {
-	a.status("awaiting_approval", map[string]any{"operation": op, "args_digest": args})
 	limit := time.NewTimer(a.svc.approvalTimeout)
 	defer limit.Stop()
+	var wallOut <-chan time.Time
+	if wall := a.kase.Budget.Wall.Std(); wall > 0 {
+		left := time.NewTimer(max(wall-a.wallUsed(), 0))
+		defer left.Stop()
+		wallOut = left.C
+	}
+	a.status("awaiting_approval", map[string]any{"operation": op, "args_digest": args})
 	for {
 		a.ctl.mu.Lock()
 		for _, sig := range a.ctl.approvals[op] {
@@ -247,6 +256,9 @@ func (a *attempt) awaitApproval(ctx context.Context, op string, args events.Dige
 		case <-limit.C:
 			return approval{sig: events.Control{ID: "timeout-" + op, Signal: events.SignalReject, Operation: op,
 				Reason: "no approval within " + a.svc.approvalTimeout.String()}, timedOut: true}, true
+		case <-wallOut:
+			return approval{sig: events.Control{ID: "timeout-" + op, Signal: events.SignalReject, Operation: op,
+				Reason: "the run's wall-time budget of " + a.kase.Budget.Wall.Std().String() + " ran out while the call waited for approval"}, timedOut: true}, true
 		case <-ctx.Done():
 			return approval{}, false
 		}

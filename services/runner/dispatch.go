@@ -117,7 +117,7 @@ func (a *attempt) carryOut(ctx context.Context, p step.Progress, call events.Too
 		if in, ok := p.Intended[call.ID]; ok {
 			op = in.OperationID
 		}
-		return a.reject(ctx, p.Turn, call, t, plan, op)
+		return a.reject(ctx, p.Turn, call, t, plan, op, "")
 	case step.PlanRun, step.PlanSend:
 		return a.dispatch(ctx, p.Turn, call, t, plan)
 	case step.PlanDelegate:
@@ -147,8 +147,9 @@ func (a *attempt) operation(turn uint32, id events.CallID) string {
 }
 
 // reject settles a call rejected without running, with the observation its
-// plan's reason calls for; op is its operation ID.
-func (a *attempt) reject(ctx context.Context, turn uint32, call events.ToolCall, t callTool, plan step.Plan, op string) (settled, error) {
+// plan's reason calls for; op is its operation ID, why the runner's own
+// reason when no person decided on an approval ("" otherwise).
+func (a *attempt) reject(ctx context.Context, turn uint32, call events.ToolCall, t callTool, plan step.Plan, op, why string) (settled, error) {
 	d := events.CompletedDispatch{CallID: call.ID, EvidenceRef: step.EvidenceRef(turn, call.ID), Tool: call.Name,
 		Disposition: events.DispositionRejected, Mutation: events.MutationNotApplied, Verification: events.NotVerifier(),
 		Digest: a.ws.Digest(), Outcome: plan.Outcome()}
@@ -164,6 +165,10 @@ func (a *attempt) reject(ctx context.Context, turn uint32, call events.ToolCall,
 		res = *t.refused
 	case step.RejectApproval:
 		res = tools.Fail(CodeApprovalRejected, "a person rejected operation %s; it was not run", op)
+		if why != "" {
+			// Nobody decided: the runner's own rejection says why.
+			res = tools.Fail(CodeApprovalRejected, "operation %s was not run: %s", op, why)
+		}
 	default:
 		return settled{}, fmt.Errorf("call %s of turn %d: %s", call.ID, turn, plan)
 	}
@@ -182,12 +187,12 @@ func (a *attempt) dispatch(ctx context.Context, turn uint32, call events.ToolCal
 		return settled{}, err
 	}
 	if plan.AwaitsApproval() {
-		ok, err := a.approve(ctx, turn, call, in.OperationID)
+		ok, why, err := a.approve(ctx, turn, call, in.OperationID)
 		if err != nil {
 			return settled{}, err
 		}
 		if plan = plan.Approved(ok); plan.Act() == step.PlanReject {
-			return a.reject(ctx, turn, call, t, plan, in.OperationID)
+			return a.reject(ctx, turn, call, t, plan, in.OperationID, why)
 		}
 	}
 	if plan.Act() == step.PlanSend {
@@ -333,14 +338,19 @@ func (a *attempt) needsApproval(tool string) bool {
 }
 
 // approve waits for a person's decision on an operation and commits the
-// acceptance of that decision. It reports whether the call may run.
-func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall, op string) (bool, error) {
+// acceptance of that decision. It reports whether the call may run and,
+// when the runner rejected it itself (no decision came in time), why.
+func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall, op string) (bool, string, error) {
 	dec, ok := a.awaitApproval(ctx, op, call.ArgsDigest)
 	if !ok {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return false, "", ctx.Err()
 		}
-		return false, nil // cancelled while waiting: nothing runs
+		return false, "", nil // cancelled while waiting: nothing runs
+	}
+	why := ""
+	if dec.timedOut {
+		why = dec.sig.Reason
 	}
 	sig := events.SignalReject
 	if dec.approved {
@@ -349,7 +359,7 @@ func (a *attempt) approve(ctx context.Context, turn uint32, call events.ToolCall
 	_, err := a.commit(ctx, dec.key(), events.ControlAccepted{
 		Control: events.ControlRef{ID: dec.sig.ID, Signal: sig}, CallID: call.ID, ArgsDigest: call.ArgsDigest, Reason: dec.sig.Reason,
 	})
-	return dec.approved, err
+	return dec.approved, why, err
 }
 
 // toolLabel is a tool's metric label from a bounded set: a model can

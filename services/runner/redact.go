@@ -52,12 +52,17 @@ func redactRequest(r *secrets.Redactor, req models.Request) models.Request {
 	return req
 }
 
-// redactResult removes secrets from what a tool returned.
+// redactResult removes secrets from what a tool returned. An output the
+// tool's cap cut may have cut a secret in two, leaving a part Redact does
+// not know: that part is held back with the rest of what was cut.
 func redactResult(r *secrets.Redactor, res tools.Result) tools.Result {
 	if r.Len() == 0 {
 		return res
 	}
 	res.Output = r.Redact(res.Output)
+	if res.Truncated {
+		res.Output = tools.HoldBackAtCuts(res.Output, r.PartialEnd, r.PartialStart)
+	}
 	res.Err = redactToolError(r, res.Err)
 	return res
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -42,13 +43,15 @@ func (s StoredWorkspaces) Open(ctx context.Context, fixture events.Digest, dir s
 
 type storedWorkspace struct{ *workspace.Workspace }
 
-// Refresh rescans the tree. A tree past the workspace's bounds is put back
-// as the last scan recorded it (the refused change undone whole), so that
-// the run can go on and its candidate can still be sealed; the error stays
-// a *workspace.LimitError for the call to fail with.
+// Refresh rescans the tree. A tree past the workspace's bounds, or holding
+// what a snapshot cannot record (a named pipe, a socket, a device), is put
+// back as the last scan recorded it (the refused change undone whole), so
+// that the run can go on and its candidate can still be sealed; the error
+// stays a *workspace.LimitError or *workspace.PathError for the call to
+// fail with.
 func (w storedWorkspace) Refresh(ctx context.Context) (bool, error) {
 	c, err := w.Workspace.Refresh(ctx)
-	if errors.Is(err, workspace.ErrTooLarge) {
+	if errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrUnsupported) {
 		if rerr := w.Workspace.Revert(ctx); rerr != nil {
 			return false, fmt.Errorf("%v; undoing it: %w", err, rerr)
 		}
@@ -59,13 +62,24 @@ func (w storedWorkspace) Refresh(ctx context.Context) (bool, error) {
 // workspaceLimit is the failed call the model reads when its call took the
 // workspace past its bounds: the limit is part of the task, so passing it
 // fails the call, not the run (the call's changes were undone by Refresh).
+// A call that left a named pipe, a socket or a device in the workspace
+// fails the same way: that too is the agent's doing, and its changes were
+// undone as well.
 func workspaceLimit(err error) (*events.ToolError, bool) {
 	var le *workspace.LimitError
-	if !errors.As(err, &le) {
-		return nil, false
+	var pe *workspace.PathError
+	switch {
+	case errors.As(err, &le):
+		return &events.ToolError{Code: tools.CodeTooLarge,
+			Message: "this call took the workspace past its limit of " + le.Limit() + "; its changes to the workspace were undone"}, true
+	case errors.As(err, &pe) && errors.Is(err, workspace.ErrUnsupported):
+		// The reason says what the entry is; what follows its comma is
+		// advice for Go callers of the workspace package.
+		what, _, _ := strings.Cut(pe.Reason, ",")
+		return &events.ToolError{Code: tools.CodeIO,
+			Message: fmt.Sprintf("this call left %q in the workspace, which %s: a workspace snapshot records only files, directories and symlinks, so the call's changes to the workspace were undone (make pipes and sockets outside it, in $TMPDIR, or remove them before the command ends)", pe.Path, what)}, true
 	}
-	return &events.ToolError{Code: tools.CodeTooLarge,
-		Message: "this call took the workspace past its limit of " + le.Limit() + "; its changes to the workspace were undone"}, true
+	return nil, false
 }
 
 func (w storedWorkspace) Seal(ctx context.Context) (events.Digest, int, error) {

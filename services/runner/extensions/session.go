@@ -155,7 +155,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 			o.Logger.Warn("an allowlisted tool is not offered by the server", "extension", e.Name, "tool", c.Name)
 			continue
 		}
-		tool, err := newTool(e.Name, c, t, session)
+		tool, err := newTool(e.Name, c, t, session, srv.stderrTail)
 		if err != nil {
 			srv.kill()
 			return nil, &StartError{e.Name, err}
@@ -173,7 +173,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 }
 
 // stderrTail returns the end of what the server wrote to standard error,
-// to explain a failed start.
+// to explain a failed start or call.
 func (s *server) stderrTail() string {
 	if s.stderr == nil {
 		return ""

@@ -241,3 +241,41 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("got %v, want an extension_failed error with the server's stderr", err)
 	}
 }
+
+// A server that dies in a call fails that call and every later one with
+// EXTENSION_ERROR. The message says what happened, where the model and
+// the operator read it: the session is closed, the extension's tools
+// fail for the rest of the run, and how its standard error ends. It once
+// said only `calling "tools/call": EOF`.
+func TestACrashedServerSaysSoInEveryLaterCall(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	set := startSet(t, allowlist(t, bin, "", f))
+	reg, err := tools.NewRegistry([]string{"read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range set.Tools() {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(text string) tools.Result {
+		tl, a, bad := reg.Check("testsrv__echo", `{"text":"`+text+`"}`)
+		if bad != nil {
+			t.Fatalf("check: %+v", bad)
+		}
+		return reg.Run(context.Background(), tools.Env{}, tl, a)
+	}
+	for i, text := range []string{"crash", "after"} {
+		r := call(text)
+		if r.Err == nil || r.Err.Code != extensions.CodeExtensionError {
+			t.Fatalf("call %d: %+v, want %s", i, r, extensions.CodeExtensionError)
+		}
+		for _, want := range []string{"extension testsrv", "rest of the run", "its stderr ends: mcpserver: asked to crash"} {
+			if !strings.Contains(r.Err.Message, want) {
+				t.Errorf("call %d (%s): the message %q does not say %q", i, text, r.Err.Message, want)
+			}
+		}
+	}
+}

@@ -3,7 +3,9 @@ package extensions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,15 +32,19 @@ const MetaOperation = "factline/operation"
 // Tool is one allowlisted tool of a running extension.
 type Tool struct {
 	server   string // the tool's name on the server
+	ext      string // the extension's name
 	contract tools.Contract
 	session  *mcp.ClientSession
+	// stderrTail is how the server's standard error ends ("" when it wrote
+	// none), for a call that failed because the server did.
+	stderrTail func() string
 }
 
 // newTool builds the contract of an allowlisted tool: the name the model
 // calls, the server's description and input schema (checked before every
 // call), and the allowlist's effect class, approval rule, timeout and
 // output cap. The server's annotations are not consulted.
-func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession) (*Tool, error) {
+func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession, stderrTail func() string) (*Tool, error) {
 	schema := json.RawMessage(`{"type":"object"}`)
 	if t.InputSchema != nil {
 		b, err := json.Marshal(t.InputSchema)
@@ -52,7 +58,7 @@ func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession) 
 		approval = tools.ApprovalAlways
 	}
 	desc := fmt.Sprintf("[extension %s] %s", ext, t.Description)
-	return &Tool{server: t.Name, session: session, contract: tools.Contract{
+	return &Tool{server: t.Name, ext: ext, session: session, stderrTail: stderrTail, contract: tools.Contract{
 		Name: ext + Separator + c.Name, Description: strings.TrimSpace(desc), Schema: schema,
 		Effect: c.Effect, Approval: approval, Timeout: c.Timeout.Std(), OutputCap: c.OutputCap,
 	}}, nil
@@ -74,7 +80,7 @@ func (t *Tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 		return tools.Result{Err: &events.ToolError{Code: tools.CodeTimeout,
 			Message: fmt.Sprintf("%s did not answer in time (%v); the call was cancelled", t.contract.Name, ctx.Err())}}
 	case err != nil:
-		return tools.Result{Err: &events.ToolError{Code: CodeExtensionError, Message: fmt.Sprintf("%s: %v", t.contract.Name, err)}}
+		return tools.Result{Err: &events.ToolError{Code: CodeExtensionError, Message: t.protocolError(err)}}
 	}
 	out := render(res)
 	if res.IsError {
@@ -85,6 +91,22 @@ func (t *Tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 		return tools.Result{Output: out, Err: &events.ToolError{Code: CodeToolError, Message: msg}}
 	}
 	return tools.Result{Output: out}
+}
+
+// protocolError says why a call failed at the protocol level. A session
+// the server closed (it exited, crashed, or wrote what is no JSON-RPC) is
+// never reopened, so the message says that every later call of the
+// extension fails too, and how the server's standard error ends: without
+// them "EOF" is all the model and the operator would read.
+func (t *Tool) protocolError(err error) string {
+	msg := fmt.Sprintf("%s: %v", t.contract.Name, err)
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		msg += fmt.Sprintf("; the server of extension %s closed its session (it exited or crashed): its tools fail for the rest of the run", t.ext)
+	}
+	if t.stderrTail != nil {
+		msg += t.stderrTail()
+	}
+	return msg
 }
 
 // render turns a call result into the observation text: text content as

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,8 +56,20 @@ func (RunCommand) Run(ctx context.Context, env Env, raw json.RawMessage) Result 
 // allows; everything it started is killed when it ends). Output beyond
 // outCap bytes is dropped and the result marked truncated. A non-zero exit
 // is a COMMAND_FAILED result carrying the output; a timeout or cancel is
-// a retryable TIMEOUT.
+// a retryable TIMEOUT. A deadline of ctx that comes before the command's
+// own timeout is the run's wall-time budget (the only earlier one the
+// runner sets): a command it stops says so, and one whose ctx already
+// ended is not started.
 func Exec(ctx context.Context, env Env, command string, timeout time.Duration, outCap int) Result {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Result{Err: &events.ToolError{Code: CodeTimeout,
+			Message: "command not started: the run's wall-time budget had run out"}}
+	}
+	deadline, bounded := ctx.Deadline()
+	// A second of slack: a caller's bound set just before the command's
+	// own equal timeout is no earlier limit.
+	budgetFirst := bounded && time.Until(deadline) < timeout-time.Second
+	t0 := time.Now()
 	run, err := env.Sandbox.Run(ctx, sandbox.Command{
 		Script: command, Dir: env.Root.Root(), Env: env.Environ, Timeout: timeout, OutputCap: outCap,
 	})
@@ -66,19 +79,26 @@ func Exec(ctx context.Context, env Env, command string, timeout time.Duration, o
 		res.Err = &events.ToolError{Code: CodeIO, Message: err.Error()}
 		return res
 	case run.TimedOut:
-		reason := "timed out after " + timeout.String()
-		if run.Cancelled {
+		reason, until := "timed out after "+timeout.String(), "the "+timeout.String()+" timeout"
+		budget := !run.Cancelled && budgetFirst && errors.Is(ctx.Err(), context.DeadlineExceeded)
+		switch {
+		case run.Cancelled:
 			reason = "cancelled"
+		case budget:
+			// Not the command's timeout: the run has no time left, so
+			// trying again cannot help.
+			reason = fmt.Sprintf("stopped after %s, before its %s timeout: the run's wall-time budget ran out", time.Since(t0).Round(100*time.Millisecond), timeout)
+			until = "the run's wall-time budget ran out"
 		}
 		msg := "command " + reason + "; it and its children were killed"
 		if run.HeldOpen && !run.Cancelled {
 			// The command had finished: say whose wait it was and how to
 			// avoid it, or the model looks for a hang in its own command.
 			msg = fmt.Sprintf("command exited with status %d, but a process it left running in the background kept its output open "+
-				"until the %s timeout; every process it started was killed (nothing a command starts outlives it). "+
-				"Send a background process's output elsewhere (cmd > file 2>&1 &)", run.ExitCode, timeout)
+				"until %s; every process it started was killed (nothing a command starts outlives it). "+
+				"Send a background process's output elsewhere (cmd > file 2>&1 &)", run.ExitCode, until)
 		}
-		res.Err = &events.ToolError{Code: CodeTimeout, Message: msg, Retryable: true}
+		res.Err = &events.ToolError{Code: CodeTimeout, Message: msg, Retryable: !budget}
 		return res
 	}
 	code := run.ExitCode

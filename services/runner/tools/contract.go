@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -246,3 +248,42 @@ func capKnown(s string, max int, total int64) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// The marks a cut output carries: CapOutput's (and a command's) at the
+// end, and a command's that keeps its last bytes at the start.
+var (
+	cutMoreMark    = regexp.MustCompile(`\n\[output cut: (at least )?(\d+) more bytes not shown\]$`)
+	cutEarlierMark = regexp.MustCompile(`^\[output cut: (\d+) earlier bytes not shown\]\n`)
+)
+
+// HoldBackAtCuts removes from a cut output the bytes next to its cut
+// marks that end says (at the end of the text a "more bytes" mark
+// follows) and start says (at the start of the text an "earlier bytes"
+// mark precedes), and counts them in the mark. It is how text that must
+// not be shown in part (a secret the cap cut in two) is kept from the
+// model; an output without marks is returned as it is.
+func HoldBackAtCuts(out string, end, start func(string) int) string {
+	if m := cutMoreMark.FindStringSubmatchIndex(out); m != nil {
+		text, dropped := out[:m[0]], out[m[4]:m[5]]
+		atLeast := ""
+		if m[2] >= 0 {
+			atLeast = "at least "
+		}
+		if n := end(text); n > 0 {
+			out = text[:len(text)-n] + fmt.Sprintf("\n[output cut: %s%d more bytes not shown]", atLeast, atoi(dropped)+int64(n))
+		}
+	}
+	if m := cutEarlierMark.FindStringSubmatchIndex(out); m != nil {
+		text, dropped := out[m[1]:], out[m[2]:m[3]]
+		if n := start(text); n > 0 {
+			out = fmt.Sprintf("[output cut: %d earlier bytes not shown]\n", atoi(dropped)+int64(n)) + text[n:]
+		}
+	}
+	return out
+}
+
+// atoi reads a mark's count, digits only by its pattern.
+func atoi(digits string) int64 {
+	n, _ := strconv.ParseInt(digits, 10, 64)
+	return n
+}

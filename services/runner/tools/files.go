@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/factline/factline/events"
 )
@@ -173,13 +176,13 @@ func (ListFiles) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 		rel, _ := filepath.Rel(abs, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			lines = append(lines, rel+"/")
+			lines = append(lines, listedPath(rel+"/"))
 			if !a.Recursive {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		lines = append(lines, rel)
+		lines = append(lines, listedPath(rel))
 		return nil
 	})
 	if err != nil {
@@ -187,6 +190,26 @@ func (ListFiles) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 	}
 	sort.Strings(lines)
 	return Result{Output: strings.Join(lines, "\n")}
+}
+
+// listedPath is how list_files shows a path on its line: as it is, unless
+// it would not read as one path. A control character (a newline would
+// split it over two lines), invalid UTF-8 or a leading quote makes it a
+// quoted string: JSON's quoting, so the model passes back what it read;
+// for invalid UTF-8, which JSON cannot carry, Go's (\xff).
+func listedPath(p string) string {
+	plain := utf8.ValidString(p) && !strings.HasPrefix(p, `"`) && !strings.ContainsFunc(p, unicode.IsControl)
+	switch {
+	case plain:
+		return p
+	case !utf8.ValidString(p):
+		return strconv.Quote(p)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // WriteFile writes a whole file, creating parent directories.

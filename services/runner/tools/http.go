@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -55,11 +56,51 @@ func (h HTTPCall) Contract() Contract {
 		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["url","body"],
 "properties":{"url":{"type":"string","minLength":1},"body":{"type":"string","maxLength":65536}}}`),
 		Effect: events.EffectExternal, Approval: ApprovalNever, Timeout: timeout,
-		OutputCap: 4 << 10, Idempotent: false,
+		OutputCap: httpOutputCap, Idempotent: false,
 	}
 }
 
 type httpArgs struct{ URL, Body string }
+
+// httpOutputCap is the most of an answer the model reads.
+const httpOutputCap = 4 << 10
+
+// httpCountCap bounds how much of an answer without a Content-Length is
+// read only to be counted, so that a sink streaming without end is not
+// read until the call's timeout at full speed.
+const httpCountCap = 64 << 20
+
+// readAnswer reads the start of an answer's body, what the model may be
+// shown of it, and counts the rest: the whole body's length, exactly
+// when the answer declared it or ended within httpCountCap, otherwise at
+// least that many bytes (exact false).
+func readAnswer(resp *http.Response) (body []byte, total int64, exact bool) {
+	body, _ = io.ReadAll(io.LimitReader(resp.Body, httpOutputCap+1))
+	if len(body) <= httpOutputCap {
+		return body, int64(len(body)), true
+	}
+	if resp.ContentLength >= 0 {
+		return body, resp.ContentLength, true
+	}
+	rest, err := io.Copy(io.Discard, io.LimitReader(resp.Body, httpCountCap))
+	return body, int64(len(body)) + rest, err == nil && rest < httpCountCap
+}
+
+// answerOutput is what the model reads of an answer: head (the status
+// line and any Location) and the body, cut at the output cap with a mark
+// that counts the bytes of the whole answer not shown.
+func answerOutput(head string, body []byte, total int64, exact bool) (string, bool) {
+	s := head + string(body)
+	whole := int64(len(head)) + total
+	if whole <= httpOutputCap {
+		return s, false
+	}
+	out := capKnown(s, httpOutputCap, whole)
+	if !exact {
+		out = strings.Replace(out, "\n[output cut: ", "\n[output cut: at least ", 1)
+	}
+	return out, true
+}
 
 // Precheck implements Prechecker: a URL the case does not allow is refused
 // before the call is intended.
@@ -128,20 +169,21 @@ func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 			Message: fmt.Sprintf("POST %s: %s after the request was sent: it may or may not have taken effect", a.URL, lostAnswer(ctx, err))}}
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
-	out := fmt.Sprintf("HTTP %d\n%s", resp.StatusCode, body)
+	body, total, exact := readAnswer(resp)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return redirected(a.URL, resp, body, total, exact)
+	}
+	out, cut := answerOutput(fmt.Sprintf("HTTP %d\n", resp.StatusCode), body, total, exact)
 	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return redirected(a.URL, resp, body)
 	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported:
 		// The sink failed while handling the request: it may have done part
 		// or all of it.
-		return Result{Output: out, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
+		return Result{Output: out, Truncated: cut, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
 			Message: fmt.Sprintf("POST %s: the endpoint failed (%s): it may or may not have taken effect", a.URL, resp.Status)}}
 	case resp.StatusCode >= 400:
-		return Result{Output: out, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPStatus, Message: resp.Status}}
+		return Result{Output: out, Truncated: cut, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPStatus, Message: resp.Status}}
 	}
-	return Result{Output: out, Outcome: events.OutcomeApplied}
+	return Result{Output: out, Truncated: cut, Outcome: events.OutcomeApplied}
 }
 
 // redirected settles a call the endpoint answered with a redirect, which
@@ -150,15 +192,15 @@ func (HTTPCall) Run(ctx context.Context, env Env, raw json.RawMessage) Result {
 // act on it: not applied. Any other 3xx (302 and 303 above all, which
 // servers send after acting on a POST to point at its result) may follow
 // an effect: unknown, for the runner to reconcile.
-func redirected(url string, resp *http.Response, body []byte) Result {
+func redirected(url string, resp *http.Response, body []byte, total int64, exact bool) Result {
 	loc := resp.Header.Get("Location")
-	out := fmt.Sprintf("HTTP %d\nLocation: %s\n%s", resp.StatusCode, loc, body)
+	out, cut := answerOutput(fmt.Sprintf("HTTP %d\nLocation: %s\n", resp.StatusCode, loc), body, total, exact)
 	switch resp.StatusCode {
 	case http.StatusMultipleChoices, http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		return Result{Output: out, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPRedirect,
+		return Result{Output: out, Truncated: cut, Outcome: events.OutcomeNotApplied, Err: &events.ToolError{Code: CodeHTTPRedirect,
 			Message: fmt.Sprintf("POST %s: the endpoint answered %s to %q without acting on it; redirects are not followed", url, resp.Status, loc)}}
 	}
-	return Result{Output: out, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
+	return Result{Output: out, Truncated: cut, Outcome: events.OutcomeUnknown, Err: &events.ToolError{Code: CodeOutcomeUnknown,
 		Message: fmt.Sprintf("POST %s: the endpoint answered %s to %q, which may follow an effect; redirects are not followed: it may or may not have taken effect", url, resp.Status, loc)}}
 }
 

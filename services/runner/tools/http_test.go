@@ -152,3 +152,46 @@ func TestHTTPCallIPv6LiteralInAnySpelling(t *testing.T) {
 		t.Fatalf("the server got %d requests, want 1", n)
 	}
 }
+
+// An answer longer than the output cap is cut, and the mark counts the
+// bytes of the answer not shown: all of them, not only those of the part
+// the call read (a 200,000-byte answer once read "4105 more bytes").
+// Answers with and without a Content-Length are counted alike.
+func TestHTTPCallCutCountsTheWholeAnswer(t *testing.T) {
+	const size = 200000
+	for _, chunked := range []bool{false, true} {
+		s := newSink(t, "tcp", "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+			if !chunked {
+				w.Header().Set("Content-Length", strconv.Itoa(size))
+			}
+			for range size / 1000 {
+				_, _ = io.WriteString(w, strings.Repeat("x", 1000))
+				if chunked {
+					w.(http.Flusher).Flush()
+				}
+			}
+		})
+		env := httpEnv(t, s.URL+"/")
+		reg, err := NewRegistry([]string{"http_call"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, args, bad := reg.Check("http_call", `{"url":"`+s.URL+`/big","body":"{}"}`)
+		if bad != nil {
+			t.Fatalf("check: %+v", bad)
+		}
+		res := reg.Run(context.Background(), env, tool, args)
+		if !res.Truncated || res.Err != nil || res.Outcome != events.OutcomeApplied {
+			t.Fatalf("chunked %v: truncated %v, err %+v, outcome %q", chunked, res.Truncated, res.Err, res.Outcome)
+		}
+		shown, mark, ok := strings.Cut(res.Output, "\n[output cut: ")
+		if !ok {
+			t.Fatalf("chunked %v: no cut mark: %.100q", chunked, res.Output)
+		}
+		body := strings.TrimPrefix(shown, "HTTP 200\n")
+		want := "" + strconv.Itoa(size-len(body)) + " more bytes not shown]"
+		if mark != want {
+			t.Errorf("chunked %v: the mark says %q, want %q (%d of the answer's %d bytes shown)", chunked, mark, want, len(body), size)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 // (-calls), can leave a child process behind (-child), can kill the runner
 // right after an effect (-kill-parent-after-publish), and offers:
 //
-//   - echo: succeeds, echoing its text
+//   - echo: succeeds, echoing its text; the text "crash" makes the server
+//     exit at once (status 3), saying so on its standard error
 //   - add: integer arguments under a strict input schema
 //   - fail: always answers with an error result (isError)
 //   - publish: an effect outside the workspace (appends to -sink) that
@@ -62,6 +63,10 @@ func main() {
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo a text.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}`)},
 		handle(record, func(_ context.Context, _ *mcp.CallToolRequest, a struct{ Text string }) (*mcp.CallToolResult, error) {
+			if a.Text == "crash" {
+				fmt.Fprintln(os.Stderr, "mcpserver: asked to crash")
+				os.Exit(3)
+			}
 			return text("echo: "+a.Text, false), nil
 		}))
 	s.AddTool(&mcp.Tool{Name: "add", Description: "Add two integers.", Annotations: readOnly,
