@@ -216,6 +216,34 @@ func (f *fleet) watch(ctx context.Context, suite string, fn func(events.Fact)) {
 	f.t.Cleanup(cc.Stop)
 }
 
+// explainDiff logs, when a suite's report differs from the reference,
+// every fact of each attempt that differs, read back as the ops role: a
+// fleet that decided otherwise than one process shows how.
+func (f *fleet) explainDiff(ctx context.Context, suite, got, want string) {
+	f.t.Helper()
+	var g, w struct {
+		Attempts []map[string]any `json:"attempts"`
+	}
+	if json.Unmarshal([]byte(got), &g) != nil || json.Unmarshal([]byte(want), &w) != nil {
+		return
+	}
+	byRun := map[string]string{}
+	for _, a := range w.Attempts {
+		b, _ := json.Marshal(a)
+		byRun[fmt.Sprint(a["run"])] = string(b)
+	}
+	for _, a := range g.Attempts {
+		b, _ := json.Marshal(a)
+		run := fmt.Sprint(a["run"])
+		if byRun[run] == string(b) {
+			continue
+		}
+		out, err := sh(ctx, nil, hostFactline(f.t), "tail", "fact."+suite+"."+run+".>", "--since", "start", "--no-follow",
+			"--nats", f.urls(), "--replicas", "3", "--user", "ops", "--password-file", filepath.Join(f.secrets, "ops"))
+		f.t.Logf("attempt %s differs; its facts (%v):\n%s", run, err, out)
+	}
+}
+
 // promQuery asks Prometheus's HTTP API and decodes its data.
 func (f *fleet) prom(ctx context.Context, path string, data any) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://127.0.0.1:%d%s", f.promPort, path), nil)
@@ -329,6 +357,7 @@ func TestDeployComposeFleetFinishesASuiteThroughFaults(t *testing.T) {
 		t.Fatal("the suite ended before the faults were injected")
 	}
 	if got := normalise(t, res.report, "deploy-compose"); got != want {
+		f.explainDiff(ctx, "deploy-compose", got, want)
 		t.Fatalf("the fleet's report differs from one process's:\n fleet  %s\n single %s", got, want)
 	}
 

@@ -116,6 +116,7 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 		t.Fatalf("run through the pods: %v\n%s", res.err, res.stderr)
 	}
 	if got := normalise(t, res.report, "deploy-kube"); got != want {
+		f.explainDiff(ctx, "deploy-kube", got, want)
 		t.Fatalf("the pods' report differs from one process's:\n pods   %s\n single %s", got, want)
 	}
 }
