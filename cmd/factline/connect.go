@@ -39,6 +39,11 @@ type credentials struct {
 	// quoted is set by options when the password read starts and ends
 	// with a quote, for the refusal's hint (never the password itself).
 	quoted bool
+	// padded is set by options when the password read starts or ends
+	// with a space or tab, and pwFrom says where it was read, for the
+	// refusal's hint.
+	padded bool
+	pwFrom string
 }
 
 func (c *credentials) flags(fs *pflag.FlagSet) {
@@ -106,6 +111,7 @@ func (c *credentials) options() ([]nats.Option, error) {
 			return nil, err
 		}
 		c.quoted = len(pw) >= 2 && (pw[0] == '"' || pw[0] == '\'') && pw[len(pw)-1] == pw[0]
+		c.padded = strings.TrimLeft(pw, " \t") != pw || strings.TrimRight(pw, " \t") != pw
 		opts = append(opts, nats.UserInfo(c.user, pw))
 	} else if c.password != "" || c.passwordFile != "" {
 		return nil, usageError{"a password needs --user"}
@@ -125,22 +131,32 @@ func (c *credentials) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
+// readPassword returns the password of --password, --password-file or
+// $FACTLINE_NATS_PASSWORD. The line break that ends a file (or a variable
+// filled from one) is no part of it; anything on a further line is a
+// mistake nothing could authenticate with, refused naming the file.
 func (c *credentials) readPassword() (string, error) {
 	switch {
 	case c.password != "":
+		c.pwFrom = "--password"
 		return c.password, nil
 	case c.passwordFile != "":
+		c.pwFrom = "--password-file " + c.passwordFile
 		data, err := os.ReadFile(c.passwordFile)
 		if err != nil {
 			return "", fileError{fmt.Errorf("--password-file: %w", err)}
 		}
 		pw := strings.TrimRight(string(data), "\r\n")
-		if pw == "" {
+		if strings.TrimSpace(pw) == "" {
 			return "", fileError{fmt.Errorf("--password-file %s is empty", c.passwordFile)}
+		}
+		if strings.ContainsAny(pw, "\r\n") {
+			return "", fileError{fmt.Errorf("--password-file %s holds more than one line: it must hold the password alone, on one line", c.passwordFile)}
 		}
 		return pw, nil
 	}
-	if pw := os.Getenv(PasswordEnv); pw != "" {
+	if pw := strings.TrimRight(os.Getenv(PasswordEnv), "\r\n"); pw != "" {
+		c.pwFrom = "$" + PasswordEnv
 		return pw, nil
 	}
 	return "", usageError{fmt.Sprintf("--user %s needs a password: --password-file FILE or $%s", c.user, PasswordEnv)}
@@ -287,6 +303,12 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password given starts and ends with a quote, "+
 					"which the client sends as part of it. The quotes belong in nats-server's variable (FACTLINE_<ROLE>_PASSWORD='\"…\"'), "+
 					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), c.identity(), err, PasswordEnv)
+			}
+			if c.padded {
+				// A blank a file or variable picked up is sent as part of
+				// the password; nothing else would tell it from a wrong one.
+				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password in %s starts or ends with a space or tab, "+
+					"which the client sends as part of it: remove it if the password has none (docs/security.md)", redactURL(rawURL), c.identity(), err, c.pwFrom)
 			}
 			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds? "+
 				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, bus.StoreCredentialFile)
