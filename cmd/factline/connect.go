@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/urlsecret"
 )
 
 // PasswordEnv is the environment variable a NATS password is read from when
@@ -291,7 +292,7 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	if err != nil {
 		err = connectError(err)
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
-			if !c.given() && !urlHasUserinfo(rawURL) {
+			if !c.given() && !urlsecret.HasUserinfo(rawURL) {
 				return nil, nil, fmt.Errorf("connect %s: %w: the server requires a credential. "+
 					"A 'factline serve --store DIR --listen' admits the holder of DIR/%s: add --nkey DIR/%s, or use --store DIR on its machine; "+
 					"for another server, give --user, --nkey or --creds (docs/security.md)", redactURL(rawURL), err, bus.StoreCredentialFile, bus.StoreCredentialFile)
@@ -327,62 +328,10 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	return b, g, nil
 }
 
-// redactURL drops the secret written into a server URL, so that it never
-// reaches a log or an error message: a password (user:password@) and a
-// token (a lone name, token@, which nats.go sends as the token). A part
-// that does not parse keeps no userinfo at all: whatever precedes its
-// host is what the operator typed as the secret.
-func redactURL(raw string) string {
-	var out []string
-	for _, part := range strings.Split(raw, ",") {
-		u, err := url.Parse(strings.TrimSpace(part))
-		if err != nil {
-			out = append(out, redactUnparsed(part))
-			continue
-		}
-		if u.User == nil {
-			out = append(out, part)
-			continue
-		}
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		} else {
-			u.User = url.User("REDACTED")
-		}
-		out = append(out, u.String())
-	}
-	return strings.Join(out, ",")
-}
-
-// redactUnparsed replaces the userinfo of a URL url.Parse refused: from
-// after the scheme to the last '@' before the path.
-func redactUnparsed(part string) string {
-	start := 0
-	if i := strings.Index(part, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	authority := part[start:]
-	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
-		authority = authority[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return part
-	}
-	return part[:start] + "REDACTED" + part[start+at:]
-}
-
-// urlHasUserinfo reports whether any server URL in raw carries a user,
-// password or token of its own, so that a refusal is not blamed on a
-// missing credential.
-func urlHasUserinfo(raw string) bool {
-	for _, part := range strings.Split(raw, ",") {
-		if redactUnparsed(part) != part {
-			return true
-		}
-	}
-	return false
-}
+// redactURL drops the secret written into a server URL (a password or a
+// token, also in a URL that does not parse), so that it never reaches a
+// log or an error message.
+func redactURL(raw string) string { return urlsecret.URL(raw) }
 
 // connectError is nats.Connect's error with the URL it may quote (a
 // *url.Error of a URL that does not parse) redacted.
