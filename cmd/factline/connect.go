@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
@@ -83,16 +84,31 @@ func (c *credentials) identity() string {
 // once, and go nowhere but the connection.
 func (c *credentials) options() ([]nats.Option, error) {
 	var opts []nats.Option
+	// How the flags combine is checked before any file is read: a call
+	// that names two methods is wrong whatever the files hold.
 	methods := 0
+	for _, given := range []bool{c.creds != "", c.nkey != "", c.user != ""} {
+		if given {
+			methods++
+		}
+	}
+	switch {
+	case methods > 1:
+		return nil, usageError{"give one of --creds, --nkey or --user"}
+	case c.password != "" && c.passwordFile != "":
+		return nil, usageError{"give --password or --password-file, not both"}
+	case c.user == "" && (c.password != "" || c.passwordFile != ""):
+		return nil, usageError{"a password needs --user"}
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return nil, usageError{"--tls-cert and --tls-key go together"}
+	}
 	if c.creds != "" {
-		methods++
-		if _, err := os.Stat(c.creds); err != nil {
-			return nil, fileError{fmt.Errorf("--creds: %w", err)}
+		if err := checkCreds(c.creds); err != nil {
+			return nil, err
 		}
 		opts = append(opts, nats.UserCredentials(c.creds))
 	}
 	if c.nkey != "" {
-		methods++
 		if _, err := os.Stat(c.nkey); err != nil {
 			return nil, fileError{fmt.Errorf("--nkey: %w", err)}
 		}
@@ -102,11 +118,7 @@ func (c *credentials) options() ([]nats.Option, error) {
 		}
 		opts = append(opts, o)
 	}
-	if c.password != "" && c.passwordFile != "" {
-		return nil, usageError{"give --password or --password-file, not both"}
-	}
 	if c.user != "" {
-		methods++
 		pw, err := c.readPassword()
 		if err != nil {
 			return nil, err
@@ -114,14 +126,6 @@ func (c *credentials) options() ([]nats.Option, error) {
 		c.quoted = len(pw) >= 2 && (pw[0] == '"' || pw[0] == '\'') && pw[len(pw)-1] == pw[0]
 		c.padded = strings.TrimLeft(pw, " \t") != pw || strings.TrimRight(pw, " \t") != pw
 		opts = append(opts, nats.UserInfo(c.user, pw))
-	} else if c.password != "" || c.passwordFile != "" {
-		return nil, usageError{"a password needs --user"}
-	}
-	if methods > 1 {
-		return nil, usageError{"give one of --creds, --nkey or --user"}
-	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, usageError{"--tls-cert and --tls-key go together"}
 	}
 	if c.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(c.tlsCA))
@@ -130,6 +134,25 @@ func (c *credentials) options() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
 	}
 	return opts, nil
+}
+
+// checkCreds reads a --creds file as the NATS client will at connect,
+// so that one that is no credentials file is named now, as a file error:
+// at connect it was "error signing nonce", and a file holding only the
+// seed was sent the seed as its JWT.
+func checkCreds(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fileError{fmt.Errorf("--creds: %w", err)}
+	}
+	jwt, err := nkeys.ParseDecoratedJWT(data)
+	if err != nil || strings.Count(jwt, ".") != 2 || strings.ContainsAny(jwt, " \t\r\n") {
+		return fileError{fmt.Errorf("--creds %s holds no user JWT: want a NATS credentials file (-----BEGIN NATS USER JWT----- … and its USER NKEY SEED)", path)}
+	}
+	if _, err := nkeys.ParseDecoratedUserNKey(data); err != nil {
+		return fileError{fmt.Errorf("--creds %s holds no user nkey seed (%v): want a NATS credentials file (its NATS USER JWT and -----BEGIN USER NKEY SEED----- …)", path, err)}
+	}
+	return nil
 }
 
 // readPassword returns the password of --password, --password-file or
