@@ -66,6 +66,20 @@ func (c *credentials) given() bool {
 		c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != ""
 }
 
+// identityFlag is the identity flag given (--user, --nkey or --creds),
+// or "" for none.
+func (c *credentials) identityFlag() string {
+	switch {
+	case c.user != "":
+		return "--user"
+	case c.nkey != "":
+		return "--nkey"
+	case c.creds != "":
+		return "--creds"
+	}
+	return ""
+}
+
 // identity names who this process is to the server, for error messages.
 // It never includes a secret.
 func (c *credentials) identity() string {
@@ -305,6 +319,13 @@ func violationHook(ctx context.Context) func(error) {
 // it. A permission the identity lacks ends the command (through the
 // context's violation hook) with an error naming the subject and identity.
 func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*bus.Bus, *guard, error) {
+	if flag := c.identityFlag(); flag != "" && urlsecret.HasUserinfo(rawURL) {
+		// nats.go sends the URL's userinfo and drops the flag's identity
+		// without a word: the process would run as someone else than its
+		// --user, and its errors would name the wrong one.
+		return nil, nil, usageError{fmt.Sprintf("--nats %s carries its own user or token, which the NATS client would use instead of %s: "+
+			"give the identity once, as %s (docs/security.md)", redactURL(rawURL), flag, flag)}
+	}
 	opts, err := c.options()
 	if err != nil {
 		return nil, nil, err
