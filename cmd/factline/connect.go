@@ -330,7 +330,11 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	g := newGuard(c.identity(), violationHook(ctx))
+	who := c.identity()
+	if c.identityFlag() == "" && urlsecret.HasUserinfo(rawURL) {
+		who = "the URL's user or token"
+	}
+	g := newGuard(who, violationHook(ctx))
 	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1), nats.ErrorHandler(g.handle)}, opts...)
 	nc, err := nats.Connect(rawURL, opts...)
 	if err != nil {
@@ -347,16 +351,16 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 				// password sends the quotes too.
 				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password given starts and ends with a quote, "+
 					"which the client sends as part of it. The quotes belong in nats-server's variable (FACTLINE_<ROLE>_PASSWORD='\"…\"'), "+
-					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), c.identity(), err, PasswordEnv)
+					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), who, err, PasswordEnv)
 			}
 			if c.padded {
 				// A blank a file or variable picked up is sent as part of
 				// the password; nothing else would tell it from a wrong one.
 				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password in %s starts or ends with a space or tab, "+
-					"which the client sends as part of it: remove it if the password has none (docs/security.md)", redactURL(rawURL), c.identity(), err, c.pwFrom)
+					"which the client sends as part of it: remove it if the password has none (docs/security.md)", redactURL(rawURL), who, err, c.pwFrom)
 			}
 			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds? "+
-				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, bus.StoreCredentialFile)
+				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), who, err, bus.StoreCredentialFile)
 		}
 		return nil, nil, fmt.Errorf("connect %s: %w", redactURL(rawURL), err)
 	}
