@@ -43,7 +43,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	}
 	data, err := cases.ReadInput(o.grading, cases.MaxFileBytes, "a grading file")
 	if err != nil {
-		return fmt.Errorf("--grading: %w", err)
+		return fileError{fmt.Errorf("--grading: %w", err)}
 	}
 	// Checked here, before any store is opened, so that a mistake is named
 	// by this file's line and field, not found by the grader at the first
