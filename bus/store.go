@@ -181,7 +181,7 @@ func OpenEmbedded(ctx context.Context, dir string, opts StoreOptions) (*Store, e
 			if err == nil {
 				return s, nil
 			}
-			if errors.Is(err, nats.ErrAuthorization) || ctx.Err() != nil {
+			if errors.Is(err, nats.ErrAuthorization) || errors.As(err, new(*credentialFileError)) || ctx.Err() != nil {
 				return nil, err
 			}
 			lastErr = err // the holder may have just ended: look again

@@ -59,6 +59,15 @@ func storeCredential(dir string, create bool) (path string, seed []byte, made bo
 	return path, seed, true, nil
 }
 
+// credentialFileError is a store's credential file that no retry can
+// use until someone fixes it: other users may read it, or it holds no
+// seed. An attaching open reports it at once instead of waiting for the
+// holder (OpenEmbedded).
+type credentialFileError struct{ err error }
+
+func (e *credentialFileError) Error() string { return e.err.Error() }
+func (e *credentialFileError) Unwrap() error { return e.err }
+
 // readCredential reads a store's credential file, refusing one other
 // users may read: whoever reads it owns the store.
 func readCredential(path string) ([]byte, error) {
@@ -67,7 +76,7 @@ func readCredential(path string) ([]byte, error) {
 		return nil, err
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("the store's credential %s may be read by other users (mode %04o): run 'chmod 600 %s'", path, perm, path)
+		return nil, &credentialFileError{fmt.Errorf("the store's credential %s may be read by other users (mode %04o): run 'chmod 600 %s'", path, perm, path)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -75,7 +84,7 @@ func readCredential(path string) ([]byte, error) {
 	}
 	seed := bytes.TrimSpace(data)
 	if _, err := ClientAuth(seed); err != nil {
-		return nil, fmt.Errorf("the store's credential %s: %w", path, err)
+		return nil, &credentialFileError{fmt.Errorf("the store's credential %s: %w", path, err)}
 	}
 	return seed, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/factline/factline/internal/urlsecret"
 )
 
 // StoreLockFile is the file of a store directory that the one process
@@ -46,7 +48,9 @@ func lockStore(dir string) (*storeLock, error) {
 		}
 		return nil, fmt.Errorf("store %s: lock %s: %w", dir, path, err)
 	}
-	note := fmt.Sprintf("pid %d\ncommand %s\n", os.Getpid(), strings.Join(os.Args, " "))
+	// The note outlives this process and is quoted by others: a secret
+	// the command line carries (a URL's password, --password) is masked.
+	note := fmt.Sprintf("pid %d\ncommand %s\n", os.Getpid(), strings.Join(urlsecret.Args(os.Args), " "))
 	if err := f.Truncate(0); err == nil {
 		_, err = f.WriteAt([]byte(note), 0)
 	}

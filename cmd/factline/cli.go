@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/version"
 )
 
@@ -158,6 +159,25 @@ func exactArgs(n int, want string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
 			return usageError{fmt.Sprintf("%s (got %d)", want, len(args))}
+		}
+		return nil
+	}
+}
+
+// nameArgs is exactArgs whose first argument names a suite (what "suite")
+// or a run (what "run"): one that can be no subject token is a mistake in
+// the call, refused before a store is opened (or made) to look it up.
+func nameArgs(n int, want, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := exactArgs(n, want)(c, args); err != nil {
+			return err
+		}
+		check := func(tok string) error { return events.ValidateToken("suite", tok) }
+		if what == "run" {
+			check = events.ValidateRunID
+		}
+		if err := check(args[0]); err != nil {
+			return usageError{fmt.Sprintf("%s %q: %v", what, args[0], err)}
 		}
 		return nil
 	}

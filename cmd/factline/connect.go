@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/urlsecret"
 )
 
 // PasswordEnv is the environment variable a NATS password is read from when
@@ -39,6 +41,11 @@ type credentials struct {
 	// quoted is set by options when the password read starts and ends
 	// with a quote, for the refusal's hint (never the password itself).
 	quoted bool
+	// padded is set by options when the password read starts or ends
+	// with a space or tab, and pwFrom says where it was read, for the
+	// refusal's hint.
+	padded bool
+	pwFrom string
 }
 
 func (c *credentials) flags(fs *pflag.FlagSet) {
@@ -59,6 +66,20 @@ func (c *credentials) given() bool {
 		c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != ""
 }
 
+// identityFlag is the identity flag given (--user, --nkey or --creds),
+// or "" for none.
+func (c *credentials) identityFlag() string {
+	switch {
+	case c.user != "":
+		return "--user"
+	case c.nkey != "":
+		return "--nkey"
+	case c.creds != "":
+		return "--creds"
+	}
+	return ""
+}
+
 // identity names who this process is to the server, for error messages.
 // It never includes a secret.
 func (c *credentials) identity() string {
@@ -77,16 +98,31 @@ func (c *credentials) identity() string {
 // once, and go nowhere but the connection.
 func (c *credentials) options() ([]nats.Option, error) {
 	var opts []nats.Option
+	// How the flags combine is checked before any file is read: a call
+	// that names two methods is wrong whatever the files hold.
 	methods := 0
+	for _, given := range []bool{c.creds != "", c.nkey != "", c.user != ""} {
+		if given {
+			methods++
+		}
+	}
+	switch {
+	case methods > 1:
+		return nil, usageError{"give one of --creds, --nkey or --user"}
+	case c.password != "" && c.passwordFile != "":
+		return nil, usageError{"give --password or --password-file, not both"}
+	case c.user == "" && (c.password != "" || c.passwordFile != ""):
+		return nil, usageError{"a password needs --user"}
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return nil, usageError{"--tls-cert and --tls-key go together"}
+	}
 	if c.creds != "" {
-		methods++
-		if _, err := os.Stat(c.creds); err != nil {
-			return nil, fileError{fmt.Errorf("--creds: %w", err)}
+		if err := checkCreds(c.creds); err != nil {
+			return nil, err
 		}
 		opts = append(opts, nats.UserCredentials(c.creds))
 	}
 	if c.nkey != "" {
-		methods++
 		if _, err := os.Stat(c.nkey); err != nil {
 			return nil, fileError{fmt.Errorf("--nkey: %w", err)}
 		}
@@ -96,25 +132,14 @@ func (c *credentials) options() ([]nats.Option, error) {
 		}
 		opts = append(opts, o)
 	}
-	if c.password != "" && c.passwordFile != "" {
-		return nil, usageError{"give --password or --password-file, not both"}
-	}
 	if c.user != "" {
-		methods++
 		pw, err := c.readPassword()
 		if err != nil {
 			return nil, err
 		}
 		c.quoted = len(pw) >= 2 && (pw[0] == '"' || pw[0] == '\'') && pw[len(pw)-1] == pw[0]
+		c.padded = strings.TrimLeft(pw, " \t") != pw || strings.TrimRight(pw, " \t") != pw
 		opts = append(opts, nats.UserInfo(c.user, pw))
-	} else if c.password != "" || c.passwordFile != "" {
-		return nil, usageError{"a password needs --user"}
-	}
-	if methods > 1 {
-		return nil, usageError{"give one of --creds, --nkey or --user"}
-	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, usageError{"--tls-cert and --tls-key go together"}
 	}
 	if c.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(c.tlsCA))
@@ -125,22 +150,51 @@ func (c *credentials) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
+// checkCreds reads a --creds file as the NATS client will at connect,
+// so that one that is no credentials file is named now, as a file error:
+// at connect it was "error signing nonce", and a file holding only the
+// seed was sent the seed as its JWT.
+func checkCreds(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fileError{fmt.Errorf("--creds: %w", err)}
+	}
+	jwt, err := nkeys.ParseDecoratedJWT(data)
+	if err != nil || strings.Count(jwt, ".") != 2 || strings.ContainsAny(jwt, " \t\r\n") {
+		return fileError{fmt.Errorf("--creds %s holds no user JWT: want a NATS credentials file (-----BEGIN NATS USER JWT----- … and its USER NKEY SEED)", path)}
+	}
+	if _, err := nkeys.ParseDecoratedUserNKey(data); err != nil {
+		return fileError{fmt.Errorf("--creds %s holds no user nkey seed (%v): want a NATS credentials file (its NATS USER JWT and -----BEGIN USER NKEY SEED----- …)", path, err)}
+	}
+	return nil
+}
+
+// readPassword returns the password of --password, --password-file or
+// $FACTLINE_NATS_PASSWORD. The line break that ends a file (or a variable
+// filled from one) is no part of it; anything on a further line is a
+// mistake nothing could authenticate with, refused naming the file.
 func (c *credentials) readPassword() (string, error) {
 	switch {
 	case c.password != "":
+		c.pwFrom = "--password"
 		return c.password, nil
 	case c.passwordFile != "":
+		c.pwFrom = "--password-file " + c.passwordFile
 		data, err := os.ReadFile(c.passwordFile)
 		if err != nil {
 			return "", fileError{fmt.Errorf("--password-file: %w", err)}
 		}
 		pw := strings.TrimRight(string(data), "\r\n")
-		if pw == "" {
+		if strings.TrimSpace(pw) == "" {
 			return "", fileError{fmt.Errorf("--password-file %s is empty", c.passwordFile)}
+		}
+		if strings.ContainsAny(pw, "\r\n") {
+			return "", fileError{fmt.Errorf("--password-file %s holds more than one line: it must hold the password alone, on one line", c.passwordFile)}
 		}
 		return pw, nil
 	}
-	if pw := os.Getenv(PasswordEnv); pw != "" {
+	if pw := strings.TrimRight(os.Getenv(PasswordEnv), "\r\n"); pw != "" {
+		c.pwFrom = "$" + PasswordEnv
 		return pw, nil
 	}
 	return "", usageError{fmt.Sprintf("--user %s needs a password: --password-file FILE or $%s", c.user, PasswordEnv)}
@@ -265,12 +319,19 @@ func violationHook(ctx context.Context) func(error) {
 // it. A permission the identity lacks ends the command (through the
 // context's violation hook) with an error naming the subject and identity.
 func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*bus.Bus, *guard, error) {
+	if flag := c.identityFlag(); flag != "" && urlsecret.HasUserinfo(rawURL) {
+		// nats.go sends the URL's userinfo and drops the flag's identity
+		// without a word: the process would run as someone else than its
+		// --user, and its errors would name the wrong one.
+		return nil, nil, usageError{fmt.Sprintf("--nats %s carries its own user or token, which the NATS client would use instead of %s: "+
+			"give the identity once, as %s (docs/security.md)", redactURL(rawURL), flag, flag)}
+	}
 	opts, err := c.options()
 	if err != nil {
 		return nil, nil, err
 	}
 	who, inURL := c.identity(), ""
-	if c.creds == "" && c.nkey == "" && c.user == "" {
+	if c.identityFlag() == "" {
 		// nats.go sends what the URL carries when no flag gives a
 		// credential (TLS flags give none); errors must say whose it was.
 		if inURL = urlIdentity(rawURL); inURL != "" {
@@ -281,6 +342,7 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 	opts = append([]nats.Option{nats.Name("factline"), nats.MaxReconnects(-1), nats.ErrorHandler(g.handle)}, opts...)
 	nc, err := nats.Connect(rawURL, opts...)
 	if err != nil {
+		err = connectError(err)
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			if inURL != "" {
 				return nil, nil, fmt.Errorf("connect %s as %s: %w: the server refused the credential written into the URL. "+
@@ -298,10 +360,16 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 				// password sends the quotes too.
 				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password given starts and ends with a quote, "+
 					"which the client sends as part of it. The quotes belong in nats-server's variable (FACTLINE_<ROLE>_PASSWORD='\"…\"'), "+
-					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), c.identity(), err, PasswordEnv)
+					"not in --password-file or $%s: give the password without them (docs/security.md)", redactURL(rawURL), who, err, PasswordEnv)
+			}
+			if c.padded {
+				// A blank a file or variable picked up is sent as part of
+				// the password; nothing else would tell it from a wrong one.
+				return nil, nil, fmt.Errorf("connect %s as %s: %w: the password in %s starts or ends with a space or tab, "+
+					"which the client sends as part of it: remove it if the password has none (docs/security.md)", redactURL(rawURL), who, err, c.pwFrom)
 			}
 			return nil, nil, fmt.Errorf("connect %s as %s: %w (wrong user, password, nkey or creds? "+
-				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), c.identity(), err, bus.StoreCredentialFile)
+				"A 'factline serve --store DIR --listen' admits only the nkey in DIR/%s)", redactURL(rawURL), who, err, bus.StoreCredentialFile)
 		}
 		return nil, nil, fmt.Errorf("connect %s: %w", redactURL(rawURL), err)
 	}
@@ -323,7 +391,13 @@ func dial(ctx context.Context, rawURL string, c *credentials, cfg bus.Config) (*
 func urlIdentity(raw string) string {
 	for _, part := range strings.Split(raw, ",") {
 		u, err := url.Parse(strings.TrimSpace(part))
-		if err != nil || u.User == nil {
+		if err != nil {
+			if urlsecret.HasUserinfo(part) {
+				return "the user or token in the URL"
+			}
+			continue
+		}
+		if u.User == nil {
 			continue
 		}
 		if _, has := u.User.Password(); has {
@@ -334,20 +408,17 @@ func urlIdentity(raw string) string {
 	return ""
 }
 
-// redactURL drops a password written into a server URL, so that it never
-// reaches a log or an error message.
-func redactURL(raw string) string {
-	var out []string
-	for _, part := range strings.Split(raw, ",") {
-		u, err := url.Parse(strings.TrimSpace(part))
-		if err != nil || u.User == nil {
-			out = append(out, part)
-			continue
-		}
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		}
-		out = append(out, u.String())
+// redactURL drops the secret written into a server URL (a password or a
+// token, also in a URL that does not parse), so that it never reaches a
+// log or an error message.
+func redactURL(raw string) string { return urlsecret.URL(raw) }
+
+// connectError is nats.Connect's error with the URL it may quote (a
+// *url.Error of a URL that does not parse) redacted.
+func connectError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL)
 	}
-	return strings.Join(out, ",")
+	return err
 }

@@ -75,7 +75,7 @@ func TestCredentialFlags(t *testing.T) {
 func TestRedactURL(t *testing.T) {
 	t.Parallel()
 	got := redactURL("nats://runner:s3cret@127.0.0.1:4222, nats://127.0.0.1:4223,tls://token@h:1")
-	if strings.Contains(got, "s3cret") || !strings.Contains(got, "runner:REDACTED@127.0.0.1:4222") || !strings.Contains(got, "tls://token@h:1") {
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "runner:REDACTED@127.0.0.1:4222") || !strings.Contains(got, "tls://REDACTED@h:1") || strings.Contains(got, "token") {
 		t.Fatalf("redactURL = %q", got)
 	}
 }

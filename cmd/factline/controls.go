@@ -51,7 +51,7 @@ func newControlCmd(s controlSpec) *cobra.Command {
 		want += "s"
 	}
 	c := newCommand(string(s.sig), nil)
-	c.Args = exactArgs(s.n, fmt.Sprintf("%s: factline %s", want, c.Use))
+	c.Args = nameArgs(s.n, fmt.Sprintf("%s: factline %s", want, c.Use), "run")
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, _ io.Writer) error {
 		ctl := events.Control{ID: events.NewID().String(), Signal: s.sig, Reason: reason, From: from}
 		// The signal's own arguments are checked here, named as the

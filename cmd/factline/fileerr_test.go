@@ -28,6 +28,8 @@ func TestAFileErrorNamesTheFileWithoutAHelpHint(t *testing.T) {
 		{[]string{"tail", "--nats", "nats://127.0.0.1:1", "--creds", missing}, "missing.yaml"},
 		{[]string{"tail", "--nats", "nats://127.0.0.1:1", "--nkey", missing}, "missing.yaml"},
 		{[]string{"tail", "--nats", "nats://127.0.0.1:1", "--user", "u", "--password-file", missing}, "missing.yaml"},
+		{[]string{"regrade", "s1", "--grading", missing, "--store", t.TempDir()}, "missing.yaml"},
+		{[]string{"tail", "--nats", "nats://127.0.0.1:1", "--creds", dir}, dir},
 	} {
 		code, out, errOut := runCLI(t, c.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {

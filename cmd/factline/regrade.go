@@ -21,7 +21,7 @@ import (
 // appending new grade revisions (docs/grading.md#regrading).
 func newRegradeCmd() *cobra.Command {
 	var o regradeFlags
-	c := newCommand("regrade", exactArgs(1, "name one suite: factline regrade SUITE --grading FILE"))
+	c := newCommand("regrade", nameArgs(1, "name one suite: factline regrade SUITE --grading FILE", "suite"))
 	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringVar(&o.grading, "grading", "", "a grading section (instruments: …) whose instruments replace the case's of the same id")
 	fs.StringArrayVar(&o.runs, "run", nil, "only this run (repeat for several; default: every ended run of the suite)")
@@ -43,7 +43,7 @@ func (o *regradeFlags) run(ctx context.Context, suite string, out, errOut io.Wri
 	}
 	data, err := cases.ReadInput(o.grading, cases.MaxFileBytes, "a grading file")
 	if err != nil {
-		return fmt.Errorf("--grading: %w", err)
+		return fileError{fmt.Errorf("--grading: %w", err)}
 	}
 	// Checked here, before any store is opened, so that a mistake is named
 	// by this file's line and field, not found by the grader at the first

@@ -69,7 +69,7 @@ func TestRegradeRefusesWhatItCannotDo(t *testing.T) {
 	}{
 		{[]string{"regrade", "tiny", "--store", dir}, 2, "--grading FILE is required"},
 		{[]string{"regrade", "tiny", "--grading", grading, "--instrument", "lint", "--store", dir}, 2, "--instrument lint"},
-		{[]string{"regrade", "tiny", "--grading", filepath.Join(dir, "none.yaml"), "--store", dir}, 1, "--grading"},
+		{[]string{"regrade", "tiny", "--grading", filepath.Join(dir, "none.yaml"), "--store", dir}, 2, "--grading"},
 		{[]string{"regrade", "--grading", grading}, 2, "name one suite"},
 	} {
 		code, _, errOut := runCLI(t, c.args...)

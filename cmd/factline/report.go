@@ -18,7 +18,7 @@ func newReportCmd() *cobra.Command {
 	var asJSON, asCSV, asSVG bool
 	var by string
 	var wide bool
-	c := newCommand("report", exactArgs(1, "name one suite: factline report SUITE"))
+	c := newCommand("report", nameArgs(1, "name one suite: factline report SUITE", "suite"))
 	fs := onTarget(c, &t, oneArg(func(ctx context.Context, suite string, out, errOut io.Writer) error {
 		if n := countTrue(asJSON, asCSV, asSVG); n > 1 {
 			return usageError{"give one of --json, --csv and --svg: the report is written in one format"}

@@ -18,7 +18,7 @@ import (
 // errors (docs/report.md#retries).
 func newRetryCmd() *cobra.Command {
 	var o retryFlags
-	c := newCommand("retry", exactArgs(1, "name one suite: factline retry SUITE"))
+	c := newCommand("retry", nameArgs(1, "name one suite: factline retry SUITE", "suite"))
 	fs := onTarget(c, &o.t, oneArg(o.run))
 	fs.StringArrayVar(&o.runs, "run", nil, "only the attempt this run belongs to (repeat for several; default: every attempt that ended errored)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --store: how long to wait for the retries to be graded")

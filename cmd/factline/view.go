@@ -66,7 +66,7 @@ func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) 
 		cfg.Bus = b
 		source = "--store " + t.store
 		if t.url != "" {
-			source = "--nats " + t.url
+			source = "--nats " + redactURL(t.url)
 		}
 	}
 	s, err := view.New(cfg)
