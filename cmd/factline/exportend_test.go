@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// An export copied short, cut exactly between two entries, is refused by
+// 'factline import' (exit 2, the store left empty) and by 'replay --file'
+// (exit 1, nothing printed), each naming the file and the entry it ends
+// after. It used to read as a whole, shorter log.
+func TestAnExportCutBetweenEntriesIsRefusedByImportAndReplay(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("demo: %d %s", code, errOut)
+	}
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "demo.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the header and the first 10 entries end.
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
+	for range 11 {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := filepath.Join(dir, "cut.flx")
+	if err := os.WriteFile(cut, data[:len(data)-r.Len()], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "the export ends after entry 10 without its end marker: the file was cut"
+	fresh := filepath.Join(dir, "copy")
+	code, out, errOut := runCLI(t, "import", "--store", fresh, "--fsync", "interval", cut)
+	if code != 2 || !strings.Contains(errOut, want) || !strings.Contains(errOut, cut) || !strings.Contains(errOut, "nothing was imported") {
+		t.Errorf("import of an export cut after entry 10: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "replay", "runs", "--file", cut, "--json")
+	if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, cut) || out != "" {
+		t.Errorf("replay --file of an export cut after entry 10: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "import", "--store", fresh, "--fsync", "interval", whole); code != 0 || !strings.Contains(out, "imported 15 messages") {
+		t.Fatalf("the whole export into the same store: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// A version 1 export, written before exports had an end marker, still
+// imports and replays; import warns that a cut between its entries could
+// not be told from its end.
+func TestAVersion1ExportStillImportsWithAWarning(t *testing.T) {
+	t.Parallel()
+	golden := filepath.Join("..", "..", "bus", "testdata", "export-v1.flx")
+	code, out, errOut := runCLI(t, "import", "--store", t.TempDir(), "--fsync", "interval", golden)
+	if code != 0 || !strings.Contains(out, "imported 5 messages") {
+		t.Fatalf("import of a version 1 export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "version 1 export") || !strings.Contains(errOut, "cannot be told from its end") {
+		t.Errorf("import of a version 1 export does not warn that a cut cannot be seen:\nstderr: %s", errOut)
+	}
+	code, out, errOut = runCLI(t, "replay", "runs", "--file", golden, "--json")
+	if code != 0 || !strings.Contains(out, "golden") {
+		t.Errorf("replay --file of a version 1 export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
