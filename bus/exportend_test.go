@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,5 +172,50 @@ func TestAVersion1ExportStillImports(t *testing.T) {
 	log, err := b.LoadRun(ctx, "golden", "r1")
 	if err != nil || len(log.Records) != 3 {
 		t.Fatalf("run golden/r1 after the import: %d facts, %v; want 3", len(log.Records), err)
+	}
+}
+
+// docs/readfact.js, the foreign reader, reads what Export writes (its
+// digest agrees with Go's) and the version 1 golden file, and refuses a
+// copy of the first cut between two entries.
+func TestTheForeignNodeReaderReadsWhatExportWrites(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed (scripts/test-deps installs it with npm): %v", err)
+	}
+	whole, ends := sixFactExport(t)
+	dir := t.TempDir()
+	v2, cut := filepath.Join(dir, "v2.flx"), filepath.Join(dir, "cut.flx")
+	if err := os.WriteFile(v2, whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, whole[:ends[4]], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file  string
+		code  int
+		lines int
+		want  string
+	}{
+		{v2, 0, 6, ""},
+		{filepath.Join("testdata", "export-v1.flx"), 0, 5, ""},
+		{cut, 1, 0, "the export ends after entry 4 without its end marker"},
+	} {
+		var out, errOut bytes.Buffer
+		cmd := exec.Command(node, "../docs/readfact.js", c.file)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		code := 0
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		lines := strings.Count(out.String(), "\n")
+		if code != c.code || lines != c.lines || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("node readfact.js %s: exit %d, %d lines; want %d, %d lines and %q\n%s", c.file, code, lines, c.code, c.lines, c.want, errOut.String())
+		}
 	}
 }
