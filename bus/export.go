@@ -26,12 +26,15 @@ const (
 	ExportVersion = 2
 )
 
+// exportHeader's and exportItem's times are pointers because the msgpack
+// decoder panics decoding nil into a time.Time: a damaged file must be
+// refused, not crash its reader.
 type exportHeader struct {
-	Format  string    `msgpack:"format"`
-	Version int       `msgpack:"version"`
-	Stream  string    `msgpack:"stream"`
-	Filter  string    `msgpack:"filter"`
-	Created time.Time `msgpack:"created"`
+	Format  string     `msgpack:"format"`
+	Version int        `msgpack:"version"`
+	Stream  string     `msgpack:"stream"`
+	Filter  string     `msgpack:"filter"`
+	Created *time.Time `msgpack:"created"`
 }
 
 type exportEntry struct {
@@ -57,14 +60,14 @@ type exportTrailer struct {
 // exportItem is a map after the header: an entry, or the trailer when
 // end is true.
 type exportItem struct {
-	Seq     uint64    `msgpack:"seq"`
-	Subject string    `msgpack:"subject"`
-	MsgID   string    `msgpack:"msg_id"`
-	Time    time.Time `msgpack:"time"`
-	Data    []byte    `msgpack:"data"`
-	End     bool      `msgpack:"end"`
-	Entries uint64    `msgpack:"entries"`
-	SHA256  []byte    `msgpack:"sha256"`
+	Seq     uint64     `msgpack:"seq"`
+	Subject string     `msgpack:"subject"`
+	MsgID   string     `msgpack:"msg_id"`
+	Time    *time.Time `msgpack:"time"`
+	Data    []byte     `msgpack:"data"`
+	End     bool       `msgpack:"end"`
+	Entries uint64     `msgpack:"entries"`
+	SHA256  []byte     `msgpack:"sha256"`
 }
 
 // What an ExportError says is wrong with an export file; match them with
@@ -161,7 +164,8 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortRe
 	if filter == "" {
 		filter = "fact.>"
 	}
-	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: time.Now().UTC()}); err != nil {
+	created := time.Now().UTC()
+	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: &created}); err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
 	_, err := b.Read(ctx, opts, func(r Raw) error {
@@ -248,7 +252,11 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 			return fail(i-1, ErrExportBadEntry, nil, "entry %d holds no message (no subject or no data): two exports run together, or an edited file?", i)
 		}
 		sum.Write(raw)
-		if err := fn(Raw{Seq: e.Seq, Subject: e.Subject, MsgID: e.MsgID, Time: e.Time, Data: e.Data}); err != nil {
+		r := Raw{Seq: e.Seq, Subject: e.Subject, MsgID: e.MsgID, Data: e.Data}
+		if e.Time != nil {
+			r.Time = *e.Time
+		}
+		if err := fn(r); err != nil {
 			return h.Version, err
 		}
 	}
