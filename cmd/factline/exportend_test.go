@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -52,6 +55,18 @@ func TestAnExportCutBetweenEntriesIsRefusedByImportAndReplay(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, cut) || out != "" {
 		t.Errorf("replay --file of an export cut after entry 10: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
+	// The other readers of an export file read it through the same
+	// reader, and refuse it with the same words.
+	for _, args := range [][]string{
+		{"trace", "--file", cut, "--otlp-endpoint", "http://127.0.0.1:1"},
+		{"view", "--file", cut},
+		{"compare", "demo@" + cut, "demo@" + whole},
+	} {
+		code, out, errOut := runCLI(t, args...)
+		if code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, cut) {
+			t.Errorf("factline %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
 	if code, out, errOut := runCLI(t, "import", "--store", fresh, "--fsync", "interval", whole); code != 0 || !strings.Contains(out, "imported 15 messages") {
 		t.Fatalf("the whole export into the same store: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
@@ -73,5 +88,55 @@ func TestAVersion1ExportStillImportsWithAWarning(t *testing.T) {
 	code, out, errOut = runCLI(t, "replay", "runs", "--file", golden, "--json")
 	if code != 0 || !strings.Contains(out, "golden") {
 		t.Errorf("replay --file of a version 1 export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// 'factline trace --file' sends spans as it reads; of an export that
+// turns out not to be whole it sent the spans of what came before the
+// damage, then failed. It checks the file whole first, so a receiver
+// gets nothing of a cut file: not even a connection.
+func TestTraceOfACutExportSendsNothing(t *testing.T) {
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("demo: %d %s", code, errOut)
+	}
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "demo.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.flx")
+	if err := os.WriteFile(cut, data[:len(data)-100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A receiver that counts who connects and answers nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	defer func(d time.Duration) { exportTimeout = d }(exportTimeout)
+	exportTimeout = 2 * time.Second
+	code, out, errOut := runCLI(t, "trace", "--file", cut, "--otlp-endpoint", "http://"+ln.Addr().String())
+	if code != 1 || !strings.Contains(errOut, "the file ends inside entry 15") || !strings.Contains(errOut, cut) {
+		t.Errorf("trace of a cut export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("trace of a cut export connected %d times to the receiver: it sent what it read before the cut", n)
 	}
 }
