@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"net"
 	"os"
 	"path/filepath"
@@ -139,4 +140,35 @@ func TestTraceOfACutExportSendsNothing(t *testing.T) {
 	if n := conns.Load(); n != 0 {
 		t.Errorf("trace of a cut export connected %d times to the receiver: it sent what it read before the cut", n)
 	}
+}
+
+// resealExport rewrites the end marker of a version 2 export whose
+// entries were edited in place to the digest of the entries as they are
+// now: what a forger who edits a copy does, since the marker proves a
+// copy whole, not honest (that is the audit's to find).
+func resealExport(t *testing.T, data []byte) {
+	t.Helper()
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
+	var first, last int
+	for i := 0; r.Len() > 0; i++ {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("decode the export's maps: %v", err)
+		}
+		if i == 0 {
+			first = len(data) - r.Len()
+		}
+		if m["end"] == true {
+			// sha256 is the marker's last field: 32 bytes of bin 8.
+			sum := sha256.Sum256(data[first:last])
+			if !bytes.HasSuffix(data[:len(data)-32], []byte("\xa6sha256\xc4\x20")) || r.Len() != 0 {
+				t.Fatal("the end marker does not end with its sha256, last in the file")
+			}
+			copy(data[len(data)-32:], sum[:])
+			return
+		}
+		last = len(data) - r.Len()
+	}
+	t.Fatal("the export has no end marker")
 }
