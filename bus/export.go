@@ -101,6 +101,7 @@ type ExportError struct {
 	Err error
 }
 
+// Error says which file, and what is wrong with it.
 func (e *ExportError) Error() string {
 	s := "read export"
 	if e.File != "" {
@@ -370,8 +371,10 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 }
 
 // CheckExport reads a whole export as Import would, storing nothing: a
-// file cut short, two run together or an entry repeated is an error
-// naming the entry. A command checks a file with it before it opens a
+// file cut short (inside an entry, or a version 2 file without its end
+// marker), an end marker that disagrees with the entries or is followed
+// by more, two files run together or an entry repeated is an error naming
+// the entry. A command checks a file with it before it opens a
 // store to import into. When r can be read again it is left where it was.
 func CheckExport(r io.Reader) error {
 	if _, ok := r.(io.ReadSeeker); !ok {
