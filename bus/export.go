@@ -2,7 +2,9 @@ package bus
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -14,20 +16,25 @@ import (
 )
 
 // An export file is a sequence of msgpack maps: one header, then one entry
-// per stored message in stream order. docs/operations.md documents it.
+// per stored message in stream order, then (version 2) a trailer that
+// says the export ended and what it held. docs/operations.md documents it.
 
 // ExportFormat and ExportVersion identify an export file's header.
+// Version 1 files have no trailer; they are still read.
 const (
 	ExportFormat  = "factline-export"
-	ExportVersion = 1
+	ExportVersion = 2
 )
 
+// exportHeader's and exportItem's times are pointers because the msgpack
+// decoder panics decoding nil into a time.Time: a damaged file must be
+// refused, not crash its reader.
 type exportHeader struct {
-	Format  string    `msgpack:"format"`
-	Version int       `msgpack:"version"`
-	Stream  string    `msgpack:"stream"`
-	Filter  string    `msgpack:"filter"`
-	Created time.Time `msgpack:"created"`
+	Format  string     `msgpack:"format"`
+	Version int        `msgpack:"version"`
+	Stream  string     `msgpack:"stream"`
+	Filter  string     `msgpack:"filter"`
+	Created *time.Time `msgpack:"created"`
 }
 
 type exportEntry struct {
@@ -36,6 +43,84 @@ type exportEntry struct {
 	MsgID   string    `msgpack:"msg_id"`
 	Time    time.Time `msgpack:"time"`
 	Data    []byte    `msgpack:"data"`
+}
+
+// exportTrailer ends a version 2 export. The digest is over the entries'
+// bytes as written rather than over chosen fields: a reader has those
+// bytes without decoding anything, they need no canonical form to agree
+// on, and they cover every field of an entry (its time too, and any a
+// later version adds), so a copy that changed any byte of an entry is
+// caught, not only one that changed a message.
+type exportTrailer struct {
+	End     bool   `msgpack:"end"`
+	Entries uint64 `msgpack:"entries"`
+	SHA256  []byte `msgpack:"sha256"`
+}
+
+// exportItem is a map after the header: an entry, or the trailer when
+// end is true.
+type exportItem struct {
+	Seq     uint64     `msgpack:"seq"`
+	Subject string     `msgpack:"subject"`
+	MsgID   string     `msgpack:"msg_id"`
+	Time    *time.Time `msgpack:"time"`
+	Data    []byte     `msgpack:"data"`
+	End     bool       `msgpack:"end"`
+	Entries uint64     `msgpack:"entries"`
+	SHA256  []byte     `msgpack:"sha256"`
+}
+
+// What an ExportError says is wrong with an export file; match them with
+// errors.Is.
+var (
+	// ErrNotExport: the file does not start with an export header this
+	// reader knows.
+	ErrNotExport = errors.New("not a factline export")
+	// ErrExportCut: the file ends before its end marker, inside an entry
+	// or between two.
+	ErrExportCut = errors.New("the export was cut")
+	// ErrExportBadEnd: the end marker disagrees with the entries before
+	// it, or something follows it.
+	ErrExportBadEnd = errors.New("the export's end marker does not match")
+	// ErrExportBadEntry: an entry holds no message.
+	ErrExportBadEntry = errors.New("an export entry holds no message")
+)
+
+// ExportError is why a reader refused an export file.
+type ExportError struct {
+	// File names the file, when the reader read one with a name.
+	File string
+	// Entries is how many entries were read whole before the problem.
+	Entries int
+	// Kind is one of ErrNotExport, ErrExportCut, ErrExportBadEnd and
+	// ErrExportBadEntry.
+	Kind error
+	// Problem says what is wrong, in words.
+	Problem string
+	// Err is the decoder's error behind it, if any.
+	Err error
+}
+
+// Error says which file, and what is wrong with it.
+func (e *ExportError) Error() string {
+	s := "read export"
+	if e.File != "" {
+		s += " " + e.File
+	}
+	s += ": " + e.Problem
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Kind and the decoder's error, so that errors.Is matches
+// either.
+func (e *ExportError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
 }
 
 // PortResult says what an export or an import carried.
@@ -49,6 +134,10 @@ type PortResult struct {
 	// carried unchanged, since an export is a copy of the log and a
 	// forgery is evidence; every reader of the copy refuses them again.
 	Flagged []BadRecord
+	// Version is the format version of the file written or imported. A
+	// version 1 file has no end marker: a copy of it cut between two
+	// entries imported as a shorter log, and a caller should say so.
+	Version int
 }
 
 // flag records r in res.Flagged when it holds no fact of its subject.
@@ -60,28 +149,36 @@ func (res *PortResult) flag(r Raw) {
 
 // Export writes the selected FACTS messages to w, undecoded, so that an
 // export keeps even messages this version cannot read, and flags those
-// that hold no fact of their subject.
+// that hold no fact of their subject. The end marker is written only
+// after the last message was read, so an export that fails midway leaves
+// a file every reader refuses as cut.
 func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortResult, error) {
-	var res PortResult
+	res := PortResult{Version: ExportVersion}
 	if opts.Follow {
 		return res, errors.New("export: cannot follow; an export ends where the stream ends")
 	}
 	bw := bufio.NewWriter(w)
 	enc := msgpack.NewEncoder(bw)
+	sum := sha256.New()
+	entries := msgpack.NewEncoder(io.MultiWriter(bw, sum))
 	filter := opts.Filter
 	if filter == "" {
 		filter = "fact.>"
 	}
-	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: time.Now().UTC()}); err != nil {
+	created := time.Now().UTC()
+	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: &created}); err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
 	_, err := b.Read(ctx, opts, func(r Raw) error {
 		res.Messages++
 		res.flag(r)
-		return enc.Encode(exportEntry(r))
+		return entries.Encode(exportEntry(r))
 	})
 	if err != nil {
 		return res, fmt.Errorf("export after %d messages: %w", res.Messages, err)
+	}
+	if err := enc.Encode(exportTrailer{End: true, Entries: uint64(res.Messages), SHA256: sum.Sum(nil)}); err != nil {
+		return res, fmt.Errorf("export: the end marker: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
 		return res, fmt.Errorf("export: %w", err)
@@ -90,39 +187,98 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortRe
 }
 
 // ReadExport reads an export file, calling fn for each message in order.
+// A version 2 file is refused (an *ExportError) after the last entry when
+// its end marker is missing, disagrees with the entries, or is followed
+// by anything: fn has then seen entries of a file that is not whole, and
+// a caller should not keep what it made of them. When r has a Name (an
+// *os.File), the error names the file.
 func ReadExport(r io.Reader, fn func(Raw) error) error {
-	dec := msgpack.NewDecoder(bufio.NewReader(r))
+	_, err := readExport(r, fn)
+	return err
+}
+
+// readExport is ReadExport that also returns the file's format version.
+func readExport(r io.Reader, fn func(Raw) error) (int, error) {
+	var name string
+	if n, ok := r.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
+	fail := func(entries int, kind error, err error, problem string, args ...any) (int, error) {
+		return 0, &ExportError{File: name, Entries: entries, Kind: kind, Problem: fmt.Sprintf(problem, args...), Err: err}
+	}
+	br := bufio.NewReader(r)
+	dec := msgpack.NewDecoder(br)
 	var h exportHeader
 	if err := dec.Decode(&h); err != nil {
-		return fmt.Errorf("read export: not a factline export (no header: %w)", err)
+		return fail(0, ErrNotExport, err, "not a factline export (no header)")
 	}
 	if h.Format != ExportFormat {
-		return fmt.Errorf("read export: not a factline export (format %q)", h.Format)
+		return fail(0, ErrNotExport, nil, "not a factline export (format %q)", h.Format)
 	}
 	if h.Version > ExportVersion {
-		return fmt.Errorf("read export: version %d is newer than this reader's %d", h.Version, ExportVersion)
+		return fail(0, ErrNotExport, nil, "version %d is newer than this reader's %d", h.Version, ExportVersion)
 	}
+	sealed := h.Version >= 2
+	sum := sha256.New()
 	for i := 1; ; i++ {
-		var e exportEntry
-		err := dec.Decode(&e)
-		if errors.Is(err, io.EOF) {
-			return nil
+		// The end of the file is looked for between maps, not taken from
+		// the decoder: a map cut after its first byte ends with io.EOF
+		// from it too.
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			if sealed {
+				return fail(i-1, ErrExportCut, nil, "the export ends after entry %d without its end marker: the file was cut", i-1)
+			}
+			return h.Version, nil
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("read export: the file ends inside entry %d (cut short?): %w", i, err)
+		raw, err := dec.DecodeRaw()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fail(i-1, ErrExportCut, err, "the file ends inside entry %d (cut short?)", i)
 		}
 		if err != nil {
-			return fmt.Errorf("read export: entry %d: %w", i, err)
+			return fail(i-1, ErrExportBadEntry, err, "entry %d", i)
+		}
+		var e exportItem
+		if err := msgpack.Unmarshal(raw, &e); err != nil {
+			return fail(i-1, ErrExportBadEntry, err, "entry %d", i)
+		}
+		if e.End && sealed {
+			return h.Version, checkExportEnd(br, sum.Sum(nil), i-1, e, func(kind error, problem string, args ...any) error {
+				_, err := fail(i-1, kind, nil, problem, args...)
+				return err
+			})
 		}
 		if e.Subject == "" || len(e.Data) == 0 {
 			// What a second export's header decodes to: two files run
 			// together, or an entry edited out of shape.
-			return fmt.Errorf("read export: entry %d holds no message (no subject or no data): two exports run together, or an edited file?", i)
+			return fail(i-1, ErrExportBadEntry, nil, "entry %d holds no message (no subject or no data): two exports run together, or an edited file?", i)
 		}
-		if err := fn(Raw(e)); err != nil {
-			return err
+		sum.Write(raw)
+		r := Raw{Seq: e.Seq, Subject: e.Subject, MsgID: e.MsgID, Data: e.Data}
+		if e.Time != nil {
+			r.Time = *e.Time
+		}
+		if err := fn(r); err != nil {
+			return h.Version, err
 		}
 	}
+}
+
+// checkExportEnd checks a version 2 export's end marker, read after n
+// entries whose bytes hash to sum, and that nothing follows it in br.
+func checkExportEnd(br *bufio.Reader, sum []byte, n int, end exportItem, fail func(kind error, problem string, args ...any) error) error {
+	if end.Entries != uint64(n) {
+		return fail(ErrExportBadEnd, "the end marker after entry %d counts %d entries: entries were lost or added", n, end.Entries)
+	}
+	if !bytes.Equal(end.SHA256, sum) {
+		return fail(ErrExportBadEnd, "the end marker's sha256 disagrees with the %d entries before it: an entry was changed", n)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err != nil {
+			return fail(ErrExportBadEnd, "reading past the end marker after entry %d: %v", n, err)
+		}
+		return fail(ErrExportBadEnd, "bytes follow the end marker after entry %d: two exports run together, or a file appended to?", n)
+	}
+	return nil
 }
 
 // Import publishes an export's messages into FACTS in their order, with
@@ -176,7 +332,7 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 		return nil
 	}
 	entry := 0
-	err = ReadExport(r, func(raw Raw) error {
+	res.Version, err = readExport(r, func(raw Raw) error {
 		entry++
 		m := &nats.Msg{Subject: raw.Subject, Data: raw.Data, Header: nats.Header{}}
 		key := runKey(raw.Subject)
@@ -215,8 +371,10 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 }
 
 // CheckExport reads a whole export as Import would, storing nothing: a
-// file cut short, two run together or an entry repeated is an error
-// naming the entry. A command checks a file with it before it opens a
+// file cut short (inside an entry, or a version 2 file without its end
+// marker), an end marker that disagrees with the entries or is followed
+// by more, two files run together or an entry repeated is an error naming
+// the entry. A command checks a file with it before it opens a
 // store to import into. When r can be read again it is left where it was.
 func CheckExport(r io.Reader) error {
 	if _, ok := r.(io.ReadSeeker); !ok {

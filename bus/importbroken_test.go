@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,9 +43,14 @@ func brokenExports(t *testing.T) (whole []byte, broken map[string][]byte) {
 		}
 	}
 	must(enc.Encode(map[string]any{"format": bus.ExportFormat, "version": bus.ExportVersion, "stream": bus.FactsStream, "filter": "fact.>", "created": time.Now()}))
+	headerEnd := repeated.Len()
 	for i, r := range append(raws[:3:3], raws[1], raws[3]) {
 		must(enc.Encode(map[string]any{"seq": uint64(i + 1), "subject": r.Subject, "msg_id": r.MsgID, "time": r.Time, "data": r.Data}))
 	}
+	// Its end marker agrees with it, as an editor's would: the repeat is
+	// all that is wrong with it.
+	sum := sha256.Sum256(repeated.Bytes()[headerEnd:])
+	must(enc.Encode(map[string]any{"end": true, "entries": 5, "sha256": sum[:]}))
 	return whole, map[string][]byte{
 		"cut inside its fifth entry": whole[:len(whole)-len(whole)/4],
 		"two exports concatenated":   append(bytes.Clone(whole), whole...),
@@ -113,7 +119,7 @@ func TestABrokenExportFromAPipeSaysWhatWasStored(t *testing.T) {
 	// was blamed on another writer.
 	b, _ = bustest.Start(t)
 	_, err = b.Import(ctx, struct{ io.Reader }{bytes.NewReader(broken["an entry repeated"])})
-	if err == nil || !strings.Contains(err.Error(), "entry 4 repeats the message ID") || strings.Contains(err.Error(), "another writer") {
+	if err == nil || !strings.Contains(err.Error(), "entry 4 repeats the message ID") || strings.Contains(err.Error(), "another writer") || strings.Contains(err.Error(), "end marker") {
 		t.Errorf("a repeated entry from a pipe: %v", err)
 	}
 }

@@ -16,6 +16,7 @@
 //   node docs/readfact.js --subject fact.s.r.run.claimed msg.bin
 //   node docs/readfact.js demo.flx
 'use strict';
+const crypto = require('crypto');
 const fs = require('fs');
 
 // A minimal MessagePack decoder: every type a fact uses (docs/facts.md,
@@ -223,27 +224,48 @@ function isExport(buf) {
 }
 
 // readExport prints one line per entry of an export; an entry that holds
-// no fact is named and skipped, as factline's own readers skip it.
+// no fact is named and skipped, as factline's own readers skip it. A
+// version 2 export ends with a map whose end is true, that counts the
+// entries and holds the sha256 of their bytes as written; a file without
+// it (cut, even between two entries), with one that disagrees, or with
+// anything after it prints nothing and is an error.
 function readExport(file, buf, print) {
   const at = { p: 0 };
   const h = decode(buf, at);
-  if (h.version > 1) throw new Error('export version ' + h.version + ' is newer than this reader\'s 1');
+  if (h.version > 2) throw new Error('export version ' + h.version + ' is newer than this reader\'s 2');
+  const sealed = h.version >= 2;
+  const sum = crypto.createHash('sha256');
+  const lines = [];
   let ok = true;
+  let ended = false;
+  let n = 0;
   for (let i = 1; at.p < buf.length; i++) {
+    const start = at.p;
     let e;
     try {
       e = decode(buf, at);
     } catch (err) {
       throw new Error('entry ' + i + ': ' + err.message + ' (the file ends inside it: cut short?)');
     }
+    if (sealed && e && e.end === true) {
+      if (Number(e.entries) !== n) throw new Error('the end marker after entry ' + n + ' counts ' + e.entries + ' entries: entries were lost or added');
+      if (!Buffer.isBuffer(e.sha256) || !e.sha256.equals(sum.digest())) throw new Error('the end marker\'s sha256 disagrees with the ' + n + ' entries before it: an entry was changed');
+      if (at.p < buf.length) throw new Error('bytes follow the end marker after entry ' + n + ': two exports run together, or a file appended to?');
+      ended = true;
+      break;
+    }
     if (!e || !Buffer.isBuffer(e.data) || typeof e.subject !== 'string') throw new Error('entry ' + i + ' holds no message (no subject or no data)');
+    sum.update(buf.subarray(start, at.p));
+    n = i;
     try {
-      print({ file, seq: e.seq, subject: e.subject, fact: readFact(e.data, e.subject) });
+      lines.push({ file, seq: e.seq, subject: e.subject, fact: readFact(e.data, e.subject) });
     } catch (err) {
       process.stderr.write('readfact.js: ' + file + ': entry ' + i + ' (seq ' + e.seq + ', ' + e.subject + '): ' + err.message + '\n');
       ok = false;
     }
   }
+  if (sealed && !ended) throw new Error('the export ends after entry ' + n + ' without its end marker: the file was cut');
+  lines.forEach(print);
   return ok;
 }
 

@@ -43,9 +43,10 @@ func loggedFacts(t *testing.T, store, kind string) []loggedFact {
 
 // exportEdited exports a store, makes same-length byte edits inside the
 // encoded fact whose ID is id (each from → to, the first occurrence after
-// the fact's start and before the next fact's), and imports the result into
-// a new store, which it returns: what an outsider with a copy of the log
-// and a hex editor can do.
+// the fact's start and before the next fact's), rewrites the end marker's
+// digest to match, and imports the result into a new store, which it
+// returns: what an outsider with a copy of the log, a hex editor and
+// sha256sum can do.
 func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -84,6 +85,7 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 		}
 		copy(data[start+at:], to)
 	}
+	resealExport(t, data)
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

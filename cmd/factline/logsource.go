@@ -64,6 +64,19 @@ func (s *logSource) checkFile() error {
 	return f.Close()
 }
 
+// checkWhole reads s's export file to its end, as every reader will, and
+// returns what is wrong with it: for a command that acts on what it reads
+// before it has read all of it (trace sends spans as they are made), so
+// that nothing of a cut or edited file leaves the process.
+func (s *logSource) checkWhole(ctx context.Context) error {
+	f, err := os.Open(s.file)
+	if err != nil {
+		return fileError{fmt.Errorf("--file: %w", err)}
+	}
+	defer f.Close()
+	return bus.ReadExport(f, func(bus.Raw) error { return ctx.Err() })
+}
+
 // replay opens s for the replay driver: the export file, or the stream
 // of the store or server read from --from-seq (follow: and on as facts
 // are committed). b is nil for a file; closeSource releases what was

@@ -89,14 +89,14 @@ func newImportCmd() *cobra.Command {
 	var t target
 	c := newCommand("import", exactArgs(1, "give exactly one export FILE to import (- for standard input)"))
 	c.RunE = func(c *cobra.Command, args []string) error {
-		return runImport(c.Context(), &t, args[0], c.InOrStdin(), c.OutOrStdout())
+		return runImport(c.Context(), &t, args[0], c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr())
 	}
 	t.flags(c.Flags())
 	fsyncFlag(c, &t.fsync)
 	return c
 }
 
-func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out io.Writer) error {
+func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out, errOut io.Writer) error {
 	// Standard input is passed as it is: when it is a file, not a pipe,
 	// the import reads it whole before storing any of it.
 	var f io.Reader = stdin
@@ -109,7 +109,8 @@ func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out
 		// Checked before a store is opened for it: a broken file is the
 		// file's mistake, and leaves no new store directory behind.
 		if err := bus.CheckExport(file); err != nil {
-			return fileError{fmt.Errorf("%s: nothing was imported: %w", name, err)}
+			// The error names the file (bus.ExportError).
+			return fileError{fmt.Errorf("nothing was imported: %w", err)}
 		}
 		f = file
 	}
@@ -123,6 +124,9 @@ func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out
 		return err
 	}
 	fmt.Fprintf(out, "imported %d messages from %s\n", res.Messages, name)
+	if res.Version < 2 {
+		fmt.Fprintf(errOut, "warning: %s is a version %d export, which has no end marker: a copy of it cut between two entries cannot be told from its end; check the count against the 'exported N messages' of its export\n", name, res.Version)
+	}
 	printFlagged(out, res.Flagged)
 	return nil
 }

@@ -72,6 +72,13 @@ func (o *traceFlags) run(ctx context.Context, _ []string, out, errOut io.Writer)
 		return err
 	} else if file && o.follow {
 		return usageError{"--follow reads a store or a server: an export file does not grow"}
+	} else if file {
+		// Spans are sent while the file is read, and a file's damage may
+		// show only at its end: read it whole first, so that none of a
+		// file that is not whole is sent.
+		if err := o.src.checkWhole(ctx); err != nil {
+			return err
+		}
 	}
 	src, _, closeSource, err := o.src.replay(ctx, o.follow)
 	if err != nil {
