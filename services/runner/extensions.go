@@ -19,7 +19,7 @@ func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Ent
 		return nil
 	}
 	set, err := extensions.Start(ctx, admitted, extensions.Options{Dir: a.ws.Root(), Environ: environ, LogDir: a.dir,
-		Logger: a.svc.log.With("suite", a.suite, "run", a.run)})
+		Logger: a.svc.log.With("suite", a.suite, "run", a.run), Secrets: a.svc.secrets})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/tools"
 	"github.com/factline/factline/version"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	LogDir string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Secrets are the run's secrets: what a server wrote and the runner
+	// quotes (the end of its stderr) shows none of them, whole or in part.
+	Secrets *secrets.Redactor
 }
 
 // Set is the extension servers of one run. Stop ends them.
@@ -68,6 +72,7 @@ type server struct {
 	cmd     *exec.Cmd
 	session *mcp.ClientSession
 	stderr  *os.File
+	secrets *secrets.Redactor
 	record  events.Extension
 	tools   []tools.Tool
 }
@@ -96,7 +101,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 	if err := Verify(e); err != nil {
 		return nil, err
 	}
-	srv := &server{entry: e}
+	srv := &server{entry: e, secrets: o.Secrets}
 	cmd := exec.Command(e.Command, e.Args...)
 	cmd.Dir = o.Dir
 	cmd.Env = slices.Clone(o.Environ)
@@ -182,10 +187,8 @@ func (s *server) stderrTail() string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
-	if len(b) > 512 {
-		b = b[len(b)-512:]
-	}
-	return "; its stderr ends: " + strings.TrimSpace(string(b))
+	text := tools.Tail(s.secrets.Redact(string(b)), 512, s.secrets.PartialStart)
+	return "; its stderr ends: " + strings.TrimSpace(text)
 }
 
 // kill ends the server's whole process group and closes the session.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -286,4 +287,21 @@ func HoldBackAtCuts(out string, end, start func(string) int) string {
 func atoi(digits string) int64 {
 	n, _ := strconv.ParseInt(digits, 10, 64)
 	return n
+}
+
+// Tail is at most the last n bytes of s, starting on a character, for a
+// message or log line that quotes how some output ends. Cut from its
+// front, it may begin with the end of a secret the cut split, which
+// redaction, looking for whole values, lets through: partialStart (a
+// redactor's PartialStart) says how many bytes that is, and they are left
+// out too.
+func Tail(s string, n int, partialStart func(string) int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for k := 1; k < utf8.UTFMax && s != "" && !utf8.RuneStart(s[0]); k++ {
+		s = s[1:]
+	}
+	return s[partialStart(s):]
 }
