@@ -62,3 +62,23 @@ func TestStderrTailShowsNoPartOfASecret(t *testing.T) {
 		}
 	}
 }
+
+// A server that writes what is not JSON-RPC on its stdout (a log line, a
+// banner) fails to start with a message that says so and quotes the first
+// bytes of it, bounded and with secrets redacted, with how its stderr
+// ends; the decoder's own words ("invalid character 'h' in literal
+// true") were all it said.
+func TestServerWritingNonJSONSaysSo(t *testing.T) {
+	const key = "sk-live-0f3b8c2d9e4a7b61"
+	r := secrets.New(secrets.Secret{Name: "BANNER_KEY", Value: key})
+	err := startScript(t, "chatty", "#!/bin/bash\necho 'starting up' >&2\nk=sk-live-0f3b; echo \"this is the server, key ${k}8c2d9e4a7b61 $(head -c 2000 /dev/zero | tr '\\0' x)\"\nsleep 30\n", r)
+	msg := err.Error()
+	for _, want := range []string{"chatty", "not JSON-RPC", `"this is the server, key [redacted:BANNER_KEY] xxx`, "its stderr ends: starting up"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "sk-live") || strings.Contains(msg, strings.Repeat("x", 400)) {
+		t.Errorf("the error quotes the secret or more than a bounded start: %s", msg)
+	}
+}

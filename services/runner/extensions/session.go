@@ -73,8 +73,10 @@ type server struct {
 	session *mcp.ClientSession
 	stderr  *os.File
 	secrets *secrets.Redactor
-	record  events.Extension
-	tools   []tools.Tool
+	// stdout watches what the server writes for what is no JSON-RPC.
+	stdout *strayWatch
+	record events.Extension
+	tools  []tools.Tool
 }
 
 // Start starts each admitted extension as its own process group, over the
@@ -101,7 +103,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 	if err := Verify(e); err != nil {
 		return nil, err
 	}
-	srv := &server{entry: e, secrets: o.Secrets}
+	srv := &server{entry: e, secrets: o.Secrets, stdout: newStrayWatch()}
 	cmd := exec.Command(e.Command, e.Args...)
 	cmd.Dir = o.Dir
 	cmd.Env = slices.Clone(o.Environ)
@@ -123,9 +125,13 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "factline", Version: version.Current().Version}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.StartTimeout.Std())
 	defer cancel()
-	session, err := client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	session, err := client.Connect(sctx, &stdioTransport{cmd: cmd, out: srv.stdout, grace: time.Second}, nil)
 	if err != nil {
 		srv.kill()
+		if stray := srv.stdout.explain(srv.secrets); stray != "" {
+			// The decoder's error says only which character it choked on.
+			return nil, &StartError{e.Name, fmt.Errorf("start and initialise: %s%s", stray, srv.stderrTail())}
+		}
 		return nil, &StartError{e.Name, fmt.Errorf("start and initialise: %w%s", err, srv.stderrTail())}
 	}
 	srv.session = session
@@ -160,7 +166,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 			o.Logger.Warn("an allowlisted tool is not offered by the server", "extension", e.Name, "tool", c.Name)
 			continue
 		}
-		tool, err := newTool(e.Name, c, t, session, srv.stderrTail)
+		tool, err := newTool(e.Name, c, t, session, srv.explainFailure)
 		if err != nil {
 			srv.kill()
 			return nil, &StartError{e.Name, err}
@@ -189,6 +195,17 @@ func (s *server) stderrTail() string {
 	}
 	text := tools.Tail(s.secrets.Redact(string(b)), 512, s.secrets.PartialStart)
 	return "; its stderr ends: " + strings.TrimSpace(text)
+}
+
+// explainFailure is what the runner knows of why a call failed because
+// the server did: what it wrote on stdout that is no JSON-RPC, and how its
+// standard error ends.
+func (s *server) explainFailure() string {
+	msg := ""
+	if stray := s.stdout.explain(s.secrets); stray != "" {
+		msg = "; " + stray
+	}
+	return msg + s.stderrTail()
 }
 
 // kill ends the server's whole process group and closes the session.

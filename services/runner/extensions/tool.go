@@ -35,8 +35,9 @@ type Tool struct {
 	ext      string // the extension's name
 	contract tools.Contract
 	session  *mcp.ClientSession
-	// stderrTail is how the server's standard error ends ("" when it wrote
-	// none), for a call that failed because the server did.
+	// stderrTail is what is known of why the server failed: what it wrote
+	// on stdout that is no JSON-RPC and how its standard error ends (""
+	// when neither), for a call that failed because the server did.
 	stderrTail func() string
 }
 
