@@ -33,7 +33,12 @@ func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Ent
 	}
 	for _, t := range set.Tools() {
 		if err := a.registry.Add(t); err != nil {
-			return fail(&extensions.StartError{Extension: t.Contract().Name, Err: err})
+			// The extension's name: the error names the tool.
+			ext := t.Contract().Name
+			if et, ok := t.(*extensions.Tool); ok {
+				ext = et.Extension()
+			}
+			return fail(&extensions.StartError{Extension: ext, Err: err})
 		}
 	}
 	claim.Extensions = set.Records()

@@ -65,6 +65,9 @@ func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession, 
 	}}, nil
 }
 
+// Extension is the name of the extension the tool is of.
+func (t *Tool) Extension() string { return t.ext }
+
 // Contract implements tools.Tool.
 func (t *Tool) Contract() tools.Contract { return t.contract }
 

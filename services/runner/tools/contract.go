@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -210,10 +211,44 @@ func compileNew(name string, schema json.RawMessage) (*jsonschema.Schema, error)
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	s, err := c.Compile(url)
+	var invalid *jsonschema.SchemaValidationError
+	if errors.As(err, &invalid) {
+		// The compiler's message is a tree over lines, starting with its
+		// internal URL: the leaves are what is wrong.
+		return nil, fmt.Errorf("tool %s: its inputSchema is not a valid JSON Schema: %s", name, schemaProblems(invalid))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	return s, nil
+}
+
+// schemaProblems is what a schema that fails the metaschema gets wrong,
+// on one line: each innermost failure ("at '/required': got number, want
+// array"), joined by "; ".
+func schemaProblems(e *jsonschema.SchemaValidationError) string {
+	var top *jsonschema.ValidationError
+	if !errors.As(e.Err, &top) {
+		return strings.Join(strings.Fields(e.Err.Error()), " ")
+	}
+	var leaves []string
+	var walk func(v *jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) > 0 {
+			for _, c := range v.Causes {
+				walk(c)
+			}
+			return
+		}
+		leaf := *v
+		msg := leaf.Error()
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		leaves = append(leaves, strings.TrimPrefix(strings.TrimSpace(msg), "- "))
+	}
+	walk(top)
+	return strings.Join(leaves, "; ")
 }
 
 // noLoader refuses every schema a tool's schema refers to outside itself.

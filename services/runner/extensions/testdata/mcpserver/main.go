@@ -11,6 +11,8 @@
 //     annotates itself readOnlyHint
 //   - stall: never answers until the call is cancelled
 //   - secret: a tool no allowlist in the tests lists
+//   - badschema (with -bad-schema): an input schema that is no valid JSON
+//     Schema ("required": 5)
 //
 // Its tools are registered with raw handlers: the server checks nothing,
 // so the tests see exactly what the runner lets through.
@@ -36,6 +38,7 @@ func main() {
 	sink := flag.String("sink", "", "file publish appends its message to")
 	child := flag.String("child", "", "start a long sleep child and write its pid here")
 	killParent := flag.Bool("kill-parent-after-publish", false, "SIGKILL the parent (the runner) once publish took effect: a lost acknowledgement")
+	badSchema := flag.Bool("bad-schema", false, "also offer badschema, whose input schema is invalid")
 	flag.Parse()
 	if *marker != "" {
 		appendLine(*marker, strconv.Itoa(os.Getpid()))
@@ -103,6 +106,13 @@ func main() {
 		handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
 			return text("you should not see this", false), nil
 		}))
+	if *badSchema {
+		s.AddTool(&mcp.Tool{Name: "badschema", Description: "Its schema is broken.",
+			InputSchema: json.RawMessage(`{"type":"object","required":5}`)},
+			handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
+				return text("never called", false), nil
+			}))
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Print(err)
 	}
