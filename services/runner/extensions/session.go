@@ -166,7 +166,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 			o.Logger.Warn("an allowlisted tool is not offered by the server", "extension", e.Name, "tool", c.Name)
 			continue
 		}
-		tool, err := newTool(e.Name, c, t, session, srv.explainFailure)
+		tool, err := newTool(e.Name, c, t, session, srv.stray, srv.stderrTail)
 		if err != nil {
 			srv.kill()
 			return nil, &StartError{e.Name, err}
@@ -197,16 +197,9 @@ func (s *server) stderrTail() string {
 	return "; its stderr ends: " + strings.TrimSpace(text)
 }
 
-// explainFailure is what the runner knows of why a call failed because
-// the server did: what it wrote on stdout that is no JSON-RPC, and how its
-// standard error ends.
-func (s *server) explainFailure() string {
-	msg := ""
-	if stray := s.stdout.explain(s.secrets); stray != "" {
-		msg = "; " + stray
-	}
-	return msg + s.stderrTail()
-}
+// stray is what the server wrote on stdout that is no JSON-RPC, said for
+// an error message ("" when it wrote none).
+func (s *server) stray() string { return s.stdout.explain(s.secrets) }
 
 // kill ends the server's whole process group and closes the session.
 func (s *server) kill() {

@@ -4,7 +4,8 @@
 // right after an effect (-kill-parent-after-publish), and offers:
 //
 //   - echo: succeeds, echoing its text; the text "crash" makes the server
-//     exit at once (status 3), saying so on its standard error
+//     exit at once (status 3), saying so on its standard error; the text
+//     "babble" makes it print a line that is no JSON-RPC on its stdout
 //   - add: integer arguments under a strict input schema
 //   - fail: always answers with an error result (isError)
 //   - publish: an effect outside the workspace (appends to -sink) that
@@ -66,6 +67,9 @@ func main() {
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo a text.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}`)},
 		handle(record, func(_ context.Context, _ *mcp.CallToolRequest, a struct{ Text string }) (*mcp.CallToolResult, error) {
+			if a.Text == "babble" {
+				fmt.Fprintln(os.Stdout, "debug: handling echo")
+			}
 			if a.Text == "crash" {
 				fmt.Fprintln(os.Stderr, "mcpserver: asked to crash")
 				os.Exit(3)
