@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Command is one command a Sandbox runs.
@@ -214,10 +215,34 @@ func (c *capBuffer) result() (string, bool) {
 	defer c.mu.Unlock()
 	s := c.buf.String()
 	if c.dropped > 0 && c.last {
-		return fmt.Sprintf("[output cut: %d earlier bytes not shown]\n", c.dropped) + s, true
+		// The cut may have taken a character's first bytes: its others,
+		// alone, would read as U+FFFD, which the command never printed.
+		n := 0
+		for n < len(s) && n < utf8.UTFMax-1 && !utf8.RuneStart(s[n]) {
+			n++
+		}
+		return fmt.Sprintf("[output cut: %d earlier bytes not shown]\n", c.dropped+n) + s[n:], true
 	}
 	if c.dropped > 0 {
-		return s + fmt.Sprintf("\n[output cut: %d more bytes not shown]", c.dropped), true
+		n := splitAtEnd(s)
+		return s[:len(s)-n] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", c.dropped+n), true
 	}
 	return s, false
+}
+
+// splitAtEnd is how many bytes at the end of s begin a character the cut
+// after them split: a lead byte and fewer continuation bytes than it
+// announces. Invalid bytes are not a split character and are kept.
+func splitAtEnd(s string) int {
+	for n := 1; n <= min(len(s), utf8.UTFMax-1); n++ {
+		b := s[len(s)-n]
+		if !utf8.RuneStart(b) {
+			continue
+		}
+		if b >= 0xC0 && !utf8.FullRuneInString(s[len(s)-n:]) {
+			return n
+		}
+		return 0
+	}
+	return 0
 }

@@ -102,7 +102,7 @@ func resolve(root, p string) (string, error) {
 			continue
 		}
 		if links++; links > maxLinks {
-			return "", pathErr(p, ErrInvalidPath, "too many levels of symlinks")
+			return "", pathErr(p, ErrInvalidPath, "too many levels of symlinks (a symlink loop, or a chain of more than %d)", maxLinks)
 		}
 		target, err := os.Readlink(abs)
 		if err != nil {

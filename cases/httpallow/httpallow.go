@@ -135,7 +135,12 @@ func (l List) Check(raw string) error {
 			return nil
 		}
 	}
-	return refuse(raw, "no allow entry covers %s", t)
+	if read := t.String(); read != raw {
+		// The URL as it was read (a host in lower case, a default port
+		// made explicit) is what the entries did not cover.
+		return refuse(raw, "no allow entry covers it (read as %s)", read)
+	}
+	return refuse(raw, "no allow entry covers it")
 }
 
 // parse reads raw with net/url (the parser http.NewRequest uses, so that

@@ -32,6 +32,7 @@ func newRunCmd() *cobra.Command {
 	fsyncFlag(c, &o.t.fsync)
 	fs.IntVar(&o.instances, "instances", 2, "runs the embedded runner drives at once")
 	requestWindowFlag(fs, &o.requestWindow)
+	approvalTimeoutFlag(fs, &o.approvalTimeout)
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long without the suite's report, exit 1 (0: wait as long as it takes); with --nats the fleet goes on with the suite")
 	fs.DurationVar(&o.claimGrace, "claim-grace", 15*time.Second, "with --nats: after this long with no run started, say on stderr which service is missing and how to start it (0: never)")
 	o.loadExtensions = extensionsFlag(fs)
@@ -44,18 +45,20 @@ func newRunCmd() *cobra.Command {
 
 // runOptions are run's flags.
 type runOptions struct {
-	t              target
-	asJSON         bool
-	outDir         string
-	instances      int
-	requestWindow  int
-	timeout        time.Duration
-	claimGrace     time.Duration
-	loadExtensions func() (*extensions.Allowlist, error)
-	gates          gateFlags
-	baseline       string
-	allowChanged   bool
-	flags          *pflag.FlagSet
+	t             target
+	asJSON        bool
+	outDir        string
+	instances     int
+	requestWindow int
+	// approvalTimeout is the embedded runner's (zero: its default).
+	approvalTimeout time.Duration
+	timeout         time.Duration
+	claimGrace      time.Duration
+	loadExtensions  func() (*extensions.Allowlist, error)
+	gates           gateFlags
+	baseline        string
+	allowChanged    bool
+	flags           *pflag.FlagSet
 }
 
 func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.Writer) error {
@@ -66,7 +69,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err := checkRequestWindow(o.requestWindow); err != nil {
 		return err
 	}
-	if err := refuseExplicitZero(o.flags, "request-window"); err != nil {
+	if err := refuseExplicitZero(o.flags, "request-window", "approval-timeout"); err != nil {
+		return err
+	}
+	if err := checkApprovalTimeout(o.approvalTimeout); err != nil {
 		return err
 	}
 	if o.timeout < 0 || o.claimGrace < 0 {
@@ -128,6 +134,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		if o.requestWindow != 0 {
 			return usageError{"--request-window sets the meter this process runs; with --nats the fleet's meter requests the runs (factline serve --request-window)"}
 		}
+		if o.approvalTimeout != 0 {
+			return usageError{"--approval-timeout sets the runner this process runs; with --nats the fleet's runners wait for approvals (factline serve --approval-timeout)"}
+		}
 		if b, closeBus, err = t.open(ctx); err != nil {
 			return err
 		}
@@ -165,7 +174,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// stopping quietly.
 		closeBus = func() {}
 		defer release()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow}.fleetOptions(nil))
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow, approvalTimeout: o.approvalTimeout}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,9 @@ type serveOptions struct {
 	// requestWindow is how many of a suite's runs the meter keeps
 	// requested and not ended (zero: the meter's default).
 	requestWindow int
+	// approvalTimeout is how long a runner waits for a person's approval
+	// or resolution (zero: the runner's default).
+	approvalTimeout time.Duration
 }
 
 // fleetOptions are the fleet of the named services (all five when names is
@@ -66,6 +69,9 @@ func (o serveOptions) fleetOptions(names []string) fleet.Options {
 	}
 	if o.slotLease > 0 {
 		run = append(run, runner.WithModelSlotLease(o.slotLease))
+	}
+	if o.approvalTimeout > 0 {
+		run = append(run, runner.WithApprovalTimeout(o.approvalTimeout))
 	}
 	var meterOpts []kit.Option
 	if o.requestWindow > 0 {
@@ -113,6 +119,7 @@ func newServeCmd() *cobra.Command {
 	fs.IntVar(&o.maxDeliver, "max-deliver", 0, "how many times a message is delivered before it is dead-lettered as poison (default 5, the staller's 10); a runner then ends the run errored")
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
+	approvalTimeoutFlag(fs, &o.approvalTimeout)
 	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
@@ -132,6 +139,7 @@ type serveFlags struct {
 	instances, maxDeliver int
 	requestWindow         int
 	ackWait, slotLease    time.Duration
+	approvalTimeout       time.Duration
 	metricsAddr           string
 	workers               map[string]int
 	loadExtensions        func() (*extensions.Allowlist, error)
@@ -165,7 +173,10 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	if o.instances < 1 {
 		return usageError{"--instances must be at least 1"}
 	}
-	if err := refuseExplicitZero(o.flags, "ack-wait", "max-deliver", "request-window", "model-slot-lease"); err != nil {
+	if err := refuseExplicitZero(o.flags, "ack-wait", "max-deliver", "request-window", "model-slot-lease", "approval-timeout"); err != nil {
+		return err
+	}
+	if err := checkApprovalTimeout(o.approvalTimeout); err != nil {
 		return err
 	}
 	if o.ackWait < 0 || (o.ackWait > 0 && o.ackWait < time.Second) {
@@ -261,7 +272,7 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		return nil
 	}
 	f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, workDir: o.workDir, ackWait: o.ackWait, maxDeliver: o.maxDeliver, extensions: allow, workers: o.workers, slotLease: o.slotLease,
-		requestWindow: o.requestWindow}.fleetOptions(names))
+		requestWindow: o.requestWindow, approvalTimeout: o.approvalTimeout}.fleetOptions(names))
 	if err != nil {
 		return err
 	}
@@ -327,6 +338,21 @@ func serveMetrics(addr string, health func() error) (func(), error) {
 	go func() { _ = srv.Serve(ln) }()
 	slog.Info("serving metrics", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
+}
+
+// approvalTimeoutFlag adds --approval-timeout, how long a runner waits
+// for a person's approval or resolution (docs/controls.md).
+func approvalTimeoutFlag(fs *pflag.FlagSet, d *time.Duration) {
+	fs.DurationVar(d, "approval-timeout", 0, "how long a runner waits for a person to approve an operation (then it is rejected) or to resolve one of unknown outcome (default 1h; docs/controls.md)")
+}
+
+// checkApprovalTimeout refuses a negative --approval-timeout (0 is the
+// default; refuseExplicitZero refuses one given as 0).
+func checkApprovalTimeout(d time.Duration) error {
+	if d < 0 {
+		return usageError{fmt.Sprintf("--approval-timeout %s: must be more than 0 (default 1h)", d)}
+	}
+	return nil
 }
 
 // requestWindowFlag adds --request-window, the meter's window of runs

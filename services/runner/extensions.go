@@ -19,7 +19,7 @@ func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Ent
 		return nil
 	}
 	set, err := extensions.Start(ctx, admitted, extensions.Options{Dir: a.ws.Root(), Environ: environ, LogDir: a.dir,
-		Logger: a.svc.log.With("suite", a.suite, "run", a.run)})
+		Logger: a.svc.log.With("suite", a.suite, "run", a.run), Secrets: a.svc.secrets})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -33,7 +33,12 @@ func (a *attempt) startExtensions(ctx context.Context, admitted []extensions.Ent
 	}
 	for _, t := range set.Tools() {
 		if err := a.registry.Add(t); err != nil {
-			return fail(&extensions.StartError{Extension: t.Contract().Name, Err: err})
+			// The extension's name: the error names the tool.
+			ext := t.Contract().Name
+			if et, ok := t.(*extensions.Tool); ok {
+				ext = et.Extension()
+			}
+			return fail(&extensions.StartError{Extension: ext, Err: err})
 		}
 	}
 	claim.Extensions = set.Records()

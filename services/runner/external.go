@@ -17,6 +17,7 @@ import (
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/agentproxy"
 	"github.com/factline/factline/services/runner/step"
+	"github.com/factline/factline/services/runner/tools"
 )
 
 // Reasons an attempt with an external agent ends for.
@@ -147,6 +148,11 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 	go func() { defer close(watched); x.endOnFinish(watchCtx) }()
 	res, runErr := a.env.Sandbox.Run(agentCtx, sandbox.Command{Script: "exec " + shellQuote(r.Argv), Dir: a.ws.Root(), Env: env,
 		OutputCap: agentOutputCap, Stdin: r.Stdin, HostNetwork: true, NoAddressSpaceLimit: true, EndsAtExit: true, KeepLast: true})
+	if res.Truncated {
+		// The capture kept the output's last bytes: its first may be the
+		// end of a secret it cut in two, which no redaction would find.
+		res.Output = tools.HoldBackAtCuts(res.Output, a.svc.secrets.PartialEnd, a.svc.secrets.PartialStart)
+	}
 	unwatch()
 	<-watched
 	stop()
@@ -165,7 +171,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 		level = slog.LevelWarn
 	}
 	a.svc.log.Log(ctx, level, "external agent ended", "suite", a.suite, "run", a.run, "exit", res.ExitCode, "timed_out", res.TimedOut,
-		"output", tail(res.Output, 4096))
+		"output", tools.Tail(res.Output, 4096, a.svc.secrets.PartialStart))
 	switch {
 	case callErr != nil:
 		return step.Ending{}, callErr
@@ -449,7 +455,7 @@ func (a *attempt) agentVersionOf(ctx context.Context, ag *cases.Agent) string {
 		Timeout: agentVersionTimeout, OutputCap: 2048, NoAddressSpaceLimit: true})
 	if err != nil || res.TimedOut || res.ExitCode != 0 {
 		a.svc.log.Warn("the agent's version command failed: its identity names no version", "suite", a.suite, "run", a.run,
-			"argv", argv, "err", err, "exit", res.ExitCode, "timed_out", res.TimedOut, "output", tail(res.Output, 512))
+			"argv", argv, "err", err, "exit", res.ExitCode, "timed_out", res.TimedOut, "output", tools.Tail(res.Output, 512, a.svc.secrets.PartialStart))
 		return ""
 	}
 	return strings.TrimSpace(res.Output)
@@ -544,12 +550,4 @@ func shellQuote(argv []string) string {
 		q[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
-}
-
-// tail is the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

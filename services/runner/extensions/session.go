@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/tools"
 	"github.com/factline/factline/version"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	LogDir string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Secrets are the run's secrets: what a server wrote and the runner
+	// quotes (the end of its stderr) shows none of them, whole or in part.
+	Secrets *secrets.Redactor
 }
 
 // Set is the extension servers of one run. Stop ends them.
@@ -68,8 +72,11 @@ type server struct {
 	cmd     *exec.Cmd
 	session *mcp.ClientSession
 	stderr  *os.File
-	record  events.Extension
-	tools   []tools.Tool
+	secrets *secrets.Redactor
+	// stdout watches what the server writes for what is no JSON-RPC.
+	stdout *strayWatch
+	record events.Extension
+	tools  []tools.Tool
 }
 
 // Start starts each admitted extension as its own process group, over the
@@ -96,7 +103,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 	if err := Verify(e); err != nil {
 		return nil, err
 	}
-	srv := &server{entry: e}
+	srv := &server{entry: e, secrets: o.Secrets, stdout: newStrayWatch()}
 	cmd := exec.Command(e.Command, e.Args...)
 	cmd.Dir = o.Dir
 	cmd.Env = slices.Clone(o.Environ)
@@ -118,9 +125,13 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "factline", Version: version.Current().Version}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.StartTimeout.Std())
 	defer cancel()
-	session, err := client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	session, err := client.Connect(sctx, &stdioTransport{cmd: cmd, out: srv.stdout, grace: time.Second}, nil)
 	if err != nil {
 		srv.kill()
+		if stray := srv.stdout.explain(srv.secrets); stray != "" {
+			// The decoder's error says only which character it choked on.
+			return nil, &StartError{e.Name, fmt.Errorf("start and initialise: %s%s", stray, srv.stderrTail())}
+		}
 		return nil, &StartError{e.Name, fmt.Errorf("start and initialise: %w%s", err, srv.stderrTail())}
 	}
 	srv.session = session
@@ -155,7 +166,7 @@ func start(ctx context.Context, e Entry, o Options) (*server, error) {
 			o.Logger.Warn("an allowlisted tool is not offered by the server", "extension", e.Name, "tool", c.Name)
 			continue
 		}
-		tool, err := newTool(e.Name, c, t, session, srv.stderrTail)
+		tool, err := newTool(e.Name, c, t, session, srv.stray, srv.stderrTail)
 		if err != nil {
 			srv.kill()
 			return nil, &StartError{e.Name, err}
@@ -182,11 +193,13 @@ func (s *server) stderrTail() string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
-	if len(b) > 512 {
-		b = b[len(b)-512:]
-	}
-	return "; its stderr ends: " + strings.TrimSpace(string(b))
+	text := tools.Tail(s.secrets.Redact(string(b)), 512, s.secrets.PartialStart)
+	return "; its stderr ends: " + strings.TrimSpace(text)
 }
+
+// stray is what the server wrote on stdout that is no JSON-RPC, said for
+// an error message ("" when it wrote none).
+func (s *server) stray() string { return s.stdout.explain(s.secrets) }
 
 // kill ends the server's whole process group and closes the session.
 func (s *server) kill() {

@@ -279,3 +279,38 @@ func TestACrashedServerSaysSoInEveryLaterCall(t *testing.T) {
 		}
 	}
 }
+
+// A server that writes a line of no JSON-RPC on its stdout in the middle
+// of a call loses its session: the call's EXTENSION_ERROR says what it
+// wrote, not only that the session closed.
+func TestAServerBabblingOnStdoutSaysWhatItWrote(t *testing.T) {
+	bin := extensionstest.BuildServer(t)
+	f := extensionstest.NewFiles(t)
+	set := startSet(t, allowlist(t, bin, "", f))
+	reg, err := tools.NewRegistry([]string{"read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range set.Tools() {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl, a, bad := reg.Check("testsrv__echo", `{"text":"babble"}`)
+	if bad != nil {
+		t.Fatalf("check: %+v", bad)
+	}
+	r := reg.Run(context.Background(), tools.Env{}, tl, a)
+	if r.Err == nil || r.Err.Code != extensions.CodeExtensionError {
+		t.Fatalf("%+v, want %s", r, extensions.CodeExtensionError)
+	}
+	for _, want := range []string{`not JSON-RPC on its stdout, which must carry protocol messages only (a log line belongs on stderr): "debug: handling echo"`,
+		"extension testsrv", "rest of the run"} {
+		if !strings.Contains(r.Err.Message, want) {
+			t.Errorf("the message %q does not say %q", r.Err.Message, want)
+		}
+	}
+	if strings.Contains(r.Err.Message, "invalid character") {
+		t.Errorf("the message %q still gives the decoder's words", r.Err.Message)
+	}
+}

@@ -35,16 +35,17 @@ type Tool struct {
 	ext      string // the extension's name
 	contract tools.Contract
 	session  *mcp.ClientSession
-	// stderrTail is how the server's standard error ends ("" when it wrote
-	// none), for a call that failed because the server did.
-	stderrTail func() string
+	// stray is what the server wrote on stdout that is no JSON-RPC and
+	// stderrTail how its standard error ends ("" when it wrote none), for
+	// a call that failed because the server did.
+	stray, stderrTail func() string
 }
 
 // newTool builds the contract of an allowlisted tool: the name the model
 // calls, the server's description and input schema (checked before every
 // call), and the allowlist's effect class, approval rule, timeout and
 // output cap. The server's annotations are not consulted.
-func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession, stderrTail func() string) (*Tool, error) {
+func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession, stray, stderrTail func() string) (*Tool, error) {
 	schema := json.RawMessage(`{"type":"object"}`)
 	if t.InputSchema != nil {
 		b, err := json.Marshal(t.InputSchema)
@@ -58,11 +59,14 @@ func newTool(ext string, c Capability, t *mcp.Tool, session *mcp.ClientSession, 
 		approval = tools.ApprovalAlways
 	}
 	desc := fmt.Sprintf("[extension %s] %s", ext, t.Description)
-	return &Tool{server: t.Name, ext: ext, session: session, stderrTail: stderrTail, contract: tools.Contract{
+	return &Tool{server: t.Name, ext: ext, session: session, stray: stray, stderrTail: stderrTail, contract: tools.Contract{
 		Name: ext + Separator + c.Name, Description: strings.TrimSpace(desc), Schema: schema,
 		Effect: c.Effect, Approval: approval, Timeout: c.Timeout.Std(), OutputCap: c.OutputCap,
 	}}, nil
 }
+
+// Extension is the name of the extension the tool is of.
+func (t *Tool) Extension() string { return t.ext }
 
 // Contract implements tools.Tool.
 func (t *Tool) Contract() tools.Contract { return t.contract }
@@ -100,13 +104,27 @@ func (t *Tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 // them "EOF" is all the model and the operator would read.
 func (t *Tool) protocolError(err error) string {
 	msg := fmt.Sprintf("%s: %v", t.contract.Name, err)
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+	switch stray := t.strayOutput(); {
+	case stray != "":
+		// The decoder's words ("invalid character 'd' looking for
+		// beginning of value") name a byte, not the fault.
+		msg = fmt.Sprintf("%s: %s; the session of extension %s is closed: its tools fail for the rest of the run", t.contract.Name, stray, t.ext)
+	case errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed):
 		msg += fmt.Sprintf("; the server of extension %s closed its session (it exited or crashed): its tools fail for the rest of the run", t.ext)
 	}
 	if t.stderrTail != nil {
 		msg += t.stderrTail()
 	}
 	return msg
+}
+
+// strayOutput is what the server wrote on stdout that is no JSON-RPC, if
+// anything.
+func (t *Tool) strayOutput() string {
+	if t.stray == nil {
+		return ""
+	}
+	return t.stray()
 }
 
 // render turns a call result into the observation text: text content as

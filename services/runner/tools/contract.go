@@ -10,12 +10,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -209,10 +211,44 @@ func compileNew(name string, schema json.RawMessage) (*jsonschema.Schema, error)
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	s, err := c.Compile(url)
+	var invalid *jsonschema.SchemaValidationError
+	if errors.As(err, &invalid) {
+		// The compiler's message is a tree over lines, starting with its
+		// internal URL: the leaves are what is wrong.
+		return nil, fmt.Errorf("tool %s: its inputSchema is not a valid JSON Schema: %s", name, schemaProblems(invalid))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	return s, nil
+}
+
+// schemaProblems is what a schema that fails the metaschema gets wrong,
+// on one line: each innermost failure ("at '/required': got number, want
+// array"), joined by "; ".
+func schemaProblems(e *jsonschema.SchemaValidationError) string {
+	var top *jsonschema.ValidationError
+	if !errors.As(e.Err, &top) {
+		return strings.Join(strings.Fields(e.Err.Error()), " ")
+	}
+	var leaves []string
+	var walk func(v *jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) > 0 {
+			for _, c := range v.Causes {
+				walk(c)
+			}
+			return
+		}
+		leaf := *v
+		msg := leaf.Error()
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		leaves = append(leaves, strings.TrimPrefix(strings.TrimSpace(msg), "- "))
+	}
+	walk(top)
+	return strings.Join(leaves, "; ")
 }
 
 // noLoader refuses every schema a tool's schema refers to outside itself.
@@ -286,4 +322,21 @@ func HoldBackAtCuts(out string, end, start func(string) int) string {
 func atoi(digits string) int64 {
 	n, _ := strconv.ParseInt(digits, 10, 64)
 	return n
+}
+
+// Tail is at most the last n bytes of s, starting on a character, for a
+// message or log line that quotes how some output ends. Cut from its
+// front, it may begin with the end of a secret the cut split, which
+// redaction, looking for whole values, lets through: partialStart (a
+// redactor's PartialStart) says how many bytes that is, and they are left
+// out too.
+func Tail(s string, n int, partialStart func(string) int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for k := 1; k < utf8.UTFMax && s != "" && !utf8.RuneStart(s[0]); k++ {
+		s = s[1:]
+	}
+	return s[partialStart(s):]
 }

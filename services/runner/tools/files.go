@@ -16,18 +16,34 @@ import (
 	"unicode/utf8"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/workspace"
 )
 
 const fileOutputCap = 64 << 10
 
-// resolve maps a tool's path argument into the workspace or fails typed.
+// resolve maps a tool's path argument into the workspace or fails typed:
+// PATH_ESCAPE only for a path that leads out of it. One that stays inside
+// but cannot be followed (a symlink loop, a file used as a directory) is
+// the file system error it is, so that the model does not go looking for
+// an escape it never made.
 func resolve(env Env, p string) (string, *Result) {
 	abs, err := env.Root.Resolve(p)
-	if err != nil {
-		res := Fail(CodePathEscape, "%v", err)
-		return "", &res
+	if err == nil {
+		return abs, nil
 	}
-	return abs, nil
+	var pe *workspace.PathError
+	var res Result
+	switch {
+	case errors.Is(err, workspace.ErrEscape):
+		res = Fail(CodePathEscape, "%v", err)
+	case errors.As(err, &pe) && strings.Contains(pe.Reason, "not a directory"):
+		res = Fail(CodeNotDirectory, "%s: %s", p, pe.Reason)
+	case errors.As(err, &pe):
+		res = Fail(CodeIO, "%s: %s", p, pe.Reason)
+	default:
+		res = fileError(p, err)
+	}
+	return "", &res
 }
 
 // existing resolves p in the workspace and returns what is there, or the

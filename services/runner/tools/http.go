@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/factline/factline/cases/httpallow"
 	"github.com/factline/factline/events"
 )
 
@@ -112,7 +113,14 @@ func (HTTPCall) Precheck(env Env, raw json.RawMessage) *Result {
 		why = env.AllowURL(a.URL)
 	}
 	if why != nil {
-		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call: %v", a.URL, why)
+		// The refusal's own text begins with the URL as well: once is
+		// enough.
+		reason := why.Error()
+		var refused *httpallow.Error
+		if errors.As(why, &refused) {
+			reason = refused.Reason
+		}
+		res := Fail(CodeURLNotAllowed, "%s is not an endpoint this task may call: %s", a.URL, reason)
 		return &res
 	}
 	return nil

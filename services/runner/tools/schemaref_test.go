@@ -39,3 +39,14 @@ func TestASchemaRefOutsideTheSchemaIsRefusedUnread(t *testing.T) {
 		t.Fatalf("a local $ref: %v", err)
 	}
 }
+
+// A schema that is no valid JSON Schema is refused on one line naming the
+// tool and what is wrong, not the compiler's tree of lines about its own
+// URL.
+func TestAnInvalidSchemaSaysWhatIsWrongOnOneLine(t *testing.T) {
+	_, err := compileNew("ext__bad", json.RawMessage(`{"type":"object","required":5}`))
+	const want = "tool ext__bad: its inputSchema is not a valid JSON Schema: at '/required': got number, want array"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}

@@ -4,13 +4,16 @@
 // right after an effect (-kill-parent-after-publish), and offers:
 //
 //   - echo: succeeds, echoing its text; the text "crash" makes the server
-//     exit at once (status 3), saying so on its standard error
+//     exit at once (status 3), saying so on its standard error; the text
+//     "babble" makes it print a line that is no JSON-RPC on its stdout
 //   - add: integer arguments under a strict input schema
 //   - fail: always answers with an error result (isError)
 //   - publish: an effect outside the workspace (appends to -sink) that
 //     annotates itself readOnlyHint
 //   - stall: never answers until the call is cancelled
 //   - secret: a tool no allowlist in the tests lists
+//   - badschema (with -bad-schema): an input schema that is no valid JSON
+//     Schema ("required": 5)
 //
 // Its tools are registered with raw handlers: the server checks nothing,
 // so the tests see exactly what the runner lets through.
@@ -36,6 +39,7 @@ func main() {
 	sink := flag.String("sink", "", "file publish appends its message to")
 	child := flag.String("child", "", "start a long sleep child and write its pid here")
 	killParent := flag.Bool("kill-parent-after-publish", false, "SIGKILL the parent (the runner) once publish took effect: a lost acknowledgement")
+	badSchema := flag.Bool("bad-schema", false, "also offer badschema, whose input schema is invalid")
 	flag.Parse()
 	if *marker != "" {
 		appendLine(*marker, strconv.Itoa(os.Getpid()))
@@ -63,6 +67,9 @@ func main() {
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo a text.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}`)},
 		handle(record, func(_ context.Context, _ *mcp.CallToolRequest, a struct{ Text string }) (*mcp.CallToolResult, error) {
+			if a.Text == "babble" {
+				fmt.Fprintln(os.Stdout, "debug: handling echo")
+			}
 			if a.Text == "crash" {
 				fmt.Fprintln(os.Stderr, "mcpserver: asked to crash")
 				os.Exit(3)
@@ -103,6 +110,13 @@ func main() {
 		handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
 			return text("you should not see this", false), nil
 		}))
+	if *badSchema {
+		s.AddTool(&mcp.Tool{Name: "badschema", Description: "Its schema is broken.",
+			InputSchema: json.RawMessage(`{"type":"object","required":5}`)},
+			handle(record, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, error) {
+				return text("never called", false), nil
+			}))
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Print(err)
 	}
