@@ -32,6 +32,10 @@ type fleet struct {
 	env      []string
 	nats     []int // the three nodes' published client ports
 	promPort int
+	// volumes are the volumes its containers mounted, found as it goes
+	// down: the images declare volumes (/var/lib/factline, /data,
+	// /prometheus), which podman makes anonymous and unlabelled.
+	volumes []string
 }
 
 func upFleet(t *testing.T, ctx context.Context) *fleet {
@@ -102,6 +106,7 @@ func (f *fleet) containers(ctx context.Context) []string {
 // down takes the fleet down with its volumes; podman-compose 1.0.3
 // leaves the network, so it is removed here.
 func (f *fleet) down(ctx context.Context) {
+	f.volumes = append(f.volumes, f.mountedVolumes(ctx, f.containers(ctx))...)
 	if _, err := f.compose(ctx, "down", "-v"); err != nil {
 		f.t.Errorf("podman-compose down: %v", err)
 	}
@@ -111,6 +116,20 @@ func (f *fleet) down(ctx context.Context) {
 		_, _ = sh(ctx, nil, engine(), append([]string{"rm", "-f", "-v"}, left...)...)
 	}
 	_, _ = sh(ctx, nil, engine(), "network", "rm", f.network())
+	// podman-compose 1.0.3's down -v leaves the anonymous ones.
+	for _, v := range f.volumes {
+		_, _ = sh(ctx, nil, engine(), "volume", "rm", "-f", v)
+	}
+}
+
+// mountedVolumes names the volumes the containers mount.
+func (f *fleet) mountedVolumes(ctx context.Context, containers []string) []string {
+	if len(containers) == 0 {
+		return nil
+	}
+	out, _ := sh(ctx, nil, engine(), append([]string{"container", "inspect", "--format",
+		`{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`}, containers...)...)
+	return strings.Fields(out)
 }
 
 // leftovers is whatever of the fleet the engine still has: containers,
@@ -120,6 +139,11 @@ func (f *fleet) leftovers(ctx context.Context) []string {
 	left = append(left, f.containers(ctx)...)
 	vols, _ := sh(ctx, nil, engine(), "volume", "ls", "--filter", f.label(), "--format", "{{.Name}}")
 	left = append(left, strings.Fields(vols)...)
+	for _, v := range f.volumes {
+		if _, err := sh(ctx, nil, engine(), "volume", "exists", v); err == nil {
+			left = append(left, "volume "+v)
+		}
+	}
 	nets, _ := sh(ctx, nil, engine(), "network", "ls", "--format", "{{.Name}}")
 	for _, n := range strings.Fields(nets) {
 		if strings.HasPrefix(n, f.project) {

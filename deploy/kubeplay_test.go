@@ -34,7 +34,8 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 		t.Fatal(err)
 	}
 	for _, svc := range []string{"runner-a", "runner-b", "staller", "decider", "grader", "meter"} {
-		must(t)(sh(ctx, nil, engine(), "rm", "-f", f.container(svc)))
+		f.volumes = append(f.volumes, f.mountedVolumes(ctx, []string{f.container(svc)})...)
+		must(t)(sh(ctx, nil, engine(), "rm", "-f", "-v", f.container(svc)))
 	}
 	var docs []string
 	for _, m := range ms {
@@ -105,6 +106,10 @@ func kubePlay(t *testing.T, ctx context.Context, f *fleet) {
 			out, _ := sh(context.Background(), nil, engine(), "pod", "ps", "--filter", "name="+f.project)
 			t.Logf("pods:\n%s", out)
 		}
+		// The pods' containers' anonymous volumes outlive kube down:
+		// the fleet's down removes them with its own.
+		cs, _ := sh(context.Background(), nil, engine(), "ps", "-a", "--filter", "name="+f.project+"-", "--format", "{{.Names}}")
+		f.volumes = append(f.volumes, f.mountedVolumes(context.Background(), strings.Fields(cs))...)
 		if _, err := sh(context.Background(), nil, engine(), "kube", "down", play); err != nil {
 			t.Errorf("podman kube down: %v", err)
 		}
