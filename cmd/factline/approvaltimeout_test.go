@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +12,7 @@ import (
 // call nobody approves goes on after it, the call rejected, saying so.
 func TestApprovalTimeoutFlagBoundsTheWait(t *testing.T) {
 	t.Parallel()
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer sink.Close()
-	suite := writeSuite(t, map[string]string{
-		"suite.yaml": "name: waits\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
-		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
-			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], approval: true}\n",
-		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
-		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: Not paid.\n",
-	})
+	suite := approvalSuite(t, "waits", "Not paid.")
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

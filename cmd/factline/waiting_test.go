@@ -17,39 +17,11 @@ import (
 // recorded, and the store the command reaches.
 func TestALocalRunSaysWhichRunWaitsForYouAndHow(t *testing.T) {
 	t.Parallel()
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer sink.Close()
-	suite := writeSuite(t, map[string]string{
-		"suite.yaml": "name: waits\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
-		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
-			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], approval: true}\n",
-		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
-		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: Paid.\n",
-	})
+	suite := approvalSuite(t, "waits", "Paid.")
 	store := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var out, errOut lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval"}, &out, &errOut)
-	}()
-	approve := regexp.MustCompile(`factline approve pay-t-t1 (\S+) --args-digest (sha256:[0-9a-f]{64}) --store (\S+)`)
-	deadline := time.Now().Add(90 * time.Second)
-	var m []string
-	for m == nil {
-		if m = approve.FindStringSubmatch(out.String()); m != nil {
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("run exited %d before saying a run waits:\n%s%s", code, out.String(), errOut.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run never said the run waits for approval:\n%s", out.String())
-		}
-	}
+	cancel, done := startRun(t, &out, &errOut, suite, "--store", store, "--fsync", "interval")
+	m := waitForApprovalCommand(t, &out, &errOut, done)
 	said := out.String()
 	if !strings.Contains(said, "run pay-t-t1 waits for you") || !strings.Contains(said, "factline reject pay-t-t1 "+m[1]) {
 		t.Errorf("the note does not say the run waits and how to reject:\n%s", said)
@@ -208,36 +180,11 @@ func TestALocalRunSaysHowToResolveAnUnknownOutcomeAndTheCommandWorks(t *testing.
 // accepted it, "is a runner on the run?", while a runner was.
 func TestApproveOfTheWrongOperationOrArgumentsSaysWhy(t *testing.T) {
 	t.Parallel()
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer sink.Close()
-	suite := writeSuite(t, map[string]string{
-		"suite.yaml": "name: wrongop\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
-		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
-			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], approval: true}\n",
-		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
-		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: Paid.\n",
-	})
+	suite := approvalSuite(t, "wrongop", "Paid.")
 	store := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var out, errOut lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval"}, &out, &errOut)
-	}()
-	approve := regexp.MustCompile(`factline approve pay-t-t1 (\S+) --args-digest (sha256:[0-9a-f]{64}) --store (\S+)`)
-	deadline := time.Now().Add(90 * time.Second)
-	var m []string
-	for m = approve.FindStringSubmatch(out.String()); m == nil; m = approve.FindStringSubmatch(out.String()) {
-		select {
-		case code := <-done:
-			t.Fatalf("run exited %d before saying a run waits:\n%s%s", code, out.String(), errOut.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run never said the run waits for approval:\n%s", out.String())
-		}
-	}
+	_, done := startRun(t, &out, &errOut, suite, "--store", store, "--fsync", "interval")
+	m := waitForApprovalCommand(t, &out, &errOut, done)
 	op, digest := m[1], m[2]
 	other := "sha256:" + strings.Repeat("0", 64)
 	code, _, e := runCLI(t, "approve", "pay-t-t1", op, "--args-digest", other, "--wait", "3s", "--store", store)
@@ -255,5 +202,43 @@ func TestApproveOfTheWrongOperationOrArgumentsSaysWhy(t *testing.T) {
 	}
 	if code := <-done; code != 0 {
 		t.Fatalf("the approved run's suite exited %d:\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
+// approvalSuite writes a suite named name of one case whose one call, a
+// payment to a loopback sink that answers 200, waits for a person's
+// approval; the scripted model then ends with the text after.
+func approvalSuite(t *testing.T, name, after string) string {
+	t.Helper()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(sink.Close)
+	return writeSuite(t, map[string]string{
+		"suite.yaml": "name: " + name + "\ncases:\n  - {path: cases/pay/case.yaml}\ntreatments:\n  - {path: treatments/t.yaml}\ntrials: 1\n",
+		"cases/pay/case.yaml": "id: pay\ninstruction: Pay the invoice.\nfixture: ../read-only/fixture\nbudget: {steps: 3}\n" +
+			"tools: [http_call, task_complete]\nhttp: {allow: ['" + sink.URL + "/'], approval: true}\n",
+		"treatments/t.yaml": "id: t\nmodel: {provider: scripted, scripts: ../scripts}\n",
+		"scripts/pay.yaml":  "turns:\n  - calls: [{id: pay, name: http_call, args: {url: '" + sink.URL + "/pay', body: '{\"amount\": 5}'}}]\n  - text: " + after + "\n",
+	})
+}
+
+// waitForApprovalCommand waits until the run of an approvalSuite prints
+// the command that approves its call, and returns that command's match:
+// the operation, the digest of its arguments and the store, in that order.
+func waitForApprovalCommand(t *testing.T, out, errOut *lockedBuffer, done <-chan int) []string {
+	t.Helper()
+	approve := regexp.MustCompile(`factline approve pay-t-t1 (\S+) --args-digest (sha256:[0-9a-f]{64}) --store (\S+)`)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if m := approve.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("run exited %d before saying a run waits:\n%s%s", code, out.String(), errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run never said the run waits for approval:\n%s", out.String())
+		}
 	}
 }
