@@ -20,19 +20,7 @@ import (
 // after. It used to read as a whole, shorter log.
 func TestAnExportCutBetweenEntriesIsRefusedByImportAndReplay(t *testing.T) {
 	t.Parallel()
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errOut)
-	}
-	dir := t.TempDir()
-	whole := filepath.Join(dir, "demo.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
-	data, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, whole, data := demoExport(t)
 	// Where the header and the first 10 entries end.
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)
@@ -97,19 +85,7 @@ func TestAVersion1ExportStillImportsWithAWarning(t *testing.T) {
 // damage, then failed. It checks the file whole first, so a receiver
 // gets nothing of a cut file: not even a connection.
 func TestTraceOfACutExportSendsNothing(t *testing.T) {
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errOut)
-	}
-	dir := t.TempDir()
-	whole := filepath.Join(dir, "demo.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
-	data, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, _, data := demoExport(t)
 	cut := filepath.Join(dir, "cut.flx")
 	if err := os.WriteFile(cut, data[:len(data)-100], 0o644); err != nil {
 		t.Fatal(err)
@@ -140,6 +116,27 @@ func TestTraceOfACutExportSendsNothing(t *testing.T) {
 	if n := conns.Load(); n != 0 {
 		t.Errorf("trace of a cut export connected %d times to the receiver: it sent what it read before the cut", n)
 	}
+}
+
+// demoExport exports the store of a demo run to demo.flx in a fresh
+// directory and returns the directory, the file and its bytes, for tests
+// that write a damaged copy of it beside the original.
+func demoExport(t *testing.T) (dir, whole string, data []byte) {
+	t.Helper()
+	store := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("demo: %d %s", code, errOut)
+	}
+	dir = t.TempDir()
+	whole = filepath.Join(dir, "demo.flx")
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatalf("read the export: %v", err)
+	}
+	return dir, whole, data
 }
 
 // resealExport rewrites the end marker of a version 2 export whose

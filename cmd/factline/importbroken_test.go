@@ -13,19 +13,7 @@ import (
 // later import into that store was refused.
 func TestImportOfACutExportLeavesTheStoreEmpty(t *testing.T) {
 	t.Parallel()
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "demo", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errOut)
-	}
-	dir := t.TempDir()
-	whole := filepath.Join(dir, "demo.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", whole); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
-	data, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, whole, data := demoExport(t)
 	cut := filepath.Join(dir, "cut.flx")
 	if err := os.WriteFile(cut, data[:len(data)*2/3], 0o644); err != nil {
 		t.Fatal(err)
