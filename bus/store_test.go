@@ -17,14 +17,7 @@ import (
 // directory, and an open that cannot share the store is refused with the
 // holder and the conflict named.
 func TestASecondOpenOfAStoreAttachesToItsHolder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	holder, err := bus.OpenEmbedded(ctx, dir, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
+	ctx, dir, holder := heldStore(t)
 	if !holder.Holds() {
 		t.Fatal("the first open of a free store does not hold it")
 	}
@@ -85,6 +78,21 @@ func TestAnOpenToServeWaitsForALockHeldWithoutAServer(t *testing.T) {
 	if !errors.As(err, &held) || held.Conflict != bus.ConflictListen || held.URL != "" {
 		t.Errorf("an open to serve a store held by a process that never serves it: %v", err)
 	}
+}
+
+// heldStore opens a fresh store, which this process holds until the test
+// ends, and returns the context for the opens that follow, the store's
+// directory and its holder.
+func heldStore(t *testing.T) (context.Context, string, *bus.Store) {
+	t.Helper()
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	holder, err := bus.OpenEmbedded(ctx, dir, bus.StoreOptions{})
+	if err != nil {
+		t.Fatalf("open a fresh store: %v", err)
+	}
+	t.Cleanup(holder.Close)
+	return ctx, dir, holder
 }
 
 // holdLock takes a store's lock as another process would (flock(1)).

@@ -1,7 +1,6 @@
 package bus_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,14 +15,7 @@ import (
 // at once, naming the file and the fix, instead of waiting out AttachWait
 // as for a holder still starting and then blaming the holder's address.
 func TestAnAttachRefusedByTheCredentialFileSaysSoAtOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	holder, err := bus.OpenEmbedded(ctx, dir, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
+	ctx, dir, _ := heldStore(t)
 	cred := filepath.Join(dir, bus.StoreCredentialFile)
 	seed, err := os.ReadFile(cred)
 	if err != nil {
