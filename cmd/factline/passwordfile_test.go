@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/factline/factline/bus"
 )
 
 // A password file holds the password alone, on one line (docs/cli.md):
@@ -56,21 +52,10 @@ func TestAPasswordFileHoldsOneLine(t *testing.T) {
 func TestAPasswordPaddedWithBlanksIsNamedWhenRefused(t *testing.T) {
 	dir := t.TempDir()
 	conf := "accounts {\n  T: {\n    jetstream: enabled\n    users: [ {user: admin, password: $T_PAD_PASSWORD} ]\n  }\n}\n"
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const secret = "padded-pw-2c81e4"
 	t.Setenv("T_PAD_PASSWORD", `"`+secret+`"`)
 	t.Setenv(PasswordEnv, "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := serveConfig(t, dir, conf)
 
 	padded := filepath.Join(dir, "admin-pw")
 	if err := os.WriteFile(padded, []byte(secret+"  \n"), 0o600); err != nil {

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/factline/factline/bus"
 )
 
 // A NATS URL carries a secret in two forms: user:password@ and, with no
@@ -38,20 +34,9 @@ func TestCommandsNeverPrintTheSecretOfAServerURL(t *testing.T) {
 	dir := t.TempDir()
 	const password, token = "url-password-7f3a9c", "url-token-51be0d"
 	conf := "accounts {\n  T: {\n    jetstream: enabled\n    users: [ {user: admin, password: $T_URL_PASSWORD} ]\n  }\n}\n"
-	confFile := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("T_URL_PASSWORD", `"`+password+`"`)
 	t.Setenv(PasswordEnv, "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "store"), Durability: bus.SyncInterval,
-		Listen: "127.0.0.1:-1", ConfigFile: confFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := serveConfig(t, dir, conf)
 	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	withPassword := "nats://admin:" + password + "@" + host
 	if code, _, errOut := runCLI(t, "setup", "--nats", withPassword); code != 0 {
