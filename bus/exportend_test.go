@@ -54,15 +54,7 @@ func TestAnExportCutBetweenEntriesIsRefused(t *testing.T) {
 	b, _ := bustest.Start(t)
 	for _, n := range []int{0, 3, 6} {
 		path := filepath.Join(dir, "cut"+string(rune('0'+n))+".flx")
-		if err := os.WriteFile(path, whole[:ends[n]], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := b.Import(ctx, f)
-		f.Close()
+		res, err := importFile(ctx, t, b, path, whole[:ends[n]])
 		want := "the export ends after entry " + string(rune('0'+n)) + " without its end marker: the file was cut"
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "nothing was imported") {
 			t.Errorf("cut after entry %d: import = %+v, %v; want it refused with %q naming %s", n, res, err, want, path)
@@ -132,15 +124,7 @@ func TestAnExportWhoseEndDoesNotMatchIsRefused(t *testing.T) {
 	b, _ := bustest.Start(t)
 	for name, c := range cases {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".flx")
-		if err := os.WriteFile(path, c.data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := b.Import(ctx, f)
-		f.Close()
+		res, err := importFile(ctx, t, b, path, c.data)
 		if err == nil || !errors.Is(err, bus.ErrExportBadEnd) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: import = %+v, %v; want ErrExportBadEnd saying %q and naming the file", name, res, err, c.want)
 		}

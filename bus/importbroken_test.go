@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"io"
 	"os"
@@ -70,17 +71,9 @@ func TestABrokenExportFileImportsNothing(t *testing.T) {
 	whole, broken := brokenExports(t)
 	dir := t.TempDir()
 	for name, data := range broken {
-		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".flx")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		b, _ := bustest.Start(t)
-		res, err := b.Import(ctx, f)
-		f.Close()
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".flx")
+		res, err := importFile(ctx, t, b, path, data)
 		if err == nil || !strings.Contains(err.Error(), "nothing was imported") || !strings.Contains(err.Error(), "entry") {
 			t.Errorf("%s: import = %+v, %v; want it refused, naming the entry, nothing imported", name, res, err)
 		}
@@ -96,6 +89,21 @@ func TestABrokenExportFileImportsNothing(t *testing.T) {
 // From a pipe the file cannot be read twice, so a cut found midway is
 // found after messages were stored: the error says how many, that the
 // store is no longer empty, and what to do, and the count is what the
+// importFile writes data to path and imports it from the open file, as
+// 'factline import' does, so that a refusal can name the file.
+func importFile(ctx context.Context, t *testing.T, b *bus.Bus, path string, data []byte) (bus.PortResult, error) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatalf("write the export to import: %v", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("open the export to import: %v", err)
+	}
+	defer f.Close()
+	return b.Import(ctx, f)
+}
+
 // stream holds.
 func TestABrokenExportFromAPipeSaysWhatWasStored(t *testing.T) {
 	ctx := testCtx(t)
