@@ -137,10 +137,6 @@ func tlsFiles(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, 
 	return
 }
 
-// The credential flags against a real server that demands mutual TLS: an
-// admin sets the account up with a password from a file, an analyst reads
-// with an nkey seed, a wrong password is refused without being echoed, and
-// a client that cannot verify the server does not connect.
 // serveConfig starts a server on loopback with the configuration conf,
 // written to dir/server.conf beside the files it includes, until the test
 // ends.
@@ -161,6 +157,10 @@ func serveConfig(t *testing.T, dir, conf string) *bus.Embedded {
 	return srv
 }
 
+// The credential flags against a real server that demands mutual TLS: an
+// admin sets the account up with a password from a file, an analyst reads
+// with an nkey seed, a wrong password is refused without being echoed, and
+// a client that cannot verify the server does not connect.
 func TestConnectWithCredentialsAndTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, sCert, sKey, cCert, cKey := tlsFiles(t, dir)
