@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,8 +58,10 @@ func SourceFiles(t testing.TB, patterns ...string) []string {
 
 // WalkGoFiles calls visit for every Go file below root, tests included,
 // with its path relative to root in slash form and its path to open; it
-// skips hidden directories and testdata, and fails t when there are no
-// Go files at all.
+// skips hidden directories, testdata and the checkout's build output (the
+// top-level bin/ and tmp/ git ignores: make image copies the whole source
+// into bin/deploy/src as its build context), and fails t when there are
+// no Go files at all.
 func WalkGoFiles(t testing.TB, root string, visit func(rel, path string)) {
 	t.Helper()
 	n := 0
@@ -71,7 +74,7 @@ func WalkGoFiles(t testing.TB, root string, visit func(rel, path string)) {
 			return err
 		}
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
+			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || isBuildOutput(root, rel) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -88,6 +91,16 @@ func WalkGoFiles(t testing.TB, root string, visit func(rel, path string)) {
 	if n == 0 {
 		t.Fatalf("no Go files below %s", root)
 	}
+}
+
+// isBuildOutput reports whether rel, below root, is the checkout's build
+// output directory: bin/ or tmp/ at the top of the module (.gitignore).
+func isBuildOutput(root, rel string) bool {
+	if rel != "bin" && rel != "tmp" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(root, "go.mod"))
+	return err == nil
 }
 
 // doesIO are the standard library packages a pure core must not import:
