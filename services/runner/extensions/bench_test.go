@@ -41,15 +41,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer set.Stop()
-	reg, err := tools.NewRegistry([]string{"read_file"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, t := range set.Tools() {
-		if err := reg.Add(t); err != nil {
-			b.Fatal(err)
-		}
-	}
+	reg := registryWith(b, set)
 	ctx := context.Background()
 	for b.Loop() {
 		t, args, bad := reg.Check("testsrv__echo", `{"text":"hi"}`)

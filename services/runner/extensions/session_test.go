@@ -24,6 +24,22 @@ func allowlist(t testing.TB, path string, digest events.Digest, f extensionstest
 	return extensionstest.Allowlist(t, path, digest, f, "1s", "")
 }
 
+// registryWith is a registry of read_file and the set's tools, as a
+// runner builds one for an attempt.
+func registryWith(t testing.TB, set *extensions.Set) *tools.Registry {
+	t.Helper()
+	reg, err := tools.NewRegistry([]string{"read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range set.Tools() {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
 func startSet(t testing.TB, l *extensions.Allowlist) *extensions.Set {
 	t.Helper()
 	entries, err := extensions.Admit(l, []string{"testsrv"})
@@ -92,15 +108,7 @@ func TestCalls(t *testing.T) {
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	set := startSet(t, allowlist(t, bin, "", f))
-	reg, err := tools.NewRegistry([]string{"read_file"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tl := range set.Tools() {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := registryWith(t, set)
 	ctx := context.Background()
 	call := func(name, args string) tools.Result {
 		tl, a, bad := reg.Check(name, args)
@@ -251,15 +259,7 @@ func TestACrashedServerSaysSoInEveryLaterCall(t *testing.T) {
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	set := startSet(t, allowlist(t, bin, "", f))
-	reg, err := tools.NewRegistry([]string{"read_file"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tl := range set.Tools() {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := registryWith(t, set)
 	call := func(text string) tools.Result {
 		tl, a, bad := reg.Check("testsrv__echo", `{"text":"`+text+`"}`)
 		if bad != nil {
@@ -287,15 +287,7 @@ func TestAServerBabblingOnStdoutSaysWhatItWrote(t *testing.T) {
 	bin := extensionstest.BuildServer(t)
 	f := extensionstest.NewFiles(t)
 	set := startSet(t, allowlist(t, bin, "", f))
-	reg, err := tools.NewRegistry([]string{"read_file"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tl := range set.Tools() {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := registryWith(t, set)
 	tl, a, bad := reg.Check("testsrv__echo", `{"text":"babble"}`)
 	if bad != nil {
 		t.Fatalf("check: %+v", bad)
