@@ -13,17 +13,24 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/factline/factline/events"
 )
 
 // An export file is a sequence of msgpack maps: one header, then one entry
-// per stored message in stream order, then (version 2) a trailer that
-// says the export ended and what it held. docs/operations.md documents it.
+// per stored message in stream order (version 3: with the blobs the
+// messages name, each in parts before the first message that names it),
+// then (version 2 on) a trailer that says the export ended and what it
+// held. docs/operations.md documents it.
 
-// ExportFormat and ExportVersion identify an export file's header.
-// Version 1 files have no trailer; they are still read.
+// ExportFormat and ExportVersion identify an export file's header:
+// ExportVersion is the newest version this reader knows and the one
+// ExportWithBlobs writes. Version 1 files have no trailer; version 2
+// files carry facts only (what Export writes); both are still read.
 const (
-	ExportFormat  = "factline-export"
-	ExportVersion = 2
+	ExportFormat       = "factline-export"
+	ExportVersion      = 3
+	exportVersionFacts = 2
 )
 
 // exportHeader's and exportItem's times are pointers because the msgpack
@@ -57,8 +64,9 @@ type exportTrailer struct {
 	SHA256  []byte `msgpack:"sha256"`
 }
 
-// exportItem is a map after the header: an entry, or the trailer when
-// end is true.
+// exportItem is a map after the header: an entry (a message, or in
+// version 3 a part of a blob when blob is set), or the trailer when end
+// is true.
 type exportItem struct {
 	Seq     uint64     `msgpack:"seq"`
 	Subject string     `msgpack:"subject"`
@@ -68,6 +76,9 @@ type exportItem struct {
 	End     bool       `msgpack:"end"`
 	Entries uint64     `msgpack:"entries"`
 	SHA256  []byte     `msgpack:"sha256"`
+	Blob    string     `msgpack:"blob"`
+	Size    uint64     `msgpack:"size"`
+	Offset  uint64     `msgpack:"offset"`
 }
 
 // What an ExportError says is wrong with an export file; match them with
@@ -82,8 +93,12 @@ var (
 	// ErrExportBadEnd: the end marker disagrees with the entries before
 	// it, or something follows it.
 	ErrExportBadEnd = errors.New("the export's end marker does not match")
-	// ErrExportBadEntry: an entry holds no message.
+	// ErrExportBadEntry: an entry holds no message (nor, in version 3, a
+	// part of a blob).
 	ErrExportBadEntry = errors.New("an export entry holds no message")
+	// ErrExportBadBlob: a version 3 blob's bytes do not match its digest,
+	// its digest is not one, or its parts are missing or out of order.
+	ErrExportBadBlob = errors.New("an export's blob does not match its digest")
 )
 
 // ExportError is why a reader refused an export file.
@@ -92,9 +107,11 @@ type ExportError struct {
 	File string
 	// Entries is how many entries were read whole before the problem.
 	Entries int
-	// Kind is one of ErrNotExport, ErrExportCut, ErrExportBadEnd and
-	// ErrExportBadEntry.
+	// Kind is one of ErrNotExport, ErrExportCut, ErrExportBadEnd,
+	// ErrExportBadEntry and ErrExportBadBlob.
 	Kind error
+	// Digest names the blob, for ErrExportBadBlob.
+	Digest events.Digest
 	// Problem says what is wrong, in words.
 	Problem string
 	// Err is the decoder's error behind it, if any.
@@ -138,6 +155,17 @@ type PortResult struct {
 	// version 1 file has no end marker: a copy of it cut between two
 	// entries imported as a shorter log, and a caller should say so.
 	Version int
+	// Blobs is how many blobs a version 3 export wrote, or its import
+	// read; BlobBytes is their size in bytes.
+	Blobs     int
+	BlobBytes int64
+	// BlobsPresent is how many of the blobs read by an import the target
+	// store held already (and were not stored again).
+	BlobsPresent int
+	// Unheld is how many distinct digests the exported facts name that
+	// the store holds no blob of: identities that name no blob (an agent's
+	// identity, a cache key), or blobs missing from the store.
+	Unheld int
 }
 
 // flag records r in res.Flagged when it holds no fact of its subject.
@@ -147,13 +175,32 @@ func (res *PortResult) flag(r Raw) {
 	}
 }
 
-// Export writes the selected FACTS messages to w, undecoded, so that an
-// export keeps even messages this version cannot read, and flags those
-// that hold no fact of their subject. The end marker is written only
-// after the last message was read, so an export that fails midway leaves
-// a file every reader refuses as cut.
+// Export writes the selected FACTS messages to w, undecoded, as a version
+// 2 export (facts only), so that an export keeps even messages this
+// version cannot read, and flags those that hold no fact of their
+// subject. The end marker is written only after the last message was
+// read, so an export that fails midway leaves a file every reader refuses
+// as cut.
 func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortResult, error) {
-	res := PortResult{Version: ExportVersion}
+	return b.export(ctx, w, opts, false)
+}
+
+// ExportWithBlobs is Export that also carries the blobs the facts name, as
+// a version 3 export: each blob whole (a request stored as a delta is
+// rebuilt and checked against its digest), once, in parts before the
+// first fact that names it. A digest the store holds no blob of is
+// counted in PortResult.Unheld, not an error: many digests are identities
+// that name no blob.
+func (b *Bus) ExportWithBlobs(ctx context.Context, w io.Writer, opts ReadOptions) (PortResult, error) {
+	return b.export(ctx, w, opts, true)
+}
+
+func (b *Bus) export(ctx context.Context, w io.Writer, opts ReadOptions, withBlobs bool) (PortResult, error) {
+	version := exportVersionFacts
+	if withBlobs {
+		version = ExportVersion
+	}
+	res := PortResult{Version: version}
 	if opts.Follow {
 		return res, errors.New("export: cannot follow; an export ends where the stream ends")
 	}
@@ -166,18 +213,36 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortRe
 		filter = "fact.>"
 	}
 	created := time.Now().UTC()
-	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: ExportVersion, Stream: FactsStream, Filter: filter, Created: &created}); err != nil {
+	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: version, Stream: FactsStream, Filter: filter, Created: &created}); err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
+	written := map[events.Digest]bool{}
+	n := 0 // entries written, blob parts included
 	_, err := b.Read(ctx, opts, func(r Raw) error {
 		res.Messages++
-		res.flag(r)
+		f, ferr := r.Fact()
+		if ferr != nil {
+			res.Flagged = append(res.Flagged, BadRecord{Seq: r.Seq, Subject: r.Subject, Err: ferr})
+		} else if withBlobs {
+			for _, d := range namedDigests(f) {
+				if written[d] {
+					continue
+				}
+				written[d] = true
+				parts, err := b.exportBlob(ctx, entries, d, &res)
+				if err != nil {
+					return fmt.Errorf("the blob %s that message %d on %s names: %w", d, r.Seq, r.Subject, err)
+				}
+				n += parts
+			}
+		}
+		n++
 		return entries.Encode(exportEntry(r))
 	})
 	if err != nil {
 		return res, fmt.Errorf("export after %d messages: %w", res.Messages, err)
 	}
-	if err := enc.Encode(exportTrailer{End: true, Entries: uint64(res.Messages), SHA256: sum.Sum(nil)}); err != nil {
+	if err := enc.Encode(exportTrailer{End: true, Entries: uint64(n), SHA256: sum.Sum(nil)}); err != nil {
 		return res, fmt.Errorf("export: the end marker: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -186,19 +251,64 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortRe
 	return res, nil
 }
 
-// ReadExport reads an export file, calling fn for each message in order.
-// A version 2 file is refused (an *ExportError) after the last entry when
-// its end marker is missing, disagrees with the entries, or is followed
-// by anything: fn has then seen entries of a file that is not whole, and
-// a caller should not keep what it made of them. When r has a Name (an
-// *os.File), the error names the file.
+// ReadExport reads an export file, calling fn for each message in order;
+// the blobs of a version 3 file are checked against their digests and
+// passed over. A version 2 or 3 file is refused (an *ExportError) after
+// the last entry when its end marker is missing, disagrees with the
+// entries, or is followed by anything: fn has then seen entries of a file
+// that is not whole, and a caller should not keep what it made of them.
+// When r has a Name (an *os.File), the error names the file.
 func ReadExport(r io.Reader, fn func(Raw) error) error {
-	_, err := readExport(r, fn)
+	_, err := readExport(r, ExportVisitor{Fact: fn})
 	return err
 }
 
-// readExport is ReadExport that also returns the file's format version.
-func readExport(r io.Reader, fn func(Raw) error) (int, error) {
+// ExportVisitor says what a reader of an export does with its entries.
+type ExportVisitor struct {
+	// Fact is called for each message in order (nil: none).
+	Fact func(Raw) error
+	// Blob is called for each blob of a version 3 file once its last part
+	// was read and its bytes matched its digest, before the message that
+	// first names it (nil: none).
+	Blob func(ExportBlob) error
+	// BlobData asks for each blob's bytes in ExportBlob.Data; without it a
+	// blob's parts are hashed as they are read and not kept.
+	BlobData bool
+}
+
+// ExportBlob is a blob a version 3 export carries, read whole and checked
+// against its digest.
+type ExportBlob struct {
+	Digest events.Digest
+	Size   int64
+	// Data is the blob's bytes, when ExportVisitor.BlobData asked for them.
+	Data []byte
+	// Start and End are where the blob's entries begin and end in the
+	// file, for ReadExportBlob to read it again from there.
+	Start, End int64
+}
+
+// ReadExportWith reads an export as ReadExport does, handing each message
+// and each blob to v; it returns the file's format version.
+func ReadExportWith(r io.Reader, v ExportVisitor) (int, error) {
+	return readExport(r, v)
+}
+
+// countingReader counts the bytes read from r, so that a reader knows
+// where in a file each entry starts.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readExport reads an export, returning its format version.
+func readExport(r io.Reader, v ExportVisitor) (int, error) {
 	var name string
 	if n, ok := r.(interface{ Name() string }); ok {
 		name = n.Name()
@@ -206,7 +316,9 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 	fail := func(entries int, kind error, err error, problem string, args ...any) (int, error) {
 		return 0, &ExportError{File: name, Entries: entries, Kind: kind, Problem: fmt.Sprintf(problem, args...), Err: err}
 	}
-	br := bufio.NewReader(r)
+	cr := &countingReader{r: r}
+	br := bufio.NewReader(cr)
+	pos := func() int64 { return cr.n - int64(br.Buffered()) }
 	dec := msgpack.NewDecoder(br)
 	var h exportHeader
 	if err := dec.Decode(&h); err != nil {
@@ -219,7 +331,9 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 		return fail(0, ErrNotExport, nil, "version %d is newer than this reader's %d", h.Version, ExportVersion)
 	}
 	sealed := h.Version >= 2
+	withBlobs := h.Version >= 3
 	sum := sha256.New()
+	var open *blobParts // the blob whose parts are being read
 	for i := 1; ; i++ {
 		// The end of the file is looked for between maps, not taken from
 		// the decoder: a map cut after its first byte ends with io.EOF
@@ -230,6 +344,7 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 			}
 			return h.Version, nil
 		}
+		start := pos()
 		raw, err := dec.DecodeRaw()
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fail(i-1, ErrExportCut, err, "the file ends inside entry %d (cut short?)", i)
@@ -240,6 +355,34 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 		var e exportItem
 		if err := msgpack.Unmarshal(raw, &e); err != nil {
 			return fail(i-1, ErrExportBadEntry, err, "entry %d", i)
+		}
+		if withBlobs && e.Blob != "" && !e.End {
+			sum.Write(raw)
+			if open == nil {
+				open, err = startBlob(i, e, start, v.BlobData)
+			} else {
+				err = open.add(i, e)
+			}
+			if err == nil && open.complete() {
+				done := open
+				open = nil
+				if err = done.check(i); err == nil && v.Blob != nil {
+					if err := v.Blob(done.blob(pos())); err != nil {
+						return h.Version, err
+					}
+				}
+			}
+			if err != nil {
+				ee := err.(*ExportError)
+				ee.File, ee.Entries = name, i-1
+				return 0, ee
+			}
+			continue
+		}
+		if open != nil {
+			_, err := fail(i-1, ErrExportBadBlob, nil, "entry %d: the blob %s that entries %d to %d began ends there, at byte %d of its %d: its other parts were lost", i, open.d, open.first, i-1, open.next, open.size)
+			err.(*ExportError).Digest = open.d
+			return 0, err
 		}
 		if e.End && sealed {
 			return h.Version, checkExportEnd(br, sum.Sum(nil), i-1, e, func(kind error, problem string, args ...any) error {
@@ -253,11 +396,14 @@ func readExport(r io.Reader, fn func(Raw) error) (int, error) {
 			return fail(i-1, ErrExportBadEntry, nil, "entry %d holds no message (no subject or no data): two exports run together, or an edited file?", i)
 		}
 		sum.Write(raw)
+		if v.Fact == nil {
+			continue
+		}
 		r := Raw{Seq: e.Seq, Subject: e.Subject, MsgID: e.MsgID, Data: e.Data}
 		if e.Time != nil {
 			r.Time = *e.Time
 		}
-		if err := fn(r); err != nil {
+		if err := v.Fact(r); err != nil {
 			return h.Version, err
 		}
 	}
@@ -332,7 +478,26 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 		return nil
 	}
 	entry := 0
-	res.Version, err = readExport(r, func(raw Raw) error {
+	// A blob comes before the first fact that names it and is stored
+	// before that fact is sent, so the store never holds a fact naming a
+	// blob it lacks, even when an import from a pipe stops midway.
+	restore := func(blob ExportBlob) error {
+		_, present, err := b.alreadyStored(ctx, blob.Digest)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		res.Blobs++
+		res.BlobBytes += blob.Size
+		if present {
+			res.BlobsPresent++
+			return nil
+		}
+		if _, err := b.Blobs().Put(ctx, blob.Data); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		return nil
+	}
+	res.Version, err = readExport(r, ExportVisitor{BlobData: true, Blob: restore, Fact: func(raw Raw) error {
 		entry++
 		m := &nats.Msg{Subject: raw.Subject, Data: raw.Data, Header: nats.Header{}}
 		key := runKey(raw.Subject)
@@ -356,7 +521,7 @@ func (b *Bus) Import(ctx context.Context, r io.Reader) (PortResult, error) {
 			return flush()
 		}
 		return nil
-	})
+	}})
 	if err == nil {
 		return res, flush()
 	}

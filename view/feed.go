@@ -3,11 +3,12 @@ package view
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/internal/sleep"
-	"github.com/factline/factline/projections/replay"
 )
 
 // maxRetry bounds the wait between two attempts to read the log again.
@@ -64,12 +65,33 @@ func (s *Server) Load(ctx context.Context) error {
 		}
 		return nil
 	}
-	_, err := replay.File(s.cfg.File).Each(ctx, func(raw bus.Raw) error { s.apply(raw); return nil })
+	f, err := os.Open(s.cfg.File)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.cfg.File, err)
+	}
+	defer f.Close()
+	// A version 3 file's blobs are found where they are, not kept: a
+	// page reads one again from the file when it shows it.
+	found := map[events.Digest]bus.ExportBlob{}
+	version, err := bus.ReadExportWith(f, bus.ExportVisitor{
+		Fact: func(raw bus.Raw) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s.apply(raw)
+			return nil
+		},
+		Blob: func(b bus.ExportBlob) error {
+			found[b.Digest] = b
+			return nil
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("read %s: %w", s.cfg.File, err)
 	}
 	s.mu.Lock()
 	s.loaded = true
+	s.fileBlobs, s.fileVersion = found, version
 	s.mu.Unlock()
 	return nil
 }

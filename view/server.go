@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/internal/bytecache"
 	"github.com/factline/factline/view/pages"
 )
@@ -29,7 +30,8 @@ type Config struct {
 	// (the requests the model received).
 	Bus *bus.Bus
 	// File is an export (factline export): read once; its pages do not
-	// change and it holds no blobs.
+	// change. A version 3 file holds the blobs its facts name; an older
+	// one holds none.
 	File string
 	// Logger receives the viewer's warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -62,7 +64,11 @@ type Server struct {
 	model   *pages.Model
 	changed chan struct{} // closed, and replaced, when the model moves on
 	loaded  bool          // an export file has been read whole
-	feedErr error         // why the live feed is reconnecting, nil when it is not
+	// fileBlobs are where the blobs of a version 3 export file are in it;
+	// fileVersion is the file's format version.
+	fileBlobs   map[events.Digest]bus.ExportBlob
+	fileVersion int
+	feedErr     error // why the live feed is reconnecting, nil when it is not
 }
 
 // New returns a viewer of the log cfg names.

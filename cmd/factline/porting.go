@@ -21,6 +21,7 @@ func newExportCmd() *cobra.Command {
 	var t target
 	var path, filter string
 	var from uint64
+	var noBlobs bool
 	c := newCommand("export", maxArgs(1, "export takes at most one FILTER subject (or --filter)"))
 	fs := onTarget(c, &t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if len(args) == 1 {
@@ -36,24 +37,29 @@ func newExportCmd() *cobra.Command {
 		} else if err := checkFactFilter("--filter", filter); err != nil {
 			return err
 		}
-		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, out, errOut)
+		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, !noBlobs, out, errOut)
 	})
 	fs.StringVar(&path, "out", "", "file to write (default: standard output)")
 	fs.StringVar(&filter, "filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
 	fs.Uint64Var(&from, "from-seq", 0, "first stream sequence to export")
+	fs.BoolVar(&noBlobs, "no-blobs", false, "write the facts only (a version 2 file), not the blobs they name (requests, large replies, containment records)")
 	return c
 }
 
-func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions, out, errOut io.Writer) error {
+func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions, withBlobs bool, out, errOut io.Writer) error {
 	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
+	export := b.Export
+	if withBlobs {
+		export = b.ExportWithBlobs
+	}
 	if path == "" {
-		res, err := b.Export(ctx, out, opts)
+		res, err := export(ctx, out, opts)
 		if err == nil {
-			fmt.Fprintf(errOut, "exported %d messages\n", res.Messages)
+			fmt.Fprintf(errOut, "exported %d messages%s\n", res.Messages, blobsCarried(res))
 			printFlagged(errOut, res.Flagged)
 		}
 		return err
@@ -62,16 +68,25 @@ func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions
 	if err != nil {
 		return err
 	}
-	res, err := b.Export(ctx, f, opts)
+	res, err := export(ctx, f, opts)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "exported %d messages to %s\n", res.Messages, path)
+	fmt.Fprintf(out, "exported %d messages%s to %s\n", res.Messages, blobsCarried(res), path)
 	printFlagged(out, res.Flagged)
 	return nil
+}
+
+// blobsCarried says what blobs a version 3 export carried, for the line
+// that reports an export.
+func blobsCarried(res bus.PortResult) string {
+	if res.Version < 3 {
+		return " (facts only, no blobs)"
+	}
+	return fmt.Sprintf(" and %d blobs (%d bytes; %d digests the facts name are no blob of the store: identities, or blobs missing)", res.Blobs, res.BlobBytes, res.Unheld)
 }
 
 // printFlagged names the messages an export or import carried that hold no
@@ -124,6 +139,9 @@ func runImport(ctx context.Context, t *target, name string, stdin io.Reader, out
 		return err
 	}
 	fmt.Fprintf(out, "imported %d messages from %s\n", res.Messages, name)
+	if res.Version >= 3 {
+		fmt.Fprintf(out, "restored %d blobs (%d bytes; %d of them the store held already)\n", res.Blobs, res.BlobBytes, res.BlobsPresent)
+	}
 	if res.Version < 2 {
 		fmt.Fprintf(errOut, "warning: %s is a version %d export, which has no end marker: a copy of it cut between two entries cannot be told from its end; check the count against the 'exported N messages' of its export\n", name, res.Version)
 	}

@@ -22,7 +22,7 @@ const defaultViewListen = "127.0.0.1:7070"
 func newViewCmd() *cobra.Command {
 	var o viewFlags
 	c := newCommand("view", noArgs)
-	fs := o.src.flags(c, o.run, "an export file to show instead of a store or a server (it does not change, and holds no blobs)")
+	fs := o.src.flags(c, o.run, "an export file to show instead of a store or a server (it does not change; a version 3 export holds the blobs its facts name)")
 	fs.StringVar(&o.listen, "listen", defaultViewListen, "serve the pages at PORT or :PORT (this machine only) or HOST:PORT (port 0 picks a free one)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); whoever reaches it reads every fact, and the traffic is not encrypted")
 	fs.StringSliceVar(&o.hosts, "allow-host", nil, "a host name the pages also answer to (the Host header browsers send), besides 127.0.0.1, localhost, [::1] and --listen's host; for a wildcard --listen reached by name")
