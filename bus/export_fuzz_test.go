@@ -49,11 +49,11 @@ func exportVersion(data []byte) int {
 
 // FuzzReadExport reads any bytes as an export: it refuses what it
 // refuses with an *ExportError, hands on only entries that hold a
-// message, and of a version 2 file it accepts, refuses every shorter
+// message, and of a version 2 or 3 file it accepts, refuses every shorter
 // copy and any copy with a byte after it: a copy that lost its end, or
 // was run on past it, never reads as whole.
 func FuzzReadExport(f *testing.F) {
-	for _, name := range []string{"export-v1.flx", "export-v2.flx"} {
+	for _, name := range []string{"export-v1.flx", "export-v2.flx", "export-v3.flx"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

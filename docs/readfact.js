@@ -228,17 +228,21 @@ function isExport(buf) {
 // version 2 export ends with a map whose end is true, that counts the
 // entries and holds the sha256 of their bytes as written; a file without
 // it (cut, even between two entries), with one that disagrees, or with
-// anything after it prints nothing and is an error.
+// anything after it prints nothing and is an error. A version 3 export
+// also holds blobs, each in parts (maps whose blob is its digest) before
+// the first fact that names it: they count as entries, are hashed with
+// them, and each blob's bytes are checked against its digest.
 function readExport(file, buf, print) {
   const at = { p: 0 };
   const h = decode(buf, at);
-  if (h.version > 2) throw new Error('export version ' + h.version + ' is newer than this reader\'s 2');
+  if (h.version > 3) throw new Error('export version ' + h.version + ' is newer than this reader\'s 3');
   const sealed = h.version >= 2;
   const sum = crypto.createHash('sha256');
   const lines = [];
   let ok = true;
   let ended = false;
   let n = 0;
+  let blob = null; // the blob whose parts are being read
   for (let i = 1; at.p < buf.length; i++) {
     const start = at.p;
     let e;
@@ -247,6 +251,29 @@ function readExport(file, buf, print) {
     } catch (err) {
       throw new Error('entry ' + i + ': ' + err.message + ' (the file ends inside it: cut short?)');
     }
+    if (h.version >= 3 && e && typeof e.blob === 'string' && e.end !== true) {
+      const size = Number(e.size), offset = Number(e.offset);
+      const data = Buffer.isBuffer(e.data) ? e.data : Buffer.alloc(0);
+      if (!blob) {
+        if (!/^sha256:[0-9a-f]{64}$/.test(e.blob)) throw new Error('entry ' + i + ' names no blob digest');
+        if (offset !== 0) throw new Error('entry ' + i + ' holds blob ' + e.blob + ' from byte ' + offset + ', but no part of it came before: its first parts were lost');
+        blob = { digest: e.blob, size, next: 0, first: i, hash: crypto.createHash('sha256') };
+      } else if (e.blob !== blob.digest || size !== blob.size || offset !== blob.next) {
+        throw new Error('entry ' + i + ' holds blob ' + e.blob + ' from byte ' + offset + ' where the part of blob ' + blob.digest + ' at byte ' + blob.next + ' was due: parts were lost or repeated');
+      }
+      if (data.length > blob.size - blob.next || (data.length === 0 && blob.size !== 0)) throw new Error('entry ' + i + ' holds ' + data.length + ' bytes of blob ' + blob.digest + ' from byte ' + blob.next + ' of its ' + blob.size);
+      blob.hash.update(data);
+      blob.next += data.length;
+      sum.update(buf.subarray(start, at.p));
+      n = i;
+      if (blob.next === blob.size) {
+        const got = 'sha256:' + blob.hash.digest('hex');
+        if (got !== blob.digest) throw new Error('entry ' + i + ' ends blob ' + blob.digest + ', but its bytes (entries ' + blob.first + ' to ' + i + ') are ' + got + ': the blob was changed');
+        blob = null;
+      }
+      continue;
+    }
+    if (blob) throw new Error('entry ' + i + ': the blob ' + blob.digest + ' that entry ' + blob.first + ' began ends there, at byte ' + blob.next + ' of its ' + blob.size + ': its other parts were lost');
     if (sealed && e && e.end === true) {
       if (Number(e.entries) !== n) throw new Error('the end marker after entry ' + n + ' counts ' + e.entries + ' entries: entries were lost or added');
       if (!Buffer.isBuffer(e.sha256) || !e.sha256.equals(sum.digest())) throw new Error('the end marker\'s sha256 disagrees with the ' + n + ' entries before it: an entry was changed');
