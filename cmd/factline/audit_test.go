@@ -46,12 +46,13 @@ func loggedFacts(t *testing.T, store, kind string) []loggedFact {
 // the fact's start and before the next fact's), rewrites the end marker's
 // digest to match, and imports the result into a new store, which it
 // returns: what an outsider with a copy of the log, a hex editor and
-// sha256sum can do.
+// sha256sum can do. The export holds the facts only (--no-blobs), so the
+// copy holds no case: the audit reads the plans from the facts.
 func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "log.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", file); code != 0 {
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", file, "--no-blobs"); code != 0 {
 		t.Fatalf("export: %d %s", code, errOut)
 	}
 	data, err := os.ReadFile(file)
@@ -133,6 +134,17 @@ func TestAnEditedExportFailsTheAudit(t *testing.T) {
 	code, out, _ := runCLI(t, "audit", "--store", honest, "--finished")
 	if code != 0 || !strings.Contains(out, "the cases of 2 runs are not in this store") {
 		t.Fatalf("an honest copy: exit %d\n%s", code, out)
+	}
+	// A copy imported from an export with its blobs holds the cases.
+	withBlobs, copied := filepath.Join(t.TempDir(), "log.flx"), t.TempDir()
+	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", withBlobs); code != 0 {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "import", "--store", copied, withBlobs); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "audit", "--store", copied, "--finished"); code != 0 || strings.Contains(out, "not in this store") {
+		t.Fatalf("an honest copy with its blobs: exit %d\n%s", code, out)
 	}
 
 	// Envelope versions 3 and 4 write body keys by number (docs/facts.md): "type"
