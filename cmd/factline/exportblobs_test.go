@@ -106,6 +106,16 @@ func TestAnExportOfASuiteCarriesTheBlobsItsFactsName(t *testing.T) {
 			t.Errorf("view --file: blob %s: %d, %d bytes that are not it", d, status, len(body))
 		}
 	}
+	// An export written without blobs still reads, and its viewer says
+	// where the requests are, as before.
+	factsOnly := filepath.Join(t.TempDir(), "facts.flx")
+	if code, out, errOut := runCLI(t, "export", "--store", store, "--out", factsOnly, "--no-blobs"); code != 0 || !strings.Contains(out, "facts only") {
+		t.Fatalf("export --no-blobs: %d %s %s", code, out, errOut)
+	}
+	url2 := startView(t, "--file", factsOnly)
+	if status, page := fetch(t, url2+"suites/"+suite+"/runs/"+run); status != http.StatusOK || !strings.Contains(page, "an export file holds facts only") {
+		t.Errorf("view --file of a facts-only export: the run page (%d) does not say the file holds facts only:\n%.2000s", status, page)
+	}
 	// replay --file reads the blobs' entries past, as the store's facts.
 	_, fromStore, _ := runCLI(t, "replay", "runs", "--store", store, "--json")
 	code, fromFile, errOut := runCLI(t, "replay", "runs", "--file", export, "--json")
