@@ -19,7 +19,7 @@ func newWhatifCmd() *cobra.Command {
 	var o whatifFlags
 	c := newCommand("whatif", cobra.ArbitraryArgs)
 	fs := o.src.flags(c, o.run, "export file to read instead of a store or a server (needs --suite)")
-	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under")
+	fs.StringVar(&o.suite, "suite", "", "with --file: the suite file whose cases and treatments the runs ran under (an export with its blobs holds them)")
 	fs.StringArrayVar(&o.policies, "policy", nil, "a candidate policy file (a stall block; repeat for several)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	fs.StringVar(&o.svg, "svg", "", "also write the trade-off curve (false stops against tokens saved) to this SVG file")
@@ -65,10 +65,20 @@ func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.W
 	}
 	var resolve recorded.Resolver
 	switch {
-	case file:
-		if o.suite == "" {
-			return usageError{"--file needs --suite: an export holds facts, not the cases and treatments the runs ran under"}
+	case file && o.suite == "":
+		// A version 3 export holds the case and treatment blobs its
+		// run.requested facts name.
+		if err := o.src.checkFile(); err != nil {
+			return err
 		}
+		var version int
+		if resolve, version, err = recorded.FromExport(o.src.file); err != nil {
+			return err
+		}
+		if version < 3 {
+			return usageError{"--file needs --suite: an export written without blobs (--no-blobs, or before version 3) holds facts, not the cases and treatments the runs ran under"}
+		}
+	case file:
 		if resolve, err = recorded.FromSuite(ctx, o.suite); err != nil {
 			return err
 		}

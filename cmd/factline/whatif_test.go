@@ -68,6 +68,12 @@ func TestWhatifReplaysTheCalibrationSuite(t *testing.T) {
 	if code != 0 || out2 != out {
 		t.Fatalf("from the export (exit %d, %s): the report differs from the store's", code, errOut)
 	}
+	// The export holds the cases and treatments the runs ran under: it
+	// needs no suite file.
+	code, out3, errOut := runCLI(t, "whatif", "--file", export, "--policy", policy, "--json")
+	if code != 0 || out3 != out {
+		t.Fatalf("from the export alone (exit %d, %s): the report differs from the store's", code, errOut)
+	}
 }
 
 func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
@@ -83,7 +89,8 @@ func TestWhatifRefusesWhatItCannotReplay(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"whatif", "--file", "x.flx", "--policy", good}, 2, "--file needs --suite"},
+		{[]string{"whatif", "--file", "../../bus/testdata/export-v2.flx", "--policy", good}, 2, "--file needs --suite: an export written without blobs"},
+		{[]string{"whatif", "--file", "x.flx", "--policy", good}, 2, "x.flx: no such file"},
 		{[]string{"whatif", "--suite", "s.yaml", "--store", dir, "--policy", good}, 2, "--suite goes with --file"},
 		{[]string{"whatif", "--policy", bad, "--store", dir}, 2, "bad.yaml: stall.repair_budget: cannot be negative"},
 		{[]string{"whatif", "--store", filepath.Join(dir, "none"), "--policy", good}, 1, "none"},

@@ -3,6 +3,7 @@ package recorded
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/factline/factline/bus"
@@ -22,7 +23,7 @@ func FromBus(b *bus.Bus) Resolver {
 }
 
 // FromSuite resolves runs from a suite file and the case and treatment
-// files it names: an export file holds facts, not blobs. A case or a
+// files it names: an export written without blobs holds facts only. A case or a
 // treatment is matched by its digest, so a file edited since the run is
 // refused rather than replayed under the wrong policy.
 func FromSuite(ctx context.Context, path string) (Resolver, error) {
@@ -83,4 +84,68 @@ func (b *memBlobs) Get(_ context.Context, d events.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("blob %s: not found", d)
 	}
 	return data, nil
+}
+
+// FromExport resolves runs from the case and treatment blobs a version 3
+// export file holds, read again from the file when a run needs them. It
+// returns the file's version; for an older file, which holds no blobs, the
+// Resolver is nil and the caller needs the suite file (FromSuite).
+func FromExport(path string) (Resolver, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	where := map[events.Digest]bus.ExportBlob{}
+	version, err := bus.ReadExportWith(f, bus.ExportVisitor{Blob: func(b bus.ExportBlob) error {
+		where[b.Digest] = b
+		return nil
+	}})
+	f.Close()
+	if err != nil || version < 3 {
+		return nil, version, err
+	}
+	read := func(what string, d events.Digest) ([]byte, error) {
+		at, ok := where[d]
+		if !ok {
+			return nil, fmt.Errorf("%s %s: the export %s holds no such blob (its store did not hold it when it was exported)", what, d, path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, d, err)
+		}
+		defer f.Close()
+		return bus.ReadExportBlob(f, at)
+	}
+	var mu sync.Mutex
+	resolved := map[[2]events.Digest]cases.Effective{}
+	return func(_ context.Context, req events.RunRequested) (cases.Effective, error) {
+		key := [2]events.Digest{req.CaseDigest, req.TreatmentDigest}
+		mu.Lock()
+		eff, ok := resolved[key]
+		mu.Unlock()
+		if ok {
+			return eff, nil
+		}
+		cdata, err := read("case", req.CaseDigest)
+		if err != nil {
+			return cases.Effective{}, err
+		}
+		c, err := cases.DecodeCase(cdata)
+		if err != nil {
+			return cases.Effective{}, fmt.Errorf("case %s (%s): %w", req.Case, req.CaseDigest, err)
+		}
+		tdata, err := read("treatment", req.TreatmentDigest)
+		if err != nil {
+			return cases.Effective{}, err
+		}
+		t, err := cases.DecodeTreatment(tdata)
+		if err != nil {
+			return cases.Effective{}, fmt.Errorf("treatment %s (%s): %w", req.Treatment, req.TreatmentDigest, err)
+		}
+		eff = cases.Apply(c, t)
+		mu.Lock()
+		resolved[key] = eff
+		mu.Unlock()
+		return eff, nil
+	}, version, nil
 }
