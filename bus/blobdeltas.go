@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -215,9 +214,13 @@ func (b *Bus) objectBytes(ctx context.Context, d events.Digest, info *jetstream.
 	if err != nil {
 		return nil, nil, fmt.Errorf("get blob %s: %w", d, err)
 	}
-	data, err := io.ReadAll(res)
-	if err != nil {
+	// Room for the stored size at once: io.ReadAll doubles its buffer as
+	// it goes, so a large blob was held about twice while it was read (an
+	// export reads every blob its facts name). MinRead more, so that the
+	// read that finds the end does not grow it either.
+	buf := bytes.NewBuffer(make([]byte, 0, min(info.Size, maxBlobPrealloc)+bytes.MinRead))
+	if _, err := buf.ReadFrom(res); err != nil {
 		return nil, nil, fmt.Errorf("get blob %s: %w", d, err)
 	}
-	return data, stored, nil
+	return buf.Bytes(), stored, nil
 }
