@@ -258,10 +258,13 @@ function readExport(file, buf, print) {
         if (!/^sha256:[0-9a-f]{64}$/.test(e.blob)) throw new Error('entry ' + i + ' names no blob digest');
         if (offset !== 0) throw new Error('entry ' + i + ' holds blob ' + e.blob + ' from byte ' + offset + ', but no part of it came before: its first parts were lost');
         blob = { digest: e.blob, size, next: 0, first: i, hash: crypto.createHash('sha256') };
-      } else if (e.blob !== blob.digest || size !== blob.size || offset !== blob.next) {
-        throw new Error('entry ' + i + ' holds blob ' + e.blob + ' from byte ' + offset + ' where the part of blob ' + blob.digest + ' at byte ' + blob.next + ' was due: parts were lost or repeated');
+      } else if (e.blob !== blob.digest || size !== blob.size) {
+        throw new Error('entry ' + i + ' holds a part of blob ' + e.blob + ' (' + size + ' bytes) where the part of blob ' + blob.digest + ' (' + blob.size + ' bytes) at byte ' + blob.next + ' was due: its other parts were lost');
+      } else if (offset !== blob.next) {
+        throw new Error('entry ' + i + ' holds blob ' + blob.digest + ' from byte ' + offset + ' where its part at byte ' + blob.next + ' was due: parts were lost or repeated');
       }
-      if (data.length > blob.size - blob.next || (data.length === 0 && blob.size !== 0)) throw new Error('entry ' + i + ' holds ' + data.length + ' bytes of blob ' + blob.digest + ' from byte ' + blob.next + ' of its ' + blob.size);
+      if (data.length > blob.size - blob.next) throw new Error('entry ' + i + ' holds ' + data.length + ' bytes of blob ' + blob.digest + ' from byte ' + blob.next + ', past its size ' + blob.size);
+      if (data.length === 0 && blob.size !== 0) throw new Error('entry ' + i + ' holds no bytes of blob ' + blob.digest);
       blob.hash.update(data);
       blob.next += data.length;
       sum.update(buf.subarray(start, at.p));
@@ -273,7 +276,7 @@ function readExport(file, buf, print) {
       }
       continue;
     }
-    if (blob) throw new Error('entry ' + i + ': the blob ' + blob.digest + ' that entry ' + blob.first + ' began ends there, at byte ' + blob.next + ' of its ' + blob.size + ': its other parts were lost');
+    if (blob) throw new Error('entry ' + i + ': the blob ' + blob.digest + ' that entries ' + blob.first + ' to ' + (i - 1) + ' began ends there, at byte ' + blob.next + ' of its ' + blob.size + ': its other parts were lost');
     if (sealed && e && e.end === true) {
       if (Number(e.entries) !== n) throw new Error('the end marker after entry ' + n + ' counts ' + e.entries + ' entries: entries were lost or added');
       if (!Buffer.isBuffer(e.sha256) || !e.sha256.equals(sum.digest())) throw new Error('the end marker\'s sha256 disagrees with the ' + n + ' entries before it: an entry was changed');
