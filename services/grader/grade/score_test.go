@@ -370,3 +370,26 @@ func TestAScoreThatIsNoFiniteNumberIsNamed(t *testing.T) {
 		t.Errorf("a finite score after an infinite one: %+v", s)
 	}
 }
+
+// Rule: a rating written as a fraction counts only out of the scale's
+// maximum. "SCORE: 4/10" on a 1–5 scale rates 0.4 of the way, not 4 of 5:
+// taking the numerator would score it 0.75, so it is missing and says why.
+func TestJudgeRatingOutOfAnotherMaximumIsNotOnItsScale(t *testing.T) {
+	for reply, want := range map[string]float64{
+		"SCORE: 4/5\nVERDICT: PASS":     4,
+		"SCORE: 4 / 5.0\nVERDICT: PASS": 4,
+		"SCORE: 3\nVERDICT: PASS":       3,
+	} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if v, ok := s.Value("score"); !ok || v != want {
+			t.Errorf("%q: %v %v, want %v", reply, v, ok, want)
+		}
+	}
+	for _, reply := range []string{"SCORE: 4/10\nVERDICT: PASS", "SCORE: 2/3\nVERDICT: FAIL", "SCORE: 1/1\nVERDICT: PASS"} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, "out of") || !strings.Contains(s.Missing, "[1, 5]") {
+			t.Errorf("%q: %+v, want missing saying the rating is out of another maximum than the scale [1, 5]'s", reply, s)
+		}
+		validScore(t, s)
+	}
+}
