@@ -393,3 +393,22 @@ func TestJudgeRatingOutOfAnotherMaximumIsNotOnItsScale(t *testing.T) {
 		validScore(t, s)
 	}
 }
+
+// Rule: an instrument that abstained measured nothing: a scorer of it is
+// missing, saying so, even when the judge wrote a rating beside a reply
+// that had no verdict line (docs/grading.md#scores: "missing with why (its
+// instrument did not run, abstained, …)").
+func TestScorerOfAnAbstainedInstrumentIsMissing(t *testing.T) {
+	rated := &events.InstrumentScore{Source: events.ScoreJudge, Values: []events.ScoreValue{{Name: "score", Value: 4}}}
+	ins := []events.InstrumentResult{{Instrument: "review", Outcome: events.InstrumentAbstained,
+		Detail: "the judge gave no VERDICT line: **VERDICT: PASS**\nSCORE: 4", Score: rated}}
+	for _, s := range []Scorer{
+		{ID: "quality", Instrument: "review", Key: "score", Min: 1, Max: 5},
+		{ID: "agreed", Instrument: "review", Min: 0, Max: 1},
+	} {
+		got := Scores([]Scorer{s}, ins)[0]
+		if got.Value != nil || got.Raw != nil || !strings.Contains(got.Missing, "review abstained") {
+			t.Errorf("%s: %+v, want missing saying review abstained", s.ID, got)
+		}
+	}
+}
