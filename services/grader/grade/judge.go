@@ -17,6 +17,13 @@ const reasonsCap = 1000
 // caught); the last one counts.
 var judgeScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*([-+]?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:/[ \t]*([0-9]+(?:\.[0-9]+)?))?[ \t]*$`)
 
+// judgeAnyScoreLine is a line that starts as a rating does, readable or
+// not: what a reply without a readable rating is quoted by.
+var judgeAnyScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*(.*?)[ \t]*$`)
+
+// scoreQuoteCap bounds the unreadable rating a reason quotes.
+const scoreQuoteCap = 40
+
 // judgeVerdictLine is the verdict line, left out of the reasons.
 var judgeVerdictLine = regexp.MustCompile(`(?im)^[ \t]*VERDICT:.*$`)
 
@@ -33,6 +40,12 @@ func ReadJudgeScore(reply string, min, max float64) events.InstrumentScore {
 	ms := judgeScoreLine.FindAllStringSubmatch(reply, -1)
 	if len(ms) == 0 {
 		out.Missing = "the judge gave no SCORE line"
+		// A line the judge meant as its rating ("SCORE: 40%") is named, so
+		// that the rubric, not the judge's silence, is what gets fixed.
+		if loose := judgeAnyScoreLine.FindAllStringSubmatch(reply, -1); len(loose) > 0 {
+			out.Missing = fmt.Sprintf("the judge's SCORE line %q is no rating the grader reads: want SCORE: n, or SCORE: n/%s, a number on the scale [%s, %s]",
+				clipTo(loose[len(loose)-1][1], scoreQuoteCap), num(max), num(min), num(max))
+		}
 		return out
 	}
 	last := ms[len(ms)-1]

@@ -294,7 +294,7 @@ func TestJudgeRatingIsItsLastScoreLineOnItsScale(t *testing.T) {
 		"SCORE: 7\nVERDICT: PASS":    "outside the scale",
 		"SCORE: 0.5\nVERDICT: FAIL":  "outside the scale",
 		"I'd say SCORE: 4 overall":   "no SCORE line",
-		"SCORE: four\nVERDICT: PASS": "no SCORE line",
+		"SCORE: four\nVERDICT: PASS": "no rating the grader reads",
 	} {
 		s := ReadJudgeScore(reply, 1, 5)
 		if len(s.Values) != 0 || !strings.Contains(s.Missing, why) {
@@ -410,5 +410,25 @@ func TestScorerOfAnAbstainedInstrumentIsMissing(t *testing.T) {
 		if got.Value != nil || got.Raw != nil || !strings.Contains(got.Missing, "review abstained") {
 			t.Errorf("%s: %+v, want missing saying review abstained", s.ID, got)
 		}
+	}
+}
+
+// Rule: a judge that wrote a SCORE line the grader cannot read is told
+// apart from one that wrote none: the reason quotes the line, so a rubric
+// asking for "40%" or "four" is found from the grade, not guessed at.
+func TestAnUnreadableScoreLineIsNamedNotCalledMissing(t *testing.T) {
+	for reply, quoted := range map[string]string{
+		"SCORE: 40%\nVERDICT: PASS":           "40%",
+		"SCORE: four\nVERDICT: PASS":          "four",
+		"Fine.\nScore: 4 of 5\nVERDICT: PASS": "4 of 5",
+	} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if len(s.Values) != 0 || strings.Contains(s.Missing, "no SCORE line") || !strings.Contains(s.Missing, quoted) {
+			t.Errorf("%q: %+v, want missing quoting %q, not saying there was no SCORE line", reply, s, quoted)
+		}
+		validScore(t, s)
+	}
+	if s := ReadJudgeScore("Looks fine.\nVERDICT: PASS", 1, 5); !strings.Contains(s.Missing, "no SCORE line") {
+		t.Errorf("a reply without a SCORE line: %+v", s)
 	}
 }
