@@ -2,8 +2,12 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/cases"
@@ -48,6 +52,35 @@ func (e *UnknownRunError) Error() string {
 	return fmt.Sprintf("run %s: no ended run of suite %s has that id", e.Run, e.Suite)
 }
 
+// RedefinedError is an instrument of a regrade file with the ID and the
+// version a run's case grades it under, but another definition. The
+// grader keys results by ID and version, so that version's committed
+// result would be reused and the new definition never run: the regrade
+// asked for would read "unchanged". A new version grades it again.
+type RedefinedError struct {
+	Run, Case, Instrument, Version string
+	// Fields are the definition's fields that differ, by their YAML keys.
+	Fields []string
+	// Used are the instrument's versions the run's log has results of:
+	// the example of a new version is none of them.
+	Used []string
+}
+
+func (e *RedefinedError) Error() string {
+	example := ""
+	if n, err := strconv.Atoi(e.Version); err == nil && n >= 0 {
+		for m := n + 1; m > n && m < math.MaxInt; m++ {
+			if v := strconv.Itoa(m); !slices.Contains(e.Used, v) {
+				example = fmt.Sprintf(", e.g. version: \"%s\"", v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("instrument %s: version %q is the version case %s (run %s) grades it under, with another definition (%s differs): "+
+		"its result at that version would be reused and the new definition never run; give it a new version%s to grade it again",
+		e.Instrument, e.Version, e.Case, e.Run, strings.Join(e.Fields, ", "), example)
+}
+
 // Regrade grades the ended runs of suite again under the instruments of
 // opts.With, through a one-off grader (docs/grading.md#regrading), and
 // says what it did with each run, as it goes, to done. It returns how
@@ -75,32 +108,48 @@ func Regrade(ctx context.Context, b *bus.Bus, suite string, opts RegradeOptions,
 	if err != nil {
 		return 0, err
 	}
+	// Every run's plan is made, and checked, before any is regraded: a
+	// file refused at the tenth run must not have regraded nine.
+	type planned struct {
+		run, caseID string
+		before      events.GraderVerdict
+		grading     *cases.Grading
+		touched     bool
+	}
+	plans := make([]planned, 0, len(runs))
 	policies := caseload.New(0)
 	for _, run := range runs {
 		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
 			return 0, err
 		}
-		before := latestVerdict(log.Facts())
 		req, _ := log.Requested()
 		eff, err := policies.ForRequest(ctx, b, req)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", run, err)
 		}
+		if err := redefined(eff.Case.Grading, opts.With, opts.Instruments); err != nil {
+			err.Run, err.Case, err.Used = run, req.Case, versionsGraded(log.Facts(), err.Instrument)
+			return 0, err
+		}
 		grading, touched := merged(eff.Case.Grading, opts.With, opts.Instruments)
-		if !touched {
-			done(Regraded{Run: run, Case: req.Case, Skipped: true, Before: before, After: before})
+		plans = append(plans, planned{run: run, caseID: req.Case, before: latestVerdict(log.Facts()), grading: grading, touched: touched})
+	}
+	for _, p := range plans {
+		run, before, grading := p.run, p.before, p.grading
+		if !p.touched {
+			done(Regraded{Run: run, Case: p.caseID, Skipped: true, Before: before, After: before})
 			continue
 		}
 		if err := g.Regrade(ctx, suite, run, grading); err != nil {
 			return 0, fmt.Errorf("regrade %s: %w", run, err)
 		}
-		log, err = b.LoadRun(ctx, suite, run)
+		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
 			return 0, err
 		}
 		facts := log.Facts()
-		done(Regraded{Run: run, Case: req.Case, Before: before, After: latestVerdict(facts), Facts: facts})
+		done(Regraded{Run: run, Case: p.caseID, Before: before, After: latestVerdict(facts), Facts: facts})
 	}
 	return len(runs), nil
 }
@@ -137,6 +186,80 @@ func merged(own *cases.Grading, with cases.Grading, only []string) (*cases.Gradi
 		}
 	}
 	return &out, touched
+}
+
+// redefined finds an instrument of with (or of only, when given) that has
+// the ID and version of one of own's but another definition, and names
+// the fields that differ; nil when there is none. Definitions are compared
+// as their JSON, so that a value decoded from YAML and one from the stored
+// case (4 and 4.0) compare as the same.
+func redefined(own *cases.Grading, with cases.Grading, only []string) *RedefinedError {
+	if own == nil {
+		return nil
+	}
+	for _, in := range with.Instruments {
+		if len(only) > 0 && !slices.Contains(only, in.ID) {
+			continue
+		}
+		i := slices.IndexFunc(own.Instruments, func(x cases.Instrument) bool { return x.ID == in.ID })
+		if i < 0 || own.Instruments[i].Version != in.Version {
+			continue
+		}
+		if fields := differing(own.Instruments[i], in); len(fields) > 0 {
+			return &RedefinedError{Instrument: in.ID, Version: in.Version, Fields: fields}
+		}
+	}
+	return nil
+}
+
+// versionsGraded are the versions of instrument id that facts hold results of.
+func versionsGraded(facts []events.Fact, id string) []string {
+	var out []string
+	for _, f := range facts {
+		if g, ok := f.Body.(events.GradeInstrument); ok && string(g.Result.Instrument) == id && !slices.Contains(out, g.Result.Version) {
+			out = append(out, g.Result.Version)
+		}
+	}
+	return out
+}
+
+// differing names the fields of two instruments that differ, sorted.
+func differing(a, b cases.Instrument) []string {
+	fa, fb := fieldsOf(a), fieldsOf(b)
+	var out []string
+	for k, v := range fa {
+		if w, ok := fb[k]; !ok || string(v) != string(w) {
+			out = append(out, k)
+		}
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fieldsOf is an instrument's fields as JSON, by key, each re-encoded so
+// that equal values have equal bytes. An instrument that cannot be encoded
+// has no fields: none are then reported as differing.
+func fieldsOf(in cases.Instrument) map[string]json.RawMessage {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(raw))
+	for k, v := range raw {
+		if out[k], err = json.Marshal(v); err != nil {
+			return nil
+		}
+	}
+	return out
 }
 
 // latestVerdict is the newest grade revision among facts.

@@ -62,3 +62,38 @@ func TestARegradeOfNamedInstrumentsTakesOnlyTheirScorersFromTheFile(t *testing.T
 		t.Fatal("a file whose only scorer reads an instrument not named touched the case")
 	}
 }
+
+// An instrument of a regrade file under its case's own version is a
+// redefinition when any field differs (the grader would reuse that
+// version's result and never run it), and none when it is the case's as it
+// is, values compared as JSON (4 from YAML equals 4.0 from a stored case);
+// another version, an instrument the case lacks, or one left out by
+// --instrument is no redefinition.
+func TestARegradeFileRedefiningAnInstrumentUnderItsVersionIsFound(t *testing.T) {
+	yes := true
+	own := &cases.Grading{Instruments: []cases.Instrument{
+		{ID: "tests", Kind: cases.InstrumentCommand, Version: "1", Command: "./test.sh"},
+		{ID: "answer", Kind: cases.InstrumentFile, Version: "1", Path: "out.json", JSONPath: "$.a", Equals: 4.0},
+	}}
+	for _, c := range []struct {
+		in     cases.Instrument
+		only   []string
+		fields []string
+	}{
+		{in: cases.Instrument{ID: "tests", Kind: cases.InstrumentCommand, Version: "1", Command: "false"}, fields: []string{"command"}},
+		{in: cases.Instrument{ID: "tests", Kind: cases.InstrumentCommand, Version: "1", Command: "./test.sh", Required: &yes}, fields: []string{"required"}},
+		{in: cases.Instrument{ID: "tests", Kind: cases.InstrumentCommand, Version: "1", Command: "./test.sh"}},
+		{in: cases.Instrument{ID: "answer", Kind: cases.InstrumentFile, Version: "1", Path: "out.json", JSONPath: "$.a", Equals: 4}},
+		{in: cases.Instrument{ID: "tests", Kind: cases.InstrumentCommand, Version: "2", Command: "false"}},
+		{in: cases.Instrument{ID: "other", Kind: cases.InstrumentCommand, Version: "1", Command: "false"}},
+		{in: cases.Instrument{ID: "tests", Kind: cases.InstrumentCommand, Version: "1", Command: "false"}, only: []string{"answer"}},
+	} {
+		err := redefined(own, cases.Grading{Instruments: []cases.Instrument{c.in}}, c.only)
+		switch {
+		case c.fields == nil && err != nil:
+			t.Errorf("%+v (only %v): %v, want no redefinition", c.in, c.only, err)
+		case c.fields != nil && (err == nil || !slices.Equal(err.Fields, c.fields) || err.Instrument != c.in.ID || err.Version != "1"):
+			t.Errorf("%+v: %+v, want a redefinition of %v", c.in, err, c.fields)
+		}
+	}
+}

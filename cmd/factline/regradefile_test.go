@@ -50,3 +50,39 @@ func TestRegradeRefusesAFileNoCaseHasAnInstrumentOf(t *testing.T) {
 		t.Errorf("exit %d, %q; want 1 and the instrument named", code, errOut)
 	}
 }
+
+// An instrument the file redefines under the version its case grades it
+// with would reuse that version's committed result and never run: the
+// regrade the operator asked for would silently be "unchanged". It is
+// refused before anything is regraded, naming the instrument, the version
+// and what differs, and saying to give it a new version. The case's own
+// definition, copied as it is, is no redefinition.
+func TestRegradeRefusesAnInstrumentRedefinedUnderItsVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	grading := filepath.Join(dir, "g.yaml")
+	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: tests, kind: command, command: \"false\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "regrade", "tiny", "--grading", grading, "--store", store, "--work-dir", t.TempDir())
+	for _, want := range []string{"tests", `version "1"`, "command", "fix-sum", "new version"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, %q (out %q); want 1 and a message saying %q", code, errOut, out, want)
+		}
+	}
+	if code, out, _ := runCLI(t, "report", "tiny", "--store", store, "--json"); code != 0 || strings.Contains(out, `"revision": 2`) {
+		t.Fatalf("a refused regrade appended a revision: exit %d\n%s", code, out)
+	}
+	same := "instruments:\n  - {id: tests, kind: command, command: ./test.sh, tests_from_fixture: [test.sh]}\n"
+	if err := os.WriteFile(grading, []byte(same), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "regrade", "tiny", "--grading", grading, "--store", store, "--work-dir", t.TempDir())
+	if code != 0 || !strings.Contains(out, "fix-sum-stall-on-t1: unchanged at revision 1") {
+		t.Fatalf("the case's own instrument as it is: exit %d, %s %s", code, out, errOut)
+	}
+}

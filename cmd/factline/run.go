@@ -114,6 +114,17 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		if err := checkModels(suite); err != nil {
 			return err
 		}
+		// A runner drives a parent and its child on two workers: with one,
+		// every delegate call would wait, without a word, for a child that
+		// cannot start until the decision timeout cancels it. Another
+		// process's runner on a shared store could take the child, so this
+		// is said, not refused.
+		if ids := delegatingTreatments(suite); o.instances == 1 && len(ids) > 0 {
+			fmt.Fprintf(errOut, "warning: --instances 1: treatment %s allows delegation, and this process's runner needs a second "+
+				"instance to run a child beside the parent waiting for it: with one, each delegate call waits until the runner's "+
+				"decision timeout (10m) cancels the child, unless another process's runner takes it; give --instances 2 or more "+
+				"(docs/tools.md#delegate)\n", strings.Join(ids, ", "))
+		}
 	}
 	// With --json, stdout carries only the report; progress goes to stderr.
 	progress := newProgress(out, errOut)
@@ -409,6 +420,18 @@ func runsExternalAgents(suite *suites.Suite) bool {
 		}
 	}
 	return false
+}
+
+// delegatingTreatments are the IDs of the suite's treatments that allow
+// delegation.
+func delegatingTreatments(suite *suites.Suite) []string {
+	var ids []string
+	for _, t := range suite.Treatments {
+		if t.Delegation != nil && t.Delegation.Allowed {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
 }
 
 // errGaveUp is the cause of a run's --timeout.

@@ -12,17 +12,26 @@ import (
 // reasonsCap bounds the judge's reasons kept in a result.
 const reasonsCap = 1000
 
-// judgeScoreLine is a judge's rating: a line "SCORE: n" (or "SCORE: n/5");
-// the last one counts.
-var judgeScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*([-+]?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:/[ \t]*[0-9]+(?:\.[0-9]+)?)?[ \t]*$`)
+// judgeScoreLine is a judge's rating: a line "SCORE: n" (or "SCORE: n/5",
+// the denominator captured so that one other than the scale's maximum is
+// caught); the last one counts.
+var judgeScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*([-+]?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:/[ \t]*([0-9]+(?:\.[0-9]+)?))?[ \t]*$`)
+
+// judgeAnyScoreLine is a line that starts as a rating does, readable or
+// not: what a reply without a readable rating is quoted by.
+var judgeAnyScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*(.*?)[ \t]*$`)
+
+// scoreQuoteCap bounds the unreadable rating a reason quotes.
+const scoreQuoteCap = 40
 
 // judgeVerdictLine is the verdict line, left out of the reasons.
 var judgeVerdictLine = regexp.MustCompile(`(?im)^[ \t]*VERDICT:.*$`)
 
 // ReadJudgeScore reads a judge's rating on its declared scale [min, max]
 // from its reply: the last "SCORE: n" line, with the rest of the reply
-// (its reasons) kept. A reply without a rating, or with one outside the
-// scale, yields no value and says why.
+// (its reasons) kept. A reply without a rating, with one outside the
+// scale, or with one out of another maximum than the scale's ("SCORE: 4/10"
+// on [1, 5]), yields no value and says why.
 func ReadJudgeScore(reply string, min, max float64) events.InstrumentScore {
 	out := events.InstrumentScore{Source: events.ScoreJudge}
 	reasons := judgeScoreLine.ReplaceAllString(reply, "")
@@ -31,12 +40,29 @@ func ReadJudgeScore(reply string, min, max float64) events.InstrumentScore {
 	ms := judgeScoreLine.FindAllStringSubmatch(reply, -1)
 	if len(ms) == 0 {
 		out.Missing = "the judge gave no SCORE line"
+		// A line the judge meant as its rating ("SCORE: 40%") is named, so
+		// that the rubric, not the judge's silence, is what gets fixed.
+		if loose := judgeAnyScoreLine.FindAllStringSubmatch(reply, -1); len(loose) > 0 {
+			out.Missing = fmt.Sprintf("the judge's SCORE line %q is no rating the grader reads: want SCORE: n, or SCORE: n/%s, a number on the scale [%s, %s]",
+				clipTo(loose[len(loose)-1][1], scoreQuoteCap), num(max), num(min), num(max))
+		}
 		return out
 	}
-	v, err := strconv.ParseFloat(ms[len(ms)-1][1], 64)
+	last := ms[len(ms)-1]
+	v, err := strconv.ParseFloat(last[1], 64)
+	// A fraction is a rating out of its denominator: "4/10" on [1, 5] is
+	// not 4 of 5, and no rescaling is guessed, so only the scale's own
+	// maximum as denominator is a rating on it.
+	outOf, outOfErr := max, error(nil)
+	if last[2] != "" {
+		outOf, outOfErr = strconv.ParseFloat(last[2], 64)
+	}
 	switch {
 	case err != nil:
-		out.Missing = fmt.Sprintf("the judge's SCORE %q is not a number", ms[len(ms)-1][1])
+		out.Missing = fmt.Sprintf("the judge's SCORE %q is not a number", last[1])
+	case outOfErr != nil || outOf != max:
+		out.Missing = fmt.Sprintf("the judge's SCORE %s/%s is out of %s, not on the scale [%s, %s]",
+			last[1], last[2], last[2], num(min), num(max))
 	case v < min || v > max:
 		out.Missing = fmt.Sprintf("the judge's SCORE %s is outside the scale [%s, %s]", num(v), num(min), num(max))
 	default:

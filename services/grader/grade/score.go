@@ -101,7 +101,12 @@ func scoreOf(s Scorer, ins []events.InstrumentResult) (float64, string) {
 		}
 		return 0, fmt.Sprintf("%s %s", r.Instrument, r.Outcome)
 	}
-	if missing(r.Outcome) {
+	// An abstained instrument measured nothing, whatever it wrote beside:
+	// a judge whose reply had a rating but no verdict line did not judge.
+	if r.Outcome == events.InstrumentAbstained && r.Score != nil && r.Score.Missing != "" {
+		return 0, fmt.Sprintf("%s %s: %s", r.Instrument, r.Outcome, r.Score.Missing)
+	}
+	if missing(r.Outcome) || r.Outcome == events.InstrumentAbstained {
 		return 0, fmt.Sprintf("%s %s", r.Instrument, r.Outcome)
 	}
 	return read(s, r.Score)

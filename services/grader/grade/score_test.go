@@ -294,7 +294,7 @@ func TestJudgeRatingIsItsLastScoreLineOnItsScale(t *testing.T) {
 		"SCORE: 7\nVERDICT: PASS":    "outside the scale",
 		"SCORE: 0.5\nVERDICT: FAIL":  "outside the scale",
 		"I'd say SCORE: 4 overall":   "no SCORE line",
-		"SCORE: four\nVERDICT: PASS": "no SCORE line",
+		"SCORE: four\nVERDICT: PASS": "no rating the grader reads",
 	} {
 		s := ReadJudgeScore(reply, 1, 5)
 		if len(s.Values) != 0 || !strings.Contains(s.Missing, why) {
@@ -368,5 +368,67 @@ func TestAScoreThatIsNoFiniteNumberIsNamed(t *testing.T) {
 	// A good line after a bad one is the score: only the last counts.
 	if s := ReadScoreLine([]byte("{\"score\": 1e999}\n{\"score\": 0.5}\n")); len(s.Values) != 1 || s.Missing != "" {
 		t.Errorf("a finite score after an infinite one: %+v", s)
+	}
+}
+
+// Rule: a rating written as a fraction counts only out of the scale's
+// maximum. "SCORE: 4/10" on a 1–5 scale rates 0.4 of the way, not 4 of 5:
+// taking the numerator would score it 0.75, so it is missing and says why.
+func TestJudgeRatingOutOfAnotherMaximumIsNotOnItsScale(t *testing.T) {
+	for reply, want := range map[string]float64{
+		"SCORE: 4/5\nVERDICT: PASS":     4,
+		"SCORE: 4 / 5.0\nVERDICT: PASS": 4,
+		"SCORE: 3\nVERDICT: PASS":       3,
+	} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if v, ok := s.Value("score"); !ok || v != want {
+			t.Errorf("%q: %v %v, want %v", reply, v, ok, want)
+		}
+	}
+	for _, reply := range []string{"SCORE: 4/10\nVERDICT: PASS", "SCORE: 2/3\nVERDICT: FAIL", "SCORE: 1/1\nVERDICT: PASS"} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, "out of") || !strings.Contains(s.Missing, "[1, 5]") {
+			t.Errorf("%q: %+v, want missing saying the rating is out of another maximum than the scale [1, 5]'s", reply, s)
+		}
+		validScore(t, s)
+	}
+}
+
+// Rule: an instrument that abstained measured nothing: a scorer of it is
+// missing, saying so, even when the judge wrote a rating beside a reply
+// that had no verdict line (docs/grading.md#scores: "missing with why (its
+// instrument did not run, abstained, …)").
+func TestScorerOfAnAbstainedInstrumentIsMissing(t *testing.T) {
+	rated := &events.InstrumentScore{Source: events.ScoreJudge, Values: []events.ScoreValue{{Name: "score", Value: 4}}}
+	ins := []events.InstrumentResult{{Instrument: "review", Outcome: events.InstrumentAbstained,
+		Detail: "the judge gave no VERDICT line: **VERDICT: PASS**\nSCORE: 4", Score: rated}}
+	for _, s := range []Scorer{
+		{ID: "quality", Instrument: "review", Key: "score", Min: 1, Max: 5},
+		{ID: "agreed", Instrument: "review", Min: 0, Max: 1},
+	} {
+		got := Scores([]Scorer{s}, ins)[0]
+		if got.Value != nil || got.Raw != nil || !strings.Contains(got.Missing, "review abstained") {
+			t.Errorf("%s: %+v, want missing saying review abstained", s.ID, got)
+		}
+	}
+}
+
+// Rule: a judge that wrote a SCORE line the grader cannot read is told
+// apart from one that wrote none: the reason quotes the line, so a rubric
+// asking for "40%" or "four" is found from the grade, not guessed at.
+func TestAnUnreadableScoreLineIsNamedNotCalledMissing(t *testing.T) {
+	for reply, quoted := range map[string]string{
+		"SCORE: 40%\nVERDICT: PASS":           "40%",
+		"SCORE: four\nVERDICT: PASS":          "four",
+		"Fine.\nScore: 4 of 5\nVERDICT: PASS": "4 of 5",
+	} {
+		s := ReadJudgeScore(reply, 1, 5)
+		if len(s.Values) != 0 || strings.Contains(s.Missing, "no SCORE line") || !strings.Contains(s.Missing, quoted) {
+			t.Errorf("%q: %+v, want missing quoting %q, not saying there was no SCORE line", reply, s, quoted)
+		}
+		validScore(t, s)
+	}
+	if s := ReadJudgeScore("Looks fine.\nVERDICT: PASS", 1, 5); !strings.Contains(s.Missing, "no SCORE line") {
+		t.Errorf("a reply without a SCORE line: %+v", s)
 	}
 }

@@ -97,9 +97,10 @@ func ByCase(r Report) []CaseRow {
 	}
 	out := rows.rows
 	scorers := scorerOrder(r.Attempts)
+	declared := declaring(r.Attempts)
 	for i := range out {
 		row := &out[i]
-		row.Scores = caseScores(r.Attempts, row.Case, row.Treatment, scorers)
+		row.Scores = caseScores(r.Attempts, row.Case, row.Treatment, scorers, declared)
 		if row.Graded == 0 {
 			continue
 		}

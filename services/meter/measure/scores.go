@@ -15,7 +15,8 @@ import (
 // the cluster bootstrap interval of the mean. Attempts that are not graded
 // passed or failed (pending, invalid, abstained, excluded, disputed,
 // awaiting) stay out, as they do of the pass rate; a graded attempt whose
-// scorer has no value is counted in Missing.
+// case declares the scorer and that has no value of it is counted in
+// Missing.
 type ScorerSummary struct {
 	Scorer        string  `json:"scorer"`
 	Min           float64 `json:"min"`
@@ -70,6 +71,25 @@ func scorerOrder(rows []AttemptRow) []events.Score {
 	return out
 }
 
+// declaring maps each scorer to the cases whose grades name it. A case
+// declares a scorer when any grade of it lists one: an attempt of that case
+// without a value lacks one (its scorer read none, or it was graded before
+// the scorer existed), while an attempt of a case that never had the
+// scorer lacks nothing, so a suite mixing cases does not count every other
+// case's attempts as missing values.
+func declaring(rows []AttemptRow) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, r := range rows {
+		for _, s := range r.Scores {
+			if out[s.Scorer] == nil {
+				out[s.Scorer] = map[string]bool{}
+			}
+			out[s.Scorer][r.Case] = true
+		}
+	}
+	return out
+}
+
 func valueOf(r AttemptRow, scorer string) (float64, bool) {
 	for _, s := range r.Scores {
 		if s.Scorer == scorer && s.Value != nil {
@@ -82,6 +102,7 @@ func valueOf(r AttemptRow, scorer string) (float64, bool) {
 // scoreSummaries is each scorer's summary of treatment t's rows.
 func scoreSummaries(t string, rows []AttemptRow) []ScorerSummary {
 	var out []ScorerSummary
+	declared := declaring(rows)
 	for _, def := range scorerOrder(rows) {
 		s := ScorerSummary{Scorer: def.Scorer, Min: def.Min, Max: def.Max, LowerIsBetter: def.LowerIsBetter}
 		var cases byCase[float64]
@@ -92,7 +113,9 @@ func scoreSummaries(t string, rows []AttemptRow) []ScorerSummary {
 			}
 			v, ok := valueOf(r, def.Scorer)
 			if !ok {
-				s.Missing++
+				if declared[def.Scorer][r.Case] {
+					s.Missing++
+				}
 				continue
 			}
 			cases.add(r.Case, v)
@@ -184,7 +207,8 @@ func compareScores(rows []AttemptRow, a, b string) []ScoreDifference {
 }
 
 // caseScores is each scorer's mean on one case under one treatment.
-func caseScores(rows []AttemptRow, c, t string, scorers []events.Score) []CaseScore {
+// declared is declaring(rows).
+func caseScores(rows []AttemptRow, c, t string, scorers []events.Score, declared map[string]map[string]bool) []CaseScore {
 	var out []CaseScore
 	for _, def := range scorers {
 		s := CaseScore{Scorer: def.Scorer}
@@ -196,7 +220,7 @@ func caseScores(rows []AttemptRow, c, t string, scorers []events.Score) []CaseSc
 			if v, ok := valueOf(r, def.Scorer); ok {
 				s.Values++
 				sum += v
-			} else {
+			} else if declared[def.Scorer][c] {
 				s.Missing++
 			}
 		}

@@ -325,3 +325,38 @@ func TestByCaseShowsEachScorersMean(t *testing.T) {
 		t.Fatalf("csv head %v, row %v", recs[0], recs[i+1])
 	}
 }
+
+// Rule: a scorer's missing count is of the graded attempts whose case
+// declares it. A suite mixing cases with and without a scorer reports the
+// scorer's missing values among its own cases only, in the summary and by
+// case: an attempt of a case that never had the scorer lacks no value.
+func TestScoreMissingCountsOnlyTheCasesThatDeclareTheScorer(t *testing.T) {
+	v := 0.5
+	scored := []events.Score{{Scorer: "q", Instrument: "i", Key: "score", Min: 0, Max: 1, Raw: &v, Value: &v}}
+	lacking := []events.Score{{Scorer: "q", Instrument: "i", Key: "score", Min: 0, Max: 1, Missing: "score = 7 is outside the scale [0, 1]"}}
+	rows := []AttemptRow{
+		{Case: "scored", Treatment: "a", Trial: 1, Outcome: OutcomePassed, Scores: scored},
+		{Case: "scored", Treatment: "a", Trial: 2, Outcome: OutcomePassed, Scores: lacking},
+		{Case: "scored", Treatment: "a", Trial: 3, Outcome: OutcomeFailed}, // a grade from before the scorer
+		{Case: "plain", Treatment: "a", Trial: 1, Outcome: OutcomePassed},
+		{Case: "plain", Treatment: "a", Trial: 2, Outcome: OutcomeFailed},
+		{Case: "other", Treatment: "a", Trial: 1, Outcome: OutcomePassed},
+	}
+	g := scoreSummaries("a", rows)
+	if len(g) != 1 || g[0].Values != 1 || g[0].Missing != 2 {
+		t.Fatalf("summary %+v: want 1 value and 2 missing (the scored case's trials 2 and 3), not the plain cases' attempts", g)
+	}
+	by := ByCase(Report{Attempts: rows})
+	for _, r := range by {
+		if len(r.Scores) != 1 {
+			t.Fatalf("%s: scores %+v", r.Case, r.Scores)
+		}
+		want := 0
+		if r.Case == "scored" {
+			want = 2
+		}
+		if r.Scores[0].Missing != want {
+			t.Errorf("by case %s: %d missing, want %d", r.Case, r.Scores[0].Missing, want)
+		}
+	}
+}
