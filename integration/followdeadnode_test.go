@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -145,20 +144,5 @@ func placeOn(t *testing.T, ctx context.Context, b *bus.Bus, node string, cfg jet
 // followerConsumer is the one consumer on FACTS filtered on filter, once
 // it has a leader.
 func followerConsumer(ctx context.Context, b *bus.Bus, filter string) (*jetstream.ConsumerInfo, error) {
-	for ctx.Err() == nil {
-		lctx, stop := context.WithTimeout(ctx, 5*time.Second)
-		s, err := b.JetStream().Stream(lctx, bus.FactsStream)
-		if err == nil {
-			l := s.ListConsumers(lctx)
-			for ci := range l.Info() {
-				if ci.Config.FilterSubject == filter && ci.Cluster != nil && ci.Cluster.Leader != "" {
-					stop()
-					return ci, nil
-				}
-			}
-		}
-		stop()
-		time.Sleep(200 * time.Millisecond)
-	}
-	return nil, errors.New("no consumer of the follower found on FACTS")
+	return consumerOn(ctx, b, bus.FactsStream, filter)
 }
