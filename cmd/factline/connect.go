@@ -292,10 +292,11 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 // points at the fix.
 func hintFor(subject string) string {
 	const api = "$JS.API."
-	for _, p := range []string{"STREAM.CREATE.", "STREAM.UPDATE."} {
-		if name, ok := strings.CutPrefix(subject, api+p); ok {
-			return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
-		}
+	if name, ok := strings.CutPrefix(subject, api+"STREAM.CREATE."); ok {
+		return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
+	}
+	if name, ok := strings.CutPrefix(subject, api+"STREAM.UPDATE."); ok {
+		return fmt.Sprintf("to change stream %s; only the admin role manages streams: run 'factline setup' as admin", name)
 	}
 	if rest, ok := strings.CutPrefix(subject, api+"CONSUMER.CREATE."); ok {
 		return "to create consumer " + rest
