@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,20 +17,37 @@ import (
 
 // A runner learns of cancel, steer and approve through its control watch,
 // a consumer of one replica on CONTROL, which lives on one node. Kill that
-// node and keep it down: a pull sent to a consumer whose node is gone is
-// dropped by the cluster without an answer, so a watch that only waits
-// for its pulls to expire gets empty batches for good, and a cancel sent
-// afterwards never reached the run. The watch must notice and read on
-// through a consumer on a live node.
+// node and keep it down: a cancel sent afterwards must still reach the
+// run. It does, and this guards it: the killed node's routes close at
+// once, so the next pull to its consumer is answered "no responders", and
+// the watch makes another consumer on a live node.
 func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
+	controlWatchAcrossAFault(t, "killed", func(c *natsCluster, n *natsNode) { c.stop(n, syscall.SIGKILL) })
+}
+
+// The same with the node frozen (SIGSTOP: a hung machine, a partition
+// that sends no reset) rather than killed: its routes stay up until the
+// cluster's pings go unanswered, minutes later, so a pull sent to the
+// consumer on it goes there and is never answered, and a watch that only
+// waits for its pulls to expire reads empty batches all that while.
+func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	controlWatchAcrossAFault(t, "frozen", func(c *natsCluster, n *natsNode) { c.freeze(t, n) })
+}
+
+// controlWatchAcrossAFault watches a run's controls through a consumer on
+// one node, strikes that node with fault, sends a cancel and wants it
+// delivered.
+func controlWatchAcrossAFault(t *testing.T, what string, fault func(*natsCluster, *natsNode)) {
 	c := startNatsCluster(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w := dialCluster(t, ctx, c.url())
 	r := dialCluster(t, ctx, c.url())
 
 	const suite = "deadnode"
 	sigs, run, victim := watchPlacedAwayFrom(t, ctx, c, r, suite)
+	// The sender is a client of a node the fault spares: a client of a
+	// frozen node would not know for minutes that it has to go elsewhere.
+	w := dialCluster(t, ctx, c.urlWithout(victim))
 	send := func(id string) {
 		t.Helper()
 		for {
@@ -64,13 +82,42 @@ func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
 	send("before")
 	await("before", 30*time.Second, "before any fault")
 
-	c.stop(victim, syscall.SIGKILL)
-	killed := time.Now()
+	fault(c, victim)
+	struck := time.Now()
 	send("after")
-	defer func() { t.Logf("the watch read on %s after the kill", time.Since(killed).Round(time.Millisecond)) }()
-	// The bound is the watch's: a missed heartbeat, then a consumer made
-	// again (a try placed on the dead node fails after the API's bound).
-	await("after", 90*time.Second, fmt.Sprintf("with %s, which held the watch's consumer, killed", victim.name))
+	// The bound is the watch's: a pull unanswered past its heartbeats, then
+	// a consumer made again (a try placed on the struck node fails after
+	// the API's bound).
+	await("after", 90*time.Second, fmt.Sprintf("with %s, which held the watch's consumer, %s", victim.name, what))
+	t.Logf("the watch read on %s after %s was %s", time.Since(struck).Round(time.Millisecond), victim.name, what)
+}
+
+// urlWithout lists every node but n.
+func (c *natsCluster) urlWithout(n *natsNode) string {
+	var out []string
+	for _, o := range c.nodes {
+		if o != n {
+			out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", o.client))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// freeze stops n's process with SIGSTOP, as a hung machine: its sockets
+// stay open and nothing answers. It is thawed (SIGCONT) at the test's
+// end, before the cluster is stopped.
+func (c *natsCluster) freeze(t *testing.T, n *natsNode) {
+	t.Helper()
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("freeze %s: it is not running", n.name)
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("freeze %s: %v", n.name, err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT) })
 }
 
 // watchPlacedAwayFrom starts a control watch on b for a run of suite
