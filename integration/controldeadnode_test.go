@@ -174,12 +174,27 @@ func consumerOn(ctx context.Context, b *bus.Bus, stream, filter string) (*jetstr
 // A run waiting for a model slot wakes on the LIMITS watch (a consumer of
 // one replica, made by the key-value client) when a slot is freed. Kill
 // the node that holds the watch's consumer and keep it down: a slot freed
-// afterwards must still reach the watch.
+// afterwards must still reach the watch. It does, and this guards it: the
+// key-value client's watch expects the server's heartbeats and makes its
+// consumer again when they stop. (The limiter also looks again every
+// second or less whatever the watch says: models/limit.Limiter.poll.)
 func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
+	limitsWatchAcrossAFault(t, "killed", func(c *natsCluster, n *natsNode) { c.stop(n, syscall.SIGKILL) })
+}
+
+// The same with the node frozen rather than killed (see
+// TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerFreezes).
+func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	limitsWatchAcrossAFault(t, "frozen", func(c *natsCluster, n *natsNode) { c.freeze(t, n) })
+}
+
+// limitsWatchAcrossAFault watches a limit's keys through a consumer on
+// one node, strikes that node with fault, frees a slot and wants the
+// watch to see it.
+func limitsWatchAcrossAFault(t *testing.T, what string, fault func(*natsCluster, *natsNode)) {
 	c := startNatsCluster(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	holder := dialCluster(t, ctx, c.url())
 	waiter := dialCluster(t, ctx, c.url())
 
 	var (
@@ -208,6 +223,8 @@ func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerDies(t *testing.
 		t.Cleanup(stop)
 		changed, victim = ch, c.node(t, ci.Cluster.Leader)
 	}
+	// The holder is a client of a node the fault spares.
+	holder := dialCluster(t, ctx, c.urlWithout(victim))
 	freeASlot := func(what string) {
 		t.Helper()
 		for {
@@ -242,9 +259,9 @@ func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerDies(t *testing.
 		}
 	}
 
-	c.stop(victim, syscall.SIGKILL)
-	killed := time.Now()
-	freeASlot("after the kill")
-	awaitChange(90*time.Second, fmt.Sprintf("with %s, which held the watch's consumer, killed", victim.name))
-	t.Logf("the watch saw the freed slot %s after the kill", time.Since(killed).Round(time.Millisecond))
+	fault(c, victim)
+	struck := time.Now()
+	freeASlot("after the fault")
+	awaitChange(90*time.Second, fmt.Sprintf("with %s, which held the watch's consumer, %s", victim.name, what))
+	t.Logf("the watch saw the freed slot %s after %s was %s", time.Since(struck).Round(time.Millisecond), victim.name, what)
 }
