@@ -111,6 +111,16 @@ func (w *controlWatch) caughtUp() { w.caughtOnce.Do(func() { close(w.caught) }) 
 // consumer was lost with a restarted server notices and makes another.
 const controlWait = 5 * time.Second
 
+// controlHeartbeat is how often the server tells a waiting pull of a
+// control watch that its consumer is alive. A pull that hears nothing for
+// two of them fails, and the watch makes another consumer: its consumer's
+// node is frozen or cut off without a reset, its routes still count as up
+// (until the cluster's pings go unanswered, minutes later), and pulls sent
+// there were never answered, so the watch read empty batches all that
+// time and a cancel sent meanwhile never reached the run. A node that is
+// killed closes its routes, and the pull is answered "no responders".
+const controlHeartbeat = 2 * time.Second
+
 func (w *controlWatch) run(ctx context.Context) {
 	for try := 0; ctx.Err() == nil; try++ {
 		err := w.once(ctx)
@@ -159,7 +169,7 @@ func (w *controlWatch) once(ctx context.Context) error {
 		w.caughtUp()
 	}
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait))
+		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait), jetstream.FetchHeartbeat(controlHeartbeat))
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", w.filter, err)
 		}

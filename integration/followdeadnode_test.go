@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -145,20 +144,102 @@ func placeOn(t *testing.T, ctx context.Context, b *bus.Bus, node string, cfg jet
 // followerConsumer is the one consumer on FACTS filtered on filter, once
 // it has a leader.
 func followerConsumer(ctx context.Context, b *bus.Bus, filter string) (*jetstream.ConsumerInfo, error) {
-	for ctx.Err() == nil {
-		lctx, stop := context.WithTimeout(ctx, 5*time.Second)
-		s, err := b.JetStream().Stream(lctx, bus.FactsStream)
-		if err == nil {
-			l := s.ListConsumers(lctx)
-			for ci := range l.Info() {
-				if ci.Config.FilterSubject == filter && ci.Cluster != nil && ci.Cluster.Leader != "" {
-					stop()
-					return ci, nil
+	return consumerOn(ctx, b, bus.FactsStream, filter)
+}
+
+// The same with the node frozen (SIGSTOP) rather than killed: its routes
+// stay up until the cluster's pings go unanswered, minutes later, so
+// nothing tells the follower its consumer is gone but the heartbeats it
+// stops getting. The follower is a client of another node, as is the
+// writer: a client of the frozen node would itself wait minutes to learn
+// it must go elsewhere, which is no matter of the consumer.
+func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	c := startNatsCluster(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	home := c.nodes[0]
+	r := dialCluster(t, ctx, fmt.Sprintf("nats://127.0.0.1:%d", home.client))
+	admin := dialCluster(t, ctx, c.url())
+
+	const filter = "fact.freeze.>"
+	var seen atomic.Uint64
+	follow := func(ctx context.Context) {
+		var from uint64
+		for ctx.Err() == nil {
+			_, _ = r.Read(ctx, bus.ReadOptions{Filter: filter, Follow: true, FromSeq: from}, func(raw bus.Raw) error {
+				seen.Store(raw.Seq)
+				from = raw.Seq + 1
+				return nil
+			})
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	// The follower's consumer is placed at random; it is made again until
+	// it lives on another node than the follower's client.
+	var first *jetstream.ConsumerInfo
+	for try := 0; first == nil; try++ {
+		if try == 30 {
+			t.Fatal("the follower's consumer was always placed on the node its client is connected to")
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); follow(fctx) }()
+		ci, err := followerConsumer(ctx, admin, filter)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		if ci.Cluster.Leader != home.name {
+			t.Cleanup(func() { stop(); <-done })
+			first = ci
+			break
+		}
+		stop()
+		<-done
+	}
+	victim := c.node(t, first.Cluster.Leader)
+	w := dialCluster(t, ctx, c.urlWithout(victim))
+	publish := func(n int) uint64 {
+		t.Helper()
+		var seq uint64
+		for i := range n {
+			for {
+				pctx, stop := context.WithTimeout(ctx, 3*time.Second)
+				ack, err := w.JetStream().PublishMsg(pctx, &nats.Msg{Subject: fmt.Sprintf("fact.freeze.r%d.run.requested", i), Data: []byte{0x90}})
+				stop()
+				if err == nil {
+					seq = ack.Sequence
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("publish: %v", err)
 				}
 			}
 		}
-		stop()
-		time.Sleep(200 * time.Millisecond)
+		return seq
 	}
-	return nil, errors.New("no consumer of the follower found on FACTS")
+	awaitSeen := func(want uint64, within time.Duration, what string) {
+		t.Helper()
+		deadline := time.After(within)
+		for seen.Load() < want {
+			select {
+			case <-deadline:
+				t.Fatalf("%s: the follower read up to sequence %d of %d and no further within %s", what, seen.Load(), want, within)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	awaitSeen(publish(1), 30*time.Second, "before any fault")
+	next := nextOrderedName(t, first.Name)
+	placeOn(t, ctx, w, victim.name, jetstream.ConsumerConfig{
+		Name: next, FilterSubject: filter, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seen.Load() + 1,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 30 * time.Second, Replicas: 1, MemoryStorage: true,
+	})
+	c.freeze(t, victim)
+	frozen := time.Now()
+	awaitSeen(publish(5), 2*time.Minute, fmt.Sprintf("with %s, which held the follower's consumer and its next name, frozen", victim.name))
+	t.Logf("the follower read on %s after %s was frozen", time.Since(frozen).Round(time.Millisecond), victim.name)
 }

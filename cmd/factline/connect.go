@@ -19,6 +19,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/internal/urlsecret"
+	"github.com/factline/factline/secrets"
 )
 
 // PasswordEnv is the environment variable a NATS password is read from when
@@ -26,6 +27,10 @@ import (
 // or a file keeps the secret out of the process list, which --password does
 // not.
 const PasswordEnv = "FACTLINE_NATS_PASSWORD"
+
+// PasswordSecret names the NATS password in the log's redaction marker,
+// [redacted:nats-password], wherever it was read from.
+const PasswordSecret = "nats-password"
 
 // credentials are how a command identifies itself to a NATS server: every
 // command that takes --nats takes these too (see docs/security.md).
@@ -137,6 +142,10 @@ func (c *credentials) options() ([]nats.Option, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A secret of the process like those the environment names: a log
+		// line that quotes it (a URL it was written into, an error that
+		// repeats it) shows the marker. It lives as long as the process.
+		logSecrets.Add(secrets.Secret{Name: PasswordSecret, Value: pw})
 		c.quoted = len(pw) >= 2 && (pw[0] == '"' || pw[0] == '\'') && pw[len(pw)-1] == pw[0]
 		c.padded = strings.TrimLeft(pw, " \t") != pw || strings.TrimRight(pw, " \t") != pw
 		opts = append(opts, nats.UserInfo(c.user, pw))
@@ -283,10 +292,11 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 // points at the fix.
 func hintFor(subject string) string {
 	const api = "$JS.API."
-	for _, p := range []string{"STREAM.CREATE.", "STREAM.UPDATE."} {
-		if name, ok := strings.CutPrefix(subject, api+p); ok {
-			return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
-		}
+	if name, ok := strings.CutPrefix(subject, api+"STREAM.CREATE."); ok {
+		return fmt.Sprintf("to create stream %s, which does not exist yet; only the admin role manages streams: run 'factline setup' as admin first", name)
+	}
+	if name, ok := strings.CutPrefix(subject, api+"STREAM.UPDATE."); ok {
+		return fmt.Sprintf("to change stream %s; only the admin role manages streams: run 'factline setup' as admin", name)
 	}
 	if rest, ok := strings.CutPrefix(subject, api+"CONSUMER.CREATE."); ok {
 		return "to create consumer " + rest

@@ -39,6 +39,11 @@ func (e fileError) Unwrap() error { return e.err }
 // stderr, and the exit status is 2 with nothing more to say.
 var errNoCommand = errors.New("no command given")
 
+// logSecrets is the redactor under the process's log: main makes it from
+// what the environment names before any command runs. Tests, which call
+// run without main, get an empty one to read.
+var logSecrets = secrets.New()
+
 func main() {
 	// No secret the configuration names reaches a log line.
 	red, err := secrets.FromEnvironment()
@@ -46,7 +51,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "factline: %v\n", err)
 		os.Exit(1)
 	}
-	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), red)))
+	logSecrets = red
+	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), logSecrets)))
 	for _, n := range secrets.UnsetNamed() {
 		// Skipped, as a process may lack it; but a misspelt name would
 		// leave the secret it meant unredacted without a word.

@@ -113,3 +113,60 @@ func probeOne(ctx context.Context, b *bus.Bus, g *guard, n need) error {
 		}
 	}
 }
+
+// setupStreams are the streams setup makes and changes: the log's, and
+// those under the buckets.
+var setupStreams = []string{bus.FactsStream, bus.ControlStream, bus.DeadStream,
+	"KV_" + bus.PositionsBucket, "KV_" + bus.CacheBucket, "KV_" + bus.LimitsBucket, "OBJ_" + bus.BlobBucket}
+
+// mayManageStreams checks that the command's identity may change each of
+// setupStreams, the admin role's work. Each probe is a stream update whose
+// body names another stream: a server that allows the subject refuses
+// that request with an error and changes nothing, while one that denies it
+// reports a permissions violation.
+func (t *target) mayManageStreams(ctx context.Context, b *bus.Bus) error {
+	if t.guard == nil {
+		return nil // an embedded store's own credential may do anything
+	}
+	for _, name := range setupStreams {
+		if err := probeStreamUpdate(ctx, b, t.guard, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeStreamUpdate(ctx context.Context, b *bus.Bus, g *guard, stream string) error {
+	subject := "$JS.API.STREAM.UPDATE." + stream
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		_, err := b.Conn().RequestWithContext(ctx, subject, []byte(`{"name":"`+probeSuite+`"}`))
+		res <- err
+	}()
+	denied := func() error {
+		if pe := g.deniedFor(subject); pe != nil {
+			pe.Need = "by setup to make and change stream " + stream + "; only the admin role manages streams: run 'factline setup' as admin"
+			return pe
+		}
+		return nil
+	}
+	for {
+		select {
+		case err := <-res:
+			switch {
+			case err == nil:
+				return nil // the stream API answered: the subject is allowed
+			case denied() != nil:
+				return denied()
+			default:
+				return fmt.Errorf("check permission to change stream %s (%s): %w", stream, subject, err)
+			}
+		case <-g.notify:
+			if err := denied(); err != nil {
+				return err
+			}
+		}
+	}
+}

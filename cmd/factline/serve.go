@@ -110,7 +110,7 @@ func newServeCmd() *cobra.Command {
 	fs.StringVar(&o.list, "services", strings.Join(fleet.Names(), ","), "comma-separated services to run: "+strings.Join(fleet.Names(), ", ")+"; or "+servesNone+" (with --listen: only serve the store)")
 	_ = c.RegisterFlagCompletionFunc("services", fixedCompletions(fleet.Names()...))
 	fs.StringVar(&o.listen, "listen", "", "with --store: also serve NATS clients of other processes at PORT or :PORT (this machine only) or HOST:PORT; they authenticate with the store's credential")
-	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen: allow an address other hosts can reach (0.0.0.0, a LAN address); clients still need the store's credential, and the traffic is not encrypted")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "with --listen or --metrics: allow an address other hosts can reach (0.0.0.0, a LAN address); NATS clients still need the store's credential, /metrics and /healthz need none, and the traffic is not encrypted")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "with --listen on loopback: admit every local process without a credential (throwaway stores only)")
 	fs.IntVar(&o.instances, "instances", 1, "runs a runner drives at once")
 	fs.StringVar(&o.workDir, "work-dir", "", "where runners make attempt workspaces and graders restore candidates (default: the OS temp dir)")
@@ -120,7 +120,7 @@ func newServeCmd() *cobra.Command {
 	fs.StringToIntVar(&o.workers, "workers", nil, "deliveries each service handles at once, e.g. staller=32,decider=32 (default 16 for the staller and the decider, runs in per-run order; the runner's is --instances)")
 	fs.DurationVar(&o.slotLease, "model-slot-lease", 0, "how long a slot of a fleet-wide model limit stays held after the runner holding it stops renewing it, e.g. because it died (default 30s; docs/models.md)")
 	approvalTimeoutFlag(fs, &o.approvalTimeout)
-	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&o.metricsAddr, "metrics", "", "serve /metrics and /healthz on this address: PORT or :PORT is this machine only; another host (0.0.0.0:9464) needs --allow-remote")
 	fsyncFlag(c, &o.t.fsync)
 	o.loadExtensions = extensionsFlag(fs)
 	o.flags = fs
@@ -211,7 +211,8 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return usageError{fmt.Sprintf("--workers %s=%d: at least 1", n, w)}
 		}
 	}
-	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+	metricsAt, err := metricsAddr(o.metricsAddr, o.allowRemote)
+	if err != nil {
 		return err
 	}
 	var b *bus.Bus
@@ -235,8 +236,9 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return err
 		}
 	} else {
-		if o.allowRemote || o.noAuth {
-			return usageError{"--allow-remote and --no-auth go with --listen"}
+		switch {
+		case o.noAuth || o.allowRemote && o.metricsAddr == "":
+			return usageError{"--allow-remote and --no-auth go with --listen (--allow-remote with --metrics too)"}
 		}
 		b, closeBus, err = t.open(ctx)
 		if err == nil && t.conn != nil {
@@ -254,11 +256,11 @@ func (o *serveFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	if err := t.probe(ctx, b, needs); err != nil {
 		return err
 	}
-	if o.metricsAddr != "" {
+	if metricsAt != "" {
 		// Unhealthy while the bus itself fails under the services: no
 		// connection, a full store, a stream missing that this role may
 		// not make (the services hold their work meanwhile).
-		stopMetrics, err := serveMetrics(o.metricsAddr, b.Health)
+		stopMetrics, err := serveMetrics(metricsAt, b.Health)
 		if err != nil {
 			return err
 		}

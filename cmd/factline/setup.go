@@ -45,6 +45,12 @@ func runSetup(ctx context.Context, t *target, appendOnly bool, compress *bool, o
 		return err
 	}
 	defer closeBus()
+	// Opening only looks up streams that exist: an identity that may not
+	// manage them got this far on a set-up account, and setup ended 0
+	// having changed nothing.
+	if err := t.mayManageStreams(ctx, b); err != nil {
+		return err
+	}
 	// The response cache's bucket is otherwise made on first use, which a
 	// runner's identity may not do.
 	if err := b.Responses().Ensure(ctx); err != nil {

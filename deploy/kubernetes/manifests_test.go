@@ -116,7 +116,7 @@ func TestEachServiceIsADeploymentReadyFromHealthzAndScraped(t *testing.T) {
 				t.Fatalf("scrape annotations %v", a)
 			}
 			args := strings.Join(c.Args, " ")
-			for _, want := range []string{"serve --services " + svc + " ", "--user " + svc, fmt.Sprintf("--metrics 0.0.0.0:%d", metrics), "--replicas 3"} {
+			for _, want := range []string{"serve --services " + svc + " ", "--user " + svc, fmt.Sprintf("--metrics 0.0.0.0:%d --allow-remote", metrics), "--replicas 3"} {
 				if !strings.Contains(args, want) {
 					t.Fatalf("args %q lack %q", args, want)
 				}
