@@ -448,3 +448,58 @@ func TestAnUnreadableLastScoreLineIsTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// Rule: a judge's verdict is its last line VERDICT: PASS or VERDICT: FAIL,
+// read also when the judge dressed the line in markdown: wrapped in **…**
+// or __…__, after a heading or list marker, with spaces around. A verdict
+// inside a sentence stays unread.
+func TestJudgeVerdictLineMayBeWrappedInMarkdown(t *testing.T) {
+	for reply, want := range map[string]events.InstrumentOutcome{
+		"Good work.\nVERDICT: PASS":                            events.InstrumentPassed,
+		"Good work.\n**VERDICT: PASS**":                        events.InstrumentPassed,
+		"Broken.\n  __VERDICT: FAIL__  \n":                     events.InstrumentFailed,
+		"## VERDICT: FAIL":                                     events.InstrumentFailed,
+		"# **VERDICT: PASS**":                                  events.InstrumentPassed,
+		"- VERDICT: PASS":                                      events.InstrumentPassed,
+		"* **verdict: fail**":                                  events.InstrumentFailed,
+		"**VERDICT: FAIL**\nOn reflection:\n**VERDICT: PASS**": events.InstrumentPassed,
+	} {
+		got, ok := ReadJudgeVerdict(reply)
+		if !ok || got != want {
+			t.Errorf("%q: %v %v, want %v", reply, got, ok, want)
+		}
+	}
+	for _, reply := range []string{
+		"I would say VERDICT: PASS overall.",
+		"The verdict is **VERDICT: PASS** here.",
+		"**VERDICT: PASS",
+		"> VERDICT: PASS",
+		"-VERDICT: PASS",
+		"Looks fine.",
+	} {
+		if got, ok := ReadJudgeVerdict(reply); ok {
+			t.Errorf("%q: read %v, want no verdict", reply, got)
+		}
+	}
+}
+
+// Rule: a judge's SCORE line is read in the same markdown dress as its
+// verdict line, and the dressed lines stay out of its reasons.
+func TestJudgeScoreLineMayBeWrappedInMarkdown(t *testing.T) {
+	for _, c := range []struct {
+		reply, reasons string
+		want           float64
+	}{
+		{"Fine.\n**SCORE: 4**\n**VERDICT: PASS**", "Fine.", 4},
+		{"Fine.\n- __SCORE: 3/5__\nVERDICT: PASS", "Fine.", 3},
+		{"### SCORE: 2\nVERDICT: FAIL", "", 2},
+	} {
+		s := ReadJudgeScore(c.reply, 1, 5)
+		if v, ok := s.Value("score"); !ok || v != c.want || s.Reasons != c.reasons {
+			t.Errorf("%q: %+v, want %v with reasons %q", c.reply, s, c.want, c.reasons)
+		}
+	}
+	if s := ReadJudgeScore("I'd give it **SCORE: 4** overall\nVERDICT: PASS", 1, 5); len(s.Values) != 0 {
+		t.Errorf("a rating inside a sentence was read: %+v", s)
+	}
+}
