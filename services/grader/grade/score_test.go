@@ -475,6 +475,7 @@ func TestJudgeVerdictLineMayBeWrappedInMarkdown(t *testing.T) {
 		"**VERDICT: PASS",
 		"> VERDICT: PASS",
 		"-VERDICT: PASS",
+		"**VERDICT:** PASS",
 		"Looks fine.",
 	} {
 		if got, ok := ReadJudgeVerdict(reply); ok {
