@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
@@ -312,6 +313,9 @@ func Load(path string) (_ *Suite, err error) {
 		}
 		return nil, errAt("cases", "no case is in split %q", f.Split)
 	}
+	if err := checkScorerScales(s.Cases); err != nil {
+		return nil, errAt("cases", "%v", err)
+	}
 	if runs := uint64(len(s.Cases)) * uint64(len(f.Treatments)) * uint64(f.Trials); runs > MaxRuns {
 		return nil, errAt("trials", "%d cases × %d treatments × %d trials = %d runs; a suite has at most %d",
 			len(s.Cases), len(f.Treatments), f.Trials, runs, MaxRuns)
@@ -364,4 +368,44 @@ func Load(path string) (_ *Suite, err error) {
 		}
 	}
 	return s, nil
+}
+
+// checkScorerScales refuses a scorer ID that two of the suite's cases
+// declare on different scales or directions. The report takes a scorer ID
+// for one measurement: it maps every value onto [0, 1] by one scale, pools
+// them over cases into one mean, interval and paired test, and maps the
+// mean back onto that scale for --fail-under. Values from two scales would
+// be pooled as if they were one, under the first case's scale.
+func checkScorerScales(cs []*cases.Case) error {
+	type first struct {
+		caseID string
+		sc     cases.Scorer
+	}
+	seen := map[string]first{}
+	for _, c := range cs {
+		if c.Grading == nil {
+			continue
+		}
+		for _, sc := range c.Grading.Scorers {
+			f, ok := seen[sc.ID]
+			if !ok {
+				seen[sc.ID] = first{c.ID, sc}
+				continue
+			}
+			if f.sc.Min() != sc.Min() || f.sc.Max() != sc.Max() || f.sc.Higher() != sc.Higher() {
+				return fmt.Errorf("scorer %q is %s in case %s but %s in case %s: one scorer ID is one measurement, which the report pools over cases on one scale; give one of them another ID",
+					sc.ID, scaleText(f.sc), f.caseID, scaleText(sc), c.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// scaleText names a scorer's scale and direction for an error.
+func scaleText(sc cases.Scorer) string {
+	dir := "higher is better"
+	if !sc.Higher() {
+		dir = "lower is better"
+	}
+	return fmt.Sprintf("[%s, %s] (%s)", strconv.FormatFloat(sc.Min(), 'g', -1, 64), strconv.FormatFloat(sc.Max(), 'g', -1, 64), dir)
 }

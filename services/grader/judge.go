@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,9 +35,6 @@ func DefaultJudges(ctx context.Context, in cases.Instrument) (models.Model, erro
 const judgeSystem = "You review the final state of another agent's work against a rubric. " +
 	"You see the rubric, the paths the work changed and the files named for review. " +
 	"End your answer with one line: VERDICT: PASS if the work meets the rubric, VERDICT: FAIL if it does not."
-
-// verdictLine finds the judge's verdict; the last one counts.
-var verdictLine = regexp.MustCompile(`(?im)^\s*VERDICT:\s*(PASS|FAIL)\b`)
 
 // judge asks a reviewing model. Whatever keeps it from judging (the
 // actor's own model named as judge, a provider error, a timeout, an answer
@@ -113,15 +109,12 @@ func (e *instrumentEnv) judgeAnswer(in cases.Instrument, text string) events.Ins
 		res.Detail = clip(why + "\n" + said)
 		return res
 	}
-	ms := verdictLine.FindAllStringSubmatch(text, -1)
-	if len(ms) == 0 {
+	verdict, ok := grade.ReadJudgeVerdict(text)
+	if !ok {
 		res.Detail = clip("the judge gave no VERDICT line: " + tail(text))
 		return res
 	}
-	res.Outcome = events.InstrumentPassed
-	if strings.EqualFold(ms[len(ms)-1][1], "FAIL") {
-		res.Outcome = events.InstrumentFailed
-	}
+	res.Outcome = verdict
 	res.Detail = clip(said)
 	return res
 }

@@ -120,3 +120,29 @@ func TestJudgeScoresOnItsDeclaredScale(t *testing.T) {
 		t.Fatalf("verdict %s, vetoes %+v", v.Result.Type(), v.Vetoes)
 	}
 }
+
+// Must show: a judge that dresses its verdict and rating lines in markdown
+// (**VERDICT: PASS**, a list marker) is read, not taken to have abstained.
+func TestAJudgeThatBoldsItsVerdictIsRead(t *testing.T) {
+	e := start(t)
+	judge := func(id, model, reply string) string {
+		return fmt.Sprintf("    - {id: %s, kind: judge, model: {provider: scripted, name: %s}, rubric: answer is 4, scale: [1, 5], script: %q}\n",
+			id, model, "turns:\n  - text: "+fmt.Sprintf("%q", reply)+"\n")
+	}
+	req := e.publish("grading:\n  instruments:\n" +
+		judge("bold", "judge-a", "Right.\n**SCORE: 4**\n**VERDICT: PASS**") +
+		judge("listed", "judge-b", "Wrong.\n- __VERDICT: FAIL__") +
+		"  scorers:\n    - {id: quality, instrument: bold}\n")
+	e.attempt("dressed", req, candidate(map[string]string{"answer.txt": "4\n"}))
+	must(t, e.grader().Grade(e.ctx, suite, "dressed"))
+	v := e.verdict("dressed")
+	if r := result(v, "bold"); r.Outcome != events.InstrumentPassed {
+		t.Errorf("bold: %s (%s), want passed", r.Outcome, r.Detail)
+	}
+	if r := result(v, "listed"); r.Outcome != events.InstrumentFailed {
+		t.Errorf("listed: %s (%s), want failed", r.Outcome, r.Detail)
+	}
+	if q := v.Scores[0]; q.Raw == nil || *q.Raw != 4 {
+		t.Errorf("quality %+v, want the bold rating 4", q)
+	}
+}

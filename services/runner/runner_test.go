@@ -319,3 +319,22 @@ func TestWallTimeLimit(t *testing.T) {
 		t.Fatal("a turn started after the wall time ran out")
 	}
 }
+
+// A model call the wall-time limit cut short was sent and may have been
+// billed: run.ended says its tokens and cost are unknown, never zero.
+func TestAModelCallCutByTheWallLeavesSpendUnknown(t *testing.T) {
+	// Serial, as TestWallTimeLimit: its wall budget is seconds.
+	e := start(t)
+	s := "turns:\n  - text: done\n    delay: 30s\n"
+	log, end := e.run(fixtureCase(t, "{steps: 6, wall: 1s}"), s, "wallcall")
+	if end.Status != events.RunExhausted || end.Reason != runner.ReasonWallLimit {
+		t.Fatalf("ended %s/%q", end.Status, end.Reason)
+	}
+	if len(kinds(log, events.KindTurnStarted)) != 1 || len(kinds(log, events.KindModelReplied)) != 0 {
+		t.Fatalf("want one turn started and no reply, log has %d and %d",
+			len(kinds(log, events.KindTurnStarted)), len(kinds(log, events.KindModelReplied)))
+	}
+	if end.Spent.Tokens != nil || end.Spent.Cost != nil {
+		t.Fatalf("spent %+v: the unanswered call was counted as known", end.Spent)
+	}
+}

@@ -19,34 +19,36 @@ const (
 )
 
 // ReadScoreLine finds a command's score in its output: the last line that
-// is a JSON object with a finite numeric member "score", such as
-// {"score": 0.94, "p50_ms": 120}. Its finite numeric members are the
-// values (the first maxScoreValues by name; other members are ignored).
-// Output without such a line yields no value and says so.
+// is a JSON object with a "score" member, such as {"score": 0.94,
+// "p50_ms": 120}. Its finite numeric members are the values (the first
+// maxScoreValues by name; other members are ignored). The last score line
+// is the command's answer: when its "score" is no finite number there is
+// no value, and the reason quotes it; an earlier line is never taken in
+// its place. Output without a score line yields no value and says so.
 func ReadScoreLine(out []byte) events.InstrumentScore {
 	res := events.InstrumentScore{Source: events.ScoreJSONLine}
 	lines := bytes.Split(out, []byte("\n"))
-	var unread []byte // the newest "score" member that is no finite number
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := bytes.TrimSpace(lines[i])
 		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
-		values, ok := scoreLine(line)
-		if ok {
+		unread := scoreMember(line)
+		if unread == nil {
+			continue // no JSON object with a "score": not a score line
+		}
+		if values, ok := scoreLine(line); ok {
 			res.Values = values
 			return res
 		}
-		if unread == nil {
-			unread = scoreMember(line)
-		}
+		// The score line the grader cannot use says what it holds, so
+		// the one who reads the missing score knows what the command
+		// printed.
+		res.Missing = fmt.Sprintf(`the last score line's "score" is %s, not a finite number (earlier score lines are not read): %s`,
+			clip(unread, 64), clip(line, 160))
+		return res
 	}
-	res.Missing = `no score line: the output has no line that is a JSON object with a numeric "score"`
-	if unread != nil {
-		// A line that has a score the grader cannot use says which, so the
-		// one who reads the missing score knows what the command printed.
-		res.Missing = fmt.Sprintf(`no score line: the last JSON object line's "score" is %s, not a finite number`, clip(unread, 64))
-	}
+	res.Missing = `no score line: the output has no line that is a JSON object with a "score"`
 	return res
 }
 

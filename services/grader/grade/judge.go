@@ -12,20 +12,62 @@ import (
 // reasonsCap bounds the judge's reasons kept in a result.
 const reasonsCap = 1000
 
-// judgeScoreLine is a judge's rating: a line "SCORE: n" (or "SCORE: n/5",
-// the denominator captured so that one other than the scale's maximum is
-// caught); the last one counts.
-var judgeScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*([-+]?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:/[ \t]*([0-9]+(?:\.[0-9]+)?))?[ \t]*$`)
+// judgeScoreLine is a judge's rating, on a line as unwrapLine leaves it:
+// "SCORE: n" (or "SCORE: n/5", the denominator captured so that one other
+// than the scale's maximum is caught); the last one counts.
+var judgeScoreLine = regexp.MustCompile(`(?i)^SCORE:[ \t]*([-+]?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:/[ \t]*([0-9]+(?:\.[0-9]+)?))?$`)
 
 // judgeAnyScoreLine is a line that starts as a rating does, readable or
 // not: what a reply without a readable rating is quoted by.
-var judgeAnyScoreLine = regexp.MustCompile(`(?im)^[ \t]*SCORE:[ \t]*(.*?)[ \t]*$`)
+var judgeAnyScoreLine = regexp.MustCompile(`(?i)^SCORE:[ \t]*(.*?)$`)
 
 // scoreQuoteCap bounds the unreadable rating a reason quotes.
 const scoreQuoteCap = 40
 
-// judgeVerdictLine is the verdict line, left out of the reasons.
-var judgeVerdictLine = regexp.MustCompile(`(?im)^[ \t]*VERDICT:.*$`)
+// judgeVerdictLine is the verdict line, as unwrapLine leaves it.
+var judgeVerdictLine = regexp.MustCompile(`(?i)^VERDICT:[ \t]*(PASS|FAIL)\b`)
+
+// judgeAnyVerdictLine is any line that starts as a verdict does, left out
+// of the reasons.
+var judgeAnyVerdictLine = regexp.MustCompile(`(?i)^VERDICT:`)
+
+// unwrapLine takes off the markdown a model commonly dresses a line in:
+// the spaces around it, one leading heading marker (#, ##, …) or list
+// marker (- or * followed by a space), then emphasis wrapping the whole
+// rest (**…** or __…__). Nothing looser: a line that is not the
+// documented line once so unwrapped is not read as one.
+func unwrapLine(line string) string {
+	s := strings.TrimSpace(line)
+	switch {
+	case strings.HasPrefix(s, "#"):
+		s = strings.TrimSpace(strings.TrimLeft(s, "#"))
+	case len(s) > 1 && (s[0] == '-' || s[0] == '*') && (s[1] == ' ' || s[1] == '\t'):
+		s = strings.TrimSpace(s[1:])
+	}
+	for _, em := range []string{"**", "__"} {
+		if len(s) >= 2*len(em) && strings.HasPrefix(s, em) && strings.HasSuffix(s, em) {
+			s = strings.TrimSpace(s[len(em) : len(s)-len(em)])
+			break
+		}
+	}
+	return s
+}
+
+// ReadJudgeVerdict reads a judge's verdict from its reply: its last line
+// "VERDICT: PASS" or "VERDICT: FAIL" (in any case, in the markdown
+// unwrapLine takes off). ok is false when the reply has none.
+func ReadJudgeVerdict(reply string) (_ events.InstrumentOutcome, ok bool) {
+	lines := strings.Split(reply, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if m := judgeVerdictLine.FindStringSubmatch(unwrapLine(lines[i])); m != nil {
+			if strings.EqualFold(m[1], "FAIL") {
+				return events.InstrumentFailed, true
+			}
+			return events.InstrumentPassed, true
+		}
+	}
+	return "", false
+}
 
 // ReadJudgeScore reads a judge's rating on its declared scale [min, max]
 // from its reply: the last "SCORE: n" line, with the rest of the reply
@@ -34,15 +76,28 @@ var judgeVerdictLine = regexp.MustCompile(`(?im)^[ \t]*VERDICT:.*$`)
 // on [1, 5]), yields no value and says why.
 func ReadJudgeScore(reply string, min, max float64) events.InstrumentScore {
 	out := events.InstrumentScore{Source: events.ScoreJudge}
-	reasons := judgeScoreLine.ReplaceAllString(reply, "")
-	reasons = strings.TrimSpace(judgeVerdictLine.ReplaceAllString(reasons, ""))
-	out.Reasons = clipTo(reasons, reasonsCap)
-	ms := judgeScoreLine.FindAllStringSubmatch(reply, -1)
+	lines := strings.Split(reply, "\n")
+	var ms, loose [][]string
+	for i, line := range lines {
+		u := unwrapLine(line)
+		if m := judgeScoreLine.FindStringSubmatch(u); m != nil {
+			ms = append(ms, m)
+			lines[i] = "" // the rating is not a reason
+			continue
+		}
+		if m := judgeAnyScoreLine.FindStringSubmatch(u); m != nil {
+			loose = append(loose, m)
+		}
+		if judgeAnyVerdictLine.MatchString(u) {
+			lines[i] = ""
+		}
+	}
+	out.Reasons = clipTo(strings.TrimSpace(strings.Join(lines, "\n")), reasonsCap)
 	if len(ms) == 0 {
 		out.Missing = "the judge gave no SCORE line"
 		// A line the judge meant as its rating ("SCORE: 40%") is named, so
 		// that the rubric, not the judge's silence, is what gets fixed.
-		if loose := judgeAnyScoreLine.FindAllStringSubmatch(reply, -1); len(loose) > 0 {
+		if len(loose) > 0 {
 			out.Missing = fmt.Sprintf("the judge's SCORE line %q is no rating the grader reads: want SCORE: n, or SCORE: n/%s, a number on the scale [%s, %s]",
 				clipTo(loose[len(loose)-1][1], scoreQuoteCap), num(max), num(min), num(max))
 		}

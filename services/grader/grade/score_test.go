@@ -119,10 +119,10 @@ func TestJUnitListsTheFirstCasesAndCountsTheRest(t *testing.T) {
 }
 
 // Rule: a command's score is the last line of its output that is a JSON
-// object with a finite numeric "score"; its other finite numbers are
-// values too, in name order.
-func TestScoreLineIsTheLastJSONObjectWithANumericScore(t *testing.T) {
-	out := "running\n{\"score\": 0.1}\n{\"p50_ms\": 12}\n  {\"score\": 0.94, \"p50_ms\": 120, \"name\": \"x\", \"ok\": true, \"bad\": 1e999}  \nDONE\n{\"score\": \"high\"}\n"
+// object with a "score" member; its other finite numbers are values too,
+// in name order.
+func TestScoreLineIsTheLastJSONObjectWithAScore(t *testing.T) {
+	out := "running\n{\"score\": 0.1}\n{\"p50_ms\": 12}\n  {\"score\": 0.94, \"p50_ms\": 120, \"name\": \"x\", \"ok\": true, \"bad\": 1e999}  \nDONE\n{\"p99_ms\": 1e999}\n"
 	s := ReadScoreLine([]byte(out))
 	want := []events.ScoreValue{{Name: "p50_ms", Value: 120}, {Name: "score", Value: 0.94}}
 	if !slices.Equal(s.Values, want) || s.Missing != "" {
@@ -132,7 +132,7 @@ func TestScoreLineIsTheLastJSONObjectWithANumericScore(t *testing.T) {
 
 // Rule: output without a score line yields no value and says so.
 func TestOutputWithoutAScoreLineYieldsNoValue(t *testing.T) {
-	for _, out := range []string{"", "PASS\n", "{\"score\": null}\n", "{\"Score\": 1}\n", "[{\"score\": 1}]\n", "{\"score\": 1\n"} {
+	for _, out := range []string{"", "PASS\n", "{\"Score\": 1}\n", "[{\"score\": 1}]\n", "{\"score\": 1\n"} {
 		s := ReadScoreLine([]byte(out))
 		if len(s.Values) != 0 || !strings.Contains(s.Missing, "no score line") {
 			t.Errorf("%q: got %+v", out, s)
@@ -361,7 +361,7 @@ func TestAScoreThatIsNoFiniteNumberIsNamed(t *testing.T) {
 		{"{\"score\": null}\nPASS\n", `"score" is null, not a finite number`},
 	} {
 		s := ReadScoreLine([]byte(c.out))
-		if len(s.Values) != 0 || !strings.Contains(s.Missing, c.says) || !strings.Contains(s.Missing, "no score line") {
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, c.says) || !strings.Contains(s.Missing, "last score line") {
 			t.Errorf("%q: got %+v, want no value and a reason saying %q", c.out, s, c.says)
 		}
 	}
@@ -430,5 +430,77 @@ func TestAnUnreadableScoreLineIsNamedNotCalledMissing(t *testing.T) {
 	}
 	if s := ReadJudgeScore("Looks fine.\nVERDICT: PASS", 1, 5); !strings.Contains(s.Missing, "no SCORE line") {
 		t.Errorf("a reply without a SCORE line: %+v", s)
+	}
+}
+
+// Rule: the last score line is the answer. When its "score" is no finite
+// number the scorer is missing with a reason quoting it; an earlier line's
+// score is never taken in its place.
+func TestAnUnreadableLastScoreLineIsTheAnswer(t *testing.T) {
+	for out, quoted := range map[string]string{
+		"{\"score\": 0.5}\n{\"score\": 1e400}\n":          "1e400",
+		"{\"score\": 0.5}\n{\"score\": \"high\"}\nDONE\n": `"high"`,
+		"{\"score\": 0.5}\n{\"score\": null, \"n\": 2}\n": "null",
+	} {
+		s := ReadScoreLine([]byte(out))
+		if len(s.Values) != 0 || !strings.Contains(s.Missing, quoted) || strings.Contains(s.Missing, "no score line") {
+			t.Errorf("%q: got %+v, want no value and a reason quoting %s", out, s, quoted)
+		}
+	}
+}
+
+// Rule: a judge's verdict is its last line VERDICT: PASS or VERDICT: FAIL,
+// read also when the judge dressed the line in markdown: wrapped in **…**
+// or __…__, after a heading or list marker, with spaces around. A verdict
+// inside a sentence stays unread.
+func TestJudgeVerdictLineMayBeWrappedInMarkdown(t *testing.T) {
+	for reply, want := range map[string]events.InstrumentOutcome{
+		"Good work.\nVERDICT: PASS":                            events.InstrumentPassed,
+		"Good work.\n**VERDICT: PASS**":                        events.InstrumentPassed,
+		"Broken.\n  __VERDICT: FAIL__  \n":                     events.InstrumentFailed,
+		"## VERDICT: FAIL":                                     events.InstrumentFailed,
+		"# **VERDICT: PASS**":                                  events.InstrumentPassed,
+		"- VERDICT: PASS":                                      events.InstrumentPassed,
+		"* **verdict: fail**":                                  events.InstrumentFailed,
+		"**VERDICT: FAIL**\nOn reflection:\n**VERDICT: PASS**": events.InstrumentPassed,
+	} {
+		got, ok := ReadJudgeVerdict(reply)
+		if !ok || got != want {
+			t.Errorf("%q: %v %v, want %v", reply, got, ok, want)
+		}
+	}
+	for _, reply := range []string{
+		"I would say VERDICT: PASS overall.",
+		"The verdict is **VERDICT: PASS** here.",
+		"**VERDICT: PASS",
+		"> VERDICT: PASS",
+		"-VERDICT: PASS",
+		"**VERDICT:** PASS",
+		"Looks fine.",
+	} {
+		if got, ok := ReadJudgeVerdict(reply); ok {
+			t.Errorf("%q: read %v, want no verdict", reply, got)
+		}
+	}
+}
+
+// Rule: a judge's SCORE line is read in the same markdown dress as its
+// verdict line, and the dressed lines stay out of its reasons.
+func TestJudgeScoreLineMayBeWrappedInMarkdown(t *testing.T) {
+	for _, c := range []struct {
+		reply, reasons string
+		want           float64
+	}{
+		{"Fine.\n**SCORE: 4**\n**VERDICT: PASS**", "Fine.", 4},
+		{"Fine.\n- __SCORE: 3/5__\nVERDICT: PASS", "Fine.", 3},
+		{"### SCORE: 2\nVERDICT: FAIL", "", 2},
+	} {
+		s := ReadJudgeScore(c.reply, 1, 5)
+		if v, ok := s.Value("score"); !ok || v != c.want || s.Reasons != c.reasons {
+			t.Errorf("%q: %+v, want %v with reasons %q", c.reply, s, c.want, c.reasons)
+		}
+	}
+	if s := ReadJudgeScore("I'd give it **SCORE: 4** overall\nVERDICT: PASS", 1, 5); len(s.Values) != 0 {
+		t.Errorf("a rating inside a sentence was read: %+v", s)
 	}
 }

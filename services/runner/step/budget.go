@@ -69,11 +69,12 @@ func Tally(facts []events.Fact) Spend {
 }
 
 // tally is Tally's fold: the spend so far, and what it needs to charge
-// the facts still to come (each started turn's reservation, the children
-// still running).
+// the facts still to come (each started turn's reservation, the turns
+// still waiting for their reply, the children still running).
 type tally struct {
 	s        Spend
 	reserve  map[uint32]uint64
+	awaiting map[uint32]bool
 	children map[turnCall]events.Delegation
 }
 
@@ -84,7 +85,8 @@ type turnCall struct {
 }
 
 func newTally() tally {
-	return tally{s: Spend{TokensKnown: true, CostKnown: true}, reserve: map[uint32]uint64{}, children: map[turnCall]events.Delegation{}}
+	return tally{s: Spend{TokensKnown: true, CostKnown: true}, reserve: map[uint32]uint64{},
+		awaiting: map[uint32]bool{}, children: map[turnCall]events.Delegation{}}
 }
 
 // apply folds one fact into the tally.
@@ -94,7 +96,9 @@ func (t *tally) apply(f events.Fact) {
 	case events.TurnStarted:
 		s.Steps++
 		t.reserve[b.Turn] = b.Reserve
+		t.awaiting[b.Turn] = true
 	case events.ModelReplied:
+		delete(t.awaiting, b.Turn)
 		s.charge(b.Usage, t.reserve[b.Turn])
 	case events.ContextSummarised:
 		// A summary is a model call of the run: charged like a reply,
@@ -117,9 +121,16 @@ func (t *tally) apply(f events.Fact) {
 	}
 }
 
-// spend is the spend so far, with what the running children hold.
+// spend is the spend so far, with what the running children hold. A
+// turn started without its reply (the run ended during the call, or the
+// call is under way) was sent to the provider and may have been billed:
+// its usage is unknown, charged at its reservation like any reply without
+// usage.
 func (t *tally) spend() Spend {
 	s := t.s
+	for turn := range t.awaiting {
+		s.charge(nil, t.reserve[turn])
+	}
 	for _, d := range t.children {
 		s.Reserved.Steps += d.Steps
 		s.Reserved.InputTokens += d.InputTokens

@@ -475,13 +475,16 @@ func (s *State) repeats(steps []step, refs []events.EvidenceRef, found map[strin
 	}
 	sameActs := a == s.lastActs
 
+	// A streak counts its turns, the first included, but only a turn that
+	// repeats the one before it can arm: at threshold 1 the first tool
+	// turn of a run equals nothing.
 	s.obs.follow(obsKnown, sameActs && o == s.lastObs, refs)
-	if t := s.policy.RepeatedObservation; t > 0 && s.obs.n >= t {
+	if t := s.policy.RepeatedObservation; t > 0 && s.obs.n >= max(t, 2) {
 		found[PatternRepeatedObservation] = finding{count: s.obs.n, calls: summarise(steps), refs: slices.Clone(s.obs.refs)}
 	}
 
 	s.errs.follow(allErr, sameActs && e == s.lastErrs, refs)
-	if t := s.policy.RepeatedError; t > 0 && s.errs.n >= t {
+	if t := s.policy.RepeatedError; t > 0 && s.errs.n >= max(t, 2) {
 		found[PatternRepeatedError] = finding{count: s.errs.n, calls: summarise(steps),
 			errs: strings.Join(strings.Fields(e), ", "), refs: slices.Clone(s.errs.refs)}
 	}

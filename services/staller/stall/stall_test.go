@@ -470,3 +470,69 @@ func TestReplayGivesCommittedObservations(t *testing.T) {
 func TestCoreImportsOnlyEventsAndStdlib(t *testing.T) {
 	testutil.CheckPureCore(t, testutil.Module+"events")
 }
+
+// A repeat needs a turn to repeat: at repeated_observation 1 the first tool
+// turn, which nothing came before, is not armed; the second, identical one
+// is.
+func TestRepeatedObservationNeedsAPreviousToolTurn(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) { p.RepeatedObservation, p.RepairBudget = 1, 0 }))
+	if o := r.step(cmd("job status", "running")); len(o.Checkpoint.Armed) != 0 {
+		t.Fatalf("first tool turn armed %v: it repeats nothing", o.Checkpoint.Armed)
+	}
+	if s := stopOf(t, r.step(cmd("job status", "running"))); s.Cause != stall.PatternRepeatedObservation {
+		t.Errorf("identical second turn: cause %q", s.Cause)
+	}
+}
+
+// As for observations, repeated_error 1 needs a previous tool turn that
+// ended in the same errors.
+func TestRepeatedErrorNeedsAPreviousToolTurn(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) { p.RepeatedError, p.RepairBudget = 1, 0 }))
+	failing := func(i int) call {
+		c := cmd("make build", "")
+		c.errCode, c.errMsg = "exit_status", "exit status 2 on attempt "+strconv.Itoa(i)
+		return c
+	}
+	if o := r.step(failing(1)); len(o.Checkpoint.Armed) != 0 {
+		t.Fatalf("first failing tool turn armed %v: it repeats nothing", o.Checkpoint.Armed)
+	}
+	if s := stopOf(t, r.step(failing(2))); s.Cause != stall.PatternRepeatedError {
+		t.Errorf("same error again: cause %q", s.Cause)
+	}
+}
+
+// Alternation 1 arms when the third tool turn returns to the first (A-B-A):
+// two turns alone show no alternation.
+func TestAlternationOneCycleNeedsAReturn(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) { p.Alternation, p.RepairBudget = 1, 0 }))
+	var got []string
+	for _, c := range []call{read("a.go", "package a"), read("b.go", "package b"), read("a.go", "package a")} {
+		got = append(got, action(r.step(c)))
+	}
+	if want := []string{"none", "none", "stop"}; !slices.Equal(got, want) {
+		t.Errorf("actions %v, want %v", got, want)
+	}
+}
+
+// idle_turns counts idle turns, not repeats: at 1 a single turn that did no
+// work arms it, and a first turn that did work does not.
+func TestIdleTurnsOneCountsTheIdleTurnItself(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) { p.IdleTurns, p.RepairBudget = 1, 0 }))
+	if o := r.step(read("a.go", "package a")); len(o.Checkpoint.Armed) != 0 {
+		t.Fatalf("a first read that answered something armed %v", o.Checkpoint.Armed)
+	}
+	if s := stopOf(t, r.step()); s.Cause != stall.PatternIdleTurns {
+		t.Errorf("one idle turn at idle_turns 1: cause %q", s.Cause)
+	}
+}
+
+// repeated_failure counts failures of a check on one workspace content, the
+// first included: at 1 the first failure arms it (the calibration's
+// `repeated_failure: 1` row is this setting), and a failure on new content
+// starts the count again.
+func TestRepeatedFailureOneArmsOnTheFirstFailure(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) { p.RepeatedFailure, p.RepairBudget = 1, 1 }))
+	if rt := retryOf(t, r.step(fail("tests", true, "want 2"))); rt.Cause != stall.PatternRepeatedFailure {
+		t.Errorf("first failure at repeated_failure 1: cause %q", rt.Cause)
+	}
+}
