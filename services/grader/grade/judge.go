@@ -34,8 +34,9 @@ var judgeAnyVerdictLine = regexp.MustCompile(`(?i)^VERDICT:`)
 // unwrapLine takes off the markdown a model commonly dresses a line in:
 // the spaces around it, one leading heading marker (#, ##, …) or list
 // marker (- or * followed by a space), then emphasis wrapping the whole
-// rest (**…** or __…__). Nothing looser: a line that is not the
-// documented line once so unwrapped is not read as one.
+// rest (**…** or __…__) or the label alone (**VERDICT:** PASS). Nothing
+// looser: a line that is not the documented line once so unwrapped is not
+// read as one.
 func unwrapLine(line string) string {
 	s := strings.TrimSpace(line)
 	switch {
@@ -50,7 +51,21 @@ func unwrapLine(line string) string {
 			break
 		}
 	}
-	return s
+	return unwrapLabel(s)
+}
+
+// emphasizedLabel is a line whose label alone is emphasized, "**VERDICT:**
+// PASS" or "__SCORE__: 4": the emphasis of models that bold only the label.
+var emphasizedLabel = regexp.MustCompile(`(?i)^(\*\*|__)(VERDICT|SCORE)(:?)(\*\*|__)(:?)(.*)$`)
+
+// unwrapLabel takes the emphasis off a line's label, when it opens and
+// closes with the same marker and exactly one colon follows the label.
+func unwrapLabel(s string) string {
+	m := emphasizedLabel.FindStringSubmatch(s)
+	if m == nil || m[1] != m[4] || len(m[3])+len(m[5]) != 1 {
+		return s
+	}
+	return m[2] + ":" + m[6]
 }
 
 // ReadJudgeVerdict reads a judge's verdict from its reply: its last line

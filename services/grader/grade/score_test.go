@@ -463,6 +463,8 @@ func TestJudgeVerdictLineMayBeWrappedInMarkdown(t *testing.T) {
 		"- VERDICT: PASS":                                      events.InstrumentPassed,
 		"* **verdict: fail**":                                  events.InstrumentFailed,
 		"**VERDICT: FAIL**\nOn reflection:\n**VERDICT: PASS**": events.InstrumentPassed,
+		"Fine.\n**VERDICT:** PASS":                             events.InstrumentPassed,
+		"- __Verdict__: fail":                                  events.InstrumentFailed,
 	} {
 		got, ok := ReadJudgeVerdict(reply)
 		if !ok || got != want {
@@ -475,7 +477,9 @@ func TestJudgeVerdictLineMayBeWrappedInMarkdown(t *testing.T) {
 		"**VERDICT: PASS",
 		"> VERDICT: PASS",
 		"-VERDICT: PASS",
-		"**VERDICT:** PASS",
+		"**VERDICT:* PASS",
+		"**VERDICT__: PASS",
+		"**VERDICT:**: PASS",
 		"Looks fine.",
 	} {
 		if got, ok := ReadJudgeVerdict(reply); ok {
@@ -494,6 +498,7 @@ func TestJudgeScoreLineMayBeWrappedInMarkdown(t *testing.T) {
 		{"Fine.\n**SCORE: 4**\n**VERDICT: PASS**", "Fine.", 4},
 		{"Fine.\n- __SCORE: 3/5__\nVERDICT: PASS", "Fine.", 3},
 		{"### SCORE: 2\nVERDICT: FAIL", "", 2},
+		{"Fine.\n**SCORE:** 4/5\n**VERDICT:** PASS", "Fine.", 4},
 	} {
 		s := ReadJudgeScore(c.reply, 1, 5)
 		if v, ok := s.Value("score"); !ok || v != c.want || s.Reasons != c.reasons {
