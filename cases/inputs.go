@@ -37,7 +37,7 @@ func LoadCaseWithin(path string, confine Confine) (*Case, error) {
 	if err != nil {
 		return nil, fmt.Errorf("case: %w", err)
 	}
-	data, err := ReadInput(real, MaxFileBytes, "a case file")
+	data, err := readInputAs(path, real, MaxFileBytes, "a case file")
 	if err != nil {
 		return nil, fmt.Errorf("case: %w", err)
 	}
@@ -96,7 +96,7 @@ func LoadTreatmentWithin(path string, confine Confine) (*Treatment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("treatment: %w", err)
 	}
-	data, err := ReadInput(real, MaxFileBytes, "a treatment file")
+	data, err := readInputAs(path, real, MaxFileBytes, "a treatment file")
 	if err != nil {
 		return nil, fmt.Errorf("treatment: %w", err)
 	}
@@ -133,7 +133,7 @@ func (t *Treatment) loadPrompt(path string, confine Confine) error {
 	if err != nil {
 		return &Error{File: path, Field: "scaffold.prompt_file", Msg: err.Error()}
 	}
-	b, err := ReadInput(real, MaxPromptBytes, "a prompt file")
+	b, err := readInputAs(file, real, MaxPromptBytes, "a prompt file")
 	if err != nil {
 		return &Error{File: path, Field: "scaffold.prompt_file", Msg: err.Error()}
 	}
@@ -176,7 +176,7 @@ func (t *Treatment) loadScripts(path string, confine Confine) error {
 		if err != nil {
 			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
 		}
-		b, err := ReadInput(real, MaxScriptBytes, "a script")
+		b, err := readInputAs(name, real, MaxScriptBytes, "a script")
 		if err != nil {
 			return &Error{File: path, Field: "model.scripts", Msg: err.Error()}
 		}
@@ -201,7 +201,15 @@ func (t *Treatment) loadScripts(path string, confine Confine) error {
 // file is read, and again while it is read (it may grow), so an oversized
 // input never costs more than max in memory.
 func ReadInput(path string, max int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
+	return readInputAs(path, path, max, what)
+}
+
+// readInputAs is ReadInput of the file at real, named shown in its errors:
+// the path as the suite's author wrote it, not the absolute one the
+// confinement resolved it to, so the message names the file the way every
+// other error of the suite does.
+func readInputAs(shown, real string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(real)
 	if err != nil {
 		return nil, err
 	}
@@ -211,10 +219,10 @@ func ReadInput(path string, max int64, what string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", shown)
 	}
 	tooBig := func(n int64) error {
-		return fmt.Errorf("%s: %d bytes; the limit for %s is %d bytes", path, n, what, max)
+		return fmt.Errorf("%s: %d bytes; the limit for %s is %d bytes", shown, n, what, max)
 	}
 	if st.Size() > max {
 		return nil, tooBig(st.Size())

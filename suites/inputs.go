@@ -3,6 +3,7 @@ package suites
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,12 @@ func newInputRoots(suitePath string, f *File) (*inputRoots, error) {
 func (r *inputRoots) confine(p string) (string, error) {
 	real, err := realPath(p)
 	if err != nil {
+		// Resolving names the absolute directory where it stopped
+		// ("lstat /abs/cases/nope"); the author wrote p.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return "", fmt.Errorf("%s: %w", p, pe.Err)
+		}
 		return "", err
 	}
 	for _, root := range r.roots {

@@ -130,3 +130,40 @@ func symlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// A missing input is named as the suite file names it, whole, not by the
+// absolute path of the directory where resolving it stopped ("lstat
+// /home/me/suite/cases/nope: no such file or directory" for
+// cases/nope/case.yaml).
+func TestAMissingInputIsNamedAsWritten(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(f map[string]string)
+		want string
+	}{
+		{"a case in a missing directory", func(f map[string]string) {
+			f["suite.yaml"] = strings.Replace(goodSuite, "cases/add/case.yaml", "cases/nope/case.yaml", 1)
+		}, filepath.Join("cases", "nope", "case.yaml") + ": "},
+		{"a missing treatment", func(f map[string]string) {
+			f["suite.yaml"] = strings.Replace(goodSuite, "treatments/base.yaml", "treatments/nope.yaml", 1)
+		}, filepath.Join("treatments", "nope.yaml") + ": "},
+		{"a missing prompt file", func(f map[string]string) {
+			f["treatments/base.yaml"] = strings.TrimRight(f["treatments/base.yaml"], "\n") + "\nscaffold: {prompt_file: prompts/terse.md}\n"
+		}, filepath.Join("treatments", "prompts", "terse.md") + ": "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := confined(t, func(_ string, f map[string]string) { c.edit(f) })
+			t.Chdir(filepath.Join(base, "suite"))
+			_, err := Load("suite.yaml")
+			if err == nil || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("loaded: %v", err)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "no such file or directory") {
+				t.Errorf("the error %q does not name %q as missing", err, c.want)
+			}
+			if strings.Contains(err.Error(), base) {
+				t.Errorf("the error %q names the input by its absolute path", err)
+			}
+		})
+	}
+}

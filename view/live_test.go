@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goccy/go-yaml"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
@@ -173,6 +177,30 @@ func TestAViewerOfAnEmptyStoreSaysHowToRunTheDemo(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Fatalf("the empty store's page does not say %q:\n%s", want, body)
 		}
+	}
+	// The shape it gives is the demo's own, read from its suite file.
+	data, err := os.ReadFile("../examples/demo/suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var demoSuite struct {
+		Cases      []any `yaml:"cases"`
+		Treatments []any `yaml:"treatments"`
+		Trials     int   `yaml:"trials"`
+	}
+	if err := yaml.Unmarshal(data, &demoSuite); err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+	word := func(n int) string {
+		if n < len(words) {
+			return words[n]
+		}
+		return fmt.Sprint(n)
+	}
+	shape := fmt.Sprintf("%s cases, %s treatments, %s trials", word(len(demoSuite.Cases)), word(len(demoSuite.Treatments)), word(demoSuite.Trials))
+	if !strings.Contains(body, shape) {
+		t.Errorf("the empty store's page does not give the demo's shape %q:\n%s", shape, body)
 	}
 }
 

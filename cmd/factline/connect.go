@@ -194,8 +194,11 @@ func (c *credentials) readPassword() (string, error) {
 			return "", fileError{fmt.Errorf("--password-file: %w", err)}
 		}
 		pw := strings.TrimRight(string(data), "\r\n")
-		if strings.TrimSpace(pw) == "" {
+		if pw == "" {
 			return "", fileError{fmt.Errorf("--password-file %s is empty", c.passwordFile)}
+		}
+		if strings.TrimSpace(pw) == "" {
+			return "", fileError{fmt.Errorf("--password-file %s holds only blanks (%d bytes): it must hold the password", c.passwordFile, len(data))}
 		}
 		if strings.ContainsAny(pw, "\r\n") {
 			return "", fileError{fmt.Errorf("--password-file %s holds more than one line: it must hold the password alone, on one line", c.passwordFile)}

@@ -75,6 +75,9 @@ func isTerminal(w io.Writer) bool {
 type idleWatch struct {
 	grace time.Duration // 0: never
 	url   string        // the NATS server the fleet should serve (redacted)
+	// replicas is the run's --replicas: a serve that joins a cluster's
+	// three-replica streams needs the same, or it is refused.
+	replicas int
 }
 
 // note prints a line of its own, ending a progress line in the way.
@@ -150,7 +153,7 @@ func (p *progress) tick(ctx context.Context, idle idleWatch) {
 			p.render()
 		}
 		if idle.grace > 0 && time.Since(p.start) >= idle.grace {
-			p.warnIdle(idle.url)
+			p.warnIdle(idle)
 		}
 		p.mu.Unlock()
 		return true
@@ -161,20 +164,24 @@ func (p *progress) tick(ctx context.Context, idle idleWatch) {
 // how to start what is missing: no run requested means no meter serves
 // the server; runs requested but none claimed means no runner does.
 // Called with mu held.
-func (p *progress) warnIdle(url string) {
+func (p *progress) warnIdle(idle idleWatch) {
 	if p.tally().Started > 0 {
 		return
+	}
+	url, conn := idle.url, "--nats "+idle.url
+	if idle.replicas > 1 {
+		conn += fmt.Sprintf(" --replicas %d", idle.replicas)
 	}
 	after := time.Since(p.start).Truncate(time.Second)
 	var key, msg string
 	if p.requested == 0 {
 		key = "meter"
 		msg = fmt.Sprintf("no run of suite %q has been requested after %s: no meter serves %s. "+
-			"Start the services (all five) with: factline serve --nats %s", p.suite, after, url, url)
+			"Start the services (all five) with: factline serve %s", p.suite, after, url, conn)
 	} else {
 		key = "runner"
 		msg = fmt.Sprintf("no runner has taken a run of suite %q after %s (%d of %d runs requested, none started). "+
-			"Start one with: factline serve --services runner --nats %s", p.suite, after, min(p.requested, p.planned), p.planned, url)
+			"Start one with: factline serve --services runner %s", p.suite, after, min(p.requested, p.planned), p.planned, conn)
 	}
 	if p.warned[key] {
 		return

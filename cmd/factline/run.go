@@ -156,7 +156,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 		progress.note("submitting to %s; services run elsewhere", redactURL(t.url))
-		idle = idleWatch{grace: o.claimGrace, url: redactURL(t.url)}
+		idle = idleWatch{grace: o.claimGrace, url: redactURL(t.url), replicas: t.replicas}
 		goesOn = "The suite stays submitted and the fleet goes on with it: run the same command again " +
 			"to follow it to its report (it reattaches; nothing is submitted twice)"
 	} else {
@@ -243,7 +243,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			progress.finish()
 			if idle.url != "" {
 				progress.mu.Lock()
-				progress.warnIdle(idle.url)
+				progress.warnIdle(idle)
 				progress.mu.Unlock()
 			}
 			if r, err := meter.Report(ctx, b, suite.File.Name); err == nil {
