@@ -1,12 +1,15 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -500,11 +503,43 @@ func readBatch(ctx context.Context, sub *nats.Subscription, fn func(*nats.Msg, u
 	}
 }
 
-// FindSuite returns the suite a run belongs to, found by the run's newest
-// fact, for commands that name a run alone.
+// ErrAmbiguousRun is returned (wrapped in an *AmbiguousRunError) by
+// FindSuite when the run's ID names runs of several suites.
+var ErrAmbiguousRun = errors.New("the run ID names runs of several suites")
+
+// AmbiguousRunError says which suites hold a run of the ID a command named
+// alone: run IDs are unique within a suite only (a case run again in
+// another suite under the same treatment gets the same ID), so a signal
+// sent by ID alone could reach the wrong suite's run.
+type AmbiguousRunError struct {
+	Run    string
+	Suites []string
+}
+
+func (e *AmbiguousRunError) Error() string {
+	return fmt.Sprintf("run %q is a run of %d suites (%s): name the suite (--suite %s)",
+		e.Run, len(e.Suites), strings.Join(e.Suites, ", "), e.Suites[len(e.Suites)-1])
+}
+
+// Unwrap makes errors.Is(err, ErrAmbiguousRun) hold.
+func (e *AmbiguousRunError) Unwrap() error { return ErrAmbiguousRun }
+
+// FindSuite returns the suite a run belongs to, for commands that name a
+// run alone: the one suite whose log starts a run of that ID. A run of the
+// ID in more than one suite is an *AmbiguousRunError naming them; a log
+// that holds facts of the run but none that starts it (a partial import)
+// is answered by the run's newest fact.
 func (b *Bus) FindSuite(ctx context.Context, run string) (string, error) {
-	if err := events.ValidateRunID(run); err != nil {
+	suites, err := b.SuitesOfRun(ctx, run)
+	if err != nil {
 		return "", err
+	}
+	switch len(suites) {
+	case 0:
+	case 1:
+		return suites[0], nil
+	default:
+		return "", &AmbiguousRunError{Run: run, Suites: suites}
 	}
 	g, err := b.newGetter()
 	if err != nil {
@@ -520,4 +555,37 @@ func (b *Bus) FindSuite(ctx context.Context, run string) (string, error) {
 	}
 	suite, _, _, err := events.ParseFactSubject(m.Header.Get(jetstream.SubjectHeader))
 	return suite, err
+}
+
+// SuitesOfRun returns the suites whose logs start a run of the ID (with
+// its run.requested, or a child's run.delegated), in the order they
+// started it. It reads those facts alone, one per suite, never the runs.
+func (b *Bus) SuitesOfRun(ctx context.Context, run string) ([]string, error) {
+	if err := events.ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	type start struct {
+		seq   uint64
+		suite string
+	}
+	var starts []start
+	for _, kind := range []events.Kind{events.KindRunRequested, events.KindRunDelegated} {
+		filter := events.FactPrefix + ".*." + run + "." + string(kind)
+		err := b.directBatch(ctx, FactsStream, filter, 1, func(m *nats.Msg, seq uint64) {
+			if suite, _, _, err := events.ParseFactSubject(m.Header.Get(jetstream.SubjectHeader)); err == nil {
+				starts = append(starts, start{seq, suite})
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find the suites of run %q: %w", run, err)
+		}
+	}
+	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.seq, b.seq) })
+	var suites []string
+	for _, s := range starts {
+		if !slices.Contains(suites, s.suite) {
+			suites = append(suites, s.suite)
+		}
+	}
+	return suites, nil
 }

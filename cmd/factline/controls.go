@@ -43,7 +43,7 @@ func newControlCmds() []*cobra.Command {
 
 func newControlCmd(s controlSpec) *cobra.Command {
 	var t target
-	var reason, digest, from string
+	var reason, digest, from, suite string
 	var applied, notApplied bool
 	var wait time.Duration
 	want := fmt.Sprintf("want %d argument", s.n)
@@ -91,10 +91,16 @@ func newControlCmd(s controlSpec) *cobra.Command {
 		if wait < 0 {
 			return usageError{"--wait must not be negative"}
 		}
-		return sendControl(ctx, &t, args[0], ctl, wait, out)
+		if suite != "" {
+			if err := events.ValidateToken("suite", suite); err != nil {
+				return usageError{fmt.Sprintf("--suite %q: %v", suite, err)}
+			}
+		}
+		return sendControl(ctx, &t, suite, args[0], ctl, wait, out)
 	})
 	fs.StringVar(&reason, "reason", "", "why (shown in the run's handoff)")
 	fs.StringVar(&from, "from", "", "who sends the signal")
+	fs.StringVar(&suite, "suite", "", "the suite of the run, needed when suites share the run's ID")
 	fs.DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the runner to accept the signal (0: send and return, unconfirmed)")
 	switch s.sig {
 	case events.SignalApprove:
@@ -106,16 +112,20 @@ func newControlCmd(s controlSpec) *cobra.Command {
 	return c
 }
 
-// sendControl sends a control signal to a run, found by its ID alone, and
-// waits (up to wait) for the log to say what became of it.
-func sendControl(ctx context.Context, t *target, run string, c events.Control, wait time.Duration, out io.Writer) error {
+// sendControl sends a control signal to a run, found by its ID alone
+// unless suite names its suite, and waits (up to wait) for the log to say
+// what became of it.
+func sendControl(ctx context.Context, t *target, suite, run string, c events.Control, wait time.Duration, out io.Writer) error {
 	b, closeBus, err := t.readsExisting().open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	suite, err := b.FindSuite(ctx, run)
-	if err != nil {
+	if suite == "" {
+		if suite, err = b.FindSuite(ctx, run); err != nil {
+			return err
+		}
+	} else if err := runOfSuite(ctx, b, suite, run); err != nil {
 		return err
 	}
 	if c.Operation != "" {
@@ -238,4 +248,25 @@ func acceptedGeneration(facts []events.Fact, pos uint64) uint32 {
 		}
 	}
 	return 0
+}
+
+// runOfSuite refuses a --suite that holds no run of the ID, naming the
+// suites that do: a signal to a run nobody will ever claim would only wait
+// out --wait.
+func runOfSuite(ctx context.Context, b *bus.Bus, suite, run string) error {
+	log, err := b.LoadRun(ctx, suite, run)
+	if err != nil {
+		return err
+	}
+	if len(log.Records) > 0 {
+		return nil
+	}
+	suites, err := b.SuitesOfRun(ctx, run)
+	if err != nil {
+		return err
+	}
+	if len(suites) == 0 {
+		return fmt.Errorf("no run %q in the log", run)
+	}
+	return fmt.Errorf("suite %q holds no run %q; the suites that do: %s", suite, run, strings.Join(suites, ", "))
 }
