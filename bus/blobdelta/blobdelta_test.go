@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -108,4 +109,22 @@ func FuzzDecodeApply(f *testing.F) {
 			t.Fatalf("applied %d bytes, size says %d", len(out), d.Size())
 		}
 	})
+}
+
+// docs/operations.md gives a delta's bytes for readers in other languages:
+// the magic, the base's digest as text with its length as an uvarint, the
+// prefix and suffix as uvarints, then the middle. A change of layout must
+// change that table too.
+func TestTheStoredBytesAreTheDocumentedLayout(t *testing.T) {
+	base := "sha256:" + strings.Repeat("ab", 32)
+	d := Delta{Base: base, Prefix: 300, Suffix: 5, Middle: []byte("new")}
+	want := []byte("FLD\x01")
+	want = append(want, 71)
+	want = append(want, base...)
+	want = append(want, 0xac, 0x02) // 300: 0b10_0101100, low 7 bits first
+	want = append(want, 5)
+	want = append(want, "new"...)
+	if got := d.Encode(); !bytes.Equal(got, want) {
+		t.Fatalf("a delta encodes as\n% x\nwhere docs/operations.md gives\n% x", got, want)
+	}
 }
