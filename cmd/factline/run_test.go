@@ -344,4 +344,3 @@ func TestRunAndDemoAttachToTheStoresHolder(t *testing.T) {
 		t.Fatalf("demo on a store whose record no holder stands behind: %d %q %q", code, out, errOut)
 	}
 }
-
