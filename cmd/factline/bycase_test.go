@@ -28,6 +28,11 @@ func TestReportByCase(t *testing.T) {
 	if code, out, _ := runCLI(t, "report", "tiny", "--store", store, "--wide"); code != 0 || !strings.Contains(out, "harness errors") || !strings.Contains(out, "clustered SE") {
 		t.Fatalf("--wide: exit %d\n%s", code, out)
 	}
+	// --by treatment is the default, documented as such: the same report.
+	_, byDefault, _ := runCLI(t, "report", "tiny", "--store", store, "--json")
+	if code, byTreatment, errOut := runCLI(t, "report", "tiny", "--store", store, "--by", "treatment", "--json"); code != 0 || byTreatment != byDefault {
+		t.Fatalf("--by treatment: exit %d, %q; not the default report:\n%s\n%s", code, errOut, byTreatment, byDefault)
+	}
 	_, out, _ = runCLI(t, "report", "tiny", "--store", store, "--by", "case", "--json")
 	var rows []struct {
 		Case, Treatment        string
@@ -48,6 +53,7 @@ func TestReportByCase(t *testing.T) {
 		{[]string{"report", "tiny", "--store", store, "--by", "trial"}, `--by "trial"`},
 		{[]string{"report", "tiny", "--store", store, "--by", "case", "--svg"}, "--by case has no chart"},
 		{[]string{"report", "tiny", "--store", store, "--wide", "--json"}, "--wide is the treatment table's"},
+		{[]string{"report", "tiny", "--store", store, "--by", "case", "--wide"}, "--wide is the treatment table's"},
 	} {
 		if code, _, errOut := runCLI(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d %q", c.args, code, errOut)
