@@ -19,12 +19,20 @@ import (
 
 // Violation is one broken invariant.
 type Violation struct {
+	// Suite and Run are empty for an effect only the sink's record holds,
+	// whose operation names no run the log holds: nothing but the sink
+	// knows of it, and a placeholder would read as a run's name.
 	Suite, Run string
 	Rule       string // short name of the invariant
 	Detail     string
 }
 
+// String is the violation as the audit prints it: suite/run first, or
+// "sink" for what only the sink's record holds.
 func (v Violation) String() string {
+	if v.Suite == "" && v.Run == "" {
+		return fmt.Sprintf("sink: %s: %s", v.Rule, v.Detail)
+	}
 	return fmt.Sprintf("%s/%s: %s: %s", v.Suite, v.Run, v.Rule, v.Detail)
 }
 
@@ -174,11 +182,18 @@ func Check(facts []events.Fact, opts Options) []Violation {
 			ops = append(ops, op)
 		}
 		slices.Sort(ops)
+		// An operation ID begins with its run's ID; the run is named only
+		// when the log holds exactly one run of that name, since one ID two
+		// suites share says nothing of which suite's effect it was.
+		suitesOf := map[string][]string{}
+		for _, key := range order {
+			suitesOf[runs[key].name] = append(suitesOf[runs[key].name], runs[key].suite)
+		}
 		for _, op := range ops {
 			if !intendedOps[op] {
-				suite, runName := "?", "?"
-				if parts := strings.SplitN(op, "/", 2); len(parts) == 2 {
-					runName = parts[0]
+				var suite, runName string
+				if name, _, ok := strings.Cut(op, "/"); ok && len(suitesOf[name]) == 1 {
+					suite, runName = suitesOf[name][0], name
 				}
 				out = append(out, Violation{suite, runName, RuleEffectInLog, fmt.Sprintf("the sink holds %d effect(s) of operation %s, which the log never intended", sink[op], op)})
 			}

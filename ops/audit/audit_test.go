@@ -105,6 +105,39 @@ func TestInventedEffectFails(t *testing.T) {
 	}
 }
 
+// An effect only the sink saw names its suite and run when its operation
+// names one run the log holds, and else says only the sink knows it: a run
+// ID two suites share names neither.
+func TestASinkOnlyEffectNamesWhatIsKnown(t *testing.T) {
+	sink := map[string]int{"r/t1/c": 1, "r/t9/forged": 1, "forged": 2}
+	vs := Check(clean(t).facts, Options{Sink: sink})
+	if len(vs) != 2 {
+		t.Fatalf("want 2 violations, got %v", vs)
+	}
+	if vs[0].Suite != "" || vs[0].Run != "" || !strings.HasPrefix(vs[0].String(), "sink: effect-in-log: the sink holds 2 effect(s) of operation forged,") {
+		t.Errorf("an operation naming no run: %+v, printed %q", vs[0], vs[0])
+	}
+	if vs[1].Suite != "s" || vs[1].Run != "r" || !strings.HasPrefix(vs[1].String(), "s/r: effect-in-log: ") {
+		t.Errorf("an operation of run r: %+v, printed %q", vs[1], vs[1])
+	}
+
+	twice := clean(t).facts
+	for _, f := range clean(t).facts {
+		f.Suite = "s2"
+		twice = append(twice, f)
+	}
+	vs = Check(twice, Options{Sink: map[string]int{"r/t1/c": 1, "r/t9/forged": 1}})
+	var inLog []Violation
+	for _, v := range vs {
+		if v.Rule == RuleEffectInLog {
+			inLog = append(inLog, v)
+		}
+	}
+	if len(inLog) != 1 || inLog[0].Suite != "" || inLog[0].Run != "" {
+		t.Errorf("an operation of a run two suites hold: %+v", inLog)
+	}
+}
+
 func TestOtherRules(t *testing.T) {
 	l := clean(t)
 	facts := append([]events.Fact{}, l.facts[:4]...) // intended, never settled
