@@ -280,14 +280,17 @@ func (g *guard) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
 	case g.notify <- struct{}{}:
 	default:
 	}
-	if !seen {
-		slog.Error("NATS refused a request", "err", pe)
-	}
-	if g.opened.Load() && strings.HasPrefix(pe.Subject, "$JS.API.STREAM.CREATE.") {
+	if g.onDeny != nil && !(g.opened.Load() && strings.HasPrefix(pe.Subject, "$JS.API.STREAM.CREATE.")) {
+		// The refusal ends the command and becomes its error, which
+		// says it: logging it too would say it twice.
+		g.onDeny(pe)
 		return
 	}
-	if g.onDeny != nil {
-		g.onDeny(pe)
+	// Nothing ends on it (a lost CONTROL remade by a role that may not,
+	// which /healthz reports, or no command to end): the log is the one
+	// place it is said.
+	if !seen {
+		slog.Error("NATS refused a request", "err", pe)
 	}
 }
 
