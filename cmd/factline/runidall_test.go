@@ -111,3 +111,15 @@ func TestRetryOfARunIDTwoSuitesShareKeepsToItsSuite(t *testing.T) {
 		t.Fatalf("after retry flaky2: exit %d\n%s\n%s\nwant a retry in flaky2 alone", code, out, errOut)
 	}
 }
+
+// The report's pointer to a run's history names the suite as well as the
+// run: a run ID is unique within its suite only, and the command it
+// shows is copied as it stands.
+func TestTheReportsWhyPointsAtTheRunOfItsSuite(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store")
+	code, out, errOut := runCLI(t, "run", errSuite(t), "--store", store, "--fsync", "interval")
+	if code != exitAllHarnessErrors || !strings.Contains(out, "replay history --suite flaky --run RUN") {
+		t.Fatalf("run: exit %d\n%s\n%s\nwant the why pointing at replay history --suite flaky --run RUN", code, out, errOut)
+	}
+}
