@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,47 @@ func TestTheReportsWhyPointsAtTheRunOfItsSuite(t *testing.T) {
 	code, out, errOut := runCLI(t, "run", errSuite(t), "--store", store, "--fsync", "interval")
 	if code != exitAllHarnessErrors || !strings.Contains(out, "replay history --suite flaky --run RUN") {
 		t.Fatalf("run: exit %d\n%s\n%s\nwant the why pointing at replay history --suite flaky --run RUN", code, out, errOut)
+	}
+}
+
+// regrade SUITE --run keeps to SUITE: the other suite's run of the ID
+// keeps its one grade revision.
+func TestRegradeOfARunIDTwoSuitesShareKeepsToItsSuite(t *testing.T) {
+	t.Parallel()
+	store := twinSuites(t)
+	grading := filepath.Join(t.TempDir(), "any-v2.yaml")
+	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: any, kind: scope, version: \"2\", allow: ['none']}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "regrade", "flaky2", "--run", "flaky-t-t1", "--grading", grading, "--store", store, "--work-dir", t.TempDir())
+	if code != 0 || !strings.Contains(out, "regraded 1 of 1 runs of flaky2") {
+		t.Fatalf("regrade flaky2 --run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "tail", "--kind", "grade.verdict", "--since", "start", "--no-follow", "--store", store)
+	if code != 0 || !strings.Contains(out, "flaky2/flaky-t-t1 grade.verdict      revision=2") || strings.Contains(out, "flaky/flaky-t-t1 grade.verdict      revision=2") {
+		t.Fatalf("after regrade flaky2: exit %d\n%s\n%s\nwant a revision 2 in flaky2 alone", code, out, errOut)
+	}
+}
+
+// Readers that show both suites' runs of a shared ID keep them apart:
+// tail names suite/run on every line, and view's run pages and their
+// data live under the suite, each suite's page linking its own run.
+func TestTailAndViewOfARunIDTwoSuitesShareKeepThemApart(t *testing.T) {
+	t.Parallel()
+	store := twinSuites(t)
+	code, out, errOut := runCLI(t, "tail", "--run", "flaky-t-t1", "--since", "start", "--no-follow", "--store", store)
+	if code != 0 || !strings.Contains(out, "flaky/flaky-t-t1 run.requested") || !strings.Contains(out, "flaky2/flaky-t-t1 run.requested") {
+		t.Fatalf("tail --run of a shared ID: exit %d\n%s\n%s\nwant each suite's run on lines naming it", code, out, errOut)
+	}
+	url := startView(t, "--store", store)
+	for _, suite := range []string{"flaky", "flaky2"} {
+		status, page := fetch(t, url+"api/suites/"+suite+"/runs/flaky-t-t1")
+		if status != http.StatusOK || !strings.Contains(page, `"suite": "`+suite+`"`) {
+			t.Fatalf("the run data of %s/flaky-t-t1: %d\n%s", suite, status, page)
+		}
+		status, page = fetch(t, url+"suites/"+suite)
+		if status != http.StatusOK || !strings.Contains(page, `href="/suites/`+suite+`/runs/flaky-t-t1"`) {
+			t.Fatalf("the page of suite %s: %d, want a link to its own run\n%s", suite, status, page)
+		}
 	}
 }
