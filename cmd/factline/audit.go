@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,8 +103,25 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	grading, unknown := casePlans(ctx, b, facts)
 	opts.Grading = grading
 	violations = append(violations, audit.Check(facts, opts)...)
+	// Run IDs are unique within a suite only: --run alone audits every
+	// suite's run of the ID, and the verdict says whose, so that a pass
+	// is not taken for one run's.
+	var suites []string
+	what := fmt.Sprintf("audit of %d facts", len(facts))
+	if o.runID != "" && o.suite == "" {
+		for _, f := range facts {
+			if !slices.Contains(suites, f.Suite) {
+				suites = append(suites, f.Suite)
+			}
+		}
+		if len(suites) > 1 {
+			what += fmt.Sprintf(" of run %q of %d suites (%s)", o.runID, len(suites), strings.Join(suites, ", "))
+		} else {
+			suites = nil
+		}
+	}
 	if o.asJSON {
-		if err := writeAuditJSON(out, len(facts), violations, undecodable, unknown); err != nil {
+		if err := writeAuditJSON(out, len(facts), suites, violations, undecodable, unknown); err != nil {
 			return err
 		}
 	} else {
@@ -115,10 +133,10 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		}
 	}
 	if len(violations) > 0 || bad > 0 {
-		return fmt.Errorf("audit of %d facts: %d violations, %d undecodable messages", len(facts), len(violations), bad)
+		return fmt.Errorf("%s: %d violations, %d undecodable messages", what, len(violations), bad)
 	}
 	if !o.asJSON {
-		fmt.Fprintf(out, "audit of %d facts: every invariant holds\n", len(facts))
+		fmt.Fprintf(out, "%s: every invariant holds\n", what)
 	}
 	return nil
 }
@@ -143,7 +161,7 @@ type auditMessage struct {
 
 // writeAuditJSON writes the audit as one JSON object; the exit status
 // says the same as "holds".
-func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable []auditMessage, casesUnknown int) error {
+func writeAuditJSON(out io.Writer, facts int, suites []string, vs []audit.Violation, undecodable []auditMessage, casesUnknown int) error {
 	type violation struct {
 		Suite  string `json:"suite"`
 		Run    string `json:"run"`
@@ -151,14 +169,17 @@ func writeAuditJSON(out io.Writer, facts int, vs []audit.Violation, undecodable 
 		Detail string `json:"detail"`
 	}
 	doc := struct {
-		Facts       int            `json:"facts"`
+		Facts int `json:"facts"`
+		// Suites names the suites audited when --run alone named an ID
+		// several suites share.
+		Suites      []string       `json:"suites,omitempty"`
 		Holds       bool           `json:"holds"`
 		Violations  []violation    `json:"violations"`
 		Undecodable []auditMessage `json:"undecodable"`
 		// CasesUnknown counts the runs whose case the store does not
 		// hold: their grades were re-derived from the facts alone.
 		CasesUnknown int `json:"cases_unknown"`
-	}{Facts: facts, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable, CasesUnknown: casesUnknown}
+	}{Facts: facts, Suites: suites, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable, CasesUnknown: casesUnknown}
 	if doc.Undecodable == nil {
 		doc.Undecodable = []auditMessage{}
 	}

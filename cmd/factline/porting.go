@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -166,6 +168,7 @@ func newReplayCmd() *cobra.Command {
 	}
 	fs := o.src.flags(c, oneArg(o.run), "export file to replay instead of a live stream")
 	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
+	fs.StringVar(&o.suite, "suite", "", "only the facts of this suite (with --run: the run of this suite, when suites share its ID)")
 	o.src.fromSeqFlag(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "print the projection as JSON")
 	return c
@@ -173,15 +176,18 @@ func newReplayCmd() *cobra.Command {
 
 // replayFlags are replay's flags.
 type replayFlags struct {
-	src    logSource
-	runID  string
-	asJSON bool
+	src          logSource
+	runID, suite string
+	asJSON       bool
 }
 
 func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Writer) error {
 	p, err := projections.Lookup(name)
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if err := checkSuiteFlag(o.suite); err != nil {
+		return err
 	}
 	if _, err := o.src.fromFile(); err != nil {
 		return err
@@ -192,8 +198,17 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 	}
 	defer closeSource()
 	var keep replay.Filter
-	if o.runID != "" {
-		keep = func(f events.Fact) bool { return f.Run == o.runID }
+	// The suites with facts of the run: run IDs are unique within a
+	// suite only, and the projections key runs by suite and ID, so a
+	// run ID two suites share shows two runs.
+	var suites []string
+	if o.runID != "" || o.suite != "" {
+		keep = func(f events.Fact) bool {
+			if f.Run == o.runID && !slices.Contains(suites, f.Suite) {
+				suites = append(suites, f.Suite)
+			}
+			return (o.runID == "" || f.Run == o.runID) && (o.suite == "" || f.Suite == o.suite)
+		}
 	}
 	in := p.Start()
 	res, err := replay.Run(ctx, src, in, keep)
@@ -203,7 +218,7 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 	for _, bad := range res.Bad {
 		fmt.Fprintf(errOut, "skipped message %d on %s: %v\n", bad.Seq, bad.Subject, bad.Err)
 	}
-	if o.runID != "" && res.Applied == 0 {
+	if (o.runID != "" || o.suite != "") && res.Applied == 0 {
 		// An empty projection would read as a run with nothing in it.
 		where := "the log"
 		if o.src.file != "" {
@@ -212,7 +227,18 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 		if o.src.from > 0 {
 			where += fmt.Sprintf(" from sequence %d", o.src.from)
 		}
-		return fmt.Errorf("%s holds no fact of run %q (is the ID right? 'factline replay runs' lists the runs)", where, o.runID)
+		switch {
+		case o.runID != "" && o.suite != "" && len(suites) > 0:
+			return fmt.Errorf("%s holds no fact of run %q of suite %q; the suites that hold it: %s", where, o.runID, o.suite, strings.Join(suites, ", "))
+		case o.runID != "" && o.suite != "":
+			return fmt.Errorf("%s holds no fact of run %q of suite %q (are the names right? 'factline replay runs' lists the runs)", where, o.runID, o.suite)
+		case o.runID != "":
+			return fmt.Errorf("%s holds no fact of run %q (is the ID right? 'factline replay runs' lists the runs)", where, o.runID)
+		}
+		return fmt.Errorf("%s holds no fact of suite %q (is the name right? 'factline replay suites' lists the suites)", where, o.suite)
+	}
+	if o.runID != "" && o.suite == "" && len(suites) > 1 {
+		fmt.Fprintf(errOut, "note: run %q is a run of %d suites (%s): each is shown under its suite; --suite S shows one\n", o.runID, len(suites), strings.Join(suites, ", "))
 	}
 	if !o.asJSON {
 		fmt.Fprintf(out, "%s: %d facts applied, %d bad, last sequence %d\n", name, res.Applied, len(res.Bad), res.LastSeq)

@@ -21,6 +21,7 @@ func newTraceCmd() *cobra.Command {
 	c := newCommand("trace", noArgs)
 	fs := o.src.flags(c, o.run, "export file to replay instead of a store or a server")
 	fs.StringVar(&o.runID, "run", "", "only this run's spans (and its suite's)")
+	fs.StringVar(&o.suite, "suite", "", "only this suite's spans; with --run, the suite of the run, needed when suites share the run's ID")
 	o.src.fromSeqFlag(fs)
 	fs.BoolVar(&o.follow, "follow", false, "keep sending the spans of new facts as they are committed, until interrupted")
 	fs.StringVar(&o.endpoint, "otlp-endpoint", "", "OTLP/gRPC receiver, a URL: http://host:4317 (plaintext) or https://… (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -32,6 +33,7 @@ func newTraceCmd() *cobra.Command {
 type traceFlags struct {
 	src      logSource
 	runID    string
+	suite    string
 	follow   bool
 	endpoint string
 	content  bool
@@ -68,6 +70,14 @@ func (o *traceFlags) run(ctx context.Context, _ []string, out, errOut io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := checkSuiteFlag(o.suite); err != nil {
+		return err
+	}
+	if o.runID != "" {
+		if err := events.ValidateToken("run", o.runID); err != nil {
+			return usageError{fmt.Sprintf("--run %q: %v", o.runID, err)}
+		}
+	}
 	if file, err := o.src.fromFile(); err != nil {
 		return err
 	} else if file && o.follow {
@@ -80,18 +90,33 @@ func (o *traceFlags) run(ctx context.Context, _ []string, out, errOut io.Writer)
 			return err
 		}
 	}
-	src, _, closeSource, err := o.src.replay(ctx, o.follow)
+	src, b, closeSource, err := o.src.replay(ctx, o.follow)
 	if err != nil {
 		return err
 	}
 	defer closeSource()
+	suite := o.suite
+	if o.runID != "" {
+		// Spans leave as they are made: the run's suite is settled
+		// before any is, or two suites' runs of the ID would go out as
+		// one command's answer.
+		suites, err := suitesOfRunIn(ctx, b, o.src.file, o.runID)
+		if err != nil {
+			return err
+		}
+		if suite, err = suiteOfRun(suite, o.runID, suites); err != nil {
+			return err
+		}
+	}
 	exp, err := newSpanExporter(ctx, endpoint)
 	if err != nil {
 		return err
 	}
 	var keep replay.Filter
-	if o.runID != "" {
-		keep = func(f events.Fact) bool { return f.Run == o.runID || f.Run == events.SuiteScope }
+	if o.runID != "" || suite != "" {
+		keep = func(f events.Fact) bool {
+			return (suite == "" || f.Suite == suite) && (o.runID == "" || f.Run == o.runID || f.Run == events.SuiteScope)
+		}
 	}
 	in := &traceInstance{p: spans.New(spans.Options{Content: o.content, Redact: red.Redact}), exp: exp}
 	res, err := replay.Run(ctx, src, in, keep)

@@ -15,7 +15,9 @@ func writeWhys(out io.Writer, r measure.Report) error {
 	if len(whys) == 0 {
 		return nil
 	}
-	if _, err := fmt.Fprintln(out, "\nwhy runs were harness errors or excluded (factline view, or replay history --run RUN, shows a run):"); err != nil {
+	// The suite is named: a run ID is unique within its suite only, and
+	// --run alone would show every suite's run of the ID.
+	if _, err := fmt.Fprintf(out, "\nwhy runs were harness errors or excluded (factline view, or replay history --suite %s --run RUN, shows a run):\n", r.Suite); err != nil {
 		return err
 	}
 	width := 0
