@@ -84,11 +84,25 @@ func probe(ctx context.Context, b *bus.Bus, g *guard, needs []need) error {
 func probeOne(ctx context.Context, b *bus.Bus, g *guard, n need) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
+	return g.probe(n.subject, n.why, func() error { return b.ProbePublish(ctx, n.subject) }, func(err error) error {
+		if errors.Is(err, bus.ErrStreamMissing) {
+			return fmt.Errorf("no stream stores %s (needed %s): set the account up first (factline setup)", n.subject, n.why)
+		}
+		return fmt.Errorf("check permission to publish %s (needed %s): %w", n.subject, n.why, err)
+	})
+}
+
+// probe runs send, a request on subject, and returns as soon as the
+// server says the identity may not use subject (a permissions violation,
+// which reaches the guard and not send's answer, naming need) or send
+// answers: nil when it succeeded (something answered: the subject is
+// allowed), else fail's error for what it answered.
+func (g *guard) probe(subject, need string, send func() error, fail func(error) error) error {
 	res := make(chan error, 1)
-	go func() { res <- b.ProbePublish(ctx, n.subject) }()
+	go func() { res <- send() }()
 	denied := func() error {
-		if pe := g.deniedFor(n.subject); pe != nil {
-			pe.Need = n.why
+		if pe := g.deniedFor(subject); pe != nil {
+			pe.Need = need
 			return pe
 		}
 		return nil
@@ -96,19 +110,16 @@ func probeOne(ctx context.Context, b *bus.Bus, g *guard, n need) error {
 	for {
 		select {
 		case err := <-res:
-			switch {
-			case err == nil:
-				return nil // a stream answered: the subject is allowed
-			case denied() != nil:
-				return denied()
-			case errors.Is(err, bus.ErrStreamMissing):
-				return fmt.Errorf("no stream stores %s (needed %s): set the account up first (factline setup)", n.subject, n.why)
-			default:
-				return fmt.Errorf("check permission to publish %s (needed %s): %w", n.subject, n.why, err)
+			if err == nil {
+				return nil
 			}
+			if d := denied(); d != nil {
+				return d
+			}
+			return fail(err)
 		case <-g.notify:
-			if err := denied(); err != nil {
-				return err
+			if d := denied(); d != nil {
+				return d
 			}
 		}
 	}
@@ -140,33 +151,11 @@ func probeStreamUpdate(ctx context.Context, b *bus.Bus, g *guard, stream string)
 	subject := "$JS.API.STREAM.UPDATE." + stream
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	res := make(chan error, 1)
-	go func() {
+	need := "by setup to make and change stream " + stream + "; only the admin role manages streams: run 'factline setup' as admin"
+	return g.probe(subject, need, func() error {
 		_, err := b.Conn().RequestWithContext(ctx, subject, []byte(`{"name":"`+probeSuite+`"}`))
-		res <- err
-	}()
-	denied := func() error {
-		if pe := g.deniedFor(subject); pe != nil {
-			pe.Need = "by setup to make and change stream " + stream + "; only the admin role manages streams: run 'factline setup' as admin"
-			return pe
-		}
-		return nil
-	}
-	for {
-		select {
-		case err := <-res:
-			switch {
-			case err == nil:
-				return nil // the stream API answered: the subject is allowed
-			case denied() != nil:
-				return denied()
-			default:
-				return fmt.Errorf("check permission to change stream %s (%s): %w", stream, subject, err)
-			}
-		case <-g.notify:
-			if err := denied(); err != nil {
-				return err
-			}
-		}
-	}
+		return err
+	}, func(err error) error {
+		return fmt.Errorf("check permission to change stream %s (%s): %w", stream, subject, err)
+	})
 }
