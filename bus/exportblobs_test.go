@@ -154,6 +154,17 @@ func TestAVersion2ExportStillImportsAndReads(t *testing.T) {
 }
 
 // exportMaps returns where each map of an export starts and ends.
+// exported is the store's export with its blobs, and the spans of its
+// maps (exportMaps).
+func (s *blobStore) exported(ctx context.Context, t *testing.T) ([]byte, [][2]int) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := s.b.ExportWithBlobs(ctx, &buf, bus.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), exportMaps(t, buf.Bytes())
+}
+
 func exportMaps(t *testing.T, data []byte) [][2]int {
 	t.Helper()
 	ends := entryEnds(t, data, 0)
@@ -175,12 +186,7 @@ func exportMaps(t *testing.T, data []byte) [][2]int {
 func TestABrokenBlobEntryIsATypedError(t *testing.T) {
 	ctx := testCtx(t)
 	src := newBlobStore(ctx, t)
-	var buf bytes.Buffer
-	if _, err := src.b.ExportWithBlobs(ctx, &buf, bus.ReadOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	whole := buf.Bytes()
-	maps := exportMaps(t, whole)
+	whole, maps := src.exported(ctx, t)
 	// Maps: header, the containment, the claim, the big request's three
 	// parts (entries 3 to 5), its turn, the delta's, ...
 	if len(maps) != 14 {
@@ -226,12 +232,7 @@ func TestABrokenBlobEntryIsATypedError(t *testing.T) {
 func TestAnUnknownEntryOfAVersion3FileIsRefused(t *testing.T) {
 	ctx := testCtx(t)
 	src := newBlobStore(ctx, t)
-	var buf bytes.Buffer
-	if _, err := src.b.ExportWithBlobs(ctx, &buf, bus.ReadOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	whole := buf.Bytes()
-	maps := exportMaps(t, whole)
+	whole, maps := src.exported(ctx, t)
 	// A second header where the claim was: two files run together.
 	odd := append(bytes.Clone(whole[:maps[2][0]]), whole[:maps[0][1]]...)
 	odd = append(odd, whole[maps[2][1]:]...)
@@ -252,12 +253,7 @@ func TestTheForeignNodeReaderReadsAVersion3Export(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	src := newBlobStore(ctx, t)
-	var buf bytes.Buffer
-	if _, err := src.b.ExportWithBlobs(ctx, &buf, bus.ReadOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	whole := buf.Bytes()
-	maps := exportMaps(t, whole)
+	whole, maps := src.exported(ctx, t)
 	changed := bytes.Clone(whole)
 	changed[maps[4][1]-10] ^= 1
 	dir := t.TempDir()
@@ -276,20 +272,9 @@ func TestTheForeignNodeReaderReadsAVersion3Export(t *testing.T) {
 		{v3, 0, 5, ""},
 		{bad, 1, 0, "entry 5 ends blob " + string(src.big)},
 	} {
-		var out, errOut bytes.Buffer
-		cmd := exec.Command(node, "../docs/readfact.js", c.file)
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		code := 0
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				t.Fatal(err)
-			}
-			code = ee.ExitCode()
-		}
-		lines := strings.Count(out.String(), "\n")
-		if code != c.code || lines != c.lines || !strings.Contains(errOut.String(), c.want) {
-			t.Errorf("node readfact.js %s: exit %d, %d lines; want %d, %d lines and %q\n%s", c.file, code, lines, c.code, c.lines, c.want, errOut.String())
+		code, lines, errOut := readfactJS(t, node, c.file)
+		if code != c.code || lines != c.lines || !strings.Contains(errOut, c.want) {
+			t.Errorf("node readfact.js %s: exit %d, %d lines; want %d, %d lines and %q\n%s", c.file, code, lines, c.code, c.lines, c.want, errOut)
 		}
 	}
 }

@@ -186,20 +186,26 @@ func TestTheForeignNodeReaderReadsWhatExportWrites(t *testing.T) {
 		{filepath.Join("testdata", "export-v1.flx"), 0, 5, ""},
 		{cut, 1, 0, "the export ends after entry 4 without its end marker"},
 	} {
-		var out, errOut bytes.Buffer
-		cmd := exec.Command(node, "../docs/readfact.js", c.file)
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		code := 0
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				t.Fatal(err)
-			}
-			code = ee.ExitCode()
-		}
-		lines := strings.Count(out.String(), "\n")
-		if code != c.code || lines != c.lines || !strings.Contains(errOut.String(), c.want) {
-			t.Errorf("node readfact.js %s: exit %d, %d lines; want %d, %d lines and %q\n%s", c.file, code, lines, c.code, c.lines, c.want, errOut.String())
+		code, lines, errOut := readfactJS(t, node, c.file)
+		if code != c.code || lines != c.lines || !strings.Contains(errOut, c.want) {
+			t.Errorf("node readfact.js %s: exit %d, %d lines; want %d, %d lines and %q\n%s", c.file, code, lines, c.code, c.lines, c.want, errOut)
 		}
 	}
+}
+
+// readfactJS runs docs/readfact.js, the foreign reader of the docs, on
+// file, and returns its exit code, the lines it printed and its stderr.
+func readfactJS(t *testing.T, node, file string) (code, lines int, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(node, "../docs/readfact.js", file)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return code, strings.Count(out.String(), "\n"), errOut.String()
 }

@@ -49,22 +49,7 @@ func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
 	}()
 	publish := func(n int) uint64 {
 		t.Helper()
-		var seq uint64
-		for i := range n {
-			for {
-				pctx, stop := context.WithTimeout(ctx, 3*time.Second)
-				ack, err := w.JetStream().PublishMsg(pctx, &nats.Msg{Subject: fmt.Sprintf("fact.follow.r%d.run.requested", i), Data: []byte{0x90}})
-				stop()
-				if err == nil {
-					seq = ack.Sequence
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("publish: %v", err)
-				}
-			}
-		}
-		return seq
+		return publishUntilAcked(ctx, t, w.JetStream(), "follow", n)
 	}
 	awaitSeen := func(want uint64, what string) {
 		t.Helper()
@@ -204,22 +189,7 @@ func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
 	w := dialCluster(t, ctx, c.urlWithout(victim))
 	publish := func(n int) uint64 {
 		t.Helper()
-		var seq uint64
-		for i := range n {
-			for {
-				pctx, stop := context.WithTimeout(ctx, 3*time.Second)
-				ack, err := w.JetStream().PublishMsg(pctx, &nats.Msg{Subject: fmt.Sprintf("fact.freeze.r%d.run.requested", i), Data: []byte{0x90}})
-				stop()
-				if err == nil {
-					seq = ack.Sequence
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("publish: %v", err)
-				}
-			}
-		}
-		return seq
+		return publishUntilAcked(ctx, t, w.JetStream(), "freeze", n)
 	}
 	awaitSeen := func(want uint64, within time.Duration, what string) {
 		t.Helper()
@@ -242,4 +212,27 @@ func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
 	frozen := time.Now()
 	awaitSeen(publish(5), 2*time.Minute, fmt.Sprintf("with %s, which held the follower's consumer and its next name, frozen", victim.name))
 	t.Logf("the follower read on %s after %s was frozen", time.Since(frozen).Round(time.Millisecond), victim.name)
+}
+
+// publishUntilAcked publishes n messages on fact.<suite>.r<i>.run.requested,
+// each tried again until the cluster acknowledges it (a node is down or
+// frozen meanwhile), and returns the last one's sequence.
+func publishUntilAcked(ctx context.Context, t *testing.T, js jetstream.JetStream, suite string, n int) uint64 {
+	t.Helper()
+	var seq uint64
+	for i := range n {
+		for {
+			pctx, stop := context.WithTimeout(ctx, 3*time.Second)
+			ack, err := js.PublishMsg(pctx, &nats.Msg{Subject: fmt.Sprintf("fact.%s.r%d.run.requested", suite, i), Data: []byte{0x90}})
+			stop()
+			if err == nil {
+				seq = ack.Sequence
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("publish: %v", err)
+			}
+		}
+	}
+	return seq
 }

@@ -36,15 +36,7 @@ func TestRegradeRefusesABadGradingFileNamingItsLine(t *testing.T) {
 // and exit 0, since regrade replaces instruments by id and adds none.
 func TestRegradeRefusesAFileNoCaseHasAnInstrumentOf(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	store := filepath.Join(dir, "store")
-	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("run exited %d: %s", code, errOut)
-	}
-	grading := filepath.Join(dir, "g.yaml")
-	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: test, kind: command, command: \"true\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	store, grading := tinyRegraded(t, "instruments:\n  - {id: test, kind: command, command: \"true\"}\n")
 	code, _, errOut := runCLI(t, "regrade", "tiny", "--grading", grading, "--store", store)
 	if code != 1 || !strings.Contains(errOut, "no case of the 2 runs regraded has an instrument test") {
 		t.Errorf("exit %d, %q; want 1 and the instrument named", code, errOut)
@@ -59,15 +51,7 @@ func TestRegradeRefusesAFileNoCaseHasAnInstrumentOf(t *testing.T) {
 // definition, copied as it is, is no redefinition.
 func TestRegradeRefusesAnInstrumentRedefinedUnderItsVersion(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	store := filepath.Join(dir, "store")
-	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("run exited %d: %s", code, errOut)
-	}
-	grading := filepath.Join(dir, "g.yaml")
-	if err := os.WriteFile(grading, []byte("instruments:\n  - {id: tests, kind: command, command: \"false\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	store, grading := tinyRegraded(t, "instruments:\n  - {id: tests, kind: command, command: \"false\"}\n")
 	code, out, errOut := runCLI(t, "regrade", "tiny", "--grading", grading, "--store", store, "--work-dir", t.TempDir())
 	for _, want := range []string{"tests", `version "1"`, "command", "fix-sum", "new version"} {
 		if code != 1 || !strings.Contains(errOut, want) {
@@ -85,4 +69,20 @@ func TestRegradeRefusesAnInstrumentRedefinedUnderItsVersion(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "fix-sum-stall-on-t1: unchanged at revision 1") {
 		t.Fatalf("the case's own instrument as it is: exit %d, %s %s", code, out, errOut)
 	}
+}
+
+// tinyRegraded runs the tiny suite into a fresh store and writes grading,
+// the YAML of a --grading file, beside it: the store and the file's path.
+func tinyRegraded(t *testing.T, grading string) (store, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	store = filepath.Join(dir, "store")
+	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	file = filepath.Join(dir, "g.yaml")
+	if err := os.WriteFile(file, []byte(grading), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return store, file
 }
