@@ -100,9 +100,17 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err != nil {
 		return fileError{err}
 	}
+	if err := checkGateScorers(suite, gates); err != nil {
+		return err
+	}
 	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
+	}
+	if o.baseline != "" {
+		if err := o.checkBaseline(ctx, baseline); err != nil {
+			return err
+		}
 	}
 	if t.url == "" {
 		// A fleet's runners have their own allowlists; the embedded
