@@ -226,7 +226,43 @@ func CompareSuites(a, b Side, opts CrossOptions) (SuiteComparison, error) {
 	} else {
 		out.Overall = pairedComparison(TreatmentPair{A: "*", B: "*"}, all, runs)
 	}
+	if !slices.ContainsFunc(ra.Cases, func(c string) bool { return paired[c] }) {
+		// No identity can be recorded under both sides of no case: say
+		// what the cases are, not that an identity is missing "yet".
+		note := nothingPaired(out)
+		for i := range out.ByTreatment {
+			if out.ByTreatment[i].Label == LabelUnknown {
+				out.ByTreatment[i].Note = note
+			}
+		}
+		if out.Overall.Label == LabelUnknown {
+			out.Overall.Note = note
+		}
+	}
 	return out, nil
+}
+
+// nothingPaired says why A and B pair no case: the cases only one holds,
+// and those whose content changed.
+func nothingPaired(c SuiteComparison) string {
+	var why []string
+	if len(c.OnlyA) > 0 {
+		why = append(why, "only in A: "+strings.Join(c.OnlyA, ", "))
+	}
+	if len(c.OnlyB) > 0 {
+		why = append(why, "only in B: "+strings.Join(c.OnlyB, ", "))
+	}
+	if len(c.Changed) > 0 {
+		names := make([]string, len(c.Changed))
+		for i, ch := range c.Changed {
+			names[i] = ch.Case
+		}
+		why = append(why, "changed since A: "+strings.Join(names, ", ")+" (--allow-changed-cases pairs them)")
+	}
+	if len(why) == 0 {
+		return "A and B pair no case"
+	}
+	return "A and B pair no case (" + strings.Join(why, "; ") + ")"
 }
 
 func side(s Side, r Report) SuiteSide {
