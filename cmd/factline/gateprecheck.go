@@ -44,13 +44,26 @@ func checkGateScorers(s *suites.Suite, gates []measure.Gate) error {
 }
 
 // checkBaseline reads --baseline's suite once before the suite is
-// submitted, so that a baseline that is missing, cannot be read or holds
-// no such suite stops the job before it spends a run on a comparison
-// that cannot be made. What it read is let go: the comparison reads the
-// baseline again after the run, and the run holds nothing of it meanwhile.
-func (o *runOptions) checkBaseline(ctx context.Context, baseline suiteSource) error {
-	if _, _, err := baseline.load(ctx, &o.t); err != nil {
+// submitted, so that a baseline that is missing, cannot be read, holds no
+// such suite, or has no treatment to pair with s's stops the job before
+// it spends a run on a comparison that cannot be made. What it read is
+// let go: the comparison reads the baseline again after the run, and the
+// run holds nothing of it meanwhile.
+func (o *runOptions) checkBaseline(ctx context.Context, baseline suiteSource, s *suites.Suite) error {
+	l, _, err := baseline.load(ctx, &o.t)
+	if err != nil {
 		return fmt.Errorf("--baseline: %w", err)
+	}
+	na := make([]string, len(l.Submitted.Treatments))
+	for i, t := range l.Submitted.Treatments {
+		na[i] = t.ID
+	}
+	nb := make([]string, len(s.Treatments))
+	for i, t := range s.Treatments {
+		nb[i] = t.ID
+	}
+	if _, err := measure.PairTreatments(baseline.given, na, s.File.Name+" (this run)", nb, o.pairs); err != nil {
+		return usageError{"--baseline: " + err.Error()}
 	}
 	return nil
 }

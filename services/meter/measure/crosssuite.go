@@ -278,14 +278,22 @@ func treatmentPairs(ra, rb Report, asked []TreatmentPair) ([]TreatmentPair, erro
 		}
 		return out
 	}
-	na, nb := names(ra), names(rb)
+	return PairTreatments(ra.Suite, names(ra), rb.Suite, names(rb), asked)
+}
+
+// PairTreatments pairs suite A's treatments na with suite B's nb as
+// CompareSuites does: the pairs asked for, each naming a treatment its
+// suite has (else ErrUnknownTreatment); or the treatments both name; or,
+// when each has one, those two; else ErrNoPairing. run --baseline calls
+// it before the suite is submitted, with B's treatments from its file.
+func PairTreatments(suiteA string, na []string, suiteB string, nb []string, asked []TreatmentPair) ([]TreatmentPair, error) {
 	if len(asked) > 0 {
 		for _, p := range asked {
 			if !slices.Contains(na, p.A) {
-				return nil, fmt.Errorf("treatment %q of suite A (%s): %w; it has %s", p.A, ra.Suite, ErrUnknownTreatment, strings.Join(na, ", "))
+				return nil, fmt.Errorf("treatment %q of suite A (%s): %w; it has %s", p.A, suiteA, ErrUnknownTreatment, strings.Join(na, ", "))
 			}
 			if !slices.Contains(nb, p.B) {
-				return nil, fmt.Errorf("treatment %q of suite B (%s): %w; it has %s", p.B, rb.Suite, ErrUnknownTreatment, strings.Join(nb, ", "))
+				return nil, fmt.Errorf("treatment %q of suite B (%s): %w; it has %s", p.B, suiteB, ErrUnknownTreatment, strings.Join(nb, ", "))
 			}
 		}
 		return asked, nil
@@ -301,7 +309,7 @@ func treatmentPairs(ra, rb Report, asked []TreatmentPair) ([]TreatmentPair, erro
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: suite A (%s) has treatments %s and suite B (%s) %s, none in common: name the pairs (--treatment A_NAME=B_NAME)",
-			ErrNoPairing, ra.Suite, strings.Join(na, ", "), rb.Suite, strings.Join(nb, ", "))
+			ErrNoPairing, suiteA, strings.Join(na, ", "), suiteB, strings.Join(nb, ", "))
 	}
 	return out, nil
 }
