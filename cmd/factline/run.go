@@ -15,7 +15,6 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
-	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/suites"
@@ -262,16 +261,16 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 				progress.warnIdle(idle)
 				progress.mu.Unlock()
 			}
-			if r, err := meter.Report(ctx, b, suite.File.Name); err == nil {
-				// What ran so far, for CI: the rest are skipped as awaiting.
-				if err := o.gates.writeJUnit(r); err != nil {
-					return err
-				}
+			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
+				return err
 			}
 			return exitWith(exitIncomplete, "gave up after %s (--timeout) before the suite was measured: %s. %s", o.timeout, progress.summary(), goesOn)
 		case errors.Is(context.Cause(ctx), context.Canceled):
 			progress.finish()
 			fmt.Fprintf(errOut, "interrupted: %s. %s\n", progress.summary(), goesOn)
+			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
+				return err
+			}
 			return errors.New("interrupted before the suite was measured")
 		}
 		return err
