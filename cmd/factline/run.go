@@ -304,6 +304,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 		failures = append(failures, more...)
 	}
+	warnUngraded(errOut, report, gates)
 	return verdict("suite "+report.Suite, report, failures)
 }
 
