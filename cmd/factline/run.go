@@ -110,6 +110,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 	if err := checkGateScorers(suite, gates); err != nil {
 		return err
 	}
+	if err := o.checkOutputs(); err != nil {
+		return err
+	}
 	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
