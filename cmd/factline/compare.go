@@ -49,15 +49,8 @@ func (o *compareOptions) run(ctx context.Context, args []string, out, errOut io.
 		return err
 	}
 	opts := measure.CrossOptions{AllowChangedCases: o.allowChanged}
-	for _, t := range o.treatments {
-		a, b, ok := strings.Cut(t, "=")
-		if !ok {
-			b = a
-		}
-		if a == "" || b == "" {
-			return usageError{fmt.Sprintf("--treatment %q: want NAME or A_NAME=B_NAME", t)}
-		}
-		opts.Treatments = append(opts.Treatments, measure.TreatmentPair{A: a, B: b})
+	if opts.Treatments, err = parseTreatmentPairs(o.treatments); err != nil {
+		return err
 	}
 	var sides [2]measure.Side
 	for i, arg := range []string{argA, argB} {
@@ -94,4 +87,20 @@ func (o *compareOptions) run(ctx context.Context, args []string, out, errOut io.
 		return err
 	}
 	return verdict("B ("+argB+")", measure.Build(sides[1].Log), measure.CheckComparison(c, gates))
+}
+
+// parseTreatmentPairs reads --treatment's values, NAME or A_NAME=B_NAME.
+func parseTreatmentPairs(values []string) ([]measure.TreatmentPair, error) {
+	var out []measure.TreatmentPair
+	for _, t := range values {
+		a, b, ok := strings.Cut(t, "=")
+		if !ok {
+			b = a
+		}
+		if a == "" || b == "" {
+			return nil, usageError{fmt.Sprintf("--treatment %q: want NAME or A_NAME=B_NAME", t)}
+		}
+		out = append(out, measure.TreatmentPair{A: a, B: b})
+	}
+	return out, nil
 }

@@ -41,7 +41,7 @@ func newExportCmd() *cobra.Command {
 		}
 		return runExport(ctx, &t, path, bus.ReadOptions{Filter: filter, FromSeq: from}, !noBlobs, out, errOut)
 	})
-	fs.StringVar(&path, "out", "", "file to write (default: standard output)")
+	fs.StringVar(&path, "out", "", "file to write (default, or -: standard output)")
 	fs.StringVar(&filter, "filter", "fact.>", "subjects to export, e.g. fact.mysuite.>")
 	fs.Uint64Var(&from, "from-seq", 0, "first stream sequence to export")
 	fs.BoolVar(&noBlobs, "no-blobs", false, "write the facts only (a version 2 file), not the blobs they name (requests, large replies, containment records)")
@@ -58,7 +58,8 @@ func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions
 	if withBlobs {
 		export = b.ExportWithBlobs
 	}
-	if path == "" {
+	if path == "" || path == "-" {
+		// "-" is standard output, as import's "-" is standard input.
 		res, err := export(ctx, out, opts)
 		if err == nil {
 			fmt.Fprintf(errOut, "exported %d messages%s\n", res.Messages, blobsCarried(res))

@@ -75,9 +75,29 @@ func TestRetryRunsHarnessErrorsAgainAndHidesNothing(t *testing.T) {
 	if code, out, errOut := runCLI(t, "audit", "--store", store, "--finished"); code != 0 {
 		t.Fatalf("audit after retries: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = runCLI(t, "retry", "flaky", "--store", store, "--run", "nope")
-	if code != 0 || !strings.Contains(out, "nothing to retry") {
-		t.Fatalf("retry of no errored attempt: %d %s", code, out)
+	// A run ID the suite does not hold is a mistake (a typo, another
+	// suite's run), not an attempt with nothing to retry: it exits 1
+	// naming it, where it once said "nothing to retry" and exited 0, a
+	// CI job's retry step passing on a run it never looked at.
+	code, out, errOut = runCLI(t, "retry", "flaky", "--store", store, "--run", "nope", "--run", "flaky-t-t1-retry3")
+	if code != 1 || !strings.Contains(errOut, `--run nope: suite flaky has no run "nope"`) || strings.Contains(out, "retrying") {
+		t.Fatalf("retry of a run the suite does not hold: exit %d, want 1 naming it and retrying nothing\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A suite with no attempt ended as a harness error has nothing to retry:
+// retry says so and exits 0.
+func TestRetryOfNothingErroredSaysSo(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store")
+	if code, _, errOut := runCLI(t, "run", "testdata/tiny/suite.yaml", "--store", store, "--fsync", "interval"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{}, {"--run", "read-only-stall-on-t1"}} {
+		code, out, errOut := runCLI(t, append([]string{"retry", "tiny", "--store", store}, args...)...)
+		if code != 0 || !strings.Contains(out, "nothing to retry") {
+			t.Errorf("retry %v of a suite with nothing errored: exit %d\n%s\n%s", args, code, out, errOut)
+		}
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/fleet"
-	"github.com/factline/factline/services/meter"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner/extensions"
 	"github.com/factline/factline/suites"
@@ -39,6 +38,7 @@ func newRunCmd() *cobra.Command {
 	o.gates.flags(fs, "with --baseline: exit 3 when the suite's pass rate is more than POINTS under the baseline's (5: five points), or with scorer=NAME:VALUE a scorer's mean worse by more than VALUE; repeatable")
 	fs.StringVar(&o.baseline, "baseline", "", "compare the suite with this one, SUITE@WHERE (a store directory, an export file or a nats:// URL), printed under the report; --fail-if-worse reads it")
 	fs.BoolVar(&o.allowChanged, "allow-changed-cases", false, "with --baseline: pair the attempts of cases whose content differs from the baseline's")
+	fs.StringArrayVar(&o.treatments, "treatment", nil, "with --baseline: pair the baseline's treatment NAME with this suite's NAME, or A_NAME=B_NAME; repeatable (default: the treatments both name, or the only one each has)")
 	o.flags = fs
 	return c
 }
@@ -58,6 +58,8 @@ type runOptions struct {
 	gates           gateFlags
 	baseline        string
 	allowChanged    bool
+	treatments      []string // --treatment: the baseline's treatments paired with this suite's
+	pairs           []measure.TreatmentPair
 	flags           *pflag.FlagSet
 }
 
@@ -95,14 +97,30 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		return usageError{"--fail-if-worse needs a --baseline SUITE@WHERE to be worse than"}
 	case o.allowChanged:
 		return usageError{"--allow-changed-cases goes with --baseline"}
+	case len(o.treatments) > 0:
+		return usageError{"--treatment goes with --baseline: it pairs the baseline's treatments with this suite's"}
+	}
+	if o.pairs, err = parseTreatmentPairs(o.treatments); err != nil {
+		return err
 	}
 	suite, err := suites.Load(suitePath)
 	if err != nil {
 		return fileError{err}
 	}
+	if err := checkGateScorers(suite, gates); err != nil {
+		return err
+	}
+	if err := o.checkOutputs(); err != nil {
+		return err
+	}
 	allow, err := o.loadExtensions()
 	if err != nil {
 		return err
+	}
+	if o.baseline != "" {
+		if err := o.checkBaseline(ctx, baseline, suite); err != nil {
+			return err
+		}
 	}
 	if t.url == "" {
 		// A fleet's runners have their own allowlists; the embedded
@@ -246,16 +264,16 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 				progress.warnIdle(idle)
 				progress.mu.Unlock()
 			}
-			if r, err := meter.Report(ctx, b, suite.File.Name); err == nil {
-				// What ran so far, for CI: the rest are skipped as awaiting.
-				if err := o.gates.writeJUnit(r); err != nil {
-					return err
-				}
+			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
+				return err
 			}
 			return exitWith(exitIncomplete, "gave up after %s (--timeout) before the suite was measured: %s. %s", o.timeout, progress.summary(), goesOn)
 		case errors.Is(context.Cause(ctx), context.Canceled):
 			progress.finish()
 			fmt.Fprintf(errOut, "interrupted: %s. %s\n", progress.summary(), goesOn)
+			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
+				return err
+			}
 			return errors.New("interrupted before the suite was measured")
 		}
 		return err
@@ -289,6 +307,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 		failures = append(failures, more...)
 	}
+	warnUngraded(errOut, report, gates)
 	return verdict("suite "+report.Suite, report, failures)
 }
 
@@ -309,7 +328,7 @@ func (o *runOptions) compareWithBaseline(ctx context.Context, b *bus.Bus, baseli
 		return nil, err
 	}
 	c, err := measure.CompareSuites(measure.Side{Source: o.baseline, Log: base}, measure.Side{Source: suite + " (this run)", Log: this},
-		measure.CrossOptions{AllowChangedCases: o.allowChanged})
+		measure.CrossOptions{AllowChangedCases: o.allowChanged, Treatments: o.pairs})
 	if err != nil {
 		return nil, fmt.Errorf("--baseline: %w", err)
 	}

@@ -33,8 +33,10 @@ if [ -z "$factline" ]; then
 	factline=$repo/bin/factline
 fi
 [ -f "$baseline" ] || { echo "$0: no baseline export at $baseline" >&2; exit 2; }
-# The suite's name, as the baseline holds it: the file's top-level name:.
-name=$(sed -n 's/^name:[[:space:]]*//p' "$suite" | head -n 1 | tr -d "\"'[:space:]")
+# The suite's name, as the baseline holds it: the file's top-level name:,
+# without a comment after it or quotes around it (a name is a subject
+# token: it holds neither '#' nor a space).
+name=$(sed -n 's/^name:[[:space:]]*//p' "$suite" | head -n 1 | sed 's/[[:space:]]*#.*$//' | tr -d "\"'[:space:]")
 [ -n "$name" ] || { echo "$0: $suite has no top-level name:" >&2; exit 2; }
 mkdir -p "$out"
 rm -rf "$out/store"

@@ -78,3 +78,46 @@ func TestTheCIJobFailsOnARegression(t *testing.T) {
 		t.Errorf("junit.xml: %v, want 6 test cases, 2 failures\n%s", err, junit)
 	}
 }
+
+// The job reads the suite's name from its file as YAML has it: a
+// comment after the name (as docs/first-suite.md writes one) or quotes
+// around it are no part of it. Before, the comment was read into the
+// name, and the job stopped with a usage error before running anything.
+func TestTheCIJobReadsANameWithAComment(t *testing.T) {
+	bin := factline(t)
+	dir := t.TempDir()
+	if out, err := exec.Command(bin, "run", "suite.yaml", "--store", filepath.Join(dir, "main"), "--fsync", "interval").CombinedOutput(); err != nil {
+		t.Fatalf("factline run: %v\n%s", err, out)
+	}
+	baseline := filepath.Join(dir, "baseline.flx")
+	if out, err := exec.Command(bin, "export", "fact.ci-demo.>", "--store", filepath.Join(dir, "main"), "--out", baseline).CombinedOutput(); err != nil {
+		t.Fatalf("factline export: %v\n%s", err, out)
+	}
+	demo, err := filepath.Abs("../demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range []string{
+		"name: ci-demo                 # names the suite's facts and its report",
+		`name: "ci-demo" # quoted, with a comment`,
+	} {
+		text := strings.ReplaceAll(string(src), "../demo", demo)
+		text = strings.Replace(text, "name: ci-demo", line, 1)
+		if !strings.Contains(text, line) {
+			t.Fatal("the example's suite no longer has 'name: ci-demo': edit the test")
+		}
+		suite := filepath.Join(dir, "suite"+string(rune('a'+i))+".yaml")
+		if err := os.WriteFile(suite, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("./ci.sh", suite, baseline, filepath.Join(dir, "out"+string(rune('a'+i))))
+		cmd.Env = append(os.Environ(), "FACTLINE="+bin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("the job on %q, the baseline's own suite: %v, want exit 0\n%s", line, err, out)
+		}
+	}
+}

@@ -29,6 +29,11 @@ func (s *Service) Retry(ctx context.Context, suite string, only []string) ([]mea
 		// The caller says what it was doing (factline retry: …).
 		return nil, fmt.Errorf("no suite %q in the log", suite)
 	}
+	if id, ok := measure.UnknownRun(l, only); ok {
+		// A typo, or another suite's run: not an attempt with nothing
+		// to retry, which would say so and succeed.
+		return nil, fmt.Errorf("--run %s: suite %s has no run %q", id, suite, id)
+	}
 	retries := measure.Retries(l, only)
 	for _, r := range retries {
 		body := r.Request

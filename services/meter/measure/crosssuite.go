@@ -226,7 +226,43 @@ func CompareSuites(a, b Side, opts CrossOptions) (SuiteComparison, error) {
 	} else {
 		out.Overall = pairedComparison(TreatmentPair{A: "*", B: "*"}, all, runs)
 	}
+	if !slices.ContainsFunc(ra.Cases, func(c string) bool { return paired[c] }) {
+		// No identity can be recorded under both sides of no case: say
+		// what the cases are, not that an identity is missing "yet".
+		note := nothingPaired(out)
+		for i := range out.ByTreatment {
+			if out.ByTreatment[i].Label == LabelUnknown {
+				out.ByTreatment[i].Note = note
+			}
+		}
+		if out.Overall.Label == LabelUnknown {
+			out.Overall.Note = note
+		}
+	}
 	return out, nil
+}
+
+// nothingPaired says why A and B pair no case: the cases only one holds,
+// and those whose content changed.
+func nothingPaired(c SuiteComparison) string {
+	var why []string
+	if len(c.OnlyA) > 0 {
+		why = append(why, "only in A: "+strings.Join(c.OnlyA, ", "))
+	}
+	if len(c.OnlyB) > 0 {
+		why = append(why, "only in B: "+strings.Join(c.OnlyB, ", "))
+	}
+	if len(c.Changed) > 0 {
+		names := make([]string, len(c.Changed))
+		for i, ch := range c.Changed {
+			names[i] = ch.Case
+		}
+		why = append(why, "changed since A: "+strings.Join(names, ", ")+" (--allow-changed-cases pairs them)")
+	}
+	if len(why) == 0 {
+		return "A and B pair no case"
+	}
+	return "A and B pair no case (" + strings.Join(why, "; ") + ")"
 }
 
 func side(s Side, r Report) SuiteSide {
@@ -242,14 +278,22 @@ func treatmentPairs(ra, rb Report, asked []TreatmentPair) ([]TreatmentPair, erro
 		}
 		return out
 	}
-	na, nb := names(ra), names(rb)
+	return PairTreatments(ra.Suite, names(ra), rb.Suite, names(rb), asked)
+}
+
+// PairTreatments pairs suite A's treatments na with suite B's nb as
+// CompareSuites does: the pairs asked for, each naming a treatment its
+// suite has (else ErrUnknownTreatment); or the treatments both name; or,
+// when each has one, those two; else ErrNoPairing. run --baseline calls
+// it before the suite is submitted, with B's treatments from its file.
+func PairTreatments(suiteA string, na []string, suiteB string, nb []string, asked []TreatmentPair) ([]TreatmentPair, error) {
 	if len(asked) > 0 {
 		for _, p := range asked {
 			if !slices.Contains(na, p.A) {
-				return nil, fmt.Errorf("treatment %q of suite A (%s): %w; it has %s", p.A, ra.Suite, ErrUnknownTreatment, strings.Join(na, ", "))
+				return nil, fmt.Errorf("treatment %q of suite A (%s): %w; it has %s", p.A, suiteA, ErrUnknownTreatment, strings.Join(na, ", "))
 			}
 			if !slices.Contains(nb, p.B) {
-				return nil, fmt.Errorf("treatment %q of suite B (%s): %w; it has %s", p.B, rb.Suite, ErrUnknownTreatment, strings.Join(nb, ", "))
+				return nil, fmt.Errorf("treatment %q of suite B (%s): %w; it has %s", p.B, suiteB, ErrUnknownTreatment, strings.Join(nb, ", "))
 			}
 		}
 		return asked, nil
@@ -265,7 +309,7 @@ func treatmentPairs(ra, rb Report, asked []TreatmentPair) ([]TreatmentPair, erro
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: suite A (%s) has treatments %s and suite B (%s) %s, none in common: name the pairs (--treatment A_NAME=B_NAME)",
-			ErrNoPairing, ra.Suite, strings.Join(na, ", "), rb.Suite, strings.Join(nb, ", "))
+			ErrNoPairing, suiteA, strings.Join(na, ", "), suiteB, strings.Join(nb, ", "))
 	}
 	return out, nil
 }

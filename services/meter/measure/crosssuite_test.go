@@ -181,3 +181,60 @@ func TestCompareFormats(t *testing.T) {
 		t.Fatalf("Markdown:\n%s", md.String())
 	}
 }
+
+// When A and B pair no case — every case renamed, or edited since the
+// baseline — the comparison and a --fail-if-worse gate say so, naming the
+// cases, rather than blaming identities no case could record "yet" (a
+// message that sends a CI job to wait, or to rerun, for nothing).
+func TestCompareSuitesSaysWhenNoCaseIsPaired(t *testing.T) {
+	a := crossLog(t, allPass(), agent, nil)
+	// The same three cases under new IDs.
+	l := newSuite(t, submitted([]string{"c1-v2", "c2-v2", "c3-v2"}, []string{"T"}, 2))
+	l.comps["T"] = agent
+	for _, c := range []string{"c1-v2", "c2-v2", "c3-v2"} {
+		for trial := uint32(1); trial <= 2; trial++ {
+			l.attempt(c, "T", trial, events.RunDone, u64(10), pass)
+		}
+	}
+	renamed := NewLog("s")
+	for _, f := range l.facts {
+		renamed.Apply(f)
+	}
+	edited := crossLog(t, allPass(), agent, func(s *events.SuiteSubmitted) {
+		for i := range s.Cases {
+			s.Cases[i].Digest = d("case:" + s.Cases[i].ID + ", edited")
+		}
+	})
+	for _, c := range []struct {
+		name string
+		b    *Log
+		says []string
+	}{
+		{"renamed", renamed, []string{"A and B pair no case", "only in A: c1, c2, c3", "only in B: c1-v2, c2-v2, c3-v2"}},
+		{"edited", edited, []string{"A and B pair no case", "changed since A: c1, c2, c3", "--allow-changed-cases"}},
+	} {
+		cmp, err := CompareSuites(Side{"a", a}, Side{"b", c.b}, CrossOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		f := CheckComparison(cmp, []Gate{gate(t, GateWorse, "5")})
+		if len(f) != 1 {
+			t.Fatalf("%s: --fail-if-worse 5 with no case paired: %+v, want one failure", c.name, f)
+		}
+		var buf bytes.Buffer
+		if err := WriteCompareText(&buf, cmp); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.says {
+			if !strings.Contains(f[0].Detail, want) {
+				t.Errorf("%s: the gate's failure %q lacks %q", c.name, f[0].Detail, want)
+			}
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("%s: the comparison lacks %q:\n%s", c.name, want, buf.String())
+			}
+		}
+		if strings.Contains(buf.String(), "yet") {
+			t.Errorf("%s: the comparison says to wait for what will never come:\n%s", c.name, buf.String())
+		}
+	}
+}

@@ -139,7 +139,7 @@ func under(g Gate, treatments []TreatmentReport) []GateFailure {
 		}
 		s, ok := scorerOf(t.Scores, g.Scorer)
 		if !ok || s.Mean == nil {
-			fail("treatment %s: no graded attempt has a value of scorer %s", t.Treatment, g.Scorer)
+			fail("treatment %s: no graded attempt has a value of scorer %s%s", t.Treatment, g.Scorer, scorerNames(t.Scores, "its scorers"))
 			continue
 		}
 		// The threshold is in the scorer's units, the mean mapped onto
@@ -163,6 +163,20 @@ func (s ScorerSummary) raw(mapped float64) float64 { return s.Min + mapped*(s.Ma
 // threshold it equals: mapping to [0, 1] and back rounds (76 of 100 comes
 // back as 75.99999999999999), and a mean exactly at the threshold holds.
 func (s ScorerSummary) slack() float64 { return 1e-9 * (s.Max - s.Min) }
+
+// scorerNames lists the scorers a gate could have named, for a gate
+// whose scorer has no value: a misspelt name shows beside the right one
+// (" (what: a, b)", or "" with none).
+func scorerNames(ss []ScorerSummary, what string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Scorer
+	}
+	return " (" + what + ": " + strings.Join(names, ", ") + ")"
+}
 
 func scorerOf(ss []ScorerSummary, name string) (ScorerSummary, bool) {
 	for _, s := range ss {
@@ -225,7 +239,11 @@ func CheckComparison(c SuiteComparison, gates []Gate) []GateFailure {
 			}
 		}
 		if d == nil || d.Pairs == 0 {
-			fail("no pair has a value of scorer %s on both sides", g.Scorer)
+			var names []ScorerSummary
+			for _, sd := range o.Scores {
+				names = append(names, ScorerSummary{Scorer: sd.Scorer})
+			}
+			fail("no pair has a value of scorer %s on both sides%s", g.Scorer, scorerNames(names, "the scorers compared"))
 			continue
 		}
 		// The pairs' means are mapped onto [0, 1]; the allowed drop is in

@@ -160,6 +160,10 @@ func TestScorerGatesReadTheScorersUnits(t *testing.T) {
 		{"latency 328 ms at 100", report("latency", 0, 1000, true, 0.328), "scorer=latency:100", false, "scorer latency's mean 328 is above 100 (lower is better)"},
 		{"rating 4 of 1–5 at 3.5", report("rating", 1, 5, false, 0.75), "scorer=rating:3.5", true, ""},
 		{"rating 4 of 1–5 at 4.5", report("rating", 1, 5, false, 0.75), "scorer=rating:4.5", false, "scorer rating's mean 4 is under 4.5"},
+		// A name no scorer has (a typo): the failure names the scorers
+		// there are, so the job's log shows the mistake, not a regression.
+		{"a misspelt scorer", report("quality", 0, 100, false, 0.76), "scorer=qualty:50", false,
+			"no graded attempt has a value of scorer qualty (its scorers: quality)"},
 	} {
 		f := CheckReport(c.r, []Gate{gate(t, GateUnder, c.gate)})
 		switch {
@@ -196,6 +200,7 @@ func TestScorerWorseGateReadsTheScorersUnits(t *testing.T) {
 		{"quality 80 → 70 of 100, 5 allowed", cmp(0, 100, false, 0.8, 0.7), "scorer=s:5", false, "from 80 (A) to 70 (B)"},
 		{"quality 80 → 70 of 100, 10 allowed", cmp(0, 100, false, 0.8, 0.7), "scorer=s:10", true, ""},
 		{"rating 4 → 3.5 of 1–5, 0.25 allowed", cmp(1, 5, false, 0.75, 0.625), "scorer=s:0.25", false, "worse by 0.5, more than 0.25"},
+		{"a misspelt scorer", cmp(0, 100, false, 0.8, 0.7), "scorer=x:5", false, "no pair has a value of scorer x on both sides (the scorers compared: s)"},
 	} {
 		f := CheckComparison(c.c, []Gate{gate(t, GateWorse, c.gate)})
 		switch {

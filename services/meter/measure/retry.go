@@ -63,6 +63,25 @@ func Retries(l *Log, only []string) []Retry {
 	return out
 }
 
+// UnknownRun returns the first of ids that is no run of the suite l
+// holds: neither a planned attempt's run nor one the log holds facts of
+// (a retry).
+func UnknownRun(l *Log, ids []string) (string, bool) {
+	if l.Submitted == nil || len(ids) == 0 {
+		return "", false
+	}
+	planned := map[string]bool{}
+	for m := range Members(*l.Submitted) {
+		planned[m.Run] = true
+	}
+	for _, id := range ids {
+		if !planned[id] && l.Runs[id] == nil {
+			return id, true
+		}
+	}
+	return "", false
+}
+
 func anyOf(chain, names []string) bool {
 	for _, c := range chain {
 		for _, n := range names {
