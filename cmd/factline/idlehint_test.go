@@ -24,7 +24,7 @@ func TestTheMissingServiceHintCarriesTheReplicas(t *testing.T) {
 		var out, errOut strings.Builder
 		p := newProgress(&out, &errOut)
 		p.suite, p.planned, p.requested = "nightly", 2, tc.requested
-		p.warnIdle(idleWatch{url: url, replicas: tc.replicas})
+		p.warnIdle(idleWatch{url: url, replicas: tc.replicas}, "")
 		if got := errOut.String(); !strings.Contains(got, tc.want) {
 			t.Errorf("requested %d, replicas %d: the hint %q does not hold %q", tc.requested, tc.replicas, got, tc.want)
 		}
