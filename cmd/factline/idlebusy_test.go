@@ -51,7 +51,7 @@ func TestRunNatsBehindAnotherSuiteSaysTheRunnersAreBusy(t *testing.T) {
 
 	waitForText(t, errOut.String, "runs wait in line", exited)
 	msg := errOut.String()
-	for _, want := range []string{`no run of suite "tiny" has started`, "the fleet's runners are taking other suites' runs", `"other"`, "factline serve --services runner --nats " + url} {
+	for _, want := range []string{`no run of suite "tiny" has started`, "the fleet's runners are taking other suites' runs", "(the newest they took: other/r", "factline serve --services runner --nats " + url} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr %q should hold %q", msg, want)
 		}

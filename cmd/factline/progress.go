@@ -198,7 +198,7 @@ func (p *progress) claimedElsewhere(ctx context.Context, idle idleWatch) string 
 	if err != nil || seq <= before {
 		return ""
 	}
-	return fmt.Sprintf("%q (run %s)", suite, run)
+	return suite + "/" + run
 }
 
 // warnIdle says, once per missing service, that nothing has started and
@@ -224,7 +224,7 @@ func (p *progress) warnIdle(idle idleWatch, busy string) {
 	} else if busy != "" {
 		key = "runner"
 		msg = fmt.Sprintf("no run of suite %q has started after %s (%d of %d runs requested): the fleet's runners are taking other suites' runs "+
-			"(the newest: suite %s), so this suite's runs wait in line and start as runners free up. "+
+			"(the newest they took: %s), so this suite's runs wait in line and start as runners free up. "+
 			"More runners go faster: factline serve --services runner %s", p.suite, after, min(p.requested, p.planned), p.planned, busy, conn)
 	} else {
 		key = "runner"
