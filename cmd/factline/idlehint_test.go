@@ -8,7 +8,7 @@ import (
 // The command run --nats names for a missing service must start one that
 // joins the fleet: on a cluster whose streams have three replicas, a serve
 // without --replicas 3 is refused ("stream FACTS exists with replicas =
-// 3, factline needs 1"), so the hint carries the run's --replicas.
+// 3, this command expects 1"), so the hint carries the run's --replicas.
 func TestTheMissingServiceHintCarriesTheReplicas(t *testing.T) {
 	const url = "nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224"
 	for _, tc := range []struct {
