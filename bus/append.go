@@ -165,9 +165,14 @@ func isConflict(err error) bool {
 	if errors.As(err, &apiErr) {
 		// A standalone server and a clustered one report a failed
 		// expected-last-sequence check with different codes: both are a
-		// conflict.
+		// conflict. So is another writer's append of the same message
+		// still being replicated ("duplicate message id is in process",
+		// a cluster's answer while the first is proposed): once it lands
+		// the run has moved on, and the reload finds the fact there (two
+		// graders given two facts of one run both commit its verdict).
 		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant ||
+			apiErr.ErrorCode == errCodeDuplicateNoSeq
 	}
 	return false
 }

@@ -121,6 +121,17 @@ const controlWait = 5 * time.Second
 // killed closes its routes, and the pull is answered "no responders".
 const controlHeartbeat = 2 * time.Second
 
+// consumerInterestWait is how long after making a control watch's
+// consumer a pull answered "no responders" is pulled again in place
+// rather than counted as an interruption, every consumerInterestPause: a
+// client's node learns of a consumer made on another node a moment after
+// the create is answered. On a healthy three-node cluster one watch in
+// ten or so met it (TestControlWatchesOnAHealthyClusterWarnOfNothing).
+const (
+	consumerInterestWait  = time.Second
+	consumerInterestPause = 50 * time.Millisecond
+)
+
 func (w *controlWatch) run(ctx context.Context) {
 	for try := 0; ctx.Err() == nil; try++ {
 		err := w.once(ctx)
@@ -168,8 +179,22 @@ func (w *controlWatch) once(ctx context.Context) error {
 	if left == 0 {
 		w.caughtUp()
 	}
+	made, answered := time.Now(), false
+	// unknownYet says whether a pull's "no responders" is the client's
+	// node not knowing yet of a consumer just made on another node (the
+	// subscription's interest crosses the routes a moment after the
+	// create is answered): pulled again then, it is no interruption.
+	unknownYet := func(err error) bool {
+		return !answered && errors.Is(err, nats.ErrNoResponders) && time.Since(made) < consumerInterestWait
+	}
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait), jetstream.FetchHeartbeat(controlHeartbeat))
+		if unknownYet(err) {
+			if sleep.For(ctx, consumerInterestPause) != nil {
+				return nil
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", w.filter, err)
 		}
@@ -192,9 +217,15 @@ func (w *controlWatch) once(ctx context.Context) error {
 				}
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		if err := batch.Error(); unknownYet(err) {
+			if sleep.For(ctx, consumerInterestPause) != nil {
+				return nil
+			}
+			continue
+		} else if err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return fmt.Errorf("watch %s: %w", w.filter, err)
 		}
+		answered = true
 		if !w.b.nc.IsConnected() {
 			return fmt.Errorf("watch %s: %w", w.filter, nats.ErrDisconnected)
 		}

@@ -202,7 +202,8 @@ type msgGetReply struct {
 		Desc    string `json:"description"`
 	} `json:"error"`
 	Message *struct {
-		Seq uint64 `json:"seq"`
+		Seq     uint64 `json:"seq"`
+		Subject string `json:"subject"`
 	} `json:"message"`
 }
 
@@ -212,6 +213,13 @@ const errCodeNoMessage = 10037
 // leaderLastSeq asks the stream leader for the sequence of the newest
 // message on filter (0 when there is none).
 func (b *Bus) leaderLastSeq(ctx context.Context, stream, filter string) (uint64, error) {
+	seq, _, err := b.leaderLast(ctx, stream, filter)
+	return seq, err
+}
+
+// leaderLast asks the stream leader for the sequence and subject of the
+// newest message on filter (0 and "" when there is none).
+func (b *Bus) leaderLast(ctx context.Context, stream, filter string) (uint64, string, error) {
 	actx, cancel := apiCtx(ctx)
 	defer cancel()
 	req, _ := json.Marshal(struct {
@@ -220,23 +228,23 @@ func (b *Bus) leaderLastSeq(ctx context.Context, stream, filter string) (uint64,
 	}{filter, true})
 	m, err := b.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET."+stream, req)
 	if err != nil {
-		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter, err)
+		return 0, "", fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter, err)
 	}
 	var r msgGetReply
 	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return 0, fmt.Errorf("ask the %s leader for the newest on %s: bad answer: %w", stream, filter, err)
+		return 0, "", fmt.Errorf("ask the %s leader for the newest on %s: bad answer: %w", stream, filter, err)
 	}
 	switch {
 	case r.Error != nil && r.Error.ErrCode == errCodeNoMessage:
-		return 0, nil
+		return 0, "", nil
 	case r.Error != nil:
 		// Kept typed: a 503 (JetStream unavailable for a moment, as
 		// while a node rejoins) is the bus failing, not the work
 		// (Transient).
-		return 0, fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter,
+		return 0, "", fmt.Errorf("ask the %s leader for the newest on %s: %w", stream, filter,
 			&jetstream.APIError{Code: r.Error.Code, ErrorCode: jetstream.ErrorCode(r.Error.ErrCode), Description: r.Error.Desc})
 	case r.Message == nil:
-		return 0, fmt.Errorf("ask the %s leader for the newest on %s: answer holds no message", stream, filter)
+		return 0, "", fmt.Errorf("ask the %s leader for the newest on %s: answer holds no message", stream, filter)
 	}
-	return r.Message.Seq, nil
+	return r.Message.Seq, r.Message.Subject, nil
 }

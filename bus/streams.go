@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,28 @@ type ConfigMismatchError struct {
 }
 
 func (e *ConfigMismatchError) Error() string {
+	if e.Field == "replicas" {
+		return e.replicas()
+	}
 	return fmt.Sprintf("stream %s exists with %s = %s, factline needs %s (fix or remove the stream; factline will not change it silently)",
 		e.Stream, e.Field, e.Have, e.Want)
+}
+
+// replicas says a replicas mismatch. The streams' replicas are a choice
+// setup made, and the command's --replicas (bus.Config.Replicas) states
+// which it expects: the usual mistake is the flag left out of one command
+// line on a cluster, which the command fixes, not the stream (which holds
+// the log). Streams with fewer replicas than asked may have been made by
+// a command without the flag: only before any work may they be made anew.
+func (e *ConfigMismatchError) replicas() string {
+	msg := fmt.Sprintf("stream %s exists with replicas = %s, this command expects %s: give it --replicas %s (bus.Config.Replicas in Go), as the streams were set up",
+		e.Stream, e.Have, e.Want, e.Have)
+	have, herr := strconv.Atoi(e.Have)
+	want, werr := strconv.Atoi(e.Want)
+	if herr == nil && werr == nil && have < want {
+		msg += fmt.Sprintf("; or, for %d replicas, before any work (the streams hold the log) remove them and run factline setup --replicas %d (docs/operations.md#running-on-a-cluster)", want, want)
+	}
+	return msg + "; factline never changes a stream's replicas"
 }
 
 func (b *Bus) streamConfigs() []jetstream.StreamConfig {

@@ -41,6 +41,11 @@ type progress struct {
 	lastLine  string
 	lastPrint time.Time
 	warned    map[string]bool // the idle warnings already given
+	// claimedBefore is the stream sequence of the newest run.claimed of
+	// any suite when the idle watch started (claimsKnown: the log said):
+	// a newer one means runners serve, busy with other suites' runs.
+	claimedBefore uint64
+	claimsKnown   bool
 	// disk watches the embedded server's store for a full disk (nil with
 	// --nats: the server's disk is not this machine's to look at).
 	disk *spaceWatch
@@ -78,6 +83,11 @@ type idleWatch struct {
 	// replicas is the run's --replicas: a serve that joins a cluster's
 	// three-replica streams needs the same, or it is refused.
 	replicas int
+	// claims, when set, asks the log for the newest run.claimed of any
+	// suite (bus.NewestOfKind): runners that claimed another suite's run
+	// since this command started are serving, busy with work ahead of
+	// this suite's, not missing.
+	claims func(ctx context.Context) (seq uint64, suite, run string, err error)
 }
 
 // note prints a line of its own, ending a progress line in the way.
@@ -147,24 +157,57 @@ func (p *progress) render() {
 // watch's grace, says which service has not taken the suite up, until
 // ctx ends.
 func (p *progress) tick(ctx context.Context, idle idleWatch) {
+	if idle.grace > 0 && idle.claims != nil {
+		if before, _, _, err := idle.claims(ctx); err == nil {
+			p.mu.Lock()
+			p.claimedBefore, p.claimsKnown = before, true
+			p.mu.Unlock()
+		}
+	}
 	everyUntil(ctx, time.Second, func() bool {
+		due := idle.grace > 0 && time.Since(p.start) >= idle.grace
+		var busy string
+		if due {
+			busy = p.claimedElsewhere(ctx, idle)
+		}
 		p.mu.Lock()
 		if p.tty {
 			p.render()
 		}
-		if idle.grace > 0 && time.Since(p.start) >= idle.grace {
-			p.warnIdle(idle)
+		if due {
+			p.warnIdle(idle, busy)
 		}
 		p.mu.Unlock()
 		return true
 	})
 }
 
+// claimedElsewhere names the suite and run of the newest run runners
+// claimed since this command started, when warnIdle would now say that no
+// runner has taken a run of this suite (runs requested, none started, not
+// yet said); "" otherwise, or when the log cannot tell.
+func (p *progress) claimedElsewhere(ctx context.Context, idle idleWatch) string {
+	p.mu.Lock()
+	due := idle.claims != nil && p.claimsKnown && p.requested > 0 && p.tally().Started == 0 && !p.warned["runner"]
+	before := p.claimedBefore
+	p.mu.Unlock()
+	if !due {
+		return ""
+	}
+	seq, suite, run, err := idle.claims(ctx)
+	if err != nil || seq <= before {
+		return ""
+	}
+	return suite + "/" + run
+}
+
 // warnIdle says, once per missing service, that nothing has started and
 // how to start what is missing: no run requested means no meter serves
-// the server; runs requested but none claimed means no runner does.
+// the server; runs requested but none claimed means no runner does,
+// unless busy names the suite of a run runners claimed meanwhile: then
+// they serve, and this suite's runs wait in line behind other work.
 // Called with mu held.
-func (p *progress) warnIdle(idle idleWatch) {
+func (p *progress) warnIdle(idle idleWatch, busy string) {
 	if p.tally().Started > 0 {
 		return
 	}
@@ -178,6 +221,11 @@ func (p *progress) warnIdle(idle idleWatch) {
 		key = "meter"
 		msg = fmt.Sprintf("no run of suite %q has been requested after %s: no meter serves %s. "+
 			"Start the services (all five) with: factline serve %s", p.suite, after, url, conn)
+	} else if busy != "" {
+		key = "runner"
+		msg = fmt.Sprintf("no run of suite %q has started after %s (%d of %d runs requested): the fleet's runners are taking other suites' runs "+
+			"(the newest they took: %s), so this suite's runs wait in line and start as runners free up. "+
+			"More runners go faster: factline serve --services runner %s", p.suite, after, min(p.requested, p.planned), p.planned, busy, conn)
 	} else {
 		key = "runner"
 		msg = fmt.Sprintf("no runner has taken a run of suite %q after %s (%d of %d runs requested, none started). "+

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
 	"github.com/factline/factline/services/meter/measure"
 	"github.com/factline/factline/services/runner/extensions"
@@ -174,7 +175,10 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 			return err
 		}
 		progress.note("submitting to %s; services run elsewhere", redactURL(t.url))
-		idle = idleWatch{grace: o.claimGrace, url: redactURL(t.url), replicas: t.replicas}
+		idle = idleWatch{grace: o.claimGrace, url: redactURL(t.url), replicas: t.replicas,
+			claims: func(ctx context.Context) (uint64, string, string, error) {
+				return b.NewestOfKind(ctx, events.KindRunClaimed)
+			}}
 		goesOn = "The suite stays submitted and the fleet goes on with it: run the same command again " +
 			"to follow it to its report (it reattaches; nothing is submitted twice)"
 	} else {
@@ -260,8 +264,9 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		case ctx.Err() == nil && errors.Is(context.Cause(follow), errGaveUp):
 			progress.finish()
 			if idle.url != "" {
+				busy := progress.claimedElsewhere(ctx, idle)
 				progress.mu.Lock()
-				progress.warnIdle(idle)
+				progress.warnIdle(idle, busy)
 				progress.mu.Unlock()
 			}
 			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
