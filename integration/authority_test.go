@@ -450,6 +450,12 @@ func writePasswordFile(t *testing.T, prefix, role string) string {
 	return p
 }
 
+// roleArgs are the connection flags of a factline command run as role of
+// the FACTLINE account on url, its password given in a file.
+func roleArgs(t *testing.T, url, role string) []string {
+	return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
+}
+
 // The suite run end to end by five service processes, each connected as its
 // own role with its password in a file, submitted by a sixth as the
 // submitter: it completes with the same report as everything run in one
@@ -461,9 +467,7 @@ func TestSuiteUnderRolesInSeparateProcesses(t *testing.T) {
 	bin := factlineBinary(t)
 	ctx := ctxFor(t, 4*time.Minute)
 	_, url := roleServer(t, "factline.conf")
-	as := func(role string) []string {
-		return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
-	}
+	as := func(role string) []string { return roleArgs(t, url, role) }
 	// A request the server refuses ends the command with exit status 1
 	// and an error naming what was refused.
 	refused := func(want string, args ...string) {

@@ -172,9 +172,7 @@ func TestForgingOnOwnSubjectsChangesNoReport(t *testing.T) {
 	}
 
 	// The readers, as the operators and analysts run them.
-	as := func(role string) []string {
-		return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
-	}
+	as := func(role string) []string { return roleArgs(t, url, role) }
 	cli := func(args ...string) (string, int) {
 		t.Helper()
 		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()

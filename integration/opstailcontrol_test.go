@@ -19,9 +19,7 @@ func TestTheOpsRoleTailsControlSignals(t *testing.T) {
 	bin := factlineBinary(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	_, url := roleServer(t, "factline.conf")
-	as := func(role string) []string {
-		return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
-	}
+	as := func(role string) []string { return roleArgs(t, url, role) }
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()

@@ -20,9 +20,7 @@ func TestARefusedPermissionIsSaidOnce(t *testing.T) {
 	bin := factlineBinary(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	_, url := roleServer(t, "factline.conf")
-	as := func(role string) []string {
-		return []string{"--nats", url, "--user", role, "--password-file", writePasswordFile(t, "FACTLINE", role)}
-	}
+	as := func(role string) []string { return roleArgs(t, url, role) }
 	once := func(what, want string, args ...string) {
 		t.Helper()
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
