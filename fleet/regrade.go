@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/mapdiff"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/meter"
 )
@@ -225,26 +226,13 @@ func versionsGraded(facts []events.Fact, id string) []string {
 
 // differing names the fields of two instruments that differ, sorted.
 func differing(a, b cases.Instrument) []string {
-	fa, fb := fieldsOf(a), fieldsOf(b)
-	var out []string
-	for k, v := range fa {
-		if w, ok := fb[k]; !ok || string(v) != string(w) {
-			out = append(out, k)
-		}
-	}
-	for k := range fb {
-		if _, ok := fa[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return mapdiff.Keys(fieldsOf(a), fieldsOf(b))
 }
 
 // fieldsOf is an instrument's fields as JSON, by key, each re-encoded so
 // that equal values have equal bytes. An instrument that cannot be encoded
 // has no fields: none are then reported as differing.
-func fieldsOf(in cases.Instrument) map[string]json.RawMessage {
+func fieldsOf(in cases.Instrument) map[string]string {
 	data, err := json.Marshal(in)
 	if err != nil {
 		return nil
@@ -253,11 +241,13 @@ func fieldsOf(in cases.Instrument) map[string]json.RawMessage {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil
 	}
-	out := make(map[string]json.RawMessage, len(raw))
+	out := make(map[string]string, len(raw))
 	for k, v := range raw {
-		if out[k], err = json.Marshal(v); err != nil {
+		enc, err := json.Marshal(v)
+		if err != nil {
 			return nil
 		}
+		out[k] = string(enc)
 	}
 	return out
 }

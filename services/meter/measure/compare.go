@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/mapdiff"
 	"github.com/factline/factline/stats"
 )
 
@@ -215,17 +216,5 @@ func DiffComponents(a, b []events.Component) []string {
 	for _, c := range b {
 		vb[c.Name] = comparableValue(c.Name, c.Value)
 	}
-	var out []string
-	for n, v := range va {
-		if w, ok := vb[n]; !ok || w != v {
-			out = append(out, n)
-		}
-	}
-	for n := range vb {
-		if _, ok := va[n]; !ok {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return mapdiff.Keys(va, vb)
 }
