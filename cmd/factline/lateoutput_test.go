@@ -94,3 +94,23 @@ func TestAWriteThatFailsAfterTheRunStillHoldsTheGates(t *testing.T) {
 		}
 	}
 }
+
+// A run cut off by --timeout whose --junit file cannot be written still
+// ends as a run cut off: exit 4, saying it gave up and how to go on, with
+// the file not written named on stderr. Before, the write's error
+// replaced all of it, exit 1.
+func TestATimedOutRunWhoseJUnitCannotBeWrittenStillExits4(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	junit := fullDiskFile(t, filepath.Join(dir, "j"), "junit.xml")
+	code, out, errOut := runCLI(t, "run", writeSlowSuite(t), "--store", filepath.Join(dir, "store"), "--fsync", "interval",
+		"--junit", junit, "--timeout", "3s")
+	if code != exitIncomplete {
+		t.Fatalf("--timeout, --junit unwritable: exit %d, want %d\nstdout %s\nstderr %s", code, exitIncomplete, out, errOut)
+	}
+	for _, want := range []string{"--junit " + junit + " not written", "no space left on device", "gave up after 3s (--timeout)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("--timeout, --junit unwritable: stderr lacks %q\n%s", want, errOut)
+		}
+	}
+}
