@@ -207,7 +207,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// stopping quietly.
 		closeBus = func() {}
 		defer release()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow, approvalTimeout: o.approvalTimeout}.fleetOptions(nil))
+		// The runs cut off with this process are said in one log line
+		// naming the first few: the command's own message says how to go
+		// on with them all.
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow,
+			approvalTimeout: o.approvalTimeout, handedBackListed: runHandedBackListed}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}
@@ -463,6 +467,10 @@ func delegatingTreatments(suite *suites.Suite) []string {
 	}
 	return ids
 }
+
+// runHandedBackListed is how many of the runs cut off by --timeout,
+// SIGTERM or Ctrl-C the embedded runner's one line about them names.
+const runHandedBackListed = 5
 
 // errGaveUp is the cause of a run's --timeout.
 var errGaveUp = errors.New("--timeout")
