@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -57,16 +56,8 @@ func (g *gateFlags) writeJUnitWith(write func(io.Writer) error) error {
 	if g.junit == "" {
 		return nil
 	}
-	f, err := os.Create(g.junit)
-	if err != nil {
-		return fmt.Errorf("--junit: %w", err)
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("--junit %s: %w", g.junit, err)
+	if err := writeFile(g.junit, write); err != nil {
+		return fmt.Errorf("--junit %s not written: %w", g.junit, err)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func (o *retryFlags) run(ctx context.Context, suite string, out, errOut io.Write
 		return nil
 	}
 	// An embedded store: run the retries here, as factline run would.
-	f, err := fleet.Start(ctx, b, serveOptions{instances: 2}.fleetOptions(nil))
+	f, err := fleet.Start(ctx, b, serveOptions{instances: 2, handedBackListed: runHandedBackListed}.fleetOptions(nil))
 	if err != nil {
 		return err
 	}

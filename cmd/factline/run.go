@@ -207,7 +207,11 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		// stopping quietly.
 		closeBus = func() {}
 		defer release()
-		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow, approvalTimeout: o.approvalTimeout}.fleetOptions(nil))
+		// The runs cut off with this process are said in one log line
+		// naming the first few: the command's own message says how to go
+		// on with them all.
+		f, err := fleet.Start(ctx, b, serveOptions{instances: o.instances, extensions: allow, requestWindow: o.requestWindow,
+			approvalTimeout: o.approvalTimeout, handedBackListed: runHandedBackListed}.fleetOptions(nil))
 		if err != nil {
 			return err
 		}
@@ -269,16 +273,12 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 				progress.warnIdle(idle, busy)
 				progress.mu.Unlock()
 			}
-			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
-				return err
-			}
+			o.writePartialJUnit(ctx, b, suite.File.Name, errOut)
 			return exitWith(exitIncomplete, "gave up after %s (--timeout) before the suite was measured: %s. %s", o.timeout, progress.summary(), goesOn)
 		case errors.Is(context.Cause(ctx), context.Canceled):
 			progress.finish()
 			fmt.Fprintf(errOut, "interrupted: %s. %s\n", progress.summary(), goesOn)
-			if err := o.writePartialJUnit(ctx, b, suite.File.Name, errOut); err != nil {
-				return err
-			}
+			o.writePartialJUnit(ctx, b, suite.File.Name, errOut)
 			return errors.New("interrupted before the suite was measured")
 		}
 		return err
@@ -292,6 +292,12 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		}
 	}
 	report, err := o.writeOutputs(ctx, b, suite.File.Name, out, progress.note)
+	// A file not written after the run leaves the report standing: the
+	// table is printed and the gates are held to it all the same.
+	var notWritten *unwrittenError
+	if errors.As(err, &notWritten) {
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -313,7 +319,7 @@ func (o *runOptions) run(ctx context.Context, suitePath string, out, errOut io.W
 		failures = append(failures, more...)
 	}
 	warnUngraded(errOut, report, gates)
-	return verdict("suite "+report.Suite, report, failures)
+	return withUnwritten(verdict("suite "+report.Suite, report, failures), notWritten, len(gates), errOut)
 }
 
 // compareWithBaseline compares the suite just run with --baseline, prints
@@ -357,6 +363,8 @@ func (o *runOptions) compareWithBaseline(ctx context.Context, b *bus.Bus, baseli
 // writeOutputs writes what a finished run's flags ask of its report
 // (--out's files, --junit's, --json's report on out), noting --out's,
 // and returns the report to print the table of and hold to the gates.
+// A file of --out or --junit that cannot be written does not stop the
+// others: the report comes back with an *unwrittenError naming each.
 func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string, out io.Writer, note func(string, ...any)) (measure.Report, error) {
 	// The run holds the stored report's figures and the few rows the
 	// table names, never a row for each attempt (at the suite's end,
@@ -396,21 +404,23 @@ func (o *runOptions) writeOutputs(ctx context.Context, b *bus.Bus, suite string,
 		js.spool = spool
 		junit = func(w io.Writer) error { return writeStoredJUnit(ctx, b, w, suite, blob, counts, spool) }
 	}
+	var failed []error
 	if o.outDir != "" {
-		if err := writeReports(o.outDir, report, js.writeTo); err != nil {
-			return measure.Report{}, err
+		if errs := writeReports(o.outDir, report, js.writeTo); len(errs) > 0 {
+			failed = append(failed, errs...)
+		} else {
+			note("wrote report.json, report.csv and report.svg to %s", o.outDir)
 		}
-		note("wrote report.json, report.csv and report.svg to %s", o.outDir)
 	}
 	if err := o.gates.writeJUnitWith(junit); err != nil {
-		return measure.Report{}, err
+		failed = append(failed, err)
 	}
 	if o.asJSON {
 		if err := js.writeTo(out); err != nil {
 			return measure.Report{}, err
 		}
 	}
-	return report, nil
+	return report, unwritten(failed)
 }
 
 // reportJSON writes a finished run's report JSON: the stored blob's bytes
@@ -458,30 +468,46 @@ func delegatingTreatments(suite *suites.Suite) []string {
 	return ids
 }
 
+// runHandedBackListed is how many of the runs cut off by --timeout,
+// SIGTERM or Ctrl-C the embedded runner's one line about them names.
+const runHandedBackListed = 5
+
 // errGaveUp is the cause of a run's --timeout.
 var errGaveUp = errors.New("--timeout")
 
 // writeReports writes --out's files: report.json (json writes it) and
-// the CSV and SVG of the report's figures.
-func writeReports(dir string, r measure.Report, json func(io.Writer) error) error {
+// the CSV and SVG of the report's figures. It tries each, and returns an
+// error for each it could not write, naming the file and why.
+func writeReports(dir string, r measure.Report, json func(io.Writer) error) []error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return []error{fmt.Errorf("--out %s not written: %w", dir, err)}
+	}
+	var errs []error
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, measure.Report) error
+	}{
+		{"report.json", func(w io.Writer, _ measure.Report) error { return json(w) }},
+		{"report.csv", measure.WriteCSV}, {"report.svg", measure.WriteSVG},
+	} {
+		path := filepath.Join(dir, f.name)
+		if err := writeFile(path, func(w io.Writer) error { return f.write(w, r) }); err != nil {
+			errs = append(errs, fmt.Errorf("--out %s not written: %w", path, err))
+		}
+	}
+	return errs
+}
+
+// writeFile creates (or truncates) path and writes it with write; an
+// error closing it (where a full disk may first show) is its error too.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer, measure.Report) error{
-		"report.json": func(w io.Writer, _ measure.Report) error { return json(w) },
-		"report.csv":  measure.WriteCSV, "report.svg": measure.WriteSVG,
-	} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		err = write(f, r)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return nil
+	return err
 }

@@ -49,6 +49,9 @@ type serveOptions struct {
 	// requestWindow is how many of a suite's runs the meter keeps
 	// requested and not ended (zero: the meter's default).
 	requestWindow int
+	// handedBackListed is how many of the runs it stopped mid-way a
+	// stopping runner's log line names (zero: every one).
+	handedBackListed int
 	// approvalTimeout is how long a runner waits for a person's approval
 	// or resolution (zero: the runner's default).
 	approvalTimeout time.Duration
@@ -58,7 +61,7 @@ type serveOptions struct {
 // empty) configured as o says. Every service talks to the others only
 // through the bus, so any subset can run in any process.
 func (o serveOptions) fleetOptions(names []string) fleet.Options {
-	run := []kit.Option{kit.WithWorkers(o.instances)}
+	run := []kit.Option{kit.WithWorkers(o.instances), runner.WithHandedBackListed(o.handedBackListed)}
 	var grade []kit.Option
 	if o.workDir != "" {
 		run = append(run, runner.WithWorkDir(o.workDir))

@@ -18,7 +18,9 @@
 #
 # Exit status is factline run's (docs/cli.md): 0 all gates hold, 3 a gate
 # failed (a regression), 4 the suite could not complete, 5 every attempt
-# was a harness error, 1 or 2 the job itself is wrong.
+# was a harness error, 1 or 2 the job itself is wrong (1 too when every
+# gate holds but junit.xml or the report files could not be written: a
+# full disk; stderr names them and says the gates hold).
 set -uo pipefail
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 	echo "usage: $0 SUITE.yaml BASELINE.flx [OUT_DIR]" >&2

@@ -23,6 +23,9 @@ type config struct {
 	contain         *sandbox.Config
 	secrets         *secrets.Redactor
 	slotLease       time.Duration
+	// handedBackListed is how many of the runs stopped at shutdown the
+	// stopping runner's line names (0: every one).
+	handedBackListed int
 }
 
 // WithWorkspaces sets how attempt workspaces are opened (default

@@ -84,6 +84,9 @@ type Service struct {
 	// instance has stored (events.Digest → struct{}): its claims name the
 	// same record run after run, which is put once, not at every claim.
 	storedContainments sync.Map
+	// handedBack is the runs stopped mid-way at shutdown, said in one
+	// line as Run returns.
+	handedBack handedBack
 }
 
 // beforeClaimHook is a seam for tests only (export_test.go sets it, for
@@ -154,7 +157,8 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 	sh.WrapLog(func(h slog.Handler) slog.Handler { return secrets.NewHandler(h, c.secrets) })
 	s := &Service{sh: sh, bus: b, runs: sh.Runs, workspaces: c.workspaces, models: c.models, instance: sh.Instance,
 		workDir: c.workDir, decisionTimeout: c.decisionTimeout, approvalTimeout: c.approvalTimeout,
-		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets, slotLease: c.slotLease}
+		afterCommit: c.afterCommit, extensions: c.extensions, log: sh.Log, secrets: c.secrets, slotLease: c.slotLease,
+		handedBack: handedBack{listed: c.handedBackListed}}
 	sh.OnDeadLetter(s.gaveUp)
 	contain := sandbox.DefaultConfig(s.workDir)
 	if c.contain != nil {
@@ -177,8 +181,12 @@ func New(b *bus.Bus, opts ...kit.Option) (*Service, error) {
 
 // Run takes requested runs until ctx ends. A run in progress at shutdown
 // is handed back unfinished; whoever takes it next resumes it from the
-// log.
+// log. The runs handed back are logged in one warning as it returns
+// (WithHandedBackListed), each one at INFO.
 func (s *Service) Run(ctx context.Context) error {
+	// The consumer returns once every delivery it handles has: the runs
+	// stopped by ctx are all recorded by then.
+	defer s.handedBack.say(s.log)
 	zeroMetrics()
 	return s.sh.Run(ctx, func(ctx context.Context, d bus.Delivery) error { return redactErr(s.secrets, s.handle(ctx, d)) })
 }
@@ -329,15 +337,23 @@ func (s *Service) handle(ctx context.Context, d bus.Delivery) error {
 		return lostLease(err)
 	}
 	if err != nil {
-		if ctx.Err() != nil || bus.Transient(err) || errors.Is(err, errUnfenced) {
+		if ctx.Err() != nil {
 			// Shutting down: the delivery is handed back and whoever takes
-			// it next resumes from the log. Or the bus failed under the
-			// run (a restart, a leader election, a full store): the bus
-			// runs this delivery again in place once it is back, without
-			// spending its delivery budget, and the attempt resumes from
-			// the log the same way. Or an external effect could not be
-			// fenced in time: the run is handed back, and whoever takes
-			// it next reconciles the operation before anything else.
+			// it next resumes from the log. The runner says every run it
+			// hands back in one line as it stops (handedBack); each on its
+			// own is detail.
+			log.Info("the run stops here and resumes from the log", "err", err)
+			s.handedBack.add(suite, run)
+			return err
+		}
+		if bus.Transient(err) || errors.Is(err, errUnfenced) {
+			// The bus failed under the run (a restart, a leader election,
+			// a full store): the bus runs this delivery again in place
+			// once it is back, without spending its delivery budget, and
+			// the attempt resumes from the log the same way. Or an
+			// external effect could not be fenced in time: the run is
+			// handed back, and whoever takes it next reconciles the
+			// operation before anything else.
 			log.Warn("the run stops here and resumes from the log", "err", err)
 			return err
 		}
