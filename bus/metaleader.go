@@ -7,16 +7,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/internal/urlsecret"
 )
 
-// jsClusterNotAvailable is the server's error code for 503 "JetStream
-// system temporarily unavailable": what a clustered server answers a
-// JetStream request with while its cluster's JetStream has no meta
-// leader (nats.go names no constant for it).
-const jsClusterNotAvailable jetstream.ErrorCode = 10008
+// jsClusterNotAvailable is the server's error code (10008) for 503
+// "JetStream system temporarily unavailable": what a clustered server
+// answers a JetStream request with while its cluster's JetStream has no
+// meta leader. The jetstream package names none; the nats package's is of
+// another type.
+const jsClusterNotAvailable = jetstream.ErrorCode(nats.JSErrCodeJetStreamNotAvailable)
 
 // metaProbeWait bounds the one lookup asked again when opening a bus on a
 // cluster got no answer: a node whose cluster has no meta leader answers
