@@ -119,7 +119,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	b := &Bus{nc: nc, js: js, cfg: cfg, log: cfg.Logger, replies: newReplyMux(nc), kick: make(chan struct{}, 1), closed: make(chan struct{}),
 		rebuilt: bytecache.New(rebuiltCacheBytes, rebuiltCacheBytes/4)}
 	if err := b.ensure(ctx); err != nil {
-		return nil, fmt.Errorf("open bus: %w", err)
+		return nil, fmt.Errorf("open bus: %w", b.whyUnopened(ctx, err))
 	}
 	// The listener is registered here, not in the keeper, so that a
 	// reconnect before the keeper first runs is not missed.

@@ -161,6 +161,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
+	// A "no responders" to the first pulls may be the client's node not
+	// knowing the consumer yet (freshConsumer), not an interruption.
+	fresh := newFresh()
 	zeroConsumerCounters(cfg)
 	var free chan struct{} // a token per idle worker, for OnDemand
 	if cfg.OnDemand {
@@ -196,9 +199,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	// of ctx stops it.
 	for attempt := 0; ; attempt++ {
 		if cfg.OnDemand {
-			err = b.pullOnDemand(ctx, cfg, cons, free, work)
+			err = b.pullOnDemand(ctx, cfg, cons, fresh, free, work)
 		} else {
-			err = b.pull(ctx, cfg, cons, work)
+			err = b.pull(ctx, cfg, cons, fresh, work)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -212,7 +215,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		}
 		actx, cancel := apiCtx(ctx)
 		if c, cerr := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg); cerr == nil {
-			cons = c
+			cons, fresh = c, newFresh()
 		}
 		cancel()
 	}
@@ -231,8 +234,10 @@ const onDemandWait = 10 * time.Second
 func pullBound(limit, ackWait time.Duration) time.Duration { return min(limit, ackWait/4) }
 
 // pullOnDemand fetches one message each time a worker is free and hands it
-// over, until a fetch keeps failing or ctx ends.
-func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, free chan struct{}, work chan<- delivered) error {
+// over, until a fetch keeps failing or ctx ends. A fetch of the consumer
+// answered "no responders" while its node may not know it yet (fresh) is
+// made again in place, without counting.
+func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, fresh *freshConsumer, free chan struct{}, work chan<- delivered) error {
 	misses := 0
 	for {
 		select {
@@ -262,8 +267,15 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 				free <- struct{}{}
 				return ctx.Err()
 			case err == nil:
+				fresh.answer()
 			case errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+				fresh.answer()
 				misses = 0 // nothing to do yet
+			case fresh.unknownYet(err):
+				if sleep.For(ctx, consumerInterestPause) != nil {
+					free <- struct{}{}
+					return ctx.Err()
+				}
 			default:
 				if misses++; misses > 3 {
 					free <- struct{}{}
@@ -286,8 +298,10 @@ const pullWait = 5 * time.Second
 // it holds for a worker gets progress heartbeats: a message waiting behind
 // workers that are slow, or that wait for a full store to take writes
 // again, must not be redelivered meanwhile, which would spend its delivery
-// budget without it ever being handled.
-func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, work chan<- delivered) error {
+// budget without it ever being handled. A pull of the consumer answered
+// "no responders" while its node may not know it yet (fresh) is made
+// again, without counting.
+func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, fresh *freshConsumer, work chan<- delivered) error {
 	var queue []delivered
 	defer func() {
 		for _, d := range queue {
@@ -302,6 +316,10 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 	var retryAt time.Time
 	misses := 0
 	fail := func(err error) error {
+		if fresh.unknownYet(err) {
+			retryAt = time.Now().Add(consumerInterestPause)
+			return nil
+		}
 		if misses++; misses > 3 {
 			return err
 		}
@@ -342,6 +360,9 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 			if !ok {
 				err := batch.Error()
 				batch, incoming = nil, nil
+				if err == nil || errors.Is(err, nats.ErrTimeout) {
+					fresh.answer()
+				}
 				if err != nil && !errors.Is(err, nats.ErrTimeout) {
 					if err := fail(err); err != nil {
 						return err
@@ -350,6 +371,7 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 				continue
 			}
 			misses = 0
+			fresh.answer()
 			queue = append(queue, b.delivered(m, cfg.AckWait, pulled))
 		case out <- next:
 			queue = queue[1:]

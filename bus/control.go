@@ -121,17 +121,6 @@ const controlWait = 5 * time.Second
 // killed closes its routes, and the pull is answered "no responders".
 const controlHeartbeat = 2 * time.Second
 
-// consumerInterestWait is how long after making a control watch's
-// consumer a pull answered "no responders" is pulled again in place
-// rather than counted as an interruption, every consumerInterestPause: a
-// client's node learns of a consumer made on another node a moment after
-// the create is answered. On a healthy three-node cluster one watch in
-// ten or so met it (TestControlWatchesOnAHealthyClusterWarnOfNothing).
-const (
-	consumerInterestWait  = time.Second
-	consumerInterestPause = 50 * time.Millisecond
-)
-
 func (w *controlWatch) run(ctx context.Context) {
 	for try := 0; ctx.Err() == nil; try++ {
 		err := w.once(ctx)
@@ -179,17 +168,12 @@ func (w *controlWatch) once(ctx context.Context) error {
 	if left == 0 {
 		w.caughtUp()
 	}
-	made, answered := time.Now(), false
-	// unknownYet says whether a pull's "no responders" is the client's
-	// node not knowing yet of a consumer just made on another node (the
-	// subscription's interest crosses the routes a moment after the
-	// create is answered): pulled again then, it is no interruption.
-	unknownYet := func(err error) bool {
-		return !answered && errors.Is(err, nats.ErrNoResponders) && time.Since(made) < consumerInterestWait
-	}
+	// A "no responders" to the first pulls may be the client's node not
+	// knowing the new consumer yet (freshConsumer).
+	fresh := newFresh()
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(controlWait), jetstream.FetchHeartbeat(controlHeartbeat))
-		if unknownYet(err) {
+		if fresh.unknownYet(err) {
 			if sleep.For(ctx, consumerInterestPause) != nil {
 				return nil
 			}
@@ -217,7 +201,7 @@ func (w *controlWatch) once(ctx context.Context) error {
 				}
 			}
 		}
-		if err := batch.Error(); unknownYet(err) {
+		if err := batch.Error(); fresh.unknownYet(err) {
 			if sleep.For(ctx, consumerInterestPause) != nil {
 				return nil
 			}
@@ -225,7 +209,7 @@ func (w *controlWatch) once(ctx context.Context) error {
 		} else if err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return fmt.Errorf("watch %s: %w", w.filter, err)
 		}
-		answered = true
+		fresh.answer()
 		if !w.b.nc.IsConnected() {
 			return fmt.Errorf("watch %s: %w", w.filter, nats.ErrDisconnected)
 		}

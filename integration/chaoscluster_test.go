@@ -77,6 +77,20 @@ type natsCluster struct {
 // the cluster through proxies stays behind them when it reconnects.
 func startNatsCluster(t *testing.T, maxStore string) *natsCluster {
 	t.Helper()
+	c := newNatsCluster(t, maxStore)
+	for _, n := range c.nodes {
+		if err := c.start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// newNatsCluster writes the configuration of three clustered nodes, as
+// startNatsCluster does, and starts none of them: a test starts those it
+// wants up. Every node started is stopped when the test ends.
+func newNatsCluster(t *testing.T, maxStore string) *natsCluster {
+	t.Helper()
 	c := &natsCluster{t: t, bin: natsServerBinary(t)}
 	ports := freePorts(t, 9)
 	var routes []string
@@ -109,11 +123,6 @@ cluster {
 			t.Fatal(err)
 		}
 		c.nodes = append(c.nodes, n)
-	}
-	for _, n := range c.nodes {
-		if err := c.start(n); err != nil {
-			t.Fatal(err)
-		}
 	}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
