@@ -159,6 +159,11 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	cons, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
 	cancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while the consumer was being made: a shutdown in
+			// the service's first moments, not a fault of the consumer.
+			return nil
+		}
 		return fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
 	// A "no responders" to the first pulls may be the client's node not
