@@ -1,36 +1,17 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
-
-// lockedBuffer is a log sink safe for the consumer's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // A service's first pulls answered "no responders" are pulled again in
 // place while its node may not know the new consumer yet
@@ -47,7 +28,7 @@ func TestAConsumerLostAfterItsFirstAnswerIsLoggedAsAnInterruption(t *testing.T) 
 		t.Run(name, func(t *testing.T) {
 			ctx := testCtx(t)
 			srv := bustest.Server(t, bus.EmbeddedConfig{})
-			var logs lockedBuffer
+			var logs testutil.LogBuffer
 			b := bustest.OpenWith(t, srv, bus.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			handled := make(chan string, 16)
 			turn := bustest.Turn(t, "s", "r0", 1, 1)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // The chaos campaign's cluster: three nats-server processes on loopback,
@@ -55,7 +57,7 @@ type natsNode struct {
 	name                  string
 	conf                  string
 	client, route, health int // loopback ports
-	logs                  *syncBuffer
+	logs                  *testutil.LogBuffer
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -98,7 +100,7 @@ func newNatsCluster(t *testing.T, maxStore string) *natsCluster {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3+i]))
 	}
 	for i := range 3 {
-		n := &natsNode{name: fmt.Sprintf("n%d", i+1), client: ports[i], route: ports[3+i], health: ports[6+i], logs: &syncBuffer{}}
+		n := &natsNode{name: fmt.Sprintf("n%d", i+1), client: ports[i], route: ports[3+i], health: ports[6+i], logs: &testutil.LogBuffer{}}
 		dir := t.TempDir()
 		limit := ""
 		if maxStore != "" {

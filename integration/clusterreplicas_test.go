@@ -1,35 +1,16 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/testutil"
 )
-
-// lockedBuffer is a log destination several goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A process that makes the streams on a cluster with one replica — every
 // command's default, and what docs/operations.md's cluster commands did
@@ -57,7 +38,7 @@ func TestStreamsMadeWithOneReplicaOnAClusterAreWarnedOf(t *testing.T) {
 		t.Cleanup(srv.Shutdown)
 		urls = append(urls, srv.ClientURL())
 	}
-	var logs lockedBuffer
+	var logs testutil.LogBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	var b *bus.Bus
 	var err error
@@ -87,7 +68,7 @@ func TestStreamsMadeWithOneReplicaOnAClusterAreWarnedOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(single.Shutdown)
-	var quiet lockedBuffer
+	var quiet testutil.LogBuffer
 	sb, err := bus.Dial(ctx, single.ClientURL(), bus.Config{Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // A service's durable consumer is made (or looked up) at its start, and
@@ -29,7 +30,7 @@ func TestServiceConsumersOnAHealthyClusterWarnOfNothing(t *testing.T) {
 	_, nodes := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	// A client of one node: most consumer leaders are placed on the others.
 	b, err := bus.Dial(ctx, nodes[0].ClientURL(), bus.Config{Replicas: 3, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // Every run a runner drives watches its control signals through a
@@ -27,7 +28,7 @@ func TestControlWatchesOnAHealthyClusterWarnOfNothing(t *testing.T) {
 	_, nodes := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	// A client of one node: most consumers are placed on the others.
 	r, err := bus.Dial(ctx, nodes[0].ClientURL(), bus.Config{Replicas: 3, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -94,7 +94,7 @@ func TestMetricsAreExportedAtZeroFromTheStart(t *testing.T) {
 	defer cancel()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	cmd := exec.CommandContext(ctx, bin, "serve", "--store", t.TempDir(), "--work-dir", t.TempDir(), "--metrics", addr)
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ type natsd struct {
 	t      *testing.T
 	store  string
 	listen string
-	logs   *syncBuffer
+	logs   *testutil.LogBuffer
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -37,7 +37,7 @@ type natsd struct {
 
 func startNatsd(t *testing.T) *natsd {
 	t.Helper()
-	d := &natsd{t: t, store: t.TempDir(), listen: fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]), logs: &syncBuffer{}}
+	d := &natsd{t: t, store: t.TempDir(), listen: fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]), logs: &testutil.LogBuffer{}}
 	d.start()
 	t.Cleanup(func() {
 		d.stop(syscall.SIGTERM)

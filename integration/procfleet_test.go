@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // proc is a factline service running as an OS process of the built binary,
@@ -27,33 +27,15 @@ type proc struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	logs   *syncBuffer
+	logs   *testutil.LogBuffer
 	starts int
-}
-
-// syncBuffer collects a process's output across restarts.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startProc starts `factline args...`; the test stops it (SIGTERM) at its
 // end and prints its output if it failed.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, bin: factlineBinary(t), args: args, logs: &syncBuffer{}}
+	p := &proc{t: t, bin: factlineBinary(t), args: args, logs: &testutil.LogBuffer{}}
 	p.start()
 	t.Cleanup(func() {
 		p.stop(syscall.SIGTERM)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // --approval-timeout sets how long the runner waits for a person's
@@ -16,7 +18,7 @@ func TestApprovalTimeoutFlagBoundsTheWait(t *testing.T) {
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LogBuffer
 	if code := run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval", "--approval-timeout", "2s"}, &out, &errOut); code != 0 {
 		t.Fatalf("run exited %d:\n%s%s", code, out.String(), errOut.String())
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // smallDisk mounts a tmpfs of size (e.g. "24m") for the test: a disk that
@@ -55,7 +57,7 @@ func fill(t *testing.T, dir string) string {
 // stderr, and the filler file.
 func runUntilTheDiskFills(t *testing.T, disk, suite string, args ...string) (int, string, string) {
 	t.Helper()
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testutil.LogBuffer{}, &testutil.LogBuffer{}
 	_, exited := startRun(t, out, errOut, append([]string{suite}, args...)...)
 	deadline := time.After(2 * time.Minute)
 	for {

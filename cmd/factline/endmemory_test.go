@@ -10,6 +10,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // heapWhileStoring runs a suite of the given trials through 'factline run
@@ -46,7 +47,7 @@ func heapWhileStoring(t *testing.T, trials int) uint64 {
 	si := &standIn{b: b, suite: "mem", pauseAt: int64(trials) + 1, resume: make(chan struct{})}
 	stopped := make(chan error, 1)
 	go func() { stopped <- si.run(ctx) }()
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testutil.LogBuffer{}, &testutil.LogBuffer{}
 	_, exited := startRun(t, out, errOut, writeTrialsSuite(t, trials), "--nats", url)
 	// 2,400 runs under -race on a loaded machine took 3 minutes.
 	deadline := time.After(8 * time.Minute)

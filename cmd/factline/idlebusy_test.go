@@ -9,6 +9,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // Two suites submitted to one fleet share its runners: the second's runs
@@ -25,7 +26,7 @@ func TestRunNatsBehindAnotherSuiteSaysTheRunnersAreBusy(t *testing.T) {
 	startServe(t, "--services", "meter", "--nats", url)
 	other := bustest.OpenWith(t, srv, bus.Config{})
 
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testutil.LogBuffer{}, &testutil.LogBuffer{}
 	_, exited := startRun(t, out, errOut, tinySuite, "--nats", url, "--claim-grace", "1s")
 
 	// The fleet's runners, busy with another suite: they claim its runs

@@ -16,30 +16,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/factline/factline/internal/testutil"
 )
-
-// lockedBuffer is a command's output, written by the command while the
-// test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // served is a 'factline serve' running in this test.
 type served struct {
-	out, errOut *lockedBuffer
+	out, errOut *testutil.LogBuffer
 	stop        func() int // cancels the command and returns its exit code
 }
 
@@ -48,7 +31,7 @@ type served struct {
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{out: &lockedBuffer{}, errOut: &lockedBuffer{}}
+	s := &served{out: &testutil.LogBuffer{}, errOut: &testutil.LogBuffer{}}
 	code := make(chan int, 1)
 	go func() { code <- run(ctx, append([]string{"serve"}, args...), s.out, s.errOut) }()
 	var once sync.Once

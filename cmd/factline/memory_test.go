@@ -16,6 +16,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/kit"
 )
 
@@ -121,7 +122,7 @@ func heapHalfway(t *testing.T, trials int) (live, allocated uint64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testutil.LogBuffer{}, &testutil.LogBuffer{}
 	_, exited := startRun(t, out, errOut, writeTrialsSuite(t, trials), "--nats", url)
 	deadline := time.After(2 * time.Minute)
 	for si.done.Load() < si.pauseAt {

@@ -36,7 +36,7 @@ func startNatsdIn(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(natsd, "-store", dir, "-listen", listen)
-	out := &lockedBuffer{}
+	out := &testutil.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func factlineBin(t *testing.T) string {
 type proc struct {
 	args        []string
 	cmd         *exec.Cmd
-	out, errOut *lockedBuffer
+	out, errOut *testutil.LogBuffer
 	done        chan struct{}
 	code        int
 }
@@ -62,7 +62,7 @@ type proc struct {
 // failed.
 func startFactline(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{args: args, out: &lockedBuffer{}, errOut: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{args: args, out: &testutil.LogBuffer{}, errOut: &testutil.LogBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(factlineBin(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errOut
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // openPTY opens a pseudo-terminal: what the command writes to tty shows
@@ -32,7 +33,7 @@ func openPTY(t *testing.T) (tty *os.File, read func() string) {
 	if err != nil {
 		t.Fatalf("open the terminal side: %v", err)
 	}
-	var got lockedBuffer
+	var got testutil.LogBuffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -58,7 +59,7 @@ func TestRunProgressIsLiveOnATerminal(t *testing.T) {
 	// then 2s).
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	tty, read := openPTY(t)
-	cancel, exited := startRun(t, tty, &lockedBuffer{}, tinySuite, "--nats", srv.ClientURL())
+	cancel, exited := startRun(t, tty, &testutil.LogBuffer{}, tinySuite, "--nats", srv.ClientURL())
 	waitForText(t, read, "runs: 0/2 started", exited)
 	waitForText(t, read, "— 2s", exited)
 	cancel()

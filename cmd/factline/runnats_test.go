@@ -11,6 +11,7 @@ import (
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
+	"github.com/factline/factline/internal/testutil"
 )
 
 const tinySuite = "testdata/tiny/suite.yaml"
@@ -57,7 +58,7 @@ func TestRunNatsWithoutARunnerSaysSoAndReattaches(t *testing.T) {
 	url := srv.ClientURL()
 	startServe(t, "--services", "meter", "--nats", url)
 
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testutil.LogBuffer{}, &testutil.LogBuffer{}
 	cancel, exited := startRun(t, out, errOut, tinySuite, "--nats", url, "--claim-grace", "1s")
 	waitForText(t, errOut.String, "no runner has taken a run", exited)
 	cancel() // Ctrl-C

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // A NATS URL carries a secret in two forms: user:password@ and, with no
@@ -45,7 +47,7 @@ func TestCommandsNeverPrintTheSecretOfAServerURL(t *testing.T) {
 
 	// The viewer says where it reads from.
 	vctx, vcancel := context.WithCancel(context.Background())
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(vctx, []string{"view", "--listen", "127.0.0.1:0", "--nats", withPassword}, &out, &errOut)

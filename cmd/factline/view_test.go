@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 var viewURL = regexp.MustCompile(`factline view: (http://127\.0\.0\.1:\d+/)`)
@@ -24,11 +26,11 @@ func startView(t *testing.T, args ...string) string {
 
 // startViewOut is startView that also returns what the command says on
 // stderr.
-func startViewOut(t *testing.T, args ...string) (string, *lockedBuffer) {
+func startViewOut(t *testing.T, args ...string) (string, *testutil.LogBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
-	errOut := &lockedBuffer{}
+	var out testutil.LogBuffer
+	errOut := &testutil.LogBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, append([]string{"view", "--listen", "127.0.0.1:0"}, args...), &out, errOut) }()
 	t.Cleanup(func() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/factline/factline/internal/testutil"
 )
 
 // A local run whose call waits for a person's approval says so on its
@@ -19,7 +21,7 @@ func TestALocalRunSaysWhichRunWaitsForYouAndHow(t *testing.T) {
 	t.Parallel()
 	suite := approvalSuite(t, "waits", "Paid.")
 	store := t.TempDir()
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LogBuffer
 	cancel, done := startRun(t, &out, &errOut, suite, "--store", store, "--fsync", "interval")
 	m := waitForApprovalCommand(t, &out, &errOut, done)
 	said := out.String()
@@ -118,7 +120,7 @@ func TestALocalRunSaysHowToResolveAnUnknownOutcomeAndTheCommandWorks(t *testing.
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"run", suite, "--store", store, "--fsync", "interval"}, &out, &errOut)
@@ -182,7 +184,7 @@ func TestApproveOfTheWrongOperationOrArgumentsSaysWhy(t *testing.T) {
 	t.Parallel()
 	suite := approvalSuite(t, "wrongop", "Paid.")
 	store := t.TempDir()
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LogBuffer
 	_, done := startRun(t, &out, &errOut, suite, "--store", store, "--fsync", "interval")
 	m := waitForApprovalCommand(t, &out, &errOut, done)
 	op, digest := m[1], m[2]
@@ -224,7 +226,7 @@ func approvalSuite(t *testing.T, name, after string) string {
 // waitForApprovalCommand waits until the run of an approvalSuite prints
 // the command that approves its call, and returns that command's match:
 // the operation, the digest of its arguments and the store, in that order.
-func waitForApprovalCommand(t *testing.T, out, errOut *lockedBuffer, done <-chan int) []string {
+func waitForApprovalCommand(t *testing.T, out, errOut *testutil.LogBuffer, done <-chan int) []string {
 	t.Helper()
 	approve := regexp.MustCompile(`factline approve pay-t-t1 (\S+) --args-digest (sha256:[0-9a-f]{64}) --store (\S+)`)
 	deadline := time.Now().Add(90 * time.Second)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,29 +16,12 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/fleet/fleettest"
+	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/sandbox/sandboxtest"
 	"github.com/factline/factline/services/kit"
 	"github.com/factline/factline/services/runner"
 )
-
-// lockedBuffer is a log sink the runner writes from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 func reachableDir(t *testing.T) string { return sandboxtest.ReachableDir(t) }
 
@@ -58,14 +40,14 @@ func agentDir(t *testing.T, prefix string) string {
 // startWith starts a runner configured by opts and a stand-in decider on
 // a real embedded server; the runner logs to the returned buffer, which a
 // failed test prints.
-func startWith(t *testing.T, opts ...kit.Option) (*env, *lockedBuffer) {
+func startWith(t *testing.T, opts ...kit.Option) (*env, *testutil.LogBuffer) {
 	t.Helper()
 	b, _ := bustest.Start(t)
 	// Only a failure waits this long: a container run under a loaded
 	// -race test binary spends tens of seconds in podman alone (one ended
 	// its 20 s wall budget at 34 s, and its test then ran out of 2 min).
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	logs := &lockedBuffer{}
+	logs := &testutil.LogBuffer{}
 	work := reachableDir(t)
 	svc, err := runner.New(b, append([]kit.Option{runner.WithWorkDir(work), kit.WithWorkers(1), runner.WithDecisionTimeout(time.Minute),
 		kit.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)...)
