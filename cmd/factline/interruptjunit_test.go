@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/factline/factline/internal/testutil"
 )
 
 // A CI job that ends a run with SIGTERM (its own timeout, a cancelled
@@ -22,16 +20,7 @@ func TestAnInterruptedRunWritesItsJUnit(t *testing.T) {
 	store, junit := filepath.Join(dir, "store"), filepath.Join(dir, "junit.xml")
 	r := startFactline(t, "run", writeSlowSuite(t), "--store", store, "--fsync", "interval", "--junit", junit)
 	const run = "slow-scripted-t1"
-	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
-		if r.exited() {
-			t.Fatalf("the run exited %d before its first turn", r.code)
-		}
-		if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
-			return false
-		}
-		_, out, _ := factline(t, "tail", "--store", store, "--run", run, "--kind", "turn.started", "--since", "start", "--no-follow")
-		return strings.Contains(out, "turn.started")
-	})
+	awaitFirstTurn(t, r, store, run)
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

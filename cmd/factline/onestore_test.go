@@ -57,6 +57,22 @@ type proc struct {
 	code        int
 }
 
+// awaitFirstTurn waits until run, of the 'run' process r holding store,
+// has started its first turn, failing the test if r exits first.
+func awaitFirstTurn(t *testing.T, r *proc, store, run string) {
+	t.Helper()
+	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
+		if r.exited() {
+			t.Fatalf("the run exited %d before its first turn", r.code)
+		}
+		if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
+			return false // not even made yet: a tail would be refused
+		}
+		_, out, _ := factline(t, "tail", "--store", store, "--run", run, "--kind", "turn.started", "--since", "start", "--no-follow")
+		return strings.Contains(out, "turn.started")
+	})
+}
+
 // startFactline starts the binary with args; the process is killed at the
 // test's end if it is still running, and its output logged if the test
 // failed.
@@ -205,16 +221,7 @@ func TestControlsReachTheRunnerOfALocalRun(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuite(t), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
-	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
-		if r.exited() {
-			t.Fatalf("the run exited %d before its first turn", r.code)
-		}
-		if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
-			return false // not even made yet: a tail would be refused
-		}
-		_, out, _ := factline(t, "tail", "--store", store, "--run", run, "--kind", "turn.started", "--since", "start", "--no-follow")
-		return strings.Contains(out, "turn.started")
-	})
+	awaitFirstTurn(t, r, store, run)
 	code, out, errOut := factline(t, "steer", run, "also say which file says so", "--store", store, "--wait", "30s")
 	if code != 0 || !strings.Contains(out, "accepted by slow/"+run) || !strings.Contains(out, "generation 2") {
 		t.Fatalf("steer from another process: %d %q %q", code, out, errOut)
@@ -241,16 +248,7 @@ func TestALocalRunStopsOnlyAfterItsExcludedRunsAreGraded(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	r := startFactline(t, "run", writeSlowSuiteWith(t, ""), "--store", store, "--fsync", "interval", "--json")
 	const run = "slow-scripted-t1"
-	testutil.Within(t, time.Minute, "the slow run's first turn", func() bool {
-		if r.exited() {
-			t.Fatalf("the run exited %d before its first turn", r.code)
-		}
-		if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
-			return false
-		}
-		_, out, _ := factline(t, "tail", "--store", store, "--run", run, "--kind", "turn.started", "--since", "start", "--no-follow")
-		return strings.Contains(out, "turn.started")
-	})
+	awaitFirstTurn(t, r, store, run)
 	if code, out, errOut := factline(t, "cancel", run, "--reason", "enough", "--store", store, "--wait", "30s"); code != 0 {
 		t.Fatalf("cancel from another process: %d %q %q", code, out, errOut)
 	}
