@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,15 +171,26 @@ func (b *Bus) Health() error {
 // that stores blobs may publish it.
 const probeSubject = "$O." + BlobBucket + ".C.factline-probe"
 
-// CheckWritable writes a few bytes to the store, replacing the previous
-// probe (a subject rollup keeps one), and reports whether JetStream took
-// them: ErrStoreFull when it refused them for want of space, ErrNotStoring
-// when it left them unacknowledged but answered a read right after (a
-// full disk: the server neither stores nor refuses). A suite's follower
-// asks when nothing has happened for a while, since a full store shows
-// only to a writer.
+// probeSize is how many bytes a probe writes. A disk that fills leaves
+// slack in the last page or block of every file already written, and a
+// write that fits there is still taken: a 5-byte probe was acknowledged
+// for ~45 s after a disk filled. A probe larger than any file system's
+// block (64 KiB covers the largest page sizes Linux uses) needs space the
+// disk no longer has. It is random, so that a compressing store cannot
+// shrink it back into the slack.
+const probeSize = 64 << 10
+
+// CheckWritable writes a probe to the store, replacing the previous one
+// (a subject rollup keeps one), and reports whether JetStream took it:
+// ErrStoreFull when it refused it for want of space, ErrNotStoring when
+// it left it unacknowledged but answered a read right after (a full disk:
+// the server neither stores nor refuses). A suite's follower asks when
+// nothing has happened for a while, since a full store shows only to a
+// writer.
 func (b *Bus) CheckWritable(ctx context.Context) error {
-	m := &nats.Msg{Subject: probeSubject, Data: []byte("probe"), Header: nats.Header{}}
+	data := make([]byte, probeSize)
+	_, _ = rand.Read(data) // never fails (crypto/rand)
+	m := &nats.Msg{Subject: probeSubject, Data: data, Header: nats.Header{}}
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	pctx, cancel := apiCtx(ctx)
 	defer cancel()
