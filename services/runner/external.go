@@ -14,6 +14,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/agentproxy"
@@ -233,6 +234,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 // refused is told of each request the endpoint refuses as invalid: it
 // ends the agent at the MaxRefusedInARow-th in a row.
 func (x *agentRun) refused(err error) {
+	metrics.AgentRefused.WithLabelValues().Inc()
 	x.rmu.Lock()
 	defer x.rmu.Unlock()
 	x.refusedInARow++
