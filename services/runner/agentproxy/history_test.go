@@ -209,7 +209,9 @@ func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 // answered: a call with no arguments (blank, as some models give it),
 // the results of one message's calls in another order than the calls, a
 // call ID made again in a later turn once the first was answered (a
-// model that numbers its calls per reply makes call_0 every turn).
+// model that numbers its calls per reply makes call_0 every turn), a
+// system message among Anthropic messages between a tool_use and its
+// tool_result (no turn of the conversation).
 func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 	var calls int
 	s := start(t, answering("fine", &calls))
@@ -234,6 +236,10 @@ func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 			{"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"f","input":{}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"two"}]},
 			{"role":"user","content":"and a word more"}]}`},
+		{agentproxy.MessagesPath, `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},
+			{"role":"system","content":"a note between the call and its result"},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 		{agentproxy.ResponsesPath, `{"input":[{"role":"user","content":"go"},
 			{"type":"function_call","call_id":"c1","name":"f","arguments":""},
 			{"type":"function_call","call_id":"c2","name":"g","arguments":"{\"a\":1}"},
@@ -246,7 +252,7 @@ func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 200", c.path, status, got)
 		}
 	}
-	if calls != 6 || told.Load() != 0 {
-		t.Fatalf("the attempt was called %d times, want 6; OnInvalid told %d times, want 0", calls, told.Load())
+	if calls != 7 || told.Load() != 0 {
+		t.Fatalf("the attempt was called %d times, want 7; OnInvalid told %d times, want 0", calls, told.Load())
 	}
 }

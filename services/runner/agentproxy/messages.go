@@ -90,10 +90,12 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		default:
 			return models.Request{}, false, fmt.Errorf("%s.role: unknown role %q", where, m.Role)
 		}
-		if role != models.RoleUser {
+		if role == models.RoleAssistant {
 			// The tool_result blocks answering an assistant message's
-			// tool_use blocks are in the next message, a user's.
-			if err := made.closeTurn("tool_use", "tool_result", fmt.Sprintf("in the next message (%s, %s)", where, aRole(string(role)))); err != nil {
+			// tool_use blocks are in the next message, a user's. A system
+			// message (claude-code sends one among the messages) is no
+			// turn of the conversation, and is passed over.
+			if err := made.closeTurn("tool_use", "tool_result", fmt.Sprintf("in the next message (%s, an assistant message)", where)); err != nil {
 				return models.Request{}, false, err
 			}
 		}
