@@ -378,8 +378,12 @@ func refusalOfModel(r *secrets.Redactor, f *modelFailure) *agentproxy.Refusal {
 	case me.Status >= 500:
 		typ = "server_error"
 	}
+	said := http.StatusText(me.Status)
+	if me.Err != nil {
+		said = me.Err.Error()
+	}
 	return &agentproxy.Refusal{Status: me.Status, Type: typ, Code: "model_" + string(me.Kind),
-		Message: r.Redact(fmt.Sprintf("the treatment's model answered HTTP %d: %s; the run ended %s", me.Status, me.Err, f.end.Status))}
+		Message: r.Redact(fmt.Sprintf("the treatment's model answered HTTP %d: %s; the run ended %s", me.Status, said, f.end.Status))}
 }
 
 // agentTurn records one call of the agent as a turn: it waits for the
