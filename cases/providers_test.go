@@ -138,3 +138,26 @@ func TestAModelTimeoutIsCheckedWhenLoaded(t *testing.T) {
 		t.Errorf("timeout 10m: %v %+v", err, tr)
 	}
 }
+
+// A model's max_reply_bytes is a whole number of bytes from
+// MinMaxReplyBytes to MaxMaxReplyBytes (0, as left out: the default), on
+// a hosted model only; the error names the field and what it should
+// hold.
+func TestAModelMaxReplyBytesIsCheckedWhenLoaded(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{"{provider: openai, name: m, max_reply_bytes: -1}", "at least 1024"},
+		{"{provider: openai-responses, name: m, max_reply_bytes: 100}", "at least 1024"},
+		{"{provider: anthropic, name: m, max_reply_bytes: 1099511627776}", "at most 1073741824"},
+		{"{provider: openai, name: m, max_reply_bytes: lots}", "model.max_reply_bytes"},
+		{"{provider: scripted, scripts: s, max_reply_bytes: 4096}", "hosted provider"},
+	} {
+		_, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: "+c.spec+"\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "model.max_reply_bytes") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want model.max_reply_bytes and %q", c.spec, err, c.want)
+		}
+	}
+	tr, err := ParseTreatment("t.yaml", []byte("id: t\nmodel: {provider: openai, name: m, max_reply_bytes: 67108864}\n"))
+	if err != nil || tr.Model.MaxReplyBytes != 64<<20 {
+		t.Errorf("max_reply_bytes 64 MiB: %v %+v", err, tr)
+	}
+}

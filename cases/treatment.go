@@ -84,7 +84,22 @@ type ModelSpec struct {
 	// request and reading the whole reply); 0: the provider's default
 	// (docs/models.md#timeouts). A slow local model needs more.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// MaxReplyBytes bounds the body of one answer of a hosted model, in
+	// bytes: a longer one fails the call as bad_response
+	// (docs/models.md#large-replies). 0: the providers' default, 32 MiB.
+	// Like Timeout it is no part of the agent's identity: it decides
+	// whether an answer is taken, not what is asked or answered.
+	MaxReplyBytes int64 `yaml:"max_reply_bytes,omitempty" json:"max_reply_bytes,omitempty"`
 }
+
+// The bounds of a model's MaxReplyBytes: below MinMaxReplyBytes no reply
+// fits (a reply's JSON around its text is hundreds of bytes); above
+// MaxMaxReplyBytes one call could take the runner's memory, which the
+// bound is there to keep.
+const (
+	MinMaxReplyBytes = 1 << 10
+	MaxMaxReplyBytes = 1 << 30
+)
 
 // MinModelTimeout is the shortest model timeout a spec may set: less
 // cannot carry a reply of any size, and reads as a unit left out.
@@ -151,6 +166,9 @@ func (m ModelSpec) checkProvider(field string) error {
 		if m.Timeout != 0 {
 			// Nothing would be cut: the setting would be dropped in silence.
 			return fieldErr(field+".timeout", "a scripted model is not called over a network; timeout applies to a hosted provider")
+		}
+		if m.MaxReplyBytes != 0 {
+			return fieldErr(field+".max_reply_bytes", "a scripted model sends no reply body; max_reply_bytes applies to a hosted provider")
 		}
 		return nil
 	case ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic:
@@ -288,6 +306,13 @@ func (m ModelSpec) checkSettings(field string) error {
 	}
 	if m.Timeout != 0 && m.Timeout.Std() < MinModelTimeout {
 		return fieldErr(field+".timeout", "want a duration of at least %s (leave it out for the provider's default), got %s", MinModelTimeout, m.Timeout.Std())
+	}
+	switch n := m.MaxReplyBytes; {
+	case n == 0:
+	case n < MinMaxReplyBytes:
+		return fieldErr(field+".max_reply_bytes", "want a number of bytes of at least %d (leave it out for the default, 32 MiB), got %d", MinMaxReplyBytes, n)
+	case n > MaxMaxReplyBytes:
+		return fieldErr(field+".max_reply_bytes", "want a number of bytes of at most %d (1 GiB: the runner holds a reply in memory), got %d", MaxMaxReplyBytes, n)
 	}
 	return m.Limits.check(field + ".limits")
 }

@@ -156,6 +156,9 @@ func AgentIdentity(c *cases.Case, t *cases.Treatment) (events.Digest, []events.C
 	model.Limits = nil
 	// So does the timeout: it decides how long an answer is waited for.
 	model.Timeout = 0
+	// And the bound on a reply's body: whether an answer is taken, not
+	// what it says.
+	model.MaxReplyBytes = 0
 	type contract struct {
 		cases.ModelSpec
 		Script events.Digest `json:"script,omitempty"`

@@ -30,21 +30,21 @@ func Is(provider string) bool {
 func New(m cases.ModelSpec) (models.Model, error) {
 	switch m.Provider {
 	case cases.ProviderOpenAI:
-		cfg, err := openai.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Timeout: m.Timeout.Std()}.FromEnv()
+		cfg, err := openai.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Timeout: m.Timeout.Std(), MaxReplyBytes: m.MaxReplyBytes}.FromEnv()
 		if err != nil {
 			return nil, err
 		}
 		return model(openai.New(cfg))
 	case cases.ProviderOpenAIResponses:
 		cfg, err := responses.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
-			CacheReadPrice: m.CacheReadPrice, CacheWritePrice: m.CacheWritePrice, Timeout: m.Timeout.Std()}.FromEnv()
+			CacheReadPrice: m.CacheReadPrice, CacheWritePrice: m.CacheWritePrice, Timeout: m.Timeout.Std(), MaxReplyBytes: m.MaxReplyBytes}.FromEnv()
 		if err != nil {
 			return nil, err
 		}
 		return model(responses.New(cfg))
 	case cases.ProviderAnthropic:
 		cfg, err := anthropic.Config{BaseURL: m.BaseURL, Model: m.Name, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
-			CacheReadPrice: m.CacheReadPrice, CacheWritePrice: m.CacheWritePrice, Timeout: m.Timeout.Std()}.FromEnv()
+			CacheReadPrice: m.CacheReadPrice, CacheWritePrice: m.CacheWritePrice, Timeout: m.Timeout.Std(), MaxReplyBytes: m.MaxReplyBytes}.FromEnv()
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,29 @@ func TestASpecsTimeoutBoundsEachAttempt(t *testing.T) {
 		cancel()
 		if models.KindOf(err) != models.ErrTimeout {
 			t.Errorf("%s: a call the server never answers, under a 200ms timeout: %v, want a timeout", p, err)
+		}
+	}
+}
+
+// A spec's max_reply_bytes bounds the body of every hosted provider's
+// answer: a body past it fails the call as bad_response naming the
+// bound, where the default (32 MiB) would have taken it.
+func TestASpecsMaxReplyBytesBoundsTheAnswer(t *testing.T) {
+	body := `{"padding":"` + strings.Repeat("x", 8<<10) + `"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	t.Setenv("FACTLINE_ANTHROPIC_API_KEY", "k")
+	for _, p := range []string{cases.ProviderOpenAI, cases.ProviderOpenAIResponses, cases.ProviderAnthropic} {
+		m, err := New(cases.ModelSpec{Provider: p, Name: "m", BaseURL: srv.URL + "/v1", MaxReplyBytes: 4 << 10})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		_, err = m.Complete(context.Background(), models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}}})
+		if models.KindOf(err) != models.ErrBadResponse || !strings.Contains(err.Error(), "4096-byte limit") {
+			t.Errorf("%s: an 8 KiB answer under max_reply_bytes 4096: %v, want bad_response naming the 4096-byte limit", p, err)
 		}
 	}
 }

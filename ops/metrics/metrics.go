@@ -74,6 +74,7 @@ var (
 	ModelCache     = counter("factline_model_cache_total", "Response cache lookups of treatments that read the cache, by provider and result (hit; miss; refused: an entry that did not verify, or whose reply is not the one the log committed at the call it cites; the model was called instead).", "provider", "result")
 	ToolSeconds    = histogram("factline_tool_dispatch_duration_seconds", "Tool run time, by tool.", toolBuckets, "tool")
 	ToolDispatches = counter("factline_tool_dispatches_total", "Settled tool calls, by tool and disposition.", "tool", "disposition")
+	AgentRefused   = counter("factline_agent_requests_refused_total", "Requests of external agents their attempt's endpoint refused as invalid (a history the wire's provider would refuse, a body too large): answered 400 or 413, no turn, nothing committed.")
 )
 
 // waitBuckets span no wait at all to a provider that stays overloaded for

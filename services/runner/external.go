@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/models"
+	"github.com/factline/factline/ops/metrics"
 	"github.com/factline/factline/sandbox"
 	"github.com/factline/factline/secrets"
 	"github.com/factline/factline/services/runner/agentproxy"
@@ -43,6 +45,14 @@ const (
 // again, never mending it, would otherwise run until the wall budget, or
 // without one for good. An agent that mends its request has a few tries.
 const MaxRefusedInARow = 10
+
+// AnswerGrace is how long an agent whose call the treatment's model
+// refused (the provider answered it 4xx or 5xx) has to read that answer
+// and exit by itself before it is ended. The run ends on such an answer,
+// as the built-in loop's does; ended at once, the agent was killed before
+// it had read why (it got 409 run_ended, if anything), and its output
+// never said what the provider answered.
+const AnswerGrace = 10 * time.Second
 
 // AgentTokenSecret names an attempt's endpoint token in the redaction
 // marker ("[redacted:agent_token]").
@@ -224,6 +234,7 @@ func (a *attempt) external(ctx context.Context) (step.Ending, error) {
 // refused is told of each request the endpoint refuses as invalid: it
 // ends the agent at the MaxRefusedInARow-th in a row.
 func (x *agentRun) refused(err error) {
+	metrics.AgentRefused.WithLabelValues().Inc()
 	x.rmu.Lock()
 	defer x.rmu.Unlock()
 	x.refusedInARow++
@@ -261,7 +272,15 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 	// The attempt's context, not the request's: an agent hanging up does
 	// not leave a turn half recorded.
 	reply, end, err := x.a.agentTurn(x.ctx, req)
+	var failed *modelFailure
 	switch {
+	case errors.As(err, &failed):
+		x.end = failed.end
+		// The agent is answered what the provider answered, and has a
+		// moment to read it and exit by itself; any later call of its is
+		// refused, run_ended.
+		time.AfterFunc(AnswerGrace, x.stop)
+		return models.Reply{}, refusalOfModel(x.a.svc.secrets, failed)
 	case err != nil:
 		x.err = err
 		x.stop()
@@ -332,12 +351,48 @@ func refusalOf(end step.Ending) *agentproxy.Refusal {
 	return &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended", Message: msg}
 }
 
+// modelFailure is a model error that ends the run, as agentTurn returns
+// it: end is the ending (as modelEnding gives it), err the model's error.
+type modelFailure struct {
+	end step.Ending
+	err error
+}
+
+func (f *modelFailure) Error() string { return f.err.Error() }
+
+// refusalOfModel is the answer to an agent whose call the treatment's
+// model failed: a provider's HTTP answer keeps its status (a request it
+// refused, 400, 413, 422, stays the agent's 400, 413, 422) and its
+// message, redacted of the runner's secrets (the provider's API key is
+// redacted where the error is made); a failure without a status (a
+// timeout, a scripted model out of turns) is the run ending, 409.
+func refusalOfModel(r *secrets.Redactor, f *modelFailure) *agentproxy.Refusal {
+	var me *models.Error
+	if !errors.As(f.err, &me) || me.Status < 400 || me.Status > 599 {
+		return refusalOf(f.end)
+	}
+	typ := "invalid_request_error"
+	switch {
+	case me.Status == http.StatusTooManyRequests:
+		typ = "rate_limit_exceeded"
+	case me.Status >= 500:
+		typ = "server_error"
+	}
+	said := http.StatusText(me.Status)
+	if me.Err != nil {
+		said = me.Err.Error()
+	}
+	return &agentproxy.Refusal{Status: me.Status, Type: typ, Code: "model_" + string(me.Kind),
+		Message: r.Redact(fmt.Sprintf("the treatment's model answered HTTP %d: %s; the run ended %s", me.Status, said, f.end.Status))}
+}
+
 // agentTurn records one call of the agent as a turn: it waits for the
 // stop decision on the agent's previous turn, checks the budgets, commits
 // turn.started with the rendered request (stored as a blob), asks the
 // model (through the response cache and the fleet's limits), commits
 // model.replied and then turn.completed, the agent's tools being its own
-// (no dispatches). It returns the ending when the run must end instead.
+// (no dispatches). It returns the ending when the run must end instead;
+// when the model's error ends it, with a *modelFailure as its error.
 func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Reply, step.Ending, error) {
 	var p step.Progress
 	var facts []events.Fact
@@ -410,7 +465,7 @@ func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Rep
 			return models.Reply{}, step.Exhausted(ReasonWallLimit), nil
 		}
 		if end := modelEnding(err); end.Ends() {
-			return models.Reply{}, end, nil
+			return models.Reply{}, end, &modelFailure{end: end, err: err}
 		}
 		return models.Reply{}, step.Ending{}, err
 	}

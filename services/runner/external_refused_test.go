@@ -53,11 +53,14 @@ func TestExternalAgentGivingUpOnARefusedRequestEndsExitedSayingWhy(t *testing.T)
 // refusals are no turns, so no step or token budget would ever end it,
 // and without a wall budget the run would never end. The run ends
 // incomplete, agent_refused, naming the last refusal. (The wall budget
-// here only bounds the test on the old runner.)
+// here only bounds the test on the old runner.) Each refusal counts in
+// factline_agent_requests_refused_total, an operator's one sign of an
+// agent whose requests never become turns.
 func TestExternalAgentRetryingARefusedRequestIsEnded(t *testing.T) {
 	t.Parallel()
 	e, _ := startWith(t)
 	bin := buildAgent(t)
+	before := counterTotal(t, "factline_agent_requests_refused_total")
 	log, end := e.runAgent(fixtureCase(t, "{steps: 10, wall: 120s}"),
 		agentTreatment(t, fixScript, bin, "--misanswer", "--retries", "100000", "{{.Instruction}}"), "ext-retrier")
 	if started, replied, completed := turnFacts(log); started != 1 || replied != 1 || completed != 1 {
@@ -67,5 +70,8 @@ func TestExternalAgentRetryingARefusedRequestIsEnded(t *testing.T) {
 	if end.Status != events.RunIncomplete || !strings.HasPrefix(end.Reason, runner.ReasonAgentRefused+": ") ||
 		!strings.Contains(end.Reason, "messages[3].tool_call_id") {
 		t.Fatalf("ended %s (%s), want incomplete %s naming the refused messages[3].tool_call_id", end.Status, end.Reason, runner.ReasonAgentRefused)
+	}
+	if n := counterTotal(t, "factline_agent_requests_refused_total") - before; n < runner.MaxRefusedInARow {
+		t.Fatalf("factline_agent_requests_refused_total rose by %v, want at least %d", n, runner.MaxRefusedInARow)
 	}
 }

@@ -10,13 +10,19 @@ import (
 // modelErrors sums factline_model_errors_total over every label.
 func modelErrors(t *testing.T) float64 {
 	t.Helper()
+	return counterTotal(t, "factline_model_errors_total")
+}
+
+// counterTotal sums the counter named name over every label.
+func counterTotal(t *testing.T, name string) float64 {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() == "factline_model_errors_total" {
+		if f.GetName() == name {
 			for _, m := range f.GetMetric() {
 				total += m.GetCounter().GetValue()
 			}

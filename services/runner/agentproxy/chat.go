@@ -76,8 +76,10 @@ type ChatRequest struct {
 // not know. "developer" is read as "system". A history OpenAI refuses is
 // refused naming where: tool calls outside an assistant message, a call
 // without id or name or whose arguments are neither blank nor a JSON
-// object, a tool message without tool_call_id or answering no call made
-// before it, a call no tool message after it answers.
+// object, two calls of one message with one id, a tool message without
+// tool_call_id or answering no call of the assistant message just before
+// it (only tool messages between them), a call not answered by the tool
+// messages right after its assistant message.
 func DecodeChat(body []byte) (ChatRequest, error) {
 	var in chatRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -105,6 +107,13 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		if len(m.ToolCalls) > 0 && role != models.RoleAssistant {
 			return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls: only an assistant message makes tool calls, not a %s message", i, m.Role)
 		}
+		if role != models.RoleTool {
+			// The tool messages answering an assistant message's calls
+			// follow it at once: any other message ends its turn.
+			if err := made.closeTurn("call", "tool message", fmt.Sprintf("before messages[%d] (%s)", i, aRole(m.Role))); err != nil {
+				return ChatRequest{}, err
+			}
+		}
 		for j, c := range m.ToolCalls {
 			at := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
 			switch {
@@ -118,17 +127,19 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 			if err := callArguments(c.Function.Arguments); err != nil {
 				return ChatRequest{}, fmt.Errorf("%s.function.arguments: %w", at, err)
 			}
-			made.made(c.ID, at)
+			if err := made.made(c.ID, at); err != nil {
+				return ChatRequest{}, fmt.Errorf("%s.id: %w", at, err)
+			}
 			msg.ToolCalls = append(msg.ToolCalls, models.ToolCall{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
 		}
 		if role == models.RoleTool {
-			if err := made.answers(m.ToolCallID, "tool call"); err != nil {
+			if err := made.answers(m.ToolCallID, "tool call", "of the assistant message just before it"); err != nil {
 				return ChatRequest{}, fmt.Errorf("messages[%d].tool_call_id: %w", i, err)
 			}
 		}
 		out.Request.Messages = append(out.Request.Messages, msg)
 	}
-	if err := made.unanswered("call", "tool message"); err != nil {
+	if err := made.closeTurn("call", "tool message", "after it"); err != nil {
 		return ChatRequest{}, err
 	}
 	tools, err := toolSpecs(in.Tools)

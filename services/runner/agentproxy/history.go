@@ -54,49 +54,83 @@ func jsonObject(raw json.RawMessage) error {
 // madeCalls are the calls a history has made so far, read in order, and
 // which of them a tool result answered: every provider requires a tool
 // result to answer a call made before it, and every call to be answered.
+// The three wires share it; they differ in when a call's answers must
+// come. OpenAI's Chat Completions and Anthropic's Messages require them
+// at once: the tool messages right after the assistant message (OpenAI),
+// the tool_result blocks in the next message (Anthropic); such a wire
+// calls closeTurn at the first message that cannot hold an answer, and
+// at the next call-making message. OpenAI's Responses pairs a
+// function_call_output with its function_call anywhere after it, and
+// closes only at the end.
 type madeCalls struct {
-	// at is where each call was made, by ID; order its IDs in the order
-	// made.
-	at       map[string]string
-	order    []string
-	answered map[string]bool
+	// open are the calls no tool result answered yet, by ID, and where
+	// each was made; order holds their IDs in the order made.
+	open  map[string]string
+	order []string
+	// closed are the IDs of calls answered, or of an earlier turn: a
+	// result naming one answers a call that is no longer open.
+	closed map[string]bool
 }
 
 func newMadeCalls() *madeCalls {
-	return &madeCalls{at: map[string]string{}, answered: map[string]bool{}}
+	return &madeCalls{open: map[string]string{}, closed: map[string]bool{}}
 }
 
-// made records the call id made at where. A second call with an ID made
-// before stays the first's.
-func (m *madeCalls) made(id, where string) {
-	if _, ok := m.at[id]; !ok {
-		m.at[id] = where
-		m.order = append(m.order, id)
+// made records the call id made at where. An ID of a call still open is
+// refused: its results could not say which call they answer (Anthropic
+// refuses tool_use IDs that are not unique). An ID an earlier, answered
+// call had is taken: a model that numbers its calls per reply (call_0)
+// makes it again, and the proxy takes back what its model made.
+func (m *madeCalls) made(id, where string) error {
+	if first, ok := m.open[id]; ok {
+		return fmt.Errorf("%q is the id of %s too, which no tool result has answered yet: ids must be unique", clip(id, 80), first)
 	}
+	m.open[id] = where
+	m.order = append(m.order, id)
+	return nil
 }
 
-// answers checks that id, a tool result's, names a call made before it,
-// and marks the call answered; call is how the wire names a call.
-func (m *madeCalls) answers(id, call string) error {
-	switch _, ok := m.at[id]; {
+// answers checks that id, a tool result's, names a call still open (made
+// before it, in the turn the wire requires, and not answered yet), and
+// marks it answered; call is how the wire names a call, open where the
+// calls it may answer are ("of the assistant message before it").
+func (m *madeCalls) answers(id, call, open string) error {
+	switch _, ok := m.open[id]; {
 	case id == "":
 		return fmt.Errorf("required")
-	case !ok:
-		return fmt.Errorf("%q answers no %s made before it", clip(id, 80), call)
+	case ok:
+		delete(m.open, id)
+		m.closed[id] = true
+		return nil
+	case m.closed[id]:
+		return fmt.Errorf("%q answers no %s %s: the %s it names was answered already or made in an earlier turn", clip(id, 80), call, open, call)
 	}
-	m.answered[id] = true
+	return fmt.Errorf("%q answers no %s made before it", clip(id, 80), call)
+}
+
+// closeTurn ends the turn whose calls are open: it is the error of the
+// first call no tool result answered, nil when every call was. call is
+// how the wire names a call, result a tool result, and before where the
+// answers had to come.
+func (m *madeCalls) closeTurn(call, result, before string) error {
+	for _, id := range m.order {
+		if where, ok := m.open[id]; ok {
+			return fmt.Errorf("%s: %s %q is answered by no %s %s", where, call, clip(id, 80), result, before)
+		}
+	}
+	for _, id := range m.order {
+		m.closed[id] = true
+	}
+	m.order = m.order[:0]
 	return nil
 }
 
-// unanswered is the error of the first call no tool result answered, nil
-// when every call was; result is how the wire names a tool result.
-func (m *madeCalls) unanswered(call, result string) error {
-	for _, id := range m.order {
-		if !m.answered[id] {
-			return fmt.Errorf("%s: %s %q is answered by no %s after it", m.at[id], call, clip(id, 80), result)
-		}
+// aRole is a message's role with its article ("an assistant message").
+func aRole(role string) string {
+	if strings.ContainsRune("aeiou", rune(strings.ToLower(role + "x")[0])) {
+		return "an " + role + " message"
 	}
-	return nil
+	return "a " + role + " message"
 }
 
 // clip is s cut to n bytes (at a rune's start) with an ellipsis when

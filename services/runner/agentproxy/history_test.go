@@ -66,6 +66,18 @@ var chatHistories = []historyCase{
 		{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"user","content":"and?"}]}`, "messages[1].tool_calls[1]"},
 	{"calls in a user message", `{"messages":[
 		{"role":"user","content":"go","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls"},
+	{"a user message between a call and its tool message", `{"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"user","content":"well?"},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`, "messages[1].tool_calls[0]"},
+	{"a tool message answering an earlier assistant message", `{"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"ok"},
+		{"role":"assistant","tool_calls":[{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"again"},{"role":"tool","tool_call_id":"c2","content":"ok"}]}`, "messages[4].tool_call_id"},
+	{"two calls with one id", `{"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},
+			{"id":"c1","type":"function","function":{"name":"g","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"one"},{"role":"tool","tool_call_id":"c1","content":"two"}]}`, "messages[1].tool_calls[1].id"},
 }
 
 // responsesHistories are Responses histories OpenAI refuses.
@@ -85,6 +97,10 @@ var responsesHistories = []historyCase{
 	{"output before its call", `{"input":[{"role":"user","content":"go"},
 		{"type":"function_call_output","call_id":"c1","output":"ok"},
 		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`, "input[1].call_id"},
+	{"two calls with one call_id", `{"input":[{"role":"user","content":"go"},
+		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+		{"type":"function_call","call_id":"c1","name":"g","arguments":"{}"},
+		{"type":"function_call_output","call_id":"c1","output":"one"},{"type":"function_call_output","call_id":"c1","output":"two"}]}`, "input[2].call_id"},
 }
 
 // messagesHistories are Messages histories Anthropic refuses.
@@ -107,6 +123,18 @@ var messagesHistories = []historyCase{
 	{"result before its tool_use", `{"max_tokens":5,"messages":[
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},
 		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}]}`, "messages[0].content[0].tool_use_id"},
+	{"a result not in the next message", `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},
+		{"role":"user","content":"well?"},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`, "messages[1].content[0]"},
+	{"a result answering an earlier assistant message", `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"f","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"again"},{"type":"tool_result","tool_use_id":"t2","content":"ok"}]}]}`, "messages[4].content[0].tool_use_id"},
+	{"two tool_use blocks with one id", `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}},{"type":"tool_use","id":"t1","name":"g","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"one"},{"type":"tool_result","tool_use_id":"t1","content":"two"}]}]}`, "messages[1].content[1].id"},
 }
 
 // A history the provider would refuse is refused as the provider does:
@@ -179,7 +207,11 @@ func TestAHistoryTheProviderWouldRefuseIsRefused(t *testing.T) {
 
 // The histories next to the refused ones that a provider takes are still
 // answered: a call with no arguments (blank, as some models give it),
-// the results of one message's calls in another order than the calls.
+// the results of one message's calls in another order than the calls, a
+// call ID made again in a later turn once the first was answered (a
+// model that numbers its calls per reply makes call_0 every turn), a
+// system message among Anthropic messages between a tool_use and its
+// tool_result (no turn of the conversation).
 func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 	var calls int
 	s := start(t, answering("fine", &calls))
@@ -190,6 +222,24 @@ func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":""}},
 				{"id":"c2","type":"function","function":{"name":"g","arguments":"{\"a\":[1]}"}}]},
 			{"role":"tool","tool_call_id":"c2","content":"two"},{"role":"tool","tool_call_id":"c1","content":"one"}]}`},
+		{agentproxy.ChatPath, `{"messages":[{"role":"user","content":"go"},
+			{"role":"assistant","tool_calls":[{"id":"call_0","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"call_0","content":"one"},
+			{"role":"assistant","content":"again","tool_calls":[{"id":"call_0","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"call_0","content":"two"}]}`},
+		{agentproxy.ResponsesPath, `{"input":[{"role":"user","content":"go"},
+			{"type":"function_call","call_id":"call_0","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_0","output":"one"},
+			{"type":"function_call","call_id":"call_0","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_0","output":"two"}]}`},
+		{agentproxy.MessagesPath, `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"one"}]},
+			{"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"two"}]},
+			{"role":"user","content":"and a word more"}]}`},
+		{agentproxy.MessagesPath, `{"max_tokens":5,"messages":[{"role":"user","content":"go"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},
+			{"role":"system","content":"a note between the call and its result"},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 		{agentproxy.ResponsesPath, `{"input":[{"role":"user","content":"go"},
 			{"type":"function_call","call_id":"c1","name":"f","arguments":""},
 			{"type":"function_call","call_id":"c2","name":"g","arguments":"{\"a\":1}"},
@@ -202,7 +252,7 @@ func TestAHistoryTheProviderTakesIsAnswered(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 200", c.path, status, got)
 		}
 	}
-	if calls != 3 || told.Load() != 0 {
-		t.Fatalf("the attempt was called %d times, want 3; OnInvalid told %d times, want 0", calls, told.Load())
+	if calls != 7 || told.Load() != 0 {
+		t.Fatalf("the attempt was called %d times, want 7; OnInvalid told %d times, want 0", calls, told.Load())
 	}
 }

@@ -63,8 +63,10 @@ type messagesBlock struct {
 // else — an image, a document, a server tool (web_search, a
 // computer-use tool), a tool without a name — is refused naming where, as
 // is a history Anthropic refuses: a tool_use whose input is not a JSON
-// object, a tool_result answering no tool_use made before it, a tool_use
-// no tool_result after it answers.
+// object, two tool_use blocks with one id, a tool_result answering no
+// tool_use of the previous message, a tool_use whose tool_result is not
+// in the next message. Messages need not alternate user and assistant:
+// Anthropic combines consecutive turns of one role.
 func DecodeMessages(body []byte) (models.Request, bool, error) {
 	var in messagesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -88,13 +90,27 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		default:
 			return models.Request{}, false, fmt.Errorf("%s.role: unknown role %q", where, m.Role)
 		}
+		if role == models.RoleAssistant {
+			// The tool_result blocks answering an assistant message's
+			// tool_use blocks are in the next message, a user's. A system
+			// message (claude-code sends one among the messages) is no
+			// turn of the conversation, and is passed over.
+			if err := made.closeTurn("tool_use", "tool_result", fmt.Sprintf("in the next message (%s, an assistant message)", where)); err != nil {
+				return models.Request{}, false, err
+			}
+		}
 		msgs, err := messagesOf(role, m.Content, where, made)
 		if err != nil {
 			return models.Request{}, false, err
 		}
 		out.Messages = append(out.Messages, msgs...)
+		if role == models.RoleUser {
+			if err := made.closeTurn("tool_use", "tool_result", fmt.Sprintf("in the next message (%s)", where)); err != nil {
+				return models.Request{}, false, err
+			}
+		}
 	}
-	if err := made.unanswered("tool_use", "tool_result"); err != nil {
+	if err := made.closeTurn("tool_use", "tool_result", "after it"); err != nil {
 		return models.Request{}, false, err
 	}
 	tools, err := toolSpecs(in.Tools)
@@ -148,13 +164,15 @@ func messagesOf(role models.Role, raw json.RawMessage, where string, made *madeC
 			if err := jsonObject(b.Input); err != nil {
 				return nil, fmt.Errorf("%s.input: %w", at, err)
 			}
-			made.made(b.ID, at)
+			if err := made.made(b.ID, at); err != nil {
+				return nil, fmt.Errorf("%s.id: %w", at, err)
+			}
 			calls = append(calls, models.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
 		case "tool_result":
 			if role != models.RoleUser {
 				return nil, fmt.Errorf("%s: a tool_result block in a %s message", at, role)
 			}
-			if err := made.answers(b.ToolUseID, "tool_use block"); err != nil {
+			if err := made.answers(b.ToolUseID, "tool_use block", "in the previous message"); err != nil {
 				return nil, fmt.Errorf("%s.tool_use_id: %w", at, err)
 			}
 			result, err := blocksText(b.Content)

@@ -60,8 +60,11 @@ type responsesItem struct {
 // a tool that is not a function (a hosted tool such as web_search, which
 // the endpoint cannot serve) — is refused naming where, as is a history
 // OpenAI refuses: a function_call whose arguments are neither blank nor a
-// JSON object, a function_call_output answering no function_call made
+// JSON object, a function_call with the call_id of one still unanswered,
+// a function_call_output answering no unanswered function_call made
 // before it, a function_call no function_call_output after it answers.
+// Unlike Chat Completions, the output need not follow its call at once
+// (OpenAI pairs them by call_id anywhere after it).
 func DecodeResponses(body []byte) (models.Request, bool, error) {
 	var in responsesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -103,7 +106,9 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 			if err := callArguments(it.Arguments); err != nil {
 				return models.Request{}, false, fmt.Errorf("%s.arguments: %w", where, err)
 			}
-			made.made(it.CallID, where)
+			if err := made.made(it.CallID, where); err != nil {
+				return models.Request{}, false, fmt.Errorf("%s.call_id: %w", where, err)
+			}
 			call := models.ToolCall{ID: it.CallID, Name: it.Name, Args: it.Arguments}
 			// Calls made in one reply follow its message: they are that
 			// assistant message's calls, as the port holds them.
@@ -113,7 +118,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 				out.Messages = append(out.Messages, models.Message{Role: models.RoleAssistant, ToolCalls: []models.ToolCall{call}})
 			}
 		case "function_call_output":
-			if err := made.answers(it.CallID, "function_call"); err != nil {
+			if err := made.answers(it.CallID, "function_call", "still unanswered"); err != nil {
 				return models.Request{}, false, fmt.Errorf("%s.call_id: %w", where, err)
 			}
 			text, err := responsesText(it.Output)
@@ -129,7 +134,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if len(out.Messages) == 0 {
 		return models.Request{}, false, fmt.Errorf("input: none given")
 	}
-	if err := made.unanswered("function_call", "function_call_output"); err != nil {
+	if err := made.closeTurn("function_call", "function_call_output", "after it"); err != nil {
 		return models.Request{}, false, err
 	}
 	tools, err := toolSpecs(in.Tools)
