@@ -56,7 +56,7 @@ func runReport(ctx context.Context, t *target, suite string, format reportFormat
 	defer closeBus()
 	r, skipped, err := meter.ReportWithSkipped(ctx, b, suite)
 	if err != nil {
-		return err
+		return withSuitesHeld(ctx, b, err)
 	}
 	// Machine formats stay parseable on standard output; the warnings go
 	// to standard error. The table is for people: they follow it.

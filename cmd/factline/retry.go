@@ -44,7 +44,7 @@ func (o *retryFlags) run(ctx context.Context, suite string, out, errOut io.Write
 	}
 	retries, err := m.Retry(ctx, suite, o.runs)
 	if err != nil {
-		return err
+		return withSuitesHeld(ctx, b, err)
 	}
 	if len(retries) == 0 {
 		fmt.Fprintf(out, "no attempt of %s ended as a harness error%s: nothing to retry\n", suite, only(o.runs))

@@ -110,7 +110,7 @@ func TestRetryOfASuiteNotInTheLogSaysSoOnce(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, _, errOut := runCLI(t, "retry", "nosuch", "--store", store)
-	if code != 1 || !strings.Contains(errOut, `no suite "nosuch" in the log`) || strings.Contains(errOut, "retry: retry:") {
+	if code != 1 || !strings.Contains(errOut, "suite nosuch was never submitted") || strings.Contains(errOut, "retry: retry:") {
 		t.Errorf("retry of a suite not in the log: exit %d, %q", code, errOut)
 	}
 }

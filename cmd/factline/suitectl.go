@@ -98,7 +98,7 @@ func controlSuite(ctx context.Context, b *bus.Bus, suite string, body events.Sui
 		return []bus.Pending{{Fact: f, MsgID: events.SuiteScope + "/ctl/" + body.ID}}, err
 	})
 	if err != nil {
-		return fmt.Errorf("suite %s: %w", suite, err)
+		return withSuitesHeld(ctx, b, fmt.Errorf("suite %s: %w", suite, err))
 	}
 	at := time.Now().UTC()
 	if len(recs) > 0 {

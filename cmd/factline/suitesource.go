@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/factline/factline/bus"
@@ -53,17 +54,23 @@ func isURL(where string) bool {
 func (s suiteSource) load(ctx context.Context, base *target) (*measure.Log, []bus.BadRecord, error) {
 	l, bad, fold := newSuiteFold(s.suite)
 	prefix := strings.TrimSuffix(events.SuiteFilter(s.suite), ">")
+	// held lists the suites where holds, read only when the suite is not
+	// among them.
+	var held []string
+	missing := func() bool { return l.Submitted == nil }
 	var from string
 	switch {
 	case s.where == "":
 		from = "the log"
-		if err := s.read(ctx, base.readsExisting(), fold); err != nil {
+		var err error
+		if held, err = s.read(ctx, base.readsExisting(), fold, missing); err != nil {
 			return nil, *bad, err
 		}
 	case isURL(s.where):
 		from = redactURL(s.where)
 		t := &target{url: s.where, cred: base.cred, replicas: 1}
-		if err := s.read(ctx, t, fold); err != nil {
+		var err error
+		if held, err = s.read(ctx, t, fold, missing); err != nil {
 			return nil, *bad, err
 		}
 	default:
@@ -74,12 +81,15 @@ func (s suiteSource) load(ctx context.Context, base *target) (*measure.Log, []bu
 		from = s.where
 		if st.IsDir() {
 			t := (&target{store: s.where}).readsExisting()
-			if err := s.read(ctx, t, fold); err != nil {
+			if held, err = s.read(ctx, t, fold, missing); err != nil {
 				return nil, *bad, err
 			}
 			break
 		}
 		_, err = replay.File(s.where).Each(ctx, func(raw bus.Raw) error {
+			if suite, ok := submittedSuite(raw.Subject); ok && !slices.Contains(held, suite) {
+				held = append(held, suite)
+			}
 			if !strings.HasPrefix(raw.Subject, prefix) {
 				return nil // another suite's: not this comparison's to judge
 			}
@@ -90,7 +100,7 @@ func (s suiteSource) load(ctx context.Context, base *target) (*measure.Log, []bu
 		}
 	}
 	if l.Submitted == nil {
-		return nil, *bad, fmt.Errorf("%s: suite %s was never submitted: %s has no suite.submitted of it", s.given, s.suite, from)
+		return nil, *bad, fmt.Errorf("%s: suite %s was never submitted: %s has no suite.submitted of it; %s", s.given, s.suite, from, suitesHeld("it", held))
 	}
 	return l, *bad, nil
 }
@@ -123,14 +133,30 @@ func readSuiteLog(ctx context.Context, b *bus.Bus, suite string) (*measure.Log, 
 }
 
 // read folds the suite's facts from a store or a server, and lets it go.
-func (s suiteSource) read(ctx context.Context, t *target, fold func(bus.Raw) error) error {
+// When missing says, after the read, that the suite is not there, it
+// returns the suites that are (best effort: none when the listing fails).
+func (s suiteSource) read(ctx context.Context, t *target, fold func(bus.Raw) error, missing func() bool) ([]string, error) {
 	b, release, err := t.open(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.given, err)
+		return nil, fmt.Errorf("%s: %w", s.given, err)
 	}
 	defer release()
 	if _, err := b.Read(ctx, bus.ReadOptions{Filter: events.SuiteFilter(s.suite)}, fold); err != nil {
-		return fmt.Errorf("%s: read suite %s: %w", s.given, s.suite, err)
+		return nil, fmt.Errorf("%s: read suite %s: %w", s.given, s.suite, err)
 	}
-	return nil
+	if !missing() {
+		return nil, nil
+	}
+	held, _ := b.SubmittedSuites(ctx)
+	return held, nil
+}
+
+// submittedSuite returns the suite whose suite.submitted subject is the
+// one given, if it is one.
+func submittedSuite(subject string) (string, bool) {
+	suite, run, kind, err := events.ParseFactSubject(subject)
+	if err != nil || run != events.SuiteScope || kind != events.KindSuiteSubmitted {
+		return "", false
+	}
+	return suite, true
 }

@@ -589,7 +589,7 @@ func ReportWithSkipped(ctx context.Context, b *bus.Bus, suite string) (measure.R
 		return measure.Report{}, skipped, err
 	}
 	if l.Submitted == nil {
-		return measure.Report{}, skipped, fmt.Errorf("suite %s was never submitted: this log has no suite.submitted of it", suite)
+		return measure.Report{}, skipped, &NotSubmittedError{Suite: suite}
 	}
 	return measure.Build(l), skipped, nil
 }

@@ -27,7 +27,7 @@ func (s *Service) Retry(ctx context.Context, suite string, only []string) ([]mea
 	}
 	if l.Submitted == nil {
 		// The caller says what it was doing (factline retry: …).
-		return nil, fmt.Errorf("no suite %q in the log", suite)
+		return nil, &NotSubmittedError{Suite: suite}
 	}
 	if id, ok := measure.UnknownRun(l, only); ok {
 		// A typo, or another suite's run: not an attempt with nothing
