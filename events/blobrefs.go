@@ -50,9 +50,9 @@ func BlobNeeds(what string) string {
 	case HoldsReplyText, HoldsCallArgs:
 		return "reading what the model answered (view, replay, resuming the run)"
 	case HoldsCacheEntry:
-		return "checking the cached reply against its origin (audit cache-origin) and a later hit on the entry"
+		return "a later hit on the entry (the response cache reads the reply from it)"
 	case HoldsContainment:
-		return "showing how the run was contained"
+		return "reading how the run was contained (Blobs.ClaimedContainment)"
 	case HoldsCase, HoldsTreatment, HoldsSpec:
 		return "running, resuming or regrading the suite's runs"
 	case HoldsSnapshot, HoldsFixture:
