@@ -162,10 +162,31 @@ type PortResult struct {
 	// BlobsPresent is how many of the blobs read by an import the target
 	// store held already (and were not stored again).
 	BlobsPresent int
-	// Unheld is how many distinct digests the exported facts name that
-	// the store holds no blob of: identities that name no blob (an agent's
-	// identity, a cache key), or blobs missing from the store.
-	Unheld int
+	// MissingBlobs is how many blob refs of the exported facts
+	// (events.BlobRefs: a request, a case, a snapshot, ...) name a blob the
+	// store does not hold, counted once per fact and field; Missing lists
+	// the first MaxMissingListed of them, in log order. A digest that
+	// names no blob (an identity) is never counted. Whatever reads such a
+	// blob fails on the file as it would on the store.
+	MissingBlobs int
+	Missing      []MissingBlob
+}
+
+// MaxMissingListed bounds PortResult.Missing.
+const MaxMissingListed = 10
+
+// MissingBlob is a blob ref of an exported fact whose blob the store does
+// not hold.
+type MissingBlob struct {
+	Seq     uint64 // the message's sequence in the source stream
+	Subject string
+	Kind    events.Kind
+	Ref     events.BlobRef
+}
+
+// String names the missing blob and what needs it.
+func (m MissingBlob) String() string {
+	return fmt.Sprintf("message %d (%s) field %s: %s, %s, needed for %s", m.Seq, m.Kind, m.Ref.Field, m.Ref.Digest, m.Ref.Holds, events.BlobNeeds(m.Ref.Holds))
 }
 
 // flag records r in res.Flagged when it holds no fact of its subject.
@@ -188,9 +209,10 @@ func (b *Bus) Export(ctx context.Context, w io.Writer, opts ReadOptions) (PortRe
 // ExportWithBlobs is Export that also carries the blobs the facts name, as
 // a version 3 export: each blob whole (a request stored as a delta is
 // rebuilt and checked against its digest), once, in parts before the
-// first fact that names it. A digest the store holds no blob of is
-// counted in PortResult.Unheld, not an error: many digests are identities
-// that name no blob.
+// first fact that names it. Every well-formed digest a fact holds is
+// carried when the store holds its blob; a blob ref (events.BlobRefs) the
+// store does not hold is counted and named in PortResult.MissingBlobs and
+// Missing, not an error: the rest of the log is still worth a copy.
 func (b *Bus) ExportWithBlobs(ctx context.Context, w io.Writer, opts ReadOptions) (PortResult, error) {
 	return b.export(ctx, w, opts, true)
 }
@@ -216,8 +238,8 @@ func (b *Bus) export(ctx context.Context, w io.Writer, opts ReadOptions, withBlo
 	if err := enc.Encode(exportHeader{Format: ExportFormat, Version: version, Stream: FactsStream, Filter: filter, Created: &created}); err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
-	written := map[events.Digest]bool{}
-	n := 0 // entries written, blob parts included
+	held := map[events.Digest]bool{} // the digests met so far: whether the store held a blob of each
+	n := 0                           // entries written, blob parts included
 	_, err := b.Read(ctx, opts, func(r Raw) error {
 		res.Messages++
 		f, ferr := r.Fact()
@@ -225,15 +247,27 @@ func (b *Bus) export(ctx context.Context, w io.Writer, opts ReadOptions, withBlo
 			res.Flagged = append(res.Flagged, BadRecord{Seq: r.Seq, Subject: r.Subject, Err: ferr})
 		} else if withBlobs {
 			for _, d := range namedDigests(f) {
-				if written[d] {
+				if _, met := held[d]; met {
 					continue
 				}
-				written[d] = true
-				parts, err := b.exportBlob(ctx, entries, d, &res)
+				parts, ok, err := b.exportBlob(ctx, entries, d, &res)
 				if err != nil {
 					return fmt.Errorf("the blob %s that message %d on %s names: %w", d, r.Seq, r.Subject, err)
 				}
+				held[d] = ok
 				n += parts
+			}
+			for _, ref := range events.BlobRefs(f) {
+				// namedDigests holds every digest of the body, so held
+				// knows each ref's; a malformed one (refused by the
+				// decoder before here) would read as missing.
+				if held[ref.Digest] {
+					continue
+				}
+				res.MissingBlobs++
+				if len(res.Missing) < MaxMissingListed {
+					res.Missing = append(res.Missing, MissingBlob{Seq: r.Seq, Subject: r.Subject, Kind: f.Kind(), Ref: ref})
+				}
 			}
 		}
 		n++

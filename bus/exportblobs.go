@@ -41,7 +41,8 @@ var digestType = reflect.TypeFor[events.Digest]()
 // order of its fields, each once. It walks the body rather than listing
 // the fields that name blobs, so that a digest field a later fact kind
 // adds is carried without a change here; a digest that names no blob (an
-// identity) is found missing from the store and passed over.
+// identity) is found missing from the store and passed over. Whether a
+// blob is missing is events.BlobRefs' word, not this walk's.
 func namedDigests(f events.Fact) []events.Digest {
 	var out []events.Digest
 	seen := map[events.Digest]bool{}
@@ -85,23 +86,22 @@ func namedDigests(f events.Fact) []events.Digest {
 }
 
 // exportBlob writes the blob d names to enc as parts, when the store
-// holds it, and returns how many entries it wrote. The blob is read whole
-// once (Blobs.Get rebuilds a delta and checks the bytes against d) and
-// written from that one copy.
-func (b *Bus) exportBlob(ctx context.Context, enc *msgpack.Encoder, d events.Digest, res *PortResult) (int, error) {
+// holds it, and returns how many entries it wrote and whether the store
+// held it. The blob is read whole once (Blobs.Get rebuilds a delta and
+// checks the bytes against d) and written from that one copy.
+func (b *Bus) exportBlob(ctx context.Context, enc *msgpack.Encoder, d events.Digest, res *PortResult) (int, bool, error) {
 	data, err := b.Blobs().Get(ctx, d)
 	if errors.Is(err, ErrBlobNotFound) {
-		res.Unheld++
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	n := 0
 	for off := 0; ; {
 		end := min(off+exportBlobPart, len(data))
 		if err := enc.Encode(exportBlobEntry{Blob: string(d), Size: uint64(len(data)), Offset: uint64(off), Data: data[off:end]}); err != nil {
-			return n, err
+			return n, true, err
 		}
 		n++
 		if off = end; off == len(data) {
@@ -110,7 +110,7 @@ func (b *Bus) exportBlob(ctx context.Context, enc *msgpack.Encoder, d events.Dig
 	}
 	res.Blobs++
 	res.BlobBytes += int64(len(data))
-	return n, nil
+	return n, true, nil
 }
 
 // blobParts is a blob of a version 3 export whose parts are being read.

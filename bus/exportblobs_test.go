@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,8 +84,8 @@ func TestAnExportWithBlobsRestoresThemIntoAFreshStore(t *testing.T) {
 	src := newBlobStore(ctx, t)
 	var buf bytes.Buffer
 	res, err := src.b.ExportWithBlobs(ctx, &buf, bus.ReadOptions{})
-	if err != nil || res.Version != 3 || res.Messages != 5 || res.Blobs != 3 || res.Unheld != 1 {
-		t.Fatalf("export: %+v, %v; want version 3, 5 messages, 3 blobs, 1 digest unheld", res, err)
+	if err != nil || res.Version != 3 || res.Messages != 5 || res.Blobs != 3 || res.MissingBlobs != 1 {
+		t.Fatalf("export: %+v, %v; want version 3, 5 messages, 3 blobs, 1 blob missing", res, err)
 	}
 	// The order a reader meets them in: each blob before its first fact.
 	var order []string
@@ -313,5 +315,59 @@ func TestTheGoldenVersion3ExportReads(t *testing.T) {
 	})
 	if err != nil || version != 3 || len(subjects) != 3 || len(blobs) != 3 || subjects[0] != "fact.golden.r1.run.claimed" {
 		t.Errorf("export-v3.flx: version %d, facts %v, blobs %v, %v; want version 3, 3 facts of golden/r1 and 3 blobs", version, subjects, blobs, err)
+	}
+}
+
+// An export tells a blob the store lost from a digest that names no
+// blob: the blob refs (events.BlobRefs) the store does not hold are
+// counted and named (message, kind, field, digest); an agent identity, a
+// cache identity and an executable's digest are not. Export counted every
+// digest it found no blob of, identities among them, and named none.
+func TestAnExportNamesTheBlobRefsTheStoreDoesNotHold(t *testing.T) {
+	ctx := testCtx(t)
+	b, _ := bustest.Start(t)
+	held, err := b.Blobs().Put(ctx, []byte("request 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := events.DigestOf([]byte("request 2, never stored"))
+	identity := events.DigestOf([]byte("an agent identity"))
+	meta := func(pos uint64) events.Meta {
+		return events.Meta{Suite: "s", Run: "r1", TaskGeneration: 1, Position: pos,
+			Producer: events.Producer{Service: events.OwnerRunner, Instance: "t"}}
+	}
+	var expect bus.Expect
+	var seqs []uint64
+	for i, body := range []events.Body{
+		events.RunClaimed{Runner: "t", Lease: 1, Identity: identity,
+			Extensions: []events.Extension{{Name: "x", Command: "/bin/x", Executable: events.DigestOf([]byte("an executable"))}}},
+		events.TurnStarted{Turn: 1, ContextDigest: held, Messages: 1},
+		events.ModelReplied{Turn: 1, Provider: "p", Text: "ok", CacheIdentity: events.DigestOf([]byte("cache identity"))},
+		events.TurnStarted{Turn: 2, ContextDigest: lost, Messages: 2},
+		events.TurnStarted{Turn: 3, ContextDigest: lost, Messages: 2},
+	} {
+		f, err := events.NewFact(meta(uint64(i+1)), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := b.Append(ctx, expect, bus.Pending{Fact: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect = expect.Then(recs[0].Seq)
+		seqs = append(seqs, recs[0].Seq)
+	}
+	res, err := b.ExportWithBlobs(ctx, io.Discard, bus.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bus.MissingBlob{
+		{Seq: seqs[3], Subject: "fact.s.r1.turn.started", Kind: events.KindTurnStarted,
+			Ref: events.BlobRef{Field: "context_digest", Digest: lost, Holds: events.HoldsRequest}},
+		{Seq: seqs[4], Subject: "fact.s.r1.turn.started", Kind: events.KindTurnStarted,
+			Ref: events.BlobRef{Field: "context_digest", Digest: lost, Holds: events.HoldsRequest}},
+	}
+	if res.Blobs != 1 || res.MissingBlobs != 2 || !slices.Equal(res.Missing, want) {
+		t.Fatalf("export: %d blobs, %d missing %+v; want 1 blob, 2 missing %+v", res.Blobs, res.MissingBlobs, res.Missing, want)
 	}
 }

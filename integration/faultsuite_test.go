@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -175,6 +176,9 @@ type suiteOutcome struct {
 	facts  []events.Fact
 	seqs   []uint64 // the stream sequence of each fact
 	ended  int
+	// blobs says, for each blob the facts name (events.BlobRefs),
+	// whether the store holds it.
+	blobs map[events.Digest]bool
 }
 
 // faultKinds are the kinds a fault may add to a correct log: a runner that
@@ -248,6 +252,19 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 	}); err != nil {
 		t.Fatal(err)
 	}
+	out.blobs = map[events.Digest]bool{}
+	for _, f := range out.facts {
+		for _, ref := range events.BlobRefs(f) {
+			if _, asked := out.blobs[ref.Digest]; asked {
+				continue
+			}
+			_, err := b.Blobs().Stat(ctx, ref.Digest)
+			if err != nil && !errors.Is(err, bus.ErrBlobNotFound) {
+				t.Fatal(err)
+			}
+			out.blobs[ref.Digest] = err == nil
+		}
+	}
 	return out
 }
 
@@ -256,7 +273,13 @@ func awaitReported(t testing.TB, ctx context.Context, b *bus.Bus, suite string, 
 // report and the fact counts by kind are those of the fault-free run.
 func checkOutcome(t testing.TB, got, want suiteOutcome) {
 	t.Helper()
-	if vs := audit.Check(got.facts, audit.Options{Finished: true, Sink: got.sink}); len(vs) > 0 {
+	// A fault never leaves a fact naming a blob the store lacks: every
+	// writer stores a blob before the fact that names it.
+	opts := audit.Options{Finished: true, Sink: got.sink, Seqs: got.seqs}
+	if got.blobs != nil {
+		opts.Blobs = func(d events.Digest) bool { return got.blobs[d] }
+	}
+	if vs := audit.Check(got.facts, opts); len(vs) > 0 {
 		runs := map[string]bool{}
 		for _, v := range vs {
 			t.Errorf("audit: %v", v)

@@ -67,6 +67,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	}
 	defer closeBus()
 	var facts []events.Fact
+	var seqs []uint64
 	var violations []audit.Violation
 	var undecodable []auditMessage
 	bad, read := 0, 0
@@ -88,6 +89,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			return nil
 		}
 		facts = append(facts, f)
+		seqs = append(seqs, r.Seq)
 		return nil
 	}); err != nil {
 		return err
@@ -102,6 +104,14 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	}
 	grading, unknown := casePlans(ctx, b, facts)
 	opts.Grading = grading
+	opts.Seqs = seqs
+	blobs, err := blobsHeld(ctx, b, facts)
+	if err != nil {
+		return err
+	}
+	if blobs.checked() {
+		opts.Blobs = blobs.has
+	}
 	violations = append(violations, audit.Check(facts, opts)...)
 	// Run IDs are unique within a suite only: --run alone audits every
 	// suite's run of the ID, and the verdict says whose, so that a pass
@@ -121,7 +131,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		}
 	}
 	if o.asJSON {
-		if err := writeAuditJSON(out, len(facts), suites, violations, undecodable, unknown); err != nil {
+		if err := writeAuditJSON(out, len(facts), suites, violations, undecodable, unknown, blobs.checked()); err != nil {
 			return err
 		}
 	} else {
@@ -131,6 +141,9 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		if unknown > 0 {
 			fmt.Fprintf(out, "note: the cases of %d runs are not in this store (a copy holds facts, not blobs): their grades are re-derived under the plan their facts record\n", unknown)
 		}
+		if !blobs.checked() && len(blobs.held) > 0 {
+			fmt.Fprintf(out, "note: the store holds none of the %d blobs the facts name (a copy of the facts only, imported from an export --no-blobs?): %s was not checked\n", len(blobs.held), audit.RuleBlobHeld)
+		}
 	}
 	if len(violations) > 0 || bad > 0 {
 		return fmt.Errorf("%s: %d violations, %d undecodable messages", what, len(violations), bad)
@@ -139,6 +152,44 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		fmt.Fprintf(out, "%s: every invariant holds\n", what)
 	}
 	return nil
+}
+
+// heldBlobs is whether the store holds the blob of each digest the
+// audited facts name as a blob (events.BlobRefs).
+type heldBlobs struct {
+	held map[events.Digest]bool
+	n    int // how many of them the store holds
+}
+
+// has says whether the store holds d's blob.
+func (h heldBlobs) has(d events.Digest) bool { return h.held[d] }
+
+// checked says whether blob-held is worth checking: a store that holds
+// none of the blobs its facts name is a copy of the facts only (an
+// import of an export --no-blobs), whose every blob would be reported.
+func (h heldBlobs) checked() bool { return h.n > 0 || len(h.held) == 0 }
+
+// blobsHeld asks the store's blob bucket about each blob the facts name.
+func blobsHeld(ctx context.Context, b *bus.Bus, facts []events.Fact) (heldBlobs, error) {
+	h := heldBlobs{held: map[events.Digest]bool{}}
+	for _, f := range facts {
+		for _, ref := range events.BlobRefs(f) {
+			if _, asked := h.held[ref.Digest]; asked {
+				continue
+			}
+			_, err := b.Blobs().Stat(ctx, ref.Digest)
+			switch {
+			case err == nil:
+				h.held[ref.Digest] = true
+				h.n++
+			case errors.Is(err, bus.ErrBlobNotFound):
+				h.held[ref.Digest] = false
+			default:
+				return h, fmt.Errorf("audit: the blob %s that %s of %s/%s names: %w", ref.Digest, f.Kind(), f.Suite, f.Run, err)
+			}
+		}
+	}
+	return h, nil
 }
 
 // scope names the suite or run the audit was asked for.
@@ -161,7 +212,7 @@ type auditMessage struct {
 
 // writeAuditJSON writes the audit as one JSON object; the exit status
 // says the same as "holds".
-func writeAuditJSON(out io.Writer, facts int, suites []string, vs []audit.Violation, undecodable []auditMessage, casesUnknown int) error {
+func writeAuditJSON(out io.Writer, facts int, suites []string, vs []audit.Violation, undecodable []auditMessage, casesUnknown int, blobsChecked bool) error {
 	type violation struct {
 		Suite  string `json:"suite"`
 		Run    string `json:"run"`
@@ -179,7 +230,11 @@ func writeAuditJSON(out io.Writer, facts int, suites []string, vs []audit.Violat
 		// CasesUnknown counts the runs whose case the store does not
 		// hold: their grades were re-derived from the facts alone.
 		CasesUnknown int `json:"cases_unknown"`
-	}{Facts: facts, Suites: suites, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable, CasesUnknown: casesUnknown}
+		// BlobsChecked says whether blob-held was checked: false when the
+		// store holds none of the blobs the facts name (a copy of facts).
+		BlobsChecked bool `json:"blobs_checked"`
+	}{Facts: facts, Suites: suites, Holds: len(vs) == 0 && len(undecodable) == 0, Violations: []violation{}, Undecodable: undecodable,
+		CasesUnknown: casesUnknown, BlobsChecked: blobsChecked}
 	if doc.Undecodable == nil {
 		doc.Undecodable = []auditMessage{}
 	}

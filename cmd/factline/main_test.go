@@ -47,7 +47,7 @@ func TestDemo(t *testing.T) {
 
 	// Its log is one the services could have written: it audits clean
 	// (the report it records is the one its facts rebuild).
-	if code, out, errOut := runCLI(t, "audit", "--store", store, "--finished"); code != 0 {
+	if code, out, errOut := runCLI(t, "audit", "--store", store, "--finished"); code != 0 || strings.Contains(out, "not checked") {
 		t.Fatalf("the demo's log: audit exited %d\n%s%s", code, out, errOut)
 	}
 
@@ -61,7 +61,8 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("replay kinds = %v (%v) from %q", counts, err, out)
 	}
 	export := filepath.Join(t.TempDir(), "demo.flx")
-	if code, out, errOut = runCLI(t, "export", "--store", store, "--out", export); code != 0 || !strings.Contains(out, "exported 15 messages") {
+	// Its store holds every blob its facts name, as the services' would.
+	if code, out, errOut = runCLI(t, "export", "--store", store, "--out", export); code != 0 || !strings.Contains(out, "exported 15 messages and 6 blobs") || strings.Contains(out, "missing") {
 		t.Fatalf("export: %d %q %q", code, out, errOut)
 	}
 	fresh := t.TempDir()

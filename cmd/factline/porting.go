@@ -63,6 +63,7 @@ func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions
 		res, err := export(ctx, out, opts)
 		if err == nil {
 			fmt.Fprintf(errOut, "exported %d messages%s\n", res.Messages, blobsCarried(res))
+			printMissing(errOut, res)
 			printFlagged(errOut, res.Flagged)
 		}
 		return err
@@ -79,6 +80,7 @@ func runExport(ctx context.Context, t *target, path string, opts bus.ReadOptions
 		return err
 	}
 	fmt.Fprintf(out, "exported %d messages%s to %s\n", res.Messages, blobsCarried(res), path)
+	printMissing(out, res)
 	printFlagged(out, res.Flagged)
 	return nil
 }
@@ -89,7 +91,26 @@ func blobsCarried(res bus.PortResult) string {
 	if res.Version < 3 {
 		return " (facts only, no blobs)"
 	}
-	return fmt.Sprintf(" and %d blobs (%d bytes; %d digests the facts name are no blob of the store: identities, or blobs missing)", res.Blobs, res.BlobBytes, res.Unheld)
+	if res.MissingBlobs == 0 {
+		return fmt.Sprintf(" and %d blobs (%d bytes)", res.Blobs, res.BlobBytes)
+	}
+	if res.MissingBlobs == 1 {
+		return fmt.Sprintf(" and %d blobs (%d bytes; 1 reference of the facts names a blob the store does not hold: what reads it fails on the file as on the store)",
+			res.Blobs, res.BlobBytes)
+	}
+	return fmt.Sprintf(" and %d blobs (%d bytes; %d references of the facts name blobs the store does not hold: what reads them fails on the file as on the store)",
+		res.Blobs, res.BlobBytes, res.MissingBlobs)
+}
+
+// printMissing names the first blob references a version 3 export found
+// no blob of, with what needs each.
+func printMissing(w io.Writer, res bus.PortResult) {
+	for _, m := range res.Missing {
+		fmt.Fprintf(w, "missing blob: %s\n", m)
+	}
+	if more := res.MissingBlobs - len(res.Missing); more > 0 {
+		fmt.Fprintf(w, "missing blob: ... and %d more ('factline audit' names every one)\n", more)
+	}
 }
 
 // printFlagged names the messages an export or import carried that hold no

@@ -59,7 +59,8 @@ const (
 	RuleEffectRecorded = "effect-recorded"
 	// The rules that re-derive recorded decisions are RuleCacheOrigin
 	// (cached.go), RuleVerdictDerived and RuleConflictDerived (grades.go)
-	// and RuleReportDerived (reports.go).
+	// and RuleReportDerived (reports.go); RuleBlobHeld (blobs.go) checks
+	// the blobs the facts name.
 )
 
 // run gathers what one run's facts say.
@@ -107,6 +108,15 @@ type Options struct {
 	// the case's word for every instrument and version it declares; without
 	// it, under what the run's own facts record.
 	Grading func(suite, run string) (grade.Policy, bool)
+	// Blobs, when not nil, says whether the store holds the blob of a
+	// digest: each blob a fact names (events.BlobRefs) that it does not
+	// hold is then a RuleBlobHeld violation. Nil: blobs are not checked
+	// (a copy of facts only holds none).
+	Blobs func(events.Digest) bool
+	// Seqs, when as long as the facts, is each fact's sequence in the
+	// stream, for violations that name a fact; otherwise a fact is named
+	// by its run and position.
+	Seqs []uint64
 }
 
 // Check audits facts (in log order).
@@ -176,6 +186,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	for _, suite := range suiteOrder {
 		out = append(out, checkReports(suite, suites[suite])...)
 	}
+	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs)...)
 	if sink != nil {
 		ops := make([]string, 0, len(sink))
 		for op := range sink {

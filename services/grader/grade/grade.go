@@ -150,8 +150,9 @@ func (r Run) Pending(snapshot events.Digest, p Policy) []Instrument {
 
 // NoCandidate is the snapshot a verdict names when the run sealed no
 // candidate: the digest of the text "factline:no-candidate". It is not the
-// digest of any workspace manifest, so it never names a real tree.
-var NoCandidate = events.DigestOf([]byte("factline:no-candidate"))
+// digest of any workspace manifest, so it never names a real tree, nor a
+// blob (events.BlobRefs passes it over).
+var NoCandidate = events.NoCandidate
 
 // missing reports whether an outcome is no result at all for the rules: an
 // instrument that errored or did not run has not spoken.

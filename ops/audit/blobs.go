@@ -1,0 +1,37 @@
+package audit
+
+import (
+	"fmt"
+
+	"github.com/factline/factline/events"
+)
+
+// RuleBlobHeld: every blob a fact names (events.BlobRefs: a request, a
+// case, a snapshot, a cache entry, ...) is held by the store. Checked only
+// when Options.Blobs says what the store holds.
+const RuleBlobHeld = "blob-held"
+
+// checkBlobs reports each blob ref of facts whose blob held says the
+// store does not hold, in log order. seqs, when as long as facts, gives
+// each fact's stream sequence; otherwise a fact is named by its position.
+func checkBlobs(facts []events.Fact, seqs []uint64, held func(events.Digest) bool) []Violation {
+	if held == nil {
+		return nil
+	}
+	var out []Violation
+	for i, f := range facts {
+		for _, ref := range events.BlobRefs(f) {
+			if held(ref.Digest) {
+				continue
+			}
+			at := fmt.Sprintf("the fact at position %d", f.Position)
+			if len(seqs) == len(facts) {
+				at = fmt.Sprintf("message %d", seqs[i])
+			}
+			out = append(out, Violation{f.Suite, f.Run, RuleBlobHeld, fmt.Sprintf(
+				"%s (%s) field %s names blob %s, %s, which the store does not hold: %s fails without it",
+				at, f.Kind(), ref.Field, ref.Digest, ref.Holds, events.BlobNeeds(ref.Holds))})
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package audit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/events"
+)
+
+// With the blobs the store holds, every blob ref of a fact whose blob is
+// not held is a blob-held violation naming the fact (its sequence when
+// known), kind, field and digest; an identity is no blob ref, and a store
+// that holds every blob passes. The audit checked nothing about blobs.
+func TestABlobRefTheStoreDoesNotHoldIsAViolation(t *testing.T) {
+	l := clean(t)
+	x := events.DigestOf([]byte("x")) // every blob ref of the clean run
+	lost := events.DigestOf([]byte("the second request"))
+	identity := events.DigestOf([]byte("an agent identity"))
+	l.facts = l.facts[:2] // claimed, turn 1 started
+	l.add(events.TurnStarted{Turn: 2, ContextDigest: lost})
+	l.run = "r2"
+	l.add(events.RunClaimed{Runner: "a", Lease: 1, Identity: identity})
+	held := func(d events.Digest) bool { return d == x }
+	seqs := []uint64{11, 12, 13, 14}
+
+	vs := Check(l.facts, Options{Blobs: held, Seqs: seqs})
+	var blob []Violation
+	for _, v := range vs {
+		if v.Rule == RuleBlobHeld {
+			blob = append(blob, v)
+		}
+	}
+	if len(blob) != 1 {
+		t.Fatalf("blob-held violations %v, want one (the lost request); all: %v", blob, vs)
+	}
+	v := blob[0]
+	for _, want := range []string{"message 13", "turn.started", "context_digest", string(lost), "a turn's request"} {
+		if v.Suite != "s" || v.Run != "r" || !strings.Contains(v.Detail, want) {
+			t.Errorf("violation %v does not name %q (or is not of s/r)", v, want)
+		}
+	}
+
+	// Without sequences the fact is named by its position.
+	vs = Check(l.facts, Options{Blobs: held})
+	if got := rules(vs); !strings.Contains(got, RuleBlobHeld) {
+		t.Fatalf("rules %q", got)
+	}
+	for _, v := range vs {
+		if v.Rule == RuleBlobHeld && !strings.Contains(v.Detail, "position 3") {
+			t.Errorf("violation %v does not name the fact's position", v)
+		}
+	}
+
+	// A store that holds every blob, and an audit not told the blobs,
+	// report none.
+	all := func(events.Digest) bool { return true }
+	for _, opts := range []Options{{Blobs: all}, {}} {
+		if got := rules(Check(l.facts, opts)); strings.Contains(got, "blob") {
+			t.Errorf("rules %q with %+v", got, opts)
+		}
+	}
+	if vs := Check(clean(t).facts, Options{Sink: map[string]int{"r/t1/c": 1}, Finished: true, Blobs: held}); len(vs) != 0 {
+		t.Fatalf("violations in a clean run whose blobs are held: %v", vs)
+	}
+}
