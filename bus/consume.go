@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,6 +62,19 @@ type ConsumerConfig struct {
 	// dead-letter stream (it is safe there), with the reason: the service
 	// may record that it gave up on it. An error is logged.
 	OnDeadLetter func(ctx context.Context, d Delivery, reason string) error
+
+	// stopping is this instance's pull loop as it stops (Consume sets it),
+	// for handBackStopped.
+	stopping *pullStop
+}
+
+// pullStop says how an instance's pull loop stopped: done is closed once
+// it has returned, after which it asks the server for nothing more, and
+// openAtStop is set before that when a pull request of its was still
+// open as it stopped (an on-demand pull for an idle worker).
+type pullStop struct {
+	done       chan struct{}
+	openAtStop atomic.Bool
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -177,6 +191,8 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			free <- struct{}{}
 		}
 	}
+	stopping := &pullStop{done: make(chan struct{})}
+	cfg.stopping = stopping
 	work := make(chan delivered)
 	var wg sync.WaitGroup
 	if cfg.OrderByRun {
@@ -198,6 +214,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		close(work)
 		wg.Wait()
 	}()
+	// Deferred last, so run first: the pull loop has returned before the
+	// workers are waited for (handBackStopped waits for it).
+	defer close(stopping.done)
 	// The pull loop outlives what a cluster does to it: a missed heartbeat
 	// while a stream leader is elected, a consumer whose state moved, a
 	// connection that came back. It reports and pulls again; only the end
@@ -268,6 +287,11 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 			case ctx.Err() != nil:
 				if m != nil {
 					handBackMsg(m, cfg.AckWait) // fetched as the service stopped
+				} else if cfg.stopping != nil {
+					// The server may still hold the request, and deliver
+					// into it until the client's unsubscribe, which follows
+					// Next's return by a moment, reaches it.
+					cfg.stopping.openAtStop.Store(true)
 				}
 				free <- struct{}{}
 				return ctx.Err()
@@ -495,7 +519,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, dl deli
 		}
 	case ctx.Err() != nil:
 		// Shutting down: hand it back unfinished for another instance.
-		b.handBack(dl, cfg)
+		b.handBackStopped(dl, cfg)
 	case errors.Is(err, ErrHeldElsewhere):
 		// The server keeps one pending entry per message, the newest
 		// delivery's, and an ack from any delivery settles it: this one
@@ -591,6 +615,48 @@ func (b *Bus) handBack(d delivered, cfg ConsumerConfig) {
 		return
 	}
 	handBackMsg(d.m, cfg.AckWait)
+}
+
+// handBackWait bounds how long a delivery stopped by the shutdown waits
+// for its instance's pull loop to return before it is handed back with
+// handBackMsg's delay instead.
+const handBackWait = 2 * time.Second
+
+// handBackStopped hands back a delivery whose handler the shutdown
+// stopped. An on-demand consumer's (a runner's: a run handed back) goes
+// back with no delay when this instance had no pull open as it stopped
+// (every worker busy), so that another instance takes it now rather than
+// after min(ack wait, 5 s): once the handler has returned, the work it
+// stood for has stopped here (a runner's attempt sends nothing more, and
+// its facts are fenced by the run's claims and last sequence anyway), and
+// once the pull loop has returned without a pull open, this instance has
+// no request the server could fill with the message. Otherwise it keeps
+// handBackMsg's delay: a pull open at the stop is withdrawn only when the
+// NATS client's unsubscribe reaches the server, a moment after the pull
+// loop returns, and a nak that came first would be delivered into it and
+// lost with the process, to wait out the ack wait. So does a consumer
+// that pulls ahead (not OnDemand), whose last pull stays open until it
+// expires, and a delivery whose pull loop did not return in time.
+func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
+	if !cfg.OnDemand || cfg.stopping == nil {
+		b.handBack(d, cfg)
+		return
+	}
+	select {
+	case <-cfg.stopping.done:
+	case <-time.After(handBackWait):
+		b.handBack(d, cfg)
+		return
+	}
+	if cfg.stopping.openAtStop.Load() {
+		b.handBack(d, cfg)
+		return
+	}
+	if !d.lease.Held(time.Now()) {
+		b.log.Info("not handing back a delivery whose lease lapsed", "consumer", cfg.Name, "subject", d.m.Subject())
+		return
+	}
+	_ = d.m.Nak()
 }
 
 // runWithHeartbeat runs fn, renewing the delivery's lease every period
