@@ -35,7 +35,7 @@ func TestAStoppedOnDemandInstanceHandsItsWorkBackAtOnce(t *testing.T) {
 // the delay, and the other instance takes the message as its second
 // delivery, never a third.
 func TestAStoppedInstanceWithAPullOpenDoesNotHandItsWorkBackIntoIt(t *testing.T) {
-	for range 3 {
+	for range 2 {
 		if nak := stopMidWork(t, 2); !strings.HasPrefix(nak, "-NAK {") {
 			t.Errorf("the stopped instance, with a pull open, handed its delivery back with %q, want a nak with a delay", nak)
 		}
