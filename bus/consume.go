@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,13 +67,10 @@ type ConsumerConfig struct {
 	stopping *pullStop
 }
 
-// pullStop says how an instance's pull loop stopped: done is closed once
-// it has returned, after which it asks the server for nothing more, and
-// openAtStop is set before that when a pull request of its was still
-// open as it stopped (an on-demand pull for an idle worker).
+// pullStop is an instance's pull loop as it stops: done is closed once it
+// has returned, after which it asks the server for nothing more.
 type pullStop struct {
-	done       chan struct{}
-	openAtStop atomic.Bool
+	done chan struct{}
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -223,7 +219,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 	// of ctx stops it.
 	for attempt := 0; ; attempt++ {
 		if cfg.OnDemand {
-			err = b.pullOnDemand(ctx, cfg, cons, fresh, free, work)
+			err = b.pullOnDemand(ctx, cfg, fresh, free, work)
 		} else {
 			err = b.pull(ctx, cfg, cons, fresh, work)
 		}
@@ -261,7 +257,7 @@ func pullBound(limit, ackWait time.Duration) time.Duration { return min(limit, a
 // over, until a fetch keeps failing or ctx ends. A fetch of the consumer
 // answered "no responders" while its node may not know it yet (fresh) is
 // made again in place, without counting.
-func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, fresh *freshConsumer, free chan struct{}, work chan<- delivered) error {
+func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, fresh *freshConsumer, free chan struct{}, work chan<- delivered) error {
 	misses := 0
 	for {
 		select {
@@ -279,19 +275,14 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 					continue
 				}
 			}
-			fctx, cancel := context.WithTimeout(ctx, pullBound(onDemandWait, cfg.AckWait))
 			pulled = time.Now()
-			m, err = cons.Next(jetstream.FetchContext(fctx))
-			cancel()
+			// Its inbox is withdrawn once it returns (pullOne): a hand-back
+			// after the loop has returned cannot land in it.
+			m, err = b.pullOne(ctx, cfg.Name, pullBound(onDemandWait, cfg.AckWait))
 			switch {
 			case ctx.Err() != nil:
 				if m != nil {
 					handBackMsg(m, cfg.AckWait) // fetched as the service stopped
-				} else if cfg.stopping != nil {
-					// The server may still hold the request, and deliver
-					// into it until the client's unsubscribe, which follows
-					// Next's return by a moment, reaches it.
-					cfg.stopping.openAtStop.Store(true)
 				}
 				free <- struct{}{}
 				return ctx.Err()
@@ -623,20 +614,20 @@ func (b *Bus) handBack(d delivered, cfg ConsumerConfig) {
 const handBackWait = 2 * time.Second
 
 // handBackStopped hands back a delivery whose handler the shutdown
-// stopped. An on-demand consumer's (a runner's: a run handed back) goes
-// back with no delay when this instance had no pull open as it stopped
-// (every worker busy), so that another instance takes it now rather than
-// after min(ack wait, 5 s): once the handler has returned, the work it
-// stood for has stopped here (a runner's attempt sends nothing more, and
-// its facts are fenced by the run's claims and last sequence anyway), and
-// once the pull loop has returned without a pull open, this instance has
-// no request the server could fill with the message. Otherwise it keeps
-// handBackMsg's delay: a pull open at the stop is withdrawn only when the
-// NATS client's unsubscribe reaches the server, a moment after the pull
-// loop returns, and a nak that came first would be delivered into it and
-// lost with the process, to wait out the ack wait. So does a consumer
-// that pulls ahead (not OnDemand), whose last pull stays open until it
-// expires, and a delivery whose pull loop did not return in time.
+// stopped. An on-demand consumer's (a runner's: a run handed back; a
+// grader's) goes back with no delay once its pull loop has returned, so
+// that another instance takes it now rather than after min(ack wait, 5 s):
+// once the handler has returned, the work it stood for has stopped here
+// (a runner's attempt sends nothing more, and its facts are fenced by the
+// run's claims and last sequence anyway), and once the pull loop has
+// returned this instance has no pull open: each pull's inbox is
+// unsubscribed before pullOne returns, on the connection the nak goes out
+// on, so the server has withdrawn it before it reads the nak and gives the
+// message to another instance's pull, never back to this one. A consumer
+// that pulls ahead (not OnDemand) may still have a batch pull open that
+// the server would fill with the message (nats.go withdraws it later, from
+// a goroutine of its own) and keeps handBackMsg's delay, as does a
+// delivery whose pull loop did not return in time.
 func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
 	if !cfg.OnDemand || cfg.stopping == nil {
 		b.handBack(d, cfg)
@@ -645,10 +636,6 @@ func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
 	select {
 	case <-cfg.stopping.done:
 	case <-time.After(handBackWait):
-		b.handBack(d, cfg)
-		return
-	}
-	if cfg.stopping.openAtStop.Load() {
 		b.handBack(d, cfg)
 		return
 	}
