@@ -61,6 +61,16 @@ type ConsumerConfig struct {
 	// dead-letter stream (it is safe there), with the reason: the service
 	// may record that it gave up on it. An error is logged.
 	OnDeadLetter func(ctx context.Context, d Delivery, reason string) error
+
+	// stopping is this instance's pull loop as it stops (Consume sets it),
+	// for handBackStopped.
+	stopping *pullStop
+}
+
+// pullStop is an instance's pull loop as it stops: done is closed once it
+// has returned, after which it asks the server for nothing more.
+type pullStop struct {
+	done chan struct{}
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -177,6 +187,8 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			free <- struct{}{}
 		}
 	}
+	stopping := &pullStop{done: make(chan struct{})}
+	cfg.stopping = stopping
 	work := make(chan delivered)
 	var wg sync.WaitGroup
 	if cfg.OrderByRun {
@@ -198,13 +210,16 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		close(work)
 		wg.Wait()
 	}()
+	// Deferred last, so run first: the pull loop has returned before the
+	// workers are waited for (handBackStopped waits for it).
+	defer close(stopping.done)
 	// The pull loop outlives what a cluster does to it: a missed heartbeat
 	// while a stream leader is elected, a consumer whose state moved, a
 	// connection that came back. It reports and pulls again; only the end
 	// of ctx stops it.
 	for attempt := 0; ; attempt++ {
 		if cfg.OnDemand {
-			err = b.pullOnDemand(ctx, cfg, cons, fresh, free, work)
+			err = b.pullOnDemand(ctx, cfg, fresh, free, work)
 		} else {
 			err = b.pull(ctx, cfg, cons, fresh, work)
 		}
@@ -242,7 +257,7 @@ func pullBound(limit, ackWait time.Duration) time.Duration { return min(limit, a
 // over, until a fetch keeps failing or ctx ends. A fetch of the consumer
 // answered "no responders" while its node may not know it yet (fresh) is
 // made again in place, without counting.
-func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, fresh *freshConsumer, free chan struct{}, work chan<- delivered) error {
+func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, fresh *freshConsumer, free chan struct{}, work chan<- delivered) error {
 	misses := 0
 	for {
 		select {
@@ -260,10 +275,10 @@ func (b *Bus) pullOnDemand(ctx context.Context, cfg ConsumerConfig, cons jetstre
 					continue
 				}
 			}
-			fctx, cancel := context.WithTimeout(ctx, pullBound(onDemandWait, cfg.AckWait))
 			pulled = time.Now()
-			m, err = cons.Next(jetstream.FetchContext(fctx))
-			cancel()
+			// Its inbox is withdrawn once it returns (pullOne): a hand-back
+			// after the loop has returned cannot land in it.
+			m, err = b.pullOne(ctx, cfg.Name, pullBound(onDemandWait, cfg.AckWait))
 			switch {
 			case ctx.Err() != nil:
 				if m != nil {
@@ -495,7 +510,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumerConfig, h Handler, dl deli
 		}
 	case ctx.Err() != nil:
 		// Shutting down: hand it back unfinished for another instance.
-		b.handBack(dl, cfg)
+		b.handBackStopped(dl, cfg)
 	case errors.Is(err, ErrHeldElsewhere):
 		// The server keeps one pending entry per message, the newest
 		// delivery's, and an ack from any delivery settles it: this one
@@ -591,6 +606,44 @@ func (b *Bus) handBack(d delivered, cfg ConsumerConfig) {
 		return
 	}
 	handBackMsg(d.m, cfg.AckWait)
+}
+
+// handBackWait bounds how long a delivery stopped by the shutdown waits
+// for its instance's pull loop to return before it is handed back with
+// handBackMsg's delay instead.
+const handBackWait = 2 * time.Second
+
+// handBackStopped hands back a delivery whose handler the shutdown
+// stopped. An on-demand consumer's (a runner's: a run handed back; a
+// grader's) goes back with no delay once its pull loop has returned, so
+// that another instance takes it now rather than after min(ack wait, 5 s):
+// once the handler has returned, the work it stood for has stopped here
+// (a runner's attempt sends nothing more, and its facts are fenced by the
+// run's claims and last sequence anyway), and once the pull loop has
+// returned this instance has no pull open: each pull's inbox is
+// unsubscribed before pullOne returns, on the connection the nak goes out
+// on, so the server has withdrawn it before it reads the nak and gives the
+// message to another instance's pull, never back to this one. A consumer
+// that pulls ahead (not OnDemand) may still have a batch pull open that
+// the server would fill with the message (nats.go withdraws it later, from
+// a goroutine of its own) and keeps handBackMsg's delay, as does a
+// delivery whose pull loop did not return in time.
+func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
+	if !cfg.OnDemand || cfg.stopping == nil {
+		b.handBack(d, cfg)
+		return
+	}
+	select {
+	case <-cfg.stopping.done:
+	case <-time.After(handBackWait):
+		b.handBack(d, cfg)
+		return
+	}
+	if !d.lease.Held(time.Now()) {
+		b.log.Info("not handing back a delivery whose lease lapsed", "consumer", cfg.Name, "subject", d.m.Subject())
+		return
+	}
+	_ = d.m.Nak()
 }
 
 // runWithHeartbeat runs fn, renewing the delivery's lease every period

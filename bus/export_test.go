@@ -2,8 +2,10 @@ package bus
 
 import (
 	"context"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/events"
 )
@@ -56,4 +58,9 @@ func (h *Blobs) GetUnder(ctx context.Context, d events.Digest, between func()) (
 	}
 	between()
 	return b.readBlob(ctx, d, info)
+}
+
+// PullOne exposes the bus's own on-demand pull.
+func (b *Bus) PullOne(ctx context.Context, consumer string, expires time.Duration) (jetstream.Msg, error) {
+	return b.pullOne(ctx, consumer, expires)
 }

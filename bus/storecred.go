@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/factline/factline/secrets"
 )
 
 // StoreCredentialFile holds the nkey seed of the one NATS user a store's
@@ -71,12 +73,15 @@ func (e *credentialFileError) Unwrap() error { return e.err }
 // readCredential reads a store's credential file, refusing one other
 // users may read: whoever reads it owns the store.
 func readCredential(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	exp, err := secrets.StatFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, &credentialFileError{fmt.Errorf("the store's credential %s may be read by other users (mode %04o): run 'chmod 600 %s'", path, perm, path)}
+	// The same rule as for every file holding a secret, stricter: a flag's
+	// file open to others is warned about (a deployment may have no other
+	// way to hand it to a container's user), the store's own is refused.
+	if exp.Loose() {
+		return nil, &credentialFileError{fmt.Errorf("the store's credential %s may be read by other users (mode %s): run 'chmod 600 %s'", path, exp.ModeString(), path)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

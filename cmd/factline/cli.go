@@ -43,6 +43,7 @@ func newRoot() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.Flags().Bool("version", false, "print the build's version and exit")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	logLevelFlag(root)
 	root.SetUsageFunc(usage)
 	root.AddGroup(
 		&cobra.Group{ID: groupSuites, Title: "Running suites:"},
@@ -146,6 +147,10 @@ func usage(c *cobra.Command) error {
 	}
 	if conn.HasAvailableFlags() {
 		fmt.Fprintf(&b, "\nWhere the log is, and who connects to it (docs/cli.md):\n%s", conn.FlagUsages())
+	}
+	if c.HasParent() && c.InheritedFlags().HasAvailableFlags() {
+		// --log-level, which every command takes from the root.
+		fmt.Fprintf(&b, "\nEvery command's (docs/cli.md#logging):\n%s", c.InheritedFlags().FlagUsages())
 	}
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintf(&b, "\nRun '%s COMMAND --help' for a command's flags; docs/cli.md has them all.\n", c.CommandPath())

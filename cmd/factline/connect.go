@@ -121,6 +121,18 @@ func (c *credentials) options() ([]nats.Option, error) {
 	case (c.tlsCert == "") != (c.tlsKey == ""):
 		return nil, usageError{"--tls-cert and --tls-key go together"}
 	}
+	// Each file holding a secret is looked at before it is read: one that
+	// any user may change is refused, one open to others said.
+	for _, f := range []struct{ flag, path string }{
+		{"--creds", c.creds}, {"--nkey", c.nkey}, {"--password-file", c.passwordFile}, {"--tls-key", c.tlsKey},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkSecretFile(f.flag, f.path); err != nil {
+			return nil, err
+		}
+	}
 	if c.creds != "" {
 		if err := checkCreds(c.creds); err != nil {
 			return nil, err
@@ -157,6 +169,41 @@ func (c *credentials) options() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
 	}
 	return opts, nil
+}
+
+// secretFilesSaid is the secret files this process has warned about.
+var secretFilesSaid sync.Map
+
+// checkSecretFile looks at the mode and owner of a file a flag names that
+// holds a secret, by the rule the store's own credential is held to
+// (secrets.FileExposure; docs/security.md#secret-files). One that any
+// user may change is refused: anyone could have put a credential of
+// their choosing in it, and the process would act as that identity. One
+// that other users may read, that its group may change or that another
+// user owns is used, with one warning naming the flag, the path, its
+// mode and the fix: a deployment may have no other way to hand it to a
+// container's user (deploy/compose/secrets.sh writes 0444 when it does not
+// run as root). A file that cannot be looked at is left to the read,
+// whose error names it.
+func checkSecretFile(flag, path string) error {
+	exp, err := secrets.StatFile(path)
+	if err != nil {
+		return nil
+	}
+	problems := exp.Problems()
+	if len(problems) == 0 {
+		return nil
+	}
+	if exp.WorldWrite() {
+		return fileError{fmt.Errorf("%s %s holds a secret and %s (mode %s): anyone could have put their own credential in it; run '%s'",
+			flag, path, strings.Join(problems, ", "), exp.ModeString(), exp.Fix())}
+	}
+	if _, said := secretFilesSaid.LoadOrStore(flag+" "+path, true); said {
+		return nil // a command that connects twice says it once
+	}
+	slog.Warn("UNPROTECTED secret file: "+strings.Join(problems, ", "),
+		"flag", flag, "path", path, "mode", exp.ModeString(), "fix", exp.Fix())
+	return nil
 }
 
 // checkCreds reads a --creds file as the NATS client will at connect,

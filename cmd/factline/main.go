@@ -52,7 +52,12 @@ func main() {
 		os.Exit(1)
 	}
 	logSecrets = red
-	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), logSecrets)))
+	// The one handler of the process: its level is --log-level's (or
+	// $FACTLINE_LOG_LEVEL's), set once the command line is read (logLevelFlag).
+	if lvl, ok := parseLogLevel(os.Getenv(LogLevelEnv)); ok {
+		logLevel.Set(lvl) // for what main itself logs before
+	}
+	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}), logSecrets)))
 	for _, n := range secrets.UnsetNamed() {
 		// Skipped, as a process may lack it; but a misspelt name would
 		// leave the secret it meant unredacted without a word.

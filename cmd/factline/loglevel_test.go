@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// --log-level chooses what the command logs: a run cut off by --timeout
+// with --log-level info says each run's own "stops here" line, at INFO,
+// which the default (warnings and errors) leaves out. Before, no command
+// had the flag, and those lines could not be had from the CLI at all.
+func TestLogLevelInfoShowsEachRunsStopLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	suite := writeTurnsSuite(t, 2, 30, "1s")
+	stopLine := regexp.MustCompile(`(?m)^.*level=INFO msg="the run stops here and resumes from the log".*$`)
+	for _, c := range []struct {
+		level string
+		want  int
+	}{{"info", 2}, {"", 0}} {
+		args := []string{"run", suite, "--store", filepath.Join(dir, "store-"+c.level), "--fsync", "interval", "--instances", "2", "--timeout", "5s"}
+		if c.level != "" {
+			args = append(args, "--log-level", c.level)
+		}
+		code, _, errOut := factline(t, args...)
+		if code != exitIncomplete {
+			t.Fatalf("--log-level %q: exit %d, want %d\n%s", c.level, code, exitIncomplete, errOut)
+		}
+		if got := len(stopLine.FindAllString(errOut, -1)); got != c.want {
+			t.Errorf("--log-level %q: %d INFO lines saying a run stops, want %d\n%s", c.level, got, c.want, errOut)
+		}
+		if !strings.Contains(errOut, "level=WARN") {
+			t.Errorf("--log-level %q: the warning counting the runs that stop is gone:\n%s", c.level, errOut)
+		}
+	}
+}
+
+// --log-level error drops warnings; a level that is none is a usage
+// error naming the value and the levels there are, before anything runs.
+func TestLogLevelErrorDropsWarningsAndABadLevelIsRefused(t *testing.T) {
+	t.Parallel()
+	pw := filepath.Join(t.TempDir(), "runner.pw")
+	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(pw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	tail := []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
+	if code, _, errOut := factline(t, tail...); code != 1 || !strings.Contains(errOut, "level=WARN") {
+		t.Fatalf("default level: exit %d, want 1 with the file's warning:\n%s", code, errOut)
+	}
+	if code, _, errOut := factline(t, append(tail, "--log-level", "error")...); code != 1 || strings.Contains(errOut, "level=WARN") {
+		t.Errorf("--log-level error: exit %d, and a warning printed:\n%s", code, errOut)
+	}
+	for _, bad := range []string{"verbose", "INFO+2", ""} {
+		code, out, errOut := factline(t, append(tail, "--log-level="+bad)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, fmt.Sprintf("--log-level %q", bad)) ||
+			!strings.Contains(errOut, "debug, info, warn or error") || strings.Contains(errOut, "connect") {
+			t.Errorf("--log-level %q: exit %d, stderr %q; want 2 naming the value and the levels", bad, code, errOut)
+		}
+	}
+	// Case does not matter, as slog writes the levels in capitals.
+	if code, _, errOut := factline(t, append(tail, "--log-level", "ERROR")...); code != 1 || strings.Contains(errOut, "level=WARN") {
+		t.Errorf("--log-level ERROR: exit %d:\n%s", code, errOut)
+	}
+}
+
+// $FACTLINE_LOG_LEVEL sets the level where no --log-level is given (a
+// service's environment), and is checked as the flag is.
+func TestLogLevelFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	pw := filepath.Join(t.TempDir(), "runner.pw")
+	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(pw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	tail := []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
+	runEnv := func(env string, args ...string) (int, string) {
+		cmd := exec.Command(factlineBin(t), args...)
+		cmd.Env = append(os.Environ(), env)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), errOut.String()
+	}
+	if code, errOut := runEnv("FACTLINE_LOG_LEVEL"+"=error", tail...); code != 1 || strings.Contains(errOut, "level=WARN") {
+		t.Errorf("%s=error: exit %d, and a warning printed:\n%s", "FACTLINE_LOG_LEVEL", code, errOut)
+	}
+	if code, errOut := runEnv("FACTLINE_LOG_LEVEL"+"=error", append(tail, "--log-level", "warn")...); code != 1 || !strings.Contains(errOut, "level=WARN") {
+		t.Errorf("%s=error with --log-level warn: exit %d, the flag did not win:\n%s", "FACTLINE_LOG_LEVEL", code, errOut)
+	}
+	if code, errOut := runEnv("FACTLINE_LOG_LEVEL"+"=loud", tail...); code != 2 || !strings.Contains(errOut, "FACTLINE_LOG_LEVEL"+`="loud"`) ||
+		!strings.Contains(errOut, "debug, info, warn or error") {
+		t.Errorf("%s=loud: exit %d, stderr %q; want 2 naming the variable, its value and the levels", "FACTLINE_LOG_LEVEL", code, errOut)
+	}
+}
