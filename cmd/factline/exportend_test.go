@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,7 +111,9 @@ func TestTraceOfACutExportSendsNothing(t *testing.T) {
 	defer func(d time.Duration) { exportTimeout = d }(exportTimeout)
 	exportTimeout = 2 * time.Second
 	code, out, errOut := runCLI(t, "trace", "--file", cut, "--otlp-endpoint", "http://"+ln.Addr().String())
-	if code != 1 || !strings.Contains(errOut, "the file ends inside entry 15") || !strings.Contains(errOut, cut) {
+	// The entry the cut falls in depends on how many blobs the demo's
+	// export carries; that it names one is what matters.
+	if code != 1 || !regexp.MustCompile(`the file ends inside entry \d+`).MatchString(errOut) || !strings.Contains(errOut, cut) {
 		t.Errorf("trace of a cut export: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	if n := conns.Load(); n != 0 {
