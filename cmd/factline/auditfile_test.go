@@ -204,3 +204,49 @@ func TestAuditFileChecksTheExportsBlobs(t *testing.T) {
 		t.Errorf("%d blob-held violations, want 1:\n%s", n, out)
 	}
 }
+
+// A re-run's cached replies cite the suite it re-ran: audited from an
+// export with --suite, the hits are checked against the origins the file
+// holds in the other suite (as the store form loads them), so the honest
+// re-run holds; with a hit edited in the file ("4" becomes "5"), the audit
+// names the hit and its origin, whole or one suite at a time.
+func TestAuditFileChecksCachedRepliesAgainstTheFile(t *testing.T) {
+	t.Setenv("FACTLINE_OPENAI_API_KEY", "sk-test-cache")
+	fake := newFakeOpenAI(t)
+	store, dir := t.TempDir(), t.TempDir()
+	rw := "cache: {mode: read_write}\n"
+	runCached(t, store, cacheSuite(t, dir, "first", "name: m1, temperature: 0", rw, fake), fake)
+	if _, n := runCached(t, store, cacheSuite(t, dir, "again", "name: m1, temperature: 0", rw, fake), fake); n != 0 {
+		t.Fatalf("the re-run made %d model calls, want 0", n)
+	}
+	var hit, origin string
+	for _, f := range loggedFacts(t, store, "model.replied") {
+		if strings.Contains(string(f.Body), "holds 4") {
+			switch f.Suite {
+			case "again":
+				hit = f.ID
+			case "first":
+				origin = f.ID
+			}
+		}
+	}
+	if hit == "" || origin == "" {
+		t.Fatalf("no cached reply (%q) and origin (%q) that say holds 4", hit, origin)
+	}
+	honest := editedExport(t, store, hit, "")
+	if code, out, errOut := runCLI(t, "audit", "--suite", "again", "--file", honest, "--finished"); code != 0 || strings.Contains(out, "note:") {
+		t.Fatalf("the honest re-run, audited alone from the file: exit %d\n%s%s", code, out, errOut)
+	}
+	edited := editedExport(t, store, hit, "", [2]string{"holds 4", "holds 5"})
+	for _, args := range [][]string{{"audit", "--file", edited}, {"audit", "--suite", "again", "--file", edited}} {
+		code, out, _ := runCLI(t, args...)
+		if code != 1 {
+			t.Fatalf("%v: exit %d, want 1\n%s", args, code, out)
+		}
+		for _, want := range []string{"again/a-t-t1: cache-origin", hit, "first/a-t-t1 turn 2 (fact " + origin, "the text"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v does not say %q:\n%s", args, want, out)
+			}
+		}
+	}
+}
