@@ -238,7 +238,7 @@ func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead,
 // and what the audit takes from it besides: the facts of the runs cached
 // replies cite, and (version 3) its blobs, which hold the cases and are
 // the blobs held. A file that is no whole export, or whose blob does not
-// match its digest, is refused as import refuses it: nothing is audited.
+// match its digest, is refused in import's words: nothing is audited.
 func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, out io.Writer) (auditInputs, error) {
 	path := o.src.file
 	in := auditInputs{where: "the export " + path, blobsWhere: "the export"}
@@ -304,7 +304,9 @@ func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, 
 }
 
 // readExportFile reads the export file at path with v, returning its
-// version; a file that is no whole export is the call's file mistake.
+// version. A file that is no whole export (a *bus.ExportError, which names
+// the file, the entry and, for a blob, its digest) fails the audit with
+// nothing audited, exit 1, as every --file reader refuses it.
 func readExportFile(path string, v bus.ExportVisitor) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -313,8 +315,7 @@ func readExportFile(path string, v bus.ExportVisitor) (int, error) {
 	defer f.Close()
 	version, err := bus.ReadExportWith(f, v)
 	if ee := (*bus.ExportError)(nil); errors.As(err, &ee) {
-		// The error names the file, the entry and, for a blob, its digest.
-		return version, fileError{fmt.Errorf("--file: nothing was audited: %w", err)}
+		return version, fmt.Errorf("nothing was audited: %w", err)
 	}
 	if err != nil {
 		return version, fmt.Errorf("--file %s: %w", path, err)
