@@ -287,19 +287,18 @@ func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, 
 			return in, err
 		}
 	}
-	if version >= 3 {
-		in.resolve = recorded.FromExportBlobs(path, where)
-		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", path)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %%d blobs the facts name (a copy of the facts only, exported from a store that held none?)", path)
-	} else {
-		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", path, version)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %%d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", path, version)
-	}
 	in.blobs, err = blobsHeld(ctx, a.facts, func(_ context.Context, d events.Digest) (bool, error) {
 		_, ok := where[d]
 		return ok, nil
 	})
-	in.noBlobsNote = fmt.Sprintf(in.noBlobsNote, len(in.blobs.held))
+	if version >= 3 {
+		in.resolve = recorded.FromExportBlobs(path, where)
+		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", path)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", path, len(in.blobs.held))
+	} else {
+		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", path, version)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", path, len(in.blobs.held), version)
+	}
 	return in, err
 }
 
