@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 
 	"github.com/factline/factline/bus"
-	"github.com/factline/factline/cases/caseload"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/lab/recorded"
 	"github.com/factline/factline/ops/audit"
 	"github.com/factline/factline/services/grader"
 	"github.com/factline/factline/services/grader/grade"
@@ -25,7 +27,7 @@ import (
 func newAuditCmd() *cobra.Command {
 	var o auditFlags
 	c := newCommand("audit", noArgs)
-	fs := onTarget(c, &o.t, o.run)
+	fs := o.src.flags(c, o.run, "an export file to audit instead of a store or a server (a version 3 export holds the blobs its facts name: blob-held and the cases are checked against them)")
 	fs.StringVar(&o.suite, "suite", "", "audit one suite")
 	fs.StringVar(&o.runID, "run", "", "audit one run")
 	fs.StringVar(&o.sinkFile, "sink-records", "", "an external sink's record of effects: one operation ID per line per effect")
@@ -36,13 +38,70 @@ func newAuditCmd() *cobra.Command {
 
 // auditFlags are audit's flags.
 type auditFlags struct {
-	t                      target
+	src                    logSource
 	suite, runID, sinkFile string
 	finished, asJSON       bool
 }
 
+// auditRead is what the audit read of the log: the facts in log order,
+// each with its stream sequence, the forgeries and the messages that are
+// no fact.
+type auditRead struct {
+	facts       []events.Fact
+	seqs        []uint64
+	violations  []audit.Violation
+	undecodable []auditMessage
+	read        int
+}
+
+// add reads one message of the log; a message that is no fact is printed
+// on out unless the audit prints JSON.
+func (a *auditRead) add(r bus.Raw, out io.Writer, asJSON bool) {
+	a.read++
+	f, err := r.Fact()
+	switch {
+	case errors.Is(err, events.ErrSubjectMismatch):
+		// A forgery: left out of every invariant below, as every
+		// reader leaves it out, and named.
+		a.violations = append(a.violations, audit.SubjectViolation(r.Seq, r.Subject, err))
+		return
+	case err != nil:
+		a.undecodable = append(a.undecodable, auditMessage{Seq: r.Seq, Subject: r.Subject, Error: err.Error()})
+		if !asJSON {
+			fmt.Fprintf(out, "message %d on %s is not a fact: %v\n", r.Seq, r.Subject, err)
+		}
+		return
+	}
+	a.facts = append(a.facts, f)
+	a.seqs = append(a.seqs, r.Seq)
+}
+
+// auditInputs is what the audit takes from where the log is besides the
+// facts: a store's (or server's) blobs and other suites' runs, or an
+// export file's.
+type auditInputs struct {
+	// where names the log in messages: "the log" or "the export FILE".
+	where string
+	// casesWhere says where the cases were not found, for the note.
+	casesWhere string
+	// origins are the facts of the runs the cached replies cite that the
+	// audited facts do not hold.
+	origins []events.Fact
+	// resolve finds a run's case and treatment; nil: no case is held.
+	resolve recorded.Resolver
+	// blobs is whether each blob the facts name is held.
+	blobs heldBlobs
+	// blobsWhere names what holds the blobs, in a blob-held violation.
+	blobsWhere string
+	// noBlobsNote is the note printed when blob-held is not checked.
+	noBlobsNote string
+}
+
 func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
-	t := &o.t
+	fromFile, err := o.src.fromFile()
+	if err != nil {
+		return err
+	}
 	filter := "fact.>"
 	switch {
 	case o.suite != "" && o.runID != "":
@@ -61,56 +120,28 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		}
 		opts.Sink = sink
 	}
-	b, closeBus, err := t.readsExisting().open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	var facts []events.Fact
-	var seqs []uint64
-	var violations []audit.Violation
-	var undecodable []auditMessage
-	bad, read := 0, 0
-	if _, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
-		read++
-		f, err := r.Fact()
-		switch {
-		case errors.Is(err, events.ErrSubjectMismatch):
-			// A forgery: left out of every invariant below, as every
-			// reader leaves it out, and named.
-			violations = append(violations, audit.SubjectViolation(r.Seq, r.Subject, err))
-			return nil
-		case err != nil:
-			bad++
-			undecodable = append(undecodable, auditMessage{Seq: r.Seq, Subject: r.Subject, Error: err.Error()})
-			if !o.asJSON {
-				fmt.Fprintf(out, "message %d on %s is not a fact: %v\n", r.Seq, r.Subject, err)
-			}
-			return nil
+	var a auditRead
+	var in auditInputs
+	if fromFile {
+		in, err = o.readFile(ctx, filter, &a, out)
+	} else {
+		var closeBus func()
+		in, closeBus, err = o.readStore(ctx, filter, &a, out)
+		if closeBus != nil {
+			defer closeBus()
 		}
-		facts = append(facts, f)
-		seqs = append(seqs, r.Seq)
-		return nil
-	}); err != nil {
-		return err
 	}
-	if read == 0 && (o.suite != "" || o.runID != "") {
-		// Nothing read is nothing audited: "every invariant holds" here
-		// would pass a gate whose suite or run name is misspelt.
-		return fmt.Errorf("the log holds no fact of %s: nothing to audit (is the name right? 'factline replay suites' and 'factline replay runs' list what the log holds)", o.scope())
-	}
-	if opts.Origins, err = cacheOrigins(ctx, b, facts); err != nil {
-		return err
-	}
-	grading, unknown := casePlans(ctx, b, facts)
-	opts.Grading = grading
-	opts.Seqs = seqs
-	blobs, err := blobsHeld(ctx, b, facts)
 	if err != nil {
 		return err
 	}
-	if blobs.checked() {
-		opts.Blobs = blobs.has
+	violations, facts := a.violations, a.facts
+	opts.Origins = in.origins
+	grading, unknown := casePlans(ctx, in.resolve, facts)
+	opts.Grading = grading
+	opts.Seqs = a.seqs
+	if in.blobs.checked() {
+		opts.Blobs = in.blobs.has
+		opts.BlobsWhere = in.blobsWhere
 	}
 	violations = append(violations, audit.Check(facts, opts)...)
 	// Run IDs are unique within a suite only: --run alone audits every
@@ -130,8 +161,9 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			suites = nil
 		}
 	}
+	bad := len(a.undecodable)
 	if o.asJSON {
-		if err := writeAuditJSON(out, len(facts), suites, violations, undecodable, unknown, blobs.checked()); err != nil {
+		if err := writeAuditJSON(out, len(facts), suites, violations, a.undecodable, unknown, in.blobs.checked()); err != nil {
 			return err
 		}
 	} else {
@@ -139,10 +171,10 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 			fmt.Fprintln(out, v)
 		}
 		if unknown > 0 {
-			fmt.Fprintf(out, "note: the cases of %d runs are not in this store (a copy holds facts, not blobs): their grades are re-derived under the plan their facts record\n", unknown)
+			fmt.Fprintf(out, "note: the cases of %d runs are not in %s: their grades are re-derived under the plan their facts record\n", unknown, in.casesWhere)
 		}
-		if !blobs.checked() && len(blobs.held) > 0 {
-			fmt.Fprintf(out, "note: the store holds none of the %d blobs the facts name (a copy of the facts only, imported from an export --no-blobs?): %s was not checked\n", len(blobs.held), audit.RuleBlobHeld)
+		if !in.blobs.checked() && len(in.blobs.held) > 0 {
+			fmt.Fprintf(out, "note: %s: %s was not checked\n", in.noBlobsNote, audit.RuleBlobHeld)
 		}
 	}
 	if len(violations) > 0 || bad > 0 {
@@ -152,6 +184,142 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		fmt.Fprintf(out, "%s: every invariant holds\n", what)
 	}
 	return nil
+}
+
+// checkRead refuses an audit of a --suite or --run of which where holds no
+// fact.
+func (o *auditFlags) checkRead(a *auditRead, where string) error {
+	if a.read == 0 && (o.suite != "" || o.runID != "") {
+		// Nothing read is nothing audited: "every invariant holds" here
+		// would pass a gate whose suite or run name is misspelt.
+		return fmt.Errorf("%s holds no fact of %s: nothing to audit (is the name right? 'factline replay suites' and 'factline replay runs' list what the log holds)", where, o.scope())
+	}
+	return nil
+}
+
+// readStore reads the facts of filter from the store or server, and what
+// the audit takes from it besides: the runs cached replies cite, the
+// cases, the blobs held. closeBus, when not nil, releases the connection.
+func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead, out io.Writer) (auditInputs, func(), error) {
+	in := auditInputs{where: "the log", casesWhere: "this store (a copy holds facts, not blobs)"}
+	b, closeBus, err := o.src.t.readsExisting().open(ctx)
+	if err != nil {
+		return in, nil, err
+	}
+	if _, err := b.Read(ctx, bus.ReadOptions{Filter: filter}, func(r bus.Raw) error {
+		a.add(r, out, o.asJSON)
+		return nil
+	}); err != nil {
+		return in, closeBus, err
+	}
+	if err := o.checkRead(a, in.where); err != nil {
+		return in, closeBus, err
+	}
+	for _, key := range citedRuns(a.facts) {
+		log, err := b.LoadRun(ctx, key[0], key[1])
+		if err != nil {
+			return in, closeBus, fmt.Errorf("load %s/%s, which a cached reply cites: %w", key[0], key[1], err)
+		}
+		in.origins = append(in.origins, log.Facts()...)
+	}
+	in.resolve = recorded.FromBus(b)
+	in.blobs, err = blobsHeld(ctx, a.facts, func(ctx context.Context, d events.Digest) (bool, error) {
+		_, err := b.Blobs().Stat(ctx, d)
+		if errors.Is(err, bus.ErrBlobNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	in.noBlobsNote = fmt.Sprintf("the store holds none of the %d blobs the facts name (a copy of the facts only, imported from an export --no-blobs?)", len(in.blobs.held))
+	return in, closeBus, err
+}
+
+// readFile reads the facts of filter from the export file, in its order,
+// and what the audit takes from it besides: the facts of the runs cached
+// replies cite, and (version 3) its blobs, which hold the cases and are
+// the blobs held. A file that is no whole export, or whose blob does not
+// match its digest, is refused in import's words: nothing is audited.
+func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, out io.Writer) (auditInputs, error) {
+	path := o.src.file
+	in := auditInputs{where: "the export " + path, blobsWhere: "the export"}
+	if err := o.src.checkFile(); err != nil {
+		return in, err
+	}
+	where := map[events.Digest]bus.ExportBlob{}
+	// The messages that are no fact are printed once the file is known
+	// whole: a refused file prints nothing but why.
+	var quiet bytes.Buffer
+	version, err := readExportFile(path, bus.ExportVisitor{
+		Fact: func(r bus.Raw) error {
+			if server.SubjectMatchesFilter(r.Subject, filter) {
+				a.add(r, &quiet, o.asJSON)
+			}
+			return ctx.Err()
+		},
+		Blob: func(b bus.ExportBlob) error {
+			where[b.Digest] = b
+			return ctx.Err()
+		},
+	})
+	if err != nil {
+		return in, err
+	}
+	if _, err := quiet.WriteTo(out); err != nil {
+		return in, err
+	}
+	if err := o.checkRead(a, in.where); err != nil {
+		return in, err
+	}
+	if cited := citedRuns(a.facts); len(cited) > 0 {
+		// The runs other suites' hits cite, read as LoadRun reads them:
+		// their facts, forgeries and undecodable messages left out.
+		if _, err := readExportFile(path, bus.ExportVisitor{Fact: func(r bus.Raw) error {
+			for _, key := range cited {
+				if server.SubjectMatchesFilter(r.Subject, events.RunFilter(key[0], key[1])) {
+					if f, err := r.Fact(); err == nil {
+						in.origins = append(in.origins, f)
+					}
+					break
+				}
+			}
+			return ctx.Err()
+		}}); err != nil {
+			return in, err
+		}
+	}
+	in.blobs, err = blobsHeld(ctx, a.facts, func(_ context.Context, d events.Digest) (bool, error) {
+		_, ok := where[d]
+		return ok, nil
+	})
+	if version >= 3 {
+		in.resolve = recorded.FromExportBlobs(path, where)
+		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", path)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", path, len(in.blobs.held))
+	} else {
+		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", path, version)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", path, len(in.blobs.held), version)
+	}
+	return in, err
+}
+
+// readExportFile reads the export file at path with v, returning its
+// version. A file that is no whole export (a *bus.ExportError, which names
+// the file, the entry and, for a blob, its digest) fails the audit with
+// nothing audited, exit 1, as every --file reader refuses it.
+func readExportFile(path string, v bus.ExportVisitor) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fileError{fmt.Errorf("--file: %w", err)}
+	}
+	defer f.Close()
+	version, err := bus.ReadExportWith(f, v)
+	if ee := (*bus.ExportError)(nil); errors.As(err, &ee) {
+		return version, fmt.Errorf("nothing was audited: %w", err)
+	}
+	if err != nil {
+		return version, fmt.Errorf("--file %s: %w", path, err)
+	}
+	return version, nil
 }
 
 // heldBlobs is whether the store holds the blob of each digest the
@@ -169,23 +337,22 @@ func (h heldBlobs) has(d events.Digest) bool { return h.held[d] }
 // import of an export --no-blobs), whose every blob would be reported.
 func (h heldBlobs) checked() bool { return h.n > 0 || len(h.held) == 0 }
 
-// blobsHeld asks the store's blob bucket about each blob the facts name.
-func blobsHeld(ctx context.Context, b *bus.Bus, facts []events.Fact) (heldBlobs, error) {
+// blobsHeld asks stat about each blob the facts name: whether it is held
+// (false, nil: it is not).
+func blobsHeld(ctx context.Context, facts []events.Fact, stat func(context.Context, events.Digest) (bool, error)) (heldBlobs, error) {
 	h := heldBlobs{held: map[events.Digest]bool{}}
 	for _, f := range facts {
 		for _, ref := range events.BlobRefs(f) {
 			if _, asked := h.held[ref.Digest]; asked {
 				continue
 			}
-			_, err := b.Blobs().Stat(ctx, ref.Digest)
-			switch {
-			case err == nil:
-				h.held[ref.Digest] = true
-				h.n++
-			case errors.Is(err, bus.ErrBlobNotFound):
-				h.held[ref.Digest] = false
-			default:
+			ok, err := stat(ctx, ref.Digest)
+			if err != nil {
 				return h, fmt.Errorf("audit: the blob %s that %s of %s/%s names: %w", ref.Digest, f.Kind(), f.Suite, f.Run, err)
+			}
+			h.held[ref.Digest] = ok
+			if ok {
+				h.n++
 			}
 		}
 	}
@@ -260,15 +427,16 @@ func readSinkRecords(path string) (map[string]int, error) {
 	return out, sc.Err()
 }
 
-// cacheOrigins loads the runs that the audited cached replies cite and the
+// citedRuns names the runs that the audited cached replies cite and the
 // audited facts do not hold (a re-run's hits cite the suite it re-runs):
-// the audit checks each hit against the reply committed there.
-func cacheOrigins(ctx context.Context, b *bus.Bus, facts []events.Fact) ([]events.Fact, error) {
+// the audit checks each hit against the reply committed there, so their
+// facts are loaded as origins.
+func citedRuns(facts []events.Fact) [][2]string {
 	have := map[[2]string]bool{}
 	for _, f := range facts {
 		have[[2]string{f.Suite, f.Run}] = true
 	}
-	var out []events.Fact
+	var out [][2]string
 	for _, f := range facts {
 		r, ok := f.Body.(events.ModelReplied)
 		if !ok || r.Cached == nil {
@@ -279,20 +447,16 @@ func cacheOrigins(ctx context.Context, b *bus.Bus, facts []events.Fact) ([]event
 			continue // audited already, or no run's name: the audit says the origin is missing
 		}
 		have[key] = true
-		log, err := b.LoadRun(ctx, key[0], key[1])
-		if err != nil {
-			return nil, fmt.Errorf("load %s/%s, which a cached reply cites: %w", key[0], key[1], err)
-		}
-		out = append(out, log.Facts()...)
+		out = append(out, key)
 	}
-	return out, nil
+	return out
 }
 
 // casePlans returns the grading plans of the audited runs' cases, read as
 // the grader reads them (the case and treatment blobs the run.requested
-// names), and how many runs' cases the store does not hold.
-func casePlans(ctx context.Context, b *bus.Bus, facts []events.Fact) (func(suite, run string) (grade.Policy, bool), int) {
-	loader := caseload.New(0)
+// names, found by resolve; nil: none is held), and how many runs' cases
+// are not held.
+func casePlans(ctx context.Context, resolve recorded.Resolver, facts []events.Fact) (func(suite, run string) (grade.Policy, bool), int) {
 	plans := map[[2]string]grade.Policy{}
 	unknown := 0
 	for _, f := range facts {
@@ -304,7 +468,11 @@ func casePlans(ctx context.Context, b *bus.Bus, facts []events.Fact) (func(suite
 		if _, done := plans[key]; done {
 			continue
 		}
-		eff, err := loader.ForRequest(ctx, b, req)
+		if resolve == nil {
+			unknown++
+			continue
+		}
+		eff, err := resolve(ctx, req)
 		if err != nil {
 			unknown++
 			continue

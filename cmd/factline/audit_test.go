@@ -50,9 +50,26 @@ func loggedFacts(t *testing.T, store, kind string) []loggedFact {
 // copy holds no case: the audit reads the plans from the facts.
 func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	t.Helper()
+	file := editedExport(t, store, id, "--no-blobs", edits...)
+	imported := filepath.Join(filepath.Dir(file), "store")
+	if code, out, errOut := runCLI(t, "import", "--store", imported, file); code != 0 {
+		t.Fatalf("import of the edited export: %d %s %s", code, out, errOut)
+	}
+	return imported
+}
+
+// editedExport exports a store (with export's further flags, e.g.
+// --no-blobs), makes exportEdited's edits in the fact whose ID is id,
+// reseals the file and returns its path.
+func editedExport(t *testing.T, store, id string, flags string, edits ...[2]string) string {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "log.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", file, "--no-blobs"); code != 0 {
+	args := []string{"export", "--store", store, "--out", file}
+	if flags != "" {
+		args = append(args, flags)
+	}
+	if code, _, errOut := runCLI(t, args...); code != 0 {
 		t.Fatalf("export: %d %s", code, errOut)
 	}
 	data, err := os.ReadFile(file)
@@ -90,11 +107,7 @@ func exportEdited(t *testing.T, store, id string, edits ...[2]string) string {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	imported := filepath.Join(dir, "store")
-	if code, out, errOut := runCLI(t, "import", "--store", imported, file); code != 0 {
-		t.Fatalf("import of the edited export: %d %s %s", code, out, errOut)
-	}
-	return imported
+	return file
 }
 
 // The outside report's edit: in an export, a failed grade.verdict is

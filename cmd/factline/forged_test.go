@@ -140,4 +140,9 @@ func TestReadersRefuseAndFlagAForgedFact(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "imported 6 messages") || !strings.Contains(out, "flagged "+mark) {
 		t.Fatalf("import: %d\n%s%s", code, out, errOut)
 	}
+	// The copy's audit names it as the store's does.
+	code, out, errOut = runCLI(t, "audit", "--suite", "f", "--file", export)
+	if code != 1 || !strings.Contains(out, "f/"+run+": fact-subject: "+mark) {
+		t.Fatalf("audit --file: %d\n%s%s", code, out, errOut)
+	}
 }

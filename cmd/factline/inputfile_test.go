@@ -27,6 +27,7 @@ func TestAMissingInputFileIsExitTwoNamingIt(t *testing.T) {
 		{"view", "--file", missing},
 		{"trace", "--file", missing, "--otlp-endpoint", "http://127.0.0.1:1"},
 		{"audit", "--store", t.TempDir(), "--sink-records", missing},
+		{"audit", "--file", missing},
 	} {
 		code, out, errOut := runCLI(t, args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, missing) || strings.Contains(errOut, "--help") {

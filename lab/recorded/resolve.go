@@ -104,6 +104,14 @@ func FromExport(path string) (Resolver, int, error) {
 	if err != nil || version < 3 {
 		return nil, version, err
 	}
+	return FromExportBlobs(path, where), version, nil
+}
+
+// FromExportBlobs resolves runs from the case and treatment blobs of the
+// version 3 export file at path, where (from bus.ReadExportWith) says where
+// each blob is in the file: for a caller that has read the file once
+// already. Each blob is read again, and checked, when a run needs it.
+func FromExportBlobs(path string, where map[events.Digest]bus.ExportBlob) Resolver {
 	read := func(what string, d events.Digest) ([]byte, error) {
 		at, ok := where[d]
 		if !ok {
@@ -147,5 +155,5 @@ func FromExport(path string) (Resolver, int, error) {
 		resolved[key] = eff
 		mu.Unlock()
 		return eff, nil
-	}, version, nil
+	}
 }

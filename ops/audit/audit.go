@@ -113,6 +113,9 @@ type Options struct {
 	// hold is then a RuleBlobHeld violation. Nil: blobs are not checked
 	// (a copy of facts only holds none).
 	Blobs func(events.Digest) bool
+	// BlobsWhere names what Blobs answers for, in a RuleBlobHeld
+	// violation ("which the export does not hold"); empty: "the store".
+	BlobsWhere string
 	// Seqs, when as long as the facts, is each fact's sequence in the
 	// stream, for violations that name a fact; otherwise a fact is named
 	// by its run and position.
@@ -186,7 +189,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	for _, suite := range suiteOrder {
 		out = append(out, checkReports(suite, suites[suite])...)
 	}
-	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs)...)
+	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.BlobsWhere)...)
 	if sink != nil {
 		ops := make([]string, 0, len(sink))
 		for op := range sink {

@@ -12,11 +12,15 @@ import (
 const RuleBlobHeld = "blob-held"
 
 // checkBlobs reports each blob ref of facts whose blob held says the
-// store does not hold, in log order. seqs, when as long as facts, gives
-// each fact's stream sequence; otherwise a fact is named by its position.
-func checkBlobs(facts []events.Fact, seqs []uint64, held func(events.Digest) bool) []Violation {
+// store (where, when not empty) does not hold, in log order. seqs, when as
+// long as facts, gives each fact's stream sequence; otherwise a fact is
+// named by its position.
+func checkBlobs(facts []events.Fact, seqs []uint64, held func(events.Digest) bool, where string) []Violation {
 	if held == nil {
 		return nil
+	}
+	if where == "" {
+		where = "the store"
 	}
 	var out []Violation
 	for i, f := range facts {
@@ -29,8 +33,8 @@ func checkBlobs(facts []events.Fact, seqs []uint64, held func(events.Digest) boo
 				at = fmt.Sprintf("message %d", seqs[i])
 			}
 			out = append(out, Violation{f.Suite, f.Run, RuleBlobHeld, fmt.Sprintf(
-				"%s (%s) field %s names blob %s, %s, which the store does not hold: %s fails without it",
-				at, f.Kind(), ref.Field, ref.Digest, ref.Holds, events.BlobNeeds(ref.Holds))})
+				"%s (%s) field %s names blob %s, %s, which %s does not hold: %s fails without it",
+				at, f.Kind(), ref.Field, ref.Digest, ref.Holds, where, events.BlobNeeds(ref.Holds))})
 		}
 	}
 	return out

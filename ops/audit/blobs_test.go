@@ -40,6 +40,17 @@ func TestABlobRefTheStoreDoesNotHoldIsAViolation(t *testing.T) {
 		}
 	}
 
+	if !strings.Contains(v.Detail, "which the store does not hold") {
+		t.Errorf("violation %v does not say the store does not hold it", v)
+	}
+	// Told what holds the blobs (an export file), the violation names it.
+	vs = Check(l.facts, Options{Blobs: held, Seqs: seqs, BlobsWhere: "the export"})
+	for _, v := range vs {
+		if v.Rule == RuleBlobHeld && !strings.Contains(v.Detail, "which the export does not hold") {
+			t.Errorf("violation %v does not say the export does not hold it", v)
+		}
+	}
+
 	// Without sequences the fact is named by its position.
 	vs = Check(l.facts, Options{Blobs: held})
 	if got := rules(vs); !strings.Contains(got, RuleBlobHeld) {
