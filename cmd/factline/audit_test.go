@@ -125,23 +125,7 @@ func TestAnEditedExportFailsTheAudit(t *testing.T) {
 	if code, out, _ := runCLI(t, "audit", "--store", store, "--finished"); code != 0 {
 		t.Fatalf("the honest log: exit %d\n%s", code, out)
 	}
-	var verdict, instrument, reported string
-	for _, f := range loggedFacts(t, store, "grade.verdict") {
-		if strings.HasPrefix(f.Run, "cheat-") && strings.Contains(string(f.Body), `"result":{"type":"failed"}`) {
-			verdict = f.ID
-		}
-	}
-	for _, f := range loggedFacts(t, store, "grade.instrument") {
-		if strings.HasPrefix(f.Run, "cheat-") {
-			instrument = f.ID
-		}
-	}
-	for _, f := range loggedFacts(t, store, "suite.reported") {
-		reported = f.ID
-	}
-	if verdict == "" || instrument == "" || reported == "" {
-		t.Fatalf("the log lacks a failed verdict (%q), its result (%q) or a report (%q)", verdict, instrument, reported)
-	}
+	verdict, instrument, reported := cheatFacts(t, store)
 
 	honest := exportEdited(t, store, verdict)
 	code, out, _ := runCLI(t, "audit", "--store", honest, "--finished")
@@ -225,4 +209,28 @@ func TestAnEditedCachedReplyFailsTheAudit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cheatFacts returns the IDs of the cheat case's failed verdict, of its
+// last instrument result and of the suite's report, in a store that ran
+// testdata/tiny/cheat.yaml: the facts the edited-export tests change.
+func cheatFacts(t *testing.T, store string) (verdict, instrument, reported string) {
+	t.Helper()
+	for _, f := range loggedFacts(t, store, "grade.verdict") {
+		if strings.HasPrefix(f.Run, "cheat-") && strings.Contains(string(f.Body), `"result":{"type":"failed"}`) {
+			verdict = f.ID
+		}
+	}
+	for _, f := range loggedFacts(t, store, "grade.instrument") {
+		if strings.HasPrefix(f.Run, "cheat-") {
+			instrument = f.ID
+		}
+	}
+	for _, f := range loggedFacts(t, store, "suite.reported") {
+		reported = f.ID
+	}
+	if verdict == "" || instrument == "" || reported == "" {
+		t.Fatalf("the log lacks a failed verdict (%q), its result (%q) or a report (%q)", verdict, instrument, reported)
+	}
+	return verdict, instrument, reported
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
@@ -20,18 +18,9 @@ func purgeBlob(t *testing.T, store string, d events.Digest) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Durability: bus.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	obj, err := js.ObjectStore(ctx, bus.BlobBucket)
+	b, done := openStoreBus(ctx, t, store)
+	defer done()
+	obj, err := b.JetStream().ObjectStore(ctx, bus.BlobBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

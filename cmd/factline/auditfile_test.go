@@ -68,23 +68,7 @@ func TestAuditFileReadsAnExportAsTheStore(t *testing.T) {
 
 	// A failed verdict flipped to passed, and its veto to non-binding
 	// (TestAnEditedExportFailsTheAudit's edit), in the file with blobs.
-	var verdict, instrument, reported string
-	for _, f := range loggedFacts(t, store, "grade.verdict") {
-		if strings.HasPrefix(f.Run, "cheat-") && strings.Contains(string(f.Body), `"result":{"type":"failed"}`) {
-			verdict = f.ID
-		}
-	}
-	for _, f := range loggedFacts(t, store, "grade.instrument") {
-		if strings.HasPrefix(f.Run, "cheat-") {
-			instrument = f.ID
-		}
-	}
-	for _, f := range loggedFacts(t, store, "suite.reported") {
-		reported = f.ID
-	}
-	if verdict == "" || instrument == "" || reported == "" {
-		t.Fatalf("the log lacks a failed verdict (%q), its result (%q) or a report (%q)", verdict, instrument, reported)
-	}
+	verdict, instrument, reported := cheatFacts(t, store)
 	flip := [][2]string{{"\x23\xa6failed", "\x23\xa6passed"}, {"\xcc\x8f\xc3", "\xcc\x8f\xc2"}}
 	edited := editedExport(t, store, verdict, "", flip...)
 	code, out, errOut = runCLI(t, "audit", "--file", edited, "--finished")

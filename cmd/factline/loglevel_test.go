@@ -44,15 +44,7 @@ func TestLogLevelInfoShowsEachRunsStopLine(t *testing.T) {
 // error naming the value and the levels there are, before anything runs.
 func TestLogLevelErrorDropsWarningsAndABadLevelIsRefused(t *testing.T) {
 	t.Parallel()
-	pw := filepath.Join(t.TempDir(), "runner.pw")
-	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(pw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
-	tail := []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
+	tail := warningTail(t)
 	if code, _, errOut := factline(t, tail...); code != 1 || !strings.Contains(errOut, "level=WARN") {
 		t.Fatalf("default level: exit %d, want 1 with the file's warning:\n%s", code, errOut)
 	}
@@ -76,15 +68,7 @@ func TestLogLevelErrorDropsWarningsAndABadLevelIsRefused(t *testing.T) {
 // service's environment), and is checked as the flag is.
 func TestLogLevelFromTheEnvironment(t *testing.T) {
 	t.Parallel()
-	pw := filepath.Join(t.TempDir(), "runner.pw")
-	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(pw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
-	tail := []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
+	tail := warningTail(t)
 	runEnv := func(env string, args ...string) (int, string) {
 		cmd := exec.Command(factlineBin(t), args...)
 		cmd.Env = append(os.Environ(), env)
@@ -103,4 +87,20 @@ func TestLogLevelFromTheEnvironment(t *testing.T) {
 		!strings.Contains(errOut, "debug, info, warn or error") {
 		t.Errorf("%s=loud: exit %d, stderr %q; want 2 naming the variable, its value and the levels", "FACTLINE_LOG_LEVEL", code, errOut)
 	}
+}
+
+// warningTail is a tail that logs one warning and fails: its password
+// file is open to others (warned once), and no server listens at its URL
+// (exit 1). The tests of the log level count that warning.
+func warningTail(t *testing.T) []string {
+	t.Helper()
+	pw := filepath.Join(t.TempDir(), "runner.pw")
+	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(pw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	return []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
 }
