@@ -52,24 +52,13 @@ func newBlobStore(ctx context.Context, t *testing.T) blobStore {
 		return events.Meta{Suite: "s", Run: "r1", TaskGeneration: 1, Position: pos,
 			Producer: events.Producer{Service: events.OwnerRunner, Instance: "t"}}
 	}
-	var expect bus.Expect
-	for i, body := range []events.Body{
+	appendBodies(t, b, meta, []events.Body{
 		events.RunClaimed{Runner: "t", Lease: 1, ContainmentDigest: cd},
 		events.TurnStarted{Turn: 1, ContextDigest: v1.Digest, Messages: 1},
 		events.TurnStarted{Turn: 2, ContextDigest: v2.Digest, Messages: 2},
 		events.TurnStarted{Turn: 3, ContextDigest: v2.Digest, Messages: 2}, // named again: carried once
 		events.TurnStarted{Turn: 4, ContextDigest: unheld, Messages: 3},
-	} {
-		f, err := events.NewFact(meta(uint64(i+1)), body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := b.Append(ctx, expect, bus.Pending{Fact: f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		expect = expect.Then(recs[0].Seq)
-	}
+	})
 	return blobStore{b: b, big: v1.Digest, delta: v2.Digest, contain: cd, unheld: unheld,
 		blobs: map[events.Digest][]byte{v1.Digest: big, v2.Digest: next, cd: contain}}
 }
@@ -336,27 +325,14 @@ func TestAnExportNamesTheBlobRefsTheStoreDoesNotHold(t *testing.T) {
 		return events.Meta{Suite: "s", Run: "r1", TaskGeneration: 1, Position: pos,
 			Producer: events.Producer{Service: events.OwnerRunner, Instance: "t"}}
 	}
-	var expect bus.Expect
-	var seqs []uint64
-	for i, body := range []events.Body{
+	seqs := appendBodies(t, b, meta, []events.Body{
 		events.RunClaimed{Runner: "t", Lease: 1, Identity: identity,
 			Extensions: []events.Extension{{Name: "x", Command: "/bin/x", Executable: events.DigestOf([]byte("an executable"))}}},
 		events.TurnStarted{Turn: 1, ContextDigest: held, Messages: 1},
 		events.ModelReplied{Turn: 1, Provider: "p", Text: "ok", CacheIdentity: events.DigestOf([]byte("cache identity"))},
 		events.TurnStarted{Turn: 2, ContextDigest: lost, Messages: 2},
 		events.TurnStarted{Turn: 3, ContextDigest: lost, Messages: 2},
-	} {
-		f, err := events.NewFact(meta(uint64(i+1)), body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := b.Append(ctx, expect, bus.Pending{Fact: f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		expect = expect.Then(recs[0].Seq)
-		seqs = append(seqs, recs[0].Seq)
-	}
+	})
 	res, err := b.ExportWithBlobs(ctx, io.Discard, bus.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -370,4 +346,27 @@ func TestAnExportNamesTheBlobRefsTheStoreDoesNotHold(t *testing.T) {
 	if res.Blobs != 1 || res.MissingBlobs != 2 || !slices.Equal(res.Missing, want) {
 		t.Fatalf("export: %d blobs, %d missing %+v; want 1 blob, 2 missing %+v", res.Blobs, res.MissingBlobs, res.Missing, want)
 	}
+}
+
+// appendBodies appends one fact a body to a run, at positions 1, 2, …
+// (meta says whose), each expecting the one before, and returns their
+// stream sequences.
+func appendBodies(t *testing.T, b *bus.Bus, meta func(pos uint64) events.Meta, bodies []events.Body) []uint64 {
+	t.Helper()
+	ctx := testCtx(t)
+	var expect bus.Expect
+	var seqs []uint64
+	for i, body := range bodies {
+		f, err := events.NewFact(meta(uint64(i+1)), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := b.Append(ctx, expect, bus.Pending{Fact: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect = expect.Then(recs[0].Seq)
+		seqs = append(seqs, recs[0].Seq)
+	}
+	return seqs
 }

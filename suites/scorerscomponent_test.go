@@ -7,6 +7,7 @@ import (
 
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
+	"github.com/factline/factline/internal/mapdiff"
 )
 
 // The scorer set is part of the grader's identity: two attempts whose
@@ -107,17 +108,5 @@ func diffNames(a, b []events.Component) []string {
 	for _, c := range b {
 		vb[c.Name] = c.Value
 	}
-	var out []string
-	for n, v := range va {
-		if w, ok := vb[n]; !ok || w != v {
-			out = append(out, n)
-		}
-	}
-	for n := range vb {
-		if _, ok := va[n]; !ok {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return mapdiff.Keys(va, vb)
 }
