@@ -142,9 +142,9 @@ func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
 	c := startNatsCluster(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	home := c.nodes[0]
-	r := dialCluster(t, ctx, fmt.Sprintf("nats://127.0.0.1:%d", home.client))
 	admin := dialCluster(t, ctx, c.url())
+	home := c.nodes[0]
+	var r *bus.Bus
 
 	const filter = "fact.freeze.>"
 	var seen atomic.Uint64
@@ -162,13 +162,17 @@ func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
 			}
 		}
 	}
-	// The follower's consumer is placed at random; it is made again until
-	// it lives on another node than the follower's client.
+	// The follower's consumer is placed at random among the peers the
+	// meta leader counts caught up, which under load may be one node
+	// every time: it is made again, from a client of the next node each
+	// time, until it lives on another node than the follower's client.
 	var first *jetstream.ConsumerInfo
 	for try := 0; first == nil; try++ {
 		if try == 30 {
 			t.Fatal("the follower's consumer was always placed on the node its client is connected to")
 		}
+		home = c.nodes[try%len(c.nodes)]
+		r = dialCluster(t, ctx, fmt.Sprintf("nats://127.0.0.1:%d", home.client))
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); follow(fctx) }()
