@@ -98,7 +98,7 @@ type auditInputs struct {
 }
 
 func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
-	fromFile, err := o.src.fromFile()
+	fromFile, err := o.src.fromFile(ctx)
 	if err != nil {
 		return err
 	}
@@ -241,8 +241,10 @@ func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead,
 // the blobs held. A file that is no whole export, or whose blob does not
 // match its digest, is refused in import's words: nothing is audited.
 func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, out io.Writer) (auditInputs, error) {
-	path := o.src.file
-	in := auditInputs{where: "the export " + path, blobsWhere: "the export"}
+	// For --file -, the copy of standard input (fromFile); named as
+	// standard input.
+	path, name := o.src.file, o.src.name()
+	in := auditInputs{where: "the export " + name, blobsWhere: "the export"}
 	if err := o.src.checkFile(); err != nil {
 		return in, err
 	}
@@ -295,11 +297,11 @@ func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, 
 	})
 	if version >= 3 {
 		in.resolve = recorded.FromExportBlobs(path, where)
-		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", path)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", path, len(in.blobs.held))
+		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", name)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", name, len(in.blobs.held))
 	} else {
-		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", path, version)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", path, len(in.blobs.held), version)
+		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", name, version)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", name, len(in.blobs.held), version)
 	}
 	return in, err
 }
