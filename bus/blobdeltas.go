@@ -110,6 +110,46 @@ func (h *Blobs) Stat(ctx context.Context, d events.Digest) (BlobStored, error) {
 	return BlobStored{Size: size, Depth: depthOf(info)}, nil
 }
 
+// DeltaBase returns the blob that the blob named by d is stored as a
+// delta of, or "" when d is stored whole; ErrBlobNotFound when d is not
+// stored. It reads only d's stored form (a delta is under half of the blob
+// it makes, and one of up to 16 KiB is in the object's metadata), never
+// the base or the whole blob: a caller that follows the bases with
+// DeltaBase down to a whole blob knows the blob can be rebuilt without
+// rebuilding it. A stored form that is no delta, or names no digest, is
+// ErrBlobCorrupt.
+func (h *Blobs) DeltaBase(ctx context.Context, d events.Digest) (events.Digest, error) {
+	b := h.b
+	ctx, cancel := boundCtx(ctx)
+	defer cancel()
+	info, err := b.blobInfo(ctx, d)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "", fmt.Errorf("blob %s: %w", d, ErrBlobNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("blob %s: %w", d, err)
+	}
+	if !isDelta(info) {
+		return "", nil
+	}
+	raw, stored, err := b.objectBytes(ctx, d, info)
+	if err != nil {
+		return "", err
+	}
+	if !isDelta(stored) {
+		return "", nil // stored again whole meanwhile
+	}
+	dl, err := blobdelta.Decode(raw)
+	if err != nil {
+		return "", fmt.Errorf("blob %s: stored delta: %v: %w", d, err, ErrBlobCorrupt)
+	}
+	base := events.Digest(dl.Base)
+	if err := base.Validate("base"); err != nil {
+		return "", fmt.Errorf("blob %s: stored delta: %v: %w", d, err, ErrBlobCorrupt)
+	}
+	return base, nil
+}
+
 func isDelta(info *jetstream.ObjectInfo) bool { return info.Metadata[metaEncoding] == encodedDelta }
 
 // depthOf is how many deltas lie below a stored blob; a whole blob's is 0.

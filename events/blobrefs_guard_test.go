@@ -51,9 +51,9 @@ var noBlobFields = map[string]string{
 	"dispatch.completed:dispatch.digest": "the workspace's state after the dispatch, compared by the staller " +
 		"and the decider as an identity; no reader fetches it from the store",
 	"turn.completed:evidence.dispatches[].digest": "the workspace's state after a dispatch, as in dispatch.completed",
-	"dispatch.completed:output_digest": "never written by this version (the output is always inline); " +
-		"the staller compares it as an identity. The viewer links it as a blob, so a writer that moves " +
-		"outputs to blobs must list it in BlobRefs",
+	"dispatch.completed:output_digest": "reserved: never written by this version (the output is always inline); " +
+		"the staller compares it as an identity and the viewer does not show it. A writer that moves " +
+		"outputs to blobs must list it in BlobRefs (and link it in the viewer again)",
 	"model.replied:reply_digest": "never written by this version, and read by no one",
 	"model.replied:cache_identity": "the response cache's model identity: a key, never stored; " +
 		"the cache entry blob is cached.entry",

@@ -38,6 +38,11 @@ func FromEnvironment() (*Redactor, error) {
 	return Load(os.Getenv, DefaultNames, splitList(os.Getenv(EnvSecretNames)), splitList(os.Getenv(EnvSecretFiles)))
 }
 
+// NamedFiles returns the files FACTLINE_SECRET_FILES names, in the order
+// named, so that a caller can look at who else may read or change them
+// (FileExposure) as it does for a file a flag names.
+func NamedFiles() []string { return splitList(os.Getenv(EnvSecretFiles)) }
+
 // UnsetNamed returns the variables FACTLINE_SECRET_ENV names that are not
 // set (or empty) in this process's environment, in the order named. Load
 // skips them, as a process may rightly lack one; but a misspelt name

@@ -98,7 +98,7 @@ type auditInputs struct {
 }
 
 func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
-	fromFile, err := o.src.fromFile()
+	fromFile, err := o.src.fromFile(ctx)
 	if err != nil {
 		return err
 	}
@@ -141,6 +141,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 	opts.Seqs = a.seqs
 	if in.blobs.checked() {
 		opts.Blobs = in.blobs.has
+		opts.MissingBase = in.blobs.missingBase
 		opts.BlobsWhere = in.blobsWhere
 	}
 	violations = append(violations, audit.Check(facts, opts)...)
@@ -223,12 +224,12 @@ func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead,
 		in.origins = append(in.origins, log.Facts()...)
 	}
 	in.resolve = recorded.FromBus(b)
-	in.blobs, err = blobsHeld(ctx, a.facts, func(ctx context.Context, d events.Digest) (bool, error) {
-		_, err := b.Blobs().Stat(ctx, d)
+	in.blobs, err = blobsHeld(ctx, a.facts, func(ctx context.Context, d events.Digest) (bool, events.Digest, error) {
+		base, err := b.Blobs().DeltaBase(ctx, d)
 		if errors.Is(err, bus.ErrBlobNotFound) {
-			return false, nil
+			return false, "", nil
 		}
-		return err == nil, err
+		return err == nil, base, err
 	})
 	in.noBlobsNote = fmt.Sprintf("the store holds none of the %d blobs the facts name (a copy of the facts only, imported from an export --no-blobs?)", len(in.blobs.held))
 	return in, closeBus, err
@@ -240,8 +241,10 @@ func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead,
 // the blobs held. A file that is no whole export, or whose blob does not
 // match its digest, is refused in import's words: nothing is audited.
 func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, out io.Writer) (auditInputs, error) {
-	path := o.src.file
-	in := auditInputs{where: "the export " + path, blobsWhere: "the export"}
+	// For --file -, the copy of standard input (fromFile); named as
+	// standard input.
+	path, name := o.src.file, o.src.name()
+	in := auditInputs{where: "the export " + name, blobsWhere: "the export"}
 	if err := o.src.checkFile(); err != nil {
 		return in, err
 	}
@@ -287,17 +290,18 @@ func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, 
 			return in, err
 		}
 	}
-	in.blobs, err = blobsHeld(ctx, a.facts, func(_ context.Context, d events.Digest) (bool, error) {
+	// An export holds each blob whole: no delta, no base.
+	in.blobs, err = blobsHeld(ctx, a.facts, func(_ context.Context, d events.Digest) (bool, events.Digest, error) {
 		_, ok := where[d]
-		return ok, nil
+		return ok, "", nil
 	})
 	if version >= 3 {
 		in.resolve = recorded.FromExportBlobs(path, where)
-		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", path)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", path, len(in.blobs.held))
+		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", name)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only, exported from a store that held none?)", name, len(in.blobs.held))
 	} else {
-		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", path, version)
-		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", path, len(in.blobs.held), version)
+		in.casesWhere = fmt.Sprintf("the export %s (a version %d export holds facts, not blobs: written by export --no-blobs or before version 3)", name, version)
+		in.noBlobsNote = fmt.Sprintf("the export %s holds none of the %d blobs the facts name (a copy of the facts only: version %d, written by export --no-blobs or before version 3)", name, len(in.blobs.held), version)
 	}
 	return in, err
 }
@@ -323,36 +327,84 @@ func readExportFile(path string, v bus.ExportVisitor) (int, error) {
 }
 
 // heldBlobs is whether the store holds the blob of each digest the
-// audited facts name as a blob (events.BlobRefs).
+// audited facts name as a blob (events.BlobRefs), and, for one it holds
+// as a delta, whether it holds the bases it is rebuilt on.
 type heldBlobs struct {
 	held map[events.Digest]bool
-	n    int // how many of them the store holds
+	// gap is, for a held blob stored as a delta whose chain of bases is
+	// not whole, the first base the store does not hold.
+	gap map[events.Digest]events.Digest
+	n   int // how many of them the store holds
 }
 
 // has says whether the store holds d's blob.
 func (h heldBlobs) has(d events.Digest) bool { return h.held[d] }
+
+// missingBase is the first base of d's delta chain the store does not
+// hold, "" when d can be rebuilt (or is stored whole).
+func (h heldBlobs) missingBase(d events.Digest) events.Digest { return h.gap[d] }
 
 // checked says whether blob-held is worth checking: a store that holds
 // none of the blobs its facts name is a copy of the facts only (an
 // import of an export --no-blobs), whose every blob would be reported.
 func (h heldBlobs) checked() bool { return h.n > 0 || len(h.held) == 0 }
 
-// blobsHeld asks stat about each blob the facts name: whether it is held
-// (false, nil: it is not).
-func blobsHeld(ctx context.Context, facts []events.Fact, stat func(context.Context, events.Digest) (bool, error)) (heldBlobs, error) {
-	h := heldBlobs{held: map[events.Digest]bool{}}
+// blobStat says whether a blob is held (false, nil: it is not) and, for
+// one held as a delta, the blob it is a delta of ("" for a whole one).
+type blobStat func(context.Context, events.Digest) (held bool, base events.Digest, err error)
+
+// blobsHeld asks stat about each blob the facts name and, for one held as
+// a delta, about each base down to a whole blob: a blob whose base is
+// gone is present but cannot be read (an export, which reads it whole,
+// fails). Only the stored forms are looked at, never a whole blob rebuilt
+// (bus.Blobs.DeltaBase): a delta is small, and the bases a run's requests
+// share are asked about once.
+func blobsHeld(ctx context.Context, facts []events.Fact, stat blobStat) (heldBlobs, error) {
+	h := heldBlobs{held: map[events.Digest]bool{}, gap: map[events.Digest]events.Digest{}}
+	type answer struct {
+		held bool
+		base events.Digest
+	}
+	asked := map[events.Digest]answer{}
+	ask := func(d events.Digest) (answer, error) {
+		if a, ok := asked[d]; ok {
+			return a, nil
+		}
+		held, base, err := stat(ctx, d)
+		if err != nil {
+			return answer{}, err
+		}
+		asked[d] = answer{held, base}
+		return asked[d], nil
+	}
 	for _, f := range facts {
 		for _, ref := range events.BlobRefs(f) {
-			if _, asked := h.held[ref.Digest]; asked {
+			if _, done := h.held[ref.Digest]; done {
 				continue
 			}
-			ok, err := stat(ctx, ref.Digest)
-			if err != nil {
-				return h, fmt.Errorf("audit: the blob %s that %s of %s/%s names: %w", ref.Digest, f.Kind(), f.Suite, f.Run, err)
+			named := func(err error) error {
+				return fmt.Errorf("audit: the blob %s that %s of %s/%s names: %w", ref.Digest, f.Kind(), f.Suite, f.Run, err)
 			}
-			h.held[ref.Digest] = ok
-			if ok {
-				h.n++
+			a, err := ask(ref.Digest)
+			if err != nil {
+				return h, named(err)
+			}
+			h.held[ref.Digest] = a.held
+			if !a.held {
+				continue
+			}
+			h.n++
+			// Down the chain, as a read follows it; a chain longer than a
+			// read follows is corrupt, which a read (not this rule) says.
+			for depth := 0; a.base != "" && depth < bus.MaxDeltaDepth; depth++ {
+				base := a.base
+				if a, err = ask(base); err != nil {
+					return h, named(fmt.Errorf("its base %s: %w", base, err))
+				}
+				if !a.held {
+					h.gap[ref.Digest] = base
+					break
+				}
 			}
 		}
 	}

@@ -186,6 +186,27 @@ var secretFilesSaid sync.Map
 // run as root). A file that cannot be looked at is left to the read,
 // whose error names it.
 func checkSecretFile(flag, path string) error {
+	return checkExposure("flag", flag, path)
+}
+
+// checkSecretFilesEnv holds each file $FACTLINE_SECRET_FILES names to the
+// rule checkSecretFile holds a flag's file to: they hold secrets as much.
+// A file that cannot be looked at is left to the redactor's read, whose
+// error names it.
+func checkSecretFilesEnv() error {
+	for _, f := range secrets.NamedFiles() {
+		if err := checkExposure("variable", secrets.EnvSecretFiles, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExposure is checkSecretFile's rule for the file at path, named by
+// source (a flag, or a variable): kind is the log attribute naming the
+// source ("flag" or "variable"). The warning is a security finding,
+// printed whatever the log level (findings).
+func checkExposure(kind, source, path string) error {
 	exp, err := secrets.StatFile(path)
 	if err != nil {
 		return nil
@@ -195,14 +216,18 @@ func checkSecretFile(flag, path string) error {
 		return nil
 	}
 	if exp.WorldWrite() {
-		return fileError{fmt.Errorf("%s %s holds a secret and %s (mode %s): anyone could have put their own credential in it; run '%s'",
-			flag, path, strings.Join(problems, ", "), exp.ModeString(), exp.Fix())}
+		named := source + " " + path
+		if kind == "variable" {
+			named = fmt.Sprintf("%s (named in $%s)", path, source)
+		}
+		return fileError{fmt.Errorf("%s holds a secret and %s (mode %s): anyone could have put their own credential in it; run '%s'",
+			named, strings.Join(problems, ", "), exp.ModeString(), exp.Fix())}
 	}
-	if _, said := secretFilesSaid.LoadOrStore(flag+" "+path, true); said {
+	if _, said := secretFilesSaid.LoadOrStore(source+" "+path, true); said {
 		return nil // a command that connects twice says it once
 	}
-	slog.Warn("UNPROTECTED secret file: "+strings.Join(problems, ", "),
-		"flag", flag, "path", path, "mode", exp.ModeString(), "fix", exp.Fix())
+	findings().Warn("UNPROTECTED secret file: "+strings.Join(problems, ", "),
+		kind, source, "path", path, "mode", exp.ModeString(), "fix", exp.Fix())
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/factline/factline/secrets"
 )
 
 // LogLevelEnv is the environment variable a command's log level is read
@@ -48,6 +50,12 @@ func logLevelFlag(root *cobra.Command) {
 			return err
 		}
 		logLevel.Set(lvl)
+		for _, n := range secrets.UnsetNamed() {
+			// Skipped, as a process may lack it; but a misspelt name would
+			// leave the secret it meant unredacted without a word. Said
+			// once the level is known: a warning like any other.
+			slog.Warn("a variable "+secrets.EnvSecretNames+" names is not set in this process: nothing of it is redacted", "variable", n)
+		}
 		return nil
 	}
 }

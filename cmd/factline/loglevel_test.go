@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -44,22 +42,22 @@ func TestLogLevelInfoShowsEachRunsStopLine(t *testing.T) {
 // error naming the value and the levels there are, before anything runs.
 func TestLogLevelErrorDropsWarningsAndABadLevelIsRefused(t *testing.T) {
 	t.Parallel()
-	tail := warningTail(t)
-	if code, _, errOut := factline(t, tail...); code != 1 || !strings.Contains(errOut, "level=WARN") {
-		t.Fatalf("default level: exit %d, want 1 with the file's warning:\n%s", code, errOut)
+	env, tail := warningTail(t)
+	if code, errOut := factlineEnv(t, env, tail...); code != 1 || !strings.Contains(errOut, "level=WARN") {
+		t.Fatalf("default level: exit %d, want 1 with the variable's warning:\n%s", code, errOut)
 	}
-	if code, _, errOut := factline(t, append(tail, "--log-level", "error")...); code != 1 || strings.Contains(errOut, "level=WARN") {
+	if code, errOut := factlineEnv(t, env, append(tail, "--log-level", "error")...); code != 1 || strings.Contains(errOut, "level=WARN") {
 		t.Errorf("--log-level error: exit %d, and a warning printed:\n%s", code, errOut)
 	}
 	for _, bad := range []string{"verbose", "INFO+2", ""} {
-		code, out, errOut := factline(t, append(tail, "--log-level="+bad)...)
-		if code != 2 || out != "" || !strings.Contains(errOut, fmt.Sprintf("--log-level %q", bad)) ||
+		code, errOut := factlineEnv(t, env, append(tail, "--log-level="+bad)...)
+		if code != 2 || !strings.Contains(errOut, fmt.Sprintf("--log-level %q", bad)) ||
 			!strings.Contains(errOut, "debug, info, warn or error") || strings.Contains(errOut, "connect") {
 			t.Errorf("--log-level %q: exit %d, stderr %q; want 2 naming the value and the levels", bad, code, errOut)
 		}
 	}
 	// Case does not matter, as slog writes the levels in capitals.
-	if code, _, errOut := factline(t, append(tail, "--log-level", "ERROR")...); code != 1 || strings.Contains(errOut, "level=WARN") {
+	if code, errOut := factlineEnv(t, env, append(tail, "--log-level", "ERROR")...); code != 1 || strings.Contains(errOut, "level=WARN") {
 		t.Errorf("--log-level ERROR: exit %d:\n%s", code, errOut)
 	}
 }
@@ -68,14 +66,9 @@ func TestLogLevelErrorDropsWarningsAndABadLevelIsRefused(t *testing.T) {
 // service's environment), and is checked as the flag is.
 func TestLogLevelFromTheEnvironment(t *testing.T) {
 	t.Parallel()
-	tail := warningTail(t)
-	runEnv := func(env string, args ...string) (int, string) {
-		cmd := exec.Command(factlineBin(t), args...)
-		cmd.Env = append(os.Environ(), env)
-		var errOut strings.Builder
-		cmd.Stderr = &errOut
-		_ = cmd.Run()
-		return cmd.ProcessState.ExitCode(), errOut.String()
+	env, tail := warningTail(t)
+	runEnv := func(level string, args ...string) (int, string) {
+		return factlineEnv(t, append(append([]string(nil), env...), level), args...)
 	}
 	if code, errOut := runEnv("FACTLINE_LOG_LEVEL"+"=error", tail...); code != 1 || strings.Contains(errOut, "level=WARN") {
 		t.Errorf("%s=error: exit %d, and a warning printed:\n%s", "FACTLINE_LOG_LEVEL", code, errOut)
@@ -89,18 +82,13 @@ func TestLogLevelFromTheEnvironment(t *testing.T) {
 	}
 }
 
-// warningTail is a tail that logs one warning and fails: its password
-// file is open to others (warned once), and no server listens at its URL
-// (exit 1). The tests of the log level count that warning.
-func warningTail(t *testing.T) []string {
+// warningTail is a tail that logs one warning and fails: the environment
+// it returns has $FACTLINE_SECRET_ENV name a variable that is not set
+// (warned once), and no server listens at its URL (exit 1). The tests of
+// the log level count that warning. (A secret file open to others is no
+// longer one: that warning is printed whatever the level.)
+func warningTail(t *testing.T) (env, args []string) {
 	t.Helper()
-	pw := filepath.Join(t.TempDir(), "runner.pw")
-	if err := os.WriteFile(pw, []byte("s3cret-pw-1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(pw, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
-	return []string{"tail", "--no-follow", "--nats", url, "--user", "runner", "--password-file", pw}
+	return []string{"FACTLINE_SECRET_ENV=FACTLINE_TEST_NO_SUCH_VARIABLE"}, []string{"tail", "--no-follow", "--nats", url}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,18 @@ type logSource struct {
 	// from is the first stream sequence read, for the commands that take
 	// --from-seq (see fromSeqFlag).
 	from uint64
+	// stdin is the command's standard input, which --file - reads.
+	stdin func() io.Reader
+	// streams is set by a command that reads the export once, in order
+	// (replay): --file - is then read as it comes, not copied first.
+	streams bool
+	// spool is the temporary file standard input was copied to for
+	// --file -, removed when the command ends; "" when there is none.
+	spool string
 }
+
+// StdinFile is the --file value that reads the export from standard input.
+const StdinFile = "-"
 
 // errOneSource is --file given beside --store or --nats.
 var errOneSource = usageError{"give --file, --store or --nats, only one"}
@@ -30,8 +42,12 @@ var errOneSource = usageError{"give --file, --store or --nats, only one"}
 // fileHelp says what the file is to c. It returns c's flag set, for the
 // command's own flags.
 func (s *logSource) flags(c *cobra.Command, run runFunc, fileHelp string) *pflag.FlagSet {
-	fs := onTarget(c, &s.t, run)
-	fs.StringVar(&s.file, "file", "", fileHelp)
+	s.stdin = c.InOrStdin
+	fs := onTarget(c, &s.t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
+		defer s.removeSpool()
+		return run(ctx, args, out, errOut)
+	})
+	fs.StringVar(&s.file, "file", "", fileHelp+"; - reads it from standard input")
 	return fs
 }
 
@@ -42,15 +58,73 @@ func (s *logSource) fromSeqFlag(fs *pflag.FlagSet) {
 }
 
 // fromFile reports whether the log is read from an export file; one
-// given beside a store or a server is a usage error.
-func (s *logSource) fromFile() (bool, error) {
+// given beside a store or a server is a usage error. For --file - it
+// copies standard input to a temporary file, which is then the file
+// read, unless the command streams it (replay).
+func (s *logSource) fromFile(ctx context.Context) (bool, error) {
 	if s.file == "" {
 		return false, nil
 	}
 	if s.t.store != "" || s.t.url != "" {
 		return true, errOneSource
 	}
+	if s.file == StdinFile && !s.streams {
+		if err := s.spoolStdin(ctx); err != nil {
+			return true, err
+		}
+	}
 	return true, nil
+}
+
+// spoolStdin copies standard input to a temporary file and makes it the
+// file read: the commands other than replay read an export more than once
+// (a check of it whole, then its facts; its facts, then the runs cached
+// replies cite) or read its blobs where they lie, which a pipe cannot
+// give. The copy is bounded by nothing but the temporary directory's free
+// space (an export is as large as the log it copies); one that cannot be
+// written whole stops the command naming the directory, before anything
+// is read. The file is removed when the command ends (removeSpool).
+func (s *logSource) spoolStdin(ctx context.Context) error {
+	f, err := os.CreateTemp("", "factline-stdin-*.flx")
+	if err != nil {
+		return fmt.Errorf("--file -: copying standard input to a temporary file: %w", err)
+	}
+	s.spool, s.file = f.Name(), f.Name()
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(f, s.stdin())
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// A terminal's standard input ends only when told to: Ctrl-C
+		// stops the wait, the read is left to the process's end.
+		err = context.Cause(ctx)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--file -: copying standard input to %s (in %s, $TMPDIR): %w", f.Name(), os.TempDir(), err)
+	}
+	return nil
+}
+
+// name is the export file as the command names it: "standard input" for
+// --file -, whether it is read as it comes or from its copy.
+func (s *logSource) name() string {
+	if s.file == StdinFile || (s.spool != "" && s.file == s.spool) {
+		return "standard input"
+	}
+	return s.file
+}
+
+// removeSpool removes the copy of standard input, if one was made.
+func (s *logSource) removeSpool() {
+	if s.spool != "" {
+		_ = os.Remove(s.spool)
+	}
 }
 
 // checkFile says an export file that cannot be opened is the call's
@@ -82,6 +156,10 @@ func (s *logSource) checkWhole(ctx context.Context) error {
 // are committed). b is nil for a file; closeSource releases what was
 // opened. The caller has checked fromFile.
 func (s *logSource) replay(ctx context.Context, follow bool) (src replay.Source, b *bus.Bus, closeSource func(), err error) {
+	if s.file == StdinFile {
+		// Read once, in order, as it comes (streams).
+		return replay.Reader(s.stdin()), nil, func() {}, nil
+	}
 	if s.file != "" {
 		if err := s.checkFile(); err != nil {
 			return nil, nil, nil, err

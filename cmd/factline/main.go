@@ -44,6 +44,21 @@ var errNoCommand = errors.New("no command given")
 // run without main, get an empty one to read.
 var logSecrets = secrets.New()
 
+// findingsLog is the process's logger for security findings (a secret
+// file open to others): main makes it on the handler of the process's
+// log, with no level, so --log-level never hides one. Nil where main did
+// not run (tests calling run): findings then go to the default logger.
+var findingsLog *slog.Logger
+
+// findings is the logger for a security finding: a warning that a
+// credential is exposed is printed whatever the log level says.
+func findings() *slog.Logger {
+	if findingsLog != nil {
+		return findingsLog
+	}
+	return slog.Default()
+}
+
 func main() {
 	// No secret the configuration names reaches a log line.
 	red, err := secrets.FromEnvironment()
@@ -58,10 +73,12 @@ func main() {
 		logLevel.Set(lvl) // for what main itself logs before
 	}
 	slog.SetDefault(slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}), logSecrets)))
-	for _, n := range secrets.UnsetNamed() {
-		// Skipped, as a process may lack it; but a misspelt name would
-		// leave the secret it meant unredacted without a word.
-		slog.Warn("a variable "+secrets.EnvSecretNames+" names is not set in this process: nothing of it is redacted", "variable", n)
+	findingsLog = slog.New(secrets.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), logSecrets))
+	// The files the redactor read are held to the rule a flag's secret
+	// file is: one any user may change is refused, as a file error.
+	if err := checkSecretFilesEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "factline: %v\n", err)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

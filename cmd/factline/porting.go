@@ -192,6 +192,7 @@ func newReplayCmd() *cobra.Command {
 	fs.StringVar(&o.runID, "run", "", "only the facts of this run")
 	fs.StringVar(&o.suite, "suite", "", "only the facts of this suite (with --run: the run of this suite, when suites share its ID)")
 	o.src.fromSeqFlag(fs)
+	o.src.streams = true // read once, in order: --file - needs no copy
 	fs.BoolVar(&o.asJSON, "json", false, "print the projection as JSON")
 	return c
 }
@@ -211,7 +212,7 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 	if err := checkSuiteFlag(o.suite); err != nil {
 		return err
 	}
-	if _, err := o.src.fromFile(); err != nil {
+	if _, err := o.src.fromFile(ctx); err != nil {
 		return err
 	}
 	src, _, closeSource, err := o.src.replay(ctx, false)
@@ -244,7 +245,7 @@ func (o *replayFlags) run(ctx context.Context, name string, out, errOut io.Write
 		// An empty projection would read as a run with nothing in it.
 		where := "the log"
 		if o.src.file != "" {
-			where = o.src.file
+			where = o.src.name()
 		}
 		if o.src.from > 0 {
 			where += fmt.Sprintf(" from sequence %d", o.src.from)

@@ -78,7 +78,7 @@ func (o *traceFlags) run(ctx context.Context, _ []string, out, errOut io.Writer)
 			return usageError{fmt.Sprintf("--run %q: %v", o.runID, err)}
 		}
 	}
-	if file, err := o.src.fromFile(); err != nil {
+	if file, err := o.src.fromFile(ctx); err != nil {
 		return err
 	} else if file && o.follow {
 		return usageError{"--follow reads a store or a server: an export file does not grow"}

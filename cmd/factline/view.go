@@ -49,14 +49,16 @@ func (o *viewFlags) run(ctx context.Context, _ []string, out, errOut io.Writer) 
 	// the ones given, nothing else: a page elsewhere that rebinds its own
 	// name to this address is refused (docs/viewer.md#listening-and-host-names).
 	t := &o.src.t
-	cfg := view.Config{File: o.src.file, Hosts: append([]string{addr.given}, o.hosts...)}
-	source := o.src.file
-	if file, err := o.src.fromFile(); err != nil {
+	cfg := view.Config{Hosts: append([]string{addr.given}, o.hosts...)}
+	var source string
+	if file, err := o.src.fromFile(ctx); err != nil {
 		return err
 	} else if file {
+		// For --file -, the copy of standard input (fromFile).
 		if err := o.src.checkFile(); err != nil {
 			return err
 		}
+		cfg.File, source = o.src.file, o.src.name()
 	} else {
 		b, closeBus, err := t.readsExisting().open(ctx)
 		if err != nil {

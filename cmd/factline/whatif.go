@@ -59,7 +59,7 @@ func (o *whatifFlags) run(ctx context.Context, suites []string, out, errOut io.W
 		names[c.Name] = p
 		cands = append(cands, c)
 	}
-	file, err := o.src.fromFile()
+	file, err := o.src.fromFile(ctx)
 	if err != nil {
 		return err
 	}

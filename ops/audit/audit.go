@@ -113,6 +113,13 @@ type Options struct {
 	// hold is then a RuleBlobHeld violation. Nil: blobs are not checked
 	// (a copy of facts only holds none).
 	Blobs func(events.Digest) bool
+	// MissingBase, when not nil, says for a blob Blobs says is held
+	// whether it can be read: a blob stored as a delta is rebuilt on its
+	// base, and that on its own, down to a whole blob. It returns the
+	// first base on that chain the store does not hold, "" when none is
+	// missing. A blob held whose base is missing is a RuleBlobHeld
+	// violation naming the base.
+	MissingBase func(events.Digest) events.Digest
 	// BlobsWhere names what Blobs answers for, in a RuleBlobHeld
 	// violation ("which the export does not hold"); empty: "the store".
 	BlobsWhere string
@@ -189,7 +196,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	for _, suite := range suiteOrder {
 		out = append(out, checkReports(suite, suites[suite])...)
 	}
-	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.BlobsWhere)...)
+	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.MissingBase, opts.BlobsWhere)...)
 	if sink != nil {
 		ops := make([]string, 0, len(sink))
 		for op := range sink {

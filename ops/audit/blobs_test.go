@@ -74,3 +74,41 @@ func TestABlobRefTheStoreDoesNotHoldIsAViolation(t *testing.T) {
 		t.Fatalf("violations in a clean run whose blobs are held: %v", vs)
 	}
 }
+
+// A blob held as a delta whose base the store does not hold cannot be
+// read: told so by MissingBase, the audit names the fact, the field, the
+// blob and the missing base under blob-held; a blob whose chain is whole
+// passes.
+func TestADeltaWithoutItsBaseIsAViolation(t *testing.T) {
+	l := clean(t)
+	x := events.DigestOf([]byte("x"))
+	base := events.DigestOf([]byte("the first request"))
+	l.facts = l.facts[:2]
+	l.add(events.TurnStarted{Turn: 2, ContextDigest: x})
+	all := func(events.Digest) bool { return true }
+	missing := func(d events.Digest) events.Digest {
+		if d == x {
+			return base
+		}
+		return ""
+	}
+	var blob []Violation
+	for _, v := range Check(l.facts, Options{Blobs: all, MissingBase: missing}) {
+		if v.Rule == RuleBlobHeld {
+			blob = append(blob, v)
+		}
+	}
+	// Both turns name x: each fact that names it is named.
+	if len(blob) != 2 {
+		t.Fatalf("blob-held violations %v, want two (each turn naming the delta)", blob)
+	}
+	for _, want := range []string{"turn.started", "context_digest", "names blob " + string(x), "delta of blob " + string(base) + ", which the store does not hold"} {
+		if !strings.Contains(blob[1].Detail, want) {
+			t.Errorf("violation %v does not say %q", blob[1], want)
+		}
+	}
+	none := func(events.Digest) events.Digest { return "" }
+	if got := rules(Check(l.facts, Options{Blobs: all, MissingBase: none})); strings.Contains(got, "blob") {
+		t.Errorf("rules %q with every chain whole", got)
+	}
+}

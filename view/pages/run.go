@@ -142,19 +142,18 @@ type Call struct {
 	Intended  bool          `json:"intended"`
 	Settled   bool          `json:"settled"`
 	// The settlement (when Settled).
-	Disposition  string        `json:"disposition,omitempty"`
-	Mutation     string        `json:"mutation,omitempty"`
-	Verification string        `json:"verification,omitempty"`
-	Epoch        uint64        `json:"source_epoch,omitempty"`
-	Diagnostics  []Diagnostic  `json:"diagnostics,omitempty"`
-	Complete     bool          `json:"complete_diagnostics,omitempty"`
-	Unknown      string        `json:"verification_unknown,omitempty"`
-	Check        string        `json:"check,omitempty"`
-	Outcome      string        `json:"outcome,omitempty"`
-	Evidence     string        `json:"evidence_ref,omitempty"`
-	Output       string        `json:"output,omitempty"`
-	OutputBlob   events.Digest `json:"output_blob,omitempty"`
-	Error        *ToolError    `json:"error,omitempty"`
+	Disposition  string       `json:"disposition,omitempty"`
+	Mutation     string       `json:"mutation,omitempty"`
+	Verification string       `json:"verification,omitempty"`
+	Epoch        uint64       `json:"source_epoch,omitempty"`
+	Diagnostics  []Diagnostic `json:"diagnostics,omitempty"`
+	Complete     bool         `json:"complete_diagnostics,omitempty"`
+	Unknown      string       `json:"verification_unknown,omitempty"`
+	Check        string       `json:"check,omitempty"`
+	Outcome      string       `json:"outcome,omitempty"`
+	Evidence     string       `json:"evidence_ref,omitempty"`
+	Output       string       `json:"output,omitempty"`
+	Error        *ToolError   `json:"error,omitempty"`
 	// Child is the child run a delegate call started.
 	Child string `json:"child,omitempty"`
 }
@@ -441,7 +440,9 @@ func turnOf(x *projections.Exchange, t *turnDetail) Turn {
 func settle(c *Call, done events.DispatchCompleted) {
 	d := done.Dispatch
 	c.Settled, c.Disposition, c.Mutation, c.Verification = true, string(d.Disposition), string(d.Mutation), d.Verification.Type()
-	c.Check, c.Outcome, c.Evidence, c.OutputBlob = d.Check, d.Outcome, string(d.EvidenceRef), done.OutputDigest
+	// done.OutputDigest is not shown: nothing writes it (a tool's output
+	// is inline), so it names no blob the store holds (docs/facts.md).
+	c.Check, c.Outcome, c.Evidence = d.Check, d.Outcome, string(d.EvidenceRef)
 	switch v := d.Verification.Variant().(type) {
 	case events.VerifyPassed:
 		c.Epoch = v.SourceEpoch
