@@ -203,12 +203,15 @@ func responsesUsageOf(r models.Reply) *responsesUsage {
 	return u
 }
 
-// responsesPart is a content part of an output message.
+// responsesPart is a content part of an output message. An output_text
+// part always holds "annotations" (an empty array: the endpoint makes
+// none), as OpenAI's do: the Vercel AI SDK refuses a response whose part
+// lacks it. A pointer, since omitempty drops an empty slice.
 type responsesPart struct {
-	Type        string   `json:"type"`
-	Text        *string  `json:"text,omitempty"`
-	Refusal     *string  `json:"refusal,omitempty"`
-	Annotations []string `json:"annotations,omitempty"`
+	Type        string      `json:"type"`
+	Text        *string     `json:"text,omitempty"`
+	Refusal     *string     `json:"refusal,omitempty"`
+	Annotations *[]struct{} `json:"annotations,omitempty"`
 }
 
 // responsesOutput is one output item: a message or a function_call.
@@ -249,7 +252,7 @@ func responseOf(id, model string, created int64, r models.Reply) responseObject 
 		Output: []responsesOutput{}, Usage: responsesUsageOf(r), ToolChoice: "auto", ParallelToolCalls: true, Tools: []struct{}{}}
 	if r.Text != "" || len(r.Calls) == 0 {
 		text := r.Text
-		part := responsesPart{Type: "output_text", Text: &text, Annotations: []string{}}
+		part := responsesPart{Type: "output_text", Text: &text, Annotations: &[]struct{}{}}
 		if r.Finish == models.FinishRefusal {
 			part = responsesPart{Type: "refusal", Refusal: &text}
 		}

@@ -1,0 +1,114 @@
+package agentproxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/factline/factline/services/runner/agentproxy"
+)
+
+// sdkExchange posts body, a request an SDK sent (as its bytes), to path on
+// s, streamed or not, and returns the JSON values the SDK is answered: the
+// body, or each event's data.
+func sdkExchange(t *testing.T, s *agentproxy.Server, path string, body []byte, stream bool) []any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["stream"] = stream
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, s.Origin()+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s stream=%v: HTTP %d: %s", path, stream, resp.StatusCode, got)
+	}
+	var values []any
+	if !stream {
+		var v any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, got)
+		}
+		return append(values, v)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(got))
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			t.Fatalf("%s: event data %v: %s", path, err, data)
+		}
+		values = append(values, v)
+	}
+	return values
+}
+
+// objectsOfType calls f with every JSON object below v whose "type" is typ.
+func objectsOfType(v any, typ string, f func(map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x["type"] == typ {
+			f(x)
+		}
+		for _, e := range x {
+			objectsOfType(e, typ, f)
+		}
+	case []any:
+		for _, e := range x {
+			objectsOfType(e, typ, f)
+		}
+	}
+}
+
+// Every output_text part the Responses wire answers holds "annotations",
+// an array, as OpenAI's do: the Vercel AI SDK's responses model
+// (@ai-sdk/openai 3.0.141, openai.responses(...) with generateText)
+// requires it and refused the whole answer ("AI_APICallError: Invalid JSON
+// response") when the endpoint left it out. The request is the SDK's
+// second, as it sent it.
+func TestResponsesOutputTextHoldsAnnotations(t *testing.T) {
+	body, err := os.ReadFile("testdata/sdk/vercel-responses-turn2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	s := start(t, answering("answer.txt now holds 4 and ./check.sh passes.", &calls))
+	for _, stream := range []bool{false, true} {
+		parts := 0
+		for _, v := range sdkExchange(t, s, agentproxy.ResponsesPath, body, stream) {
+			objectsOfType(v, "output_text", func(p map[string]any) {
+				parts++
+				if a, ok := p["annotations"].([]any); !ok || len(a) != 0 {
+					t.Errorf("stream=%v: output_text part %v: want \"annotations\": []", stream, p)
+				}
+			})
+		}
+		if parts == 0 {
+			t.Errorf("stream=%v: no output_text part answered", stream)
+		}
+	}
+}
