@@ -74,7 +74,7 @@ const agentOutputCap = 64 << 10
 
 // ContextPolicyAgent is the policy turn.started names for an external
 // agent's calls: the agent builds its own context.
-const ContextPolicyAgent = "agent"
+const ContextPolicyAgent = events.ContextPolicyAgent
 
 // agentRun is the state an external agent's attempt shares between the
 // agent's calls (the proxy's handlers) and the attempt that waits for the
