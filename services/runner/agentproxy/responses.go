@@ -226,6 +226,25 @@ type responsesOutput struct {
 	Arguments *string         `json:"arguments,omitempty"`
 }
 
+// MarshalJSON writes a message item's "content" always, an empty array
+// too (the item a stream opens has no part yet), as OpenAI's API does: the
+// openai node client's stream helper appends each part to it and fails
+// on an item without one. Other items have no content.
+func (o responsesOutput) MarshalJSON() ([]byte, error) {
+	type plain responsesOutput
+	if o.Type != "message" {
+		return json.Marshal(plain(o))
+	}
+	content := o.Content
+	if content == nil {
+		content = []responsesPart{}
+	}
+	return json.Marshal(struct {
+		plain
+		Content []responsesPart `json:"content"`
+	}{plain(o), content})
+}
+
 // responseObject is the response the API answers with, and that its
 // stream's first and last events carry.
 type responseObject struct {

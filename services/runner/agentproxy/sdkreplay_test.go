@@ -112,3 +112,36 @@ func TestResponsesOutputTextHoldsAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// A streamed Responses answer opens its message item with "content": [],
+// as OpenAI's does: the openai node client's stream helper
+// (client.responses.stream(...).finalResponse(), openai 6.49.0) appends
+// each response.content_part.added to the item's content and failed with
+// "output.content is not iterable" when the endpoint left it out. The
+// request is the one the helper sent.
+func TestResponsesStreamOpensItsMessageWithContent(t *testing.T) {
+	body, err := os.ReadFile("testdata/sdk/openai-node-responses-stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	s := start(t, answering("hi there", &calls))
+	opened := 0
+	for _, v := range sdkExchange(t, s, agentproxy.ResponsesPath, body, true) {
+		ev, _ := v.(map[string]any)
+		if ev["type"] != "response.output_item.added" {
+			continue
+		}
+		item, _ := ev["item"].(map[string]any)
+		if item["type"] != "message" {
+			continue
+		}
+		opened++
+		if c, ok := item["content"].([]any); !ok || len(c) != 0 {
+			t.Errorf("response.output_item.added opens the message as %v: want \"content\": []", item)
+		}
+	}
+	if opened != 1 {
+		t.Errorf("%d message items opened, want 1", opened)
+	}
+}
