@@ -3,6 +3,7 @@ package agentproxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/factline/factline/models"
 	"github.com/factline/factline/services/runner/agentproxy"
 )
 
@@ -143,5 +145,39 @@ func TestResponsesStreamOpensItsMessageWithContent(t *testing.T) {
 	}
 	if opened != 1 {
 		t.Errorf("%d message items opened, want 1", opened)
+	}
+}
+
+// A refusal is the run's end (its budget spent, the run finished or
+// ended): no later call is answered, so it says so to the clients that
+// would retry it. The openai and @anthropic-ai/sdk node clients retry 409
+// and 429 twice by default unless the answer carries x-should-retry:
+// false; an agent on either sent each refused call three times (each
+// refused again, never counted) and waited out the back-off before it
+// could exit.
+func TestRefusalSaysNotToRetry(t *testing.T) {
+	for _, ref := range []*agentproxy.Refusal{
+		{Status: 409, Type: "invalid_request_error", Code: "run_ended", Message: "the run has ended"},
+		{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "budget spent"},
+	} {
+		s := start(t, func(context.Context, models.Request) (models.Reply, error) { return models.Reply{}, ref })
+		for _, c := range []struct{ path, body string }{
+			{agentproxy.ChatPath, hello},
+			{agentproxy.MessagesPath, `{"model":"x","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`},
+		} {
+			req, err := http.NewRequest(http.MethodPost, s.Origin()+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+s.Token())
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != ref.Status || resp.Header.Get("X-Should-Retry") != "false" {
+				t.Errorf("%s, refused %d: HTTP %d, x-should-retry %q; want %d and \"false\"", c.path, ref.Status, resp.StatusCode, resp.Header.Get("X-Should-Retry"), ref.Status)
+			}
+		}
 	}
 }

@@ -38,7 +38,8 @@ const MaxRequestBytes = 32 << 20
 type Call func(ctx context.Context, req models.Request) (models.Reply, error)
 
 // Refusal is a call the attempt refuses, answered in the wire's error
-// shape with its status (a budget spent, a run finished).
+// shape with its status (a budget spent, a run finished), and with
+// x-should-retry: false, since no later call will be answered.
 type Refusal struct {
 	// Status is the HTTP status.
 	Status int
@@ -288,6 +289,10 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 		if err != nil {
 			var ref *Refusal
 			if errors.As(err, &ref) {
+				// A refusal is the run's end: no later call is answered.
+				// The openai and Anthropic clients retry 409 and 429 unless
+				// told not to, and obey this header.
+				w.Header().Set("X-Should-Retry", "false")
 				wr.fail(w, ref.Status, ref.Type, ref.Code, ref.Message)
 				return
 			}
