@@ -181,3 +181,37 @@ func TestRefusalSaysNotToRetry(t *testing.T) {
 		}
 	}
 }
+
+// The Messages wire is served at the endpoint's /messages too: the runner
+// sets ANTHROPIC_BASE_URL to the origin (Anthropic's clients and
+// claude-code add /v1/messages), while the Vercel AI SDK's
+// @ai-sdk/anthropic (3.0.140), which reads the same variable, takes it as
+// the versioned base and adds /messages alone. An agent made with
+// createAnthropic() and nothing else was answered 404 at its first call.
+// The request is that agent's, as it sent it.
+func TestMessagesAreServedWithoutTheVersionPrefix(t *testing.T) {
+	body, err := os.ReadFile("testdata/sdk/vercel-anthropic-env-turn1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	s := start(t, answering("hi there", &calls))
+	req, err := http.NewRequest(http.MethodPost, s.Origin()+"/messages", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", s.Token())
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), `"type":"message"`) || calls != 1 {
+		t.Fatalf("POST /messages: HTTP %d %s (the attempt called %d times); want 200 and a Messages answer", resp.StatusCode, got, calls)
+	}
+}

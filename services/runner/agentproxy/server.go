@@ -114,6 +114,7 @@ func StartOn(ln net.Listener, call Call, model string, log *slog.Logger) (*Serve
 	mux.HandleFunc("POST "+ChatPath, s.serve(chatWire))
 	mux.HandleFunc("POST "+ResponsesPath, s.serve(responsesWire))
 	mux.HandleFunc("POST "+MessagesPath, s.serve(messagesWire))
+	mux.HandleFunc("POST "+MessagesUnversionedPath, s.serve(messagesWire))
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorised(w, r, writeError) {
