@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/models"
 	"github.com/factline/factline/services/runner/agentproxy"
@@ -213,5 +215,66 @@ func TestMessagesAreServedWithoutTheVersionPrefix(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), `"type":"message"`) || calls != 1 {
 		t.Fatalf("POST /messages: HTTP %d %s (the attempt called %d times); want 200 and a Messages answer", resp.StatusCode, got, calls)
+	}
+}
+
+// chanHandler sends each log record's message to a channel.
+type chanHandler struct{ msgs chan string }
+
+func (h chanHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h chanHandler) Handle(_ context.Context, r slog.Record) error { h.msgs <- r.Message; return nil }
+func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h chanHandler) WithGroup(string) slog.Handler                 { return h }
+
+// An agent whose client gives up on a call before the model answers (an
+// SDK's timeout shorter than the model's latency: the openai client's
+// timeout option) is warned about on the runner's log: the call is
+// recorded as a turn whose reply the agent never read, and the client's
+// retry is a new turn, counted again. Found by an openai-node agent with
+// a 1 s timeout on a model taking 3 s: three turns for one call, and the
+// run's first reply (the fix) never reached the agent; nothing said why.
+func TestAnAgentThatHangsUpBeforeItsAnswerIsLogged(t *testing.T) {
+	msgs := make(chan string, 16)
+	called := make(chan struct{})
+	s, err := agentproxy.Start(func(ctx context.Context, _ models.Request) (models.Reply, error) {
+		close(called)
+		<-ctx.Done() // the model takes longer than the client waits
+		return models.Reply{Text: "late", Finish: models.FinishStop}, nil
+	}, "scripted-model", slog.New(chanHandler{msgs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Origin()+agentproxy.ChatPath, strings.NewReader(hello))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-called
+	cancel() // the client gives up
+	if err := <-done; err == nil {
+		t.Fatal("the request was answered though its client gave up")
+	}
+	// The bound only ends a failing test: the warning follows the call's
+	// return at once.
+	bound := time.After(time.Minute)
+	for {
+		select {
+		case msg := <-msgs:
+			if strings.Contains(msg, "hung up before its answer") {
+				return
+			}
+		case <-bound:
+			t.Fatal("the agent hung up before its answer, and nothing was logged")
+		}
 	}
 }

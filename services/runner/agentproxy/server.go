@@ -301,6 +301,14 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 			wr.fail(w, http.StatusBadGateway, "server_error", "model_error", err.Error())
 			return
 		}
+		if r.Context().Err() != nil {
+			// The agent hung up while its model answered: its client gave
+			// up (an SDK's timeout shorter than the model's latency) and
+			// will likely send the call again, a new turn, counted again.
+			// The turn is recorded with a reply the agent never read.
+			s.log.Warn("agent proxy: the agent hung up before its answer; the turn is recorded, and a retry of the call is a new turn (is its client's timeout shorter than the model takes?)",
+				"path", r.URL.Path, "err", context.Cause(r.Context()))
+		}
 		model := reply.Model
 		if model == "" {
 			model = s.model
