@@ -278,3 +278,60 @@ func TestAnAgentThatHangsUpBeforeItsAnswerIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// An item_reference to a message item this endpoint answered is resolved
+// to that message, as OpenAI resolves a stored item: the Vercel AI SDK's
+// responses model (@ai-sdk/openai 3.0.141; openai(...) and
+// openai.responses(...) with store on, its default) sends an earlier
+// answer's text back as {"type":"item_reference","id":"msg_…"}, and the
+// endpoint refused the request (400, "item_reference items are not
+// supported"), so the agent failed at its second call whenever the model
+// had said something beside its tool calls. A reference to an ID the
+// endpoint never answered is refused, naming it. The requests are the
+// SDK's, the second naming the first answer's message as the SDK does.
+func TestResponsesItemReferenceToAnAnsweredMessageIsResolved(t *testing.T) {
+	first, err := os.ReadFile("testdata/sdk/vercel-responses-store-turn1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := os.ReadFile("testdata/sdk/vercel-responses-store-turn2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []models.Request
+	s := start(t, func(_ context.Context, req models.Request) (models.Reply, error) {
+		got = append(got, req)
+		if len(got) == 1 {
+			return models.Reply{Text: "I will write the answer and run the check.", Finish: models.FinishToolCalls, Calls: []models.ToolCall{
+				{ID: "call-1-1", Name: "bash", Args: `{"command":"printf '4\\n' > answer.txt"}`},
+				{ID: "call-1-2", Name: "bash", Args: `{"command":"./check.sh"}`},
+			}}, nil
+		}
+		return models.Reply{Text: "done", Finish: models.FinishStop}, nil
+	})
+	msgID := ""
+	for _, v := range sdkExchange(t, s, agentproxy.ResponsesPath, first, true) {
+		objectsOfType(v, "message", func(m map[string]any) {
+			if id, _ := m["id"].(string); id != "" {
+				msgID = id
+			}
+		})
+	}
+	if msgID == "" {
+		t.Fatal("the first answer has no message item")
+	}
+	body := bytes.ReplaceAll(second, []byte("msg_resp_1796325701101091646"), []byte(msgID))
+	sdkExchange(t, s, agentproxy.ResponsesPath, body, true)
+	if len(got) != 2 {
+		t.Fatalf("the attempt was called %d times, want 2", len(got))
+	}
+	msgs := got[1].Messages
+	if len(msgs) < 3 || msgs[2].Role != models.RoleAssistant || msgs[2].Content != "I will write the answer and run the check." || len(msgs[2].ToolCalls) != 2 {
+		t.Fatalf("the second call's messages %+v: want the referenced answer's text as the assistant message holding its two calls", msgs)
+	}
+	unknown := bytes.ReplaceAll(second, []byte("msg_resp_1796325701101091646"), []byte("msg_elsewhere"))
+	code, answer := postTo(t, s, agentproxy.ResponsesPath, string(unknown))
+	if code != http.StatusBadRequest || !strings.Contains(string(answer), `input[2].id: item_reference \"msg_elsewhere\"`) {
+		t.Fatalf("a reference to an item never answered: HTTP %d %s; want 400 naming input[2].id", code, answer)
+	}
+}
