@@ -1,5 +1,10 @@
 package events
 
+// ContextPolicyAgent is the context policy turn.started names for an
+// external agent's call: the agent built its own context, and its tools
+// are its own (its turns have no dispatches).
+const ContextPolicyAgent = "agent"
+
 // TurnStarted (turn.started) records exactly what the model is sent: the
 // digest of the request after every transformation (the body is a blob).
 type TurnStarted struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/internal/sleep"
+	"github.com/factline/factline/suites"
 )
 
 // controlSpec is one control command: the signal it sends and how many
@@ -128,6 +129,16 @@ func sendControl(ctx context.Context, t *target, suite, run string, c events.Con
 	} else if err := runOfSuite(ctx, b, suite, run); err != nil {
 		return err
 	}
+	if c.Signal == events.SignalSteer {
+		log, err := b.LoadRun(ctx, suite, run)
+		if err != nil {
+			return err
+		}
+		// An ended run is left to awaitAcceptance, which says it ended.
+		if !log.Ended() && runsExternalAgent(log.Facts()) {
+			return fmt.Errorf("steer: run %s runs an external agent, which takes no steers: it has no channel for them, and its runner never accepts one (docs/agents.md#external-agents); nothing was sent. To stop it: factline cancel %s", run, run)
+		}
+	}
 	if c.Operation != "" {
 		log, err := b.LoadRun(ctx, suite, run)
 		if err != nil {
@@ -148,6 +159,22 @@ func sendControl(ctx context.Context, t *target, suite, run string, c events.Con
 		return nil
 	}
 	return awaitAcceptance(ctx, b, suite, run, c, wait, out)
+}
+
+// runsExternalAgent says whether the run's request names an external
+// agent (the identity's agent component).
+func runsExternalAgent(facts []events.Fact) bool {
+	for _, f := range facts {
+		if req, ok := f.Body.(events.RunRequested); ok {
+			for _, c := range req.Components {
+				if c.Name == suites.ComponentAgent {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // checkOperation refuses a signal about an operation that the run's log

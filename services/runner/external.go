@@ -54,6 +54,16 @@ const MaxRefusedInARow = 10
 // never said what the provider answered.
 const AnswerGrace = 10 * time.Second
 
+// FinishGrace is how long an agent whose answer the stop decider
+// finished the run on has to exit by itself before it is ended. It has
+// just been answered: ended at once, it was killed before it had read
+// the answer, so what it does with its final answer (writes it where the
+// grader reads it, prints it, flushes its own transcript into the
+// workspace) never happened and the candidate never held it. A call it
+// makes meanwhile is refused, run_ended; one that lingers is ended when
+// the grace passes.
+const FinishGrace = 5 * time.Second
+
 // AgentTokenSecret names an attempt's endpoint token in the redaction
 // marker ("[redacted:agent_token]").
 const AgentTokenSecret = "agent_token"
@@ -64,7 +74,7 @@ const agentOutputCap = 64 << 10
 
 // ContextPolicyAgent is the policy turn.started names for an external
 // agent's calls: the agent builds its own context.
-const ContextPolicyAgent = "agent"
+const ContextPolicyAgent = events.ContextPolicyAgent
 
 // agentRun is the state an external agent's attempt shares between the
 // agent's calls (the proxy's handlers) and the attempt that waits for the
@@ -294,7 +304,7 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 }
 
 // endOnFinish ends the agent once the stop decider finishes the run on
-// one of its turns. The agent is otherwise ended only at its next call:
+// one of its turns and FinishGrace has passed without it exiting. The agent is otherwise ended only at its next call:
 // one that answered and then neither calls again nor exits (it waits on
 // a child, a socket, a flush) would run on until the wall-time budget
 // passed, which ended a run the decider had finished as exhausted, or,
@@ -331,11 +341,22 @@ func (x *agentRun) endOnFinish(ctx context.Context) {
 			continue
 		}
 		x.mu.Lock()
-		if x.err == nil && !x.end.Ends() {
+		finishing := x.err == nil && !x.end.Ends()
+		if finishing {
+			// Any later call is refused from now on.
 			x.end = end
-			x.stop()
 		}
 		x.mu.Unlock()
+		if !finishing {
+			return
+		}
+		grace := time.NewTimer(FinishGrace)
+		defer grace.Stop()
+		select {
+		case <-ctx.Done():
+		case <-grace.C:
+			x.stop()
+		}
 		return
 	}
 }

@@ -385,7 +385,8 @@ func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
 	// waited it out and ended the run exhausted.
 	c := fixtureCase(t, "{steps: 10, wall: 90s}")
 	// The delay keeps the agent alive while the test reads its pid: once
-	// answered, it is ended as soon as the finish is decided.
+	// answered, it is ended when runner.FinishGrace has passed after the
+	// finish was decided.
 	script := "turns:\n  - text: answer.txt is fine as it is.\n    delay: 2s\n"
 	p, err := fleettest.Publish(e.ctx, e.b, c, agentTreatment(t, script, bin, "--linger", "10m", "--pidfile", "{{.Workspace}}/agent.pid", "{{.Instruction}}"))
 	must(t, err)
@@ -407,6 +408,34 @@ func TestExternalAgentThatLingersAfterItsAnswerEndsAsDecided(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("the agent (pid %d) outlived the stop decision: kill 0 says %v", pid, err)
+	}
+}
+
+// An agent that does something with its final answer once it has read
+// it (writes it where the grader reads it, as an eval team's agent does
+// with a model's final text) gets to do it: the stop decider's finish on
+// that answer used to end the agent at once, before it had even read the
+// answer, so the candidate never held what it wrote and the grade failed.
+// Found by a Vercel AI SDK agent that wrote its final text to a file:
+// five runs of five sealed the fixture unchanged.
+func TestExternalAgentFinishesWhatItDoesWithItsAnswer(t *testing.T) {
+	t.Parallel()
+	e, _ := startWith(t)
+	bin := buildAgent(t)
+	c := fixtureCase(t, "{steps: 10, wall: 90s}")
+	script := "turns:\n  - text: \"4\"\n"
+	log, end := e.runAgent(c, agentTreatment(t, script, bin, "--linger", "500ms", "--answer-file", "answer.txt", "{{.Instruction}}"), "ext-answer-file")
+	if end.Status != events.RunDone {
+		t.Fatalf("ended %s (%s), want done as the stand-in decider decided on the agent's answer", end.Status, end.Reason)
+	}
+	var sealed *events.CandidateSealed
+	for _, f := range log.Facts() {
+		if b, ok := f.Body.(events.CandidateSealed); ok {
+			sealed = &b
+		}
+	}
+	if sealed == nil || sealed.SnapshotDigest == c.FixtureDigest {
+		t.Fatalf("the candidate %+v is the fixture: the agent was ended before it wrote its answer to answer.txt", sealed)
 	}
 }
 

@@ -12,6 +12,12 @@ import (
 // MessagesPath is where Anthropic's Messages API is served.
 const MessagesPath = "/v1/messages"
 
+// MessagesUnversionedPath serves the Messages wire too: the endpoint's
+// ANTHROPIC_BASE_URL is its origin, to which Anthropic's clients add
+// /v1/messages, while the Vercel AI SDK's @ai-sdk/anthropic reads the same
+// variable as a versioned base and adds /messages alone.
+const MessagesUnversionedPath = "/messages"
+
 // messagesRequest is the part of a Messages API request the proxy reads.
 // The agent's model, max_tokens, thinking and other settings are not
 // taken: the treatment's answer every call.

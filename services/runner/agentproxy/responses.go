@@ -1,6 +1,7 @@
 package agentproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -56,7 +57,9 @@ type responsesItem struct {
 // message before it; a function_call_output, a tool message. Reasoning
 // items are dropped: the endpoint never sends any, and the port has no
 // place for them. Anything else — an image or file part, an
-// item_reference, previous_response_id (the endpoint keeps no responses),
+// item_reference (the server resolves one naming a message item it
+// answered before decoding: resolveItemReferences), previous_response_id
+// (the endpoint keeps no responses),
 // a tool that is not a function (a hosted tool such as web_search, which
 // the endpoint cannot serve) — is refused naming where, as is a history
 // OpenAI refuses: a function_call whose arguments are neither blank nor a
@@ -203,12 +206,15 @@ func responsesUsageOf(r models.Reply) *responsesUsage {
 	return u
 }
 
-// responsesPart is a content part of an output message.
+// responsesPart is a content part of an output message. An output_text
+// part always holds "annotations" (an empty array: the endpoint makes
+// none), as OpenAI's do: the Vercel AI SDK refuses a response whose part
+// lacks it. A pointer, since omitempty drops an empty slice.
 type responsesPart struct {
-	Type        string   `json:"type"`
-	Text        *string  `json:"text,omitempty"`
-	Refusal     *string  `json:"refusal,omitempty"`
-	Annotations []string `json:"annotations,omitempty"`
+	Type        string      `json:"type"`
+	Text        *string     `json:"text,omitempty"`
+	Refusal     *string     `json:"refusal,omitempty"`
+	Annotations *[]struct{} `json:"annotations,omitempty"`
 }
 
 // responsesOutput is one output item: a message or a function_call.
@@ -221,6 +227,25 @@ type responsesOutput struct {
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments *string         `json:"arguments,omitempty"`
+}
+
+// MarshalJSON writes a message item's "content" always, an empty array
+// too (the item a stream opens has no part yet), as OpenAI's API does: the
+// openai node client's stream helper appends each part to it and fails
+// on an item without one. Other items have no content.
+func (o responsesOutput) MarshalJSON() ([]byte, error) {
+	type plain responsesOutput
+	if o.Type != "message" {
+		return json.Marshal(plain(o))
+	}
+	content := o.Content
+	if content == nil {
+		content = []responsesPart{}
+	}
+	return json.Marshal(struct {
+		plain
+		Content []responsesPart `json:"content"`
+	}{plain(o), content})
 }
 
 // responseObject is the response the API answers with, and that its
@@ -249,7 +274,7 @@ func responseOf(id, model string, created int64, r models.Reply) responseObject 
 		Output: []responsesOutput{}, Usage: responsesUsageOf(r), ToolChoice: "auto", ParallelToolCalls: true, Tools: []struct{}{}}
 	if r.Text != "" || len(r.Calls) == 0 {
 		text := r.Text
-		part := responsesPart{Type: "output_text", Text: &text, Annotations: []string{}}
+		part := responsesPart{Type: "output_text", Text: &text, Annotations: &[]struct{}{}}
 		if r.Finish == models.FinishRefusal {
 			part = responsesPart{Type: "refusal", Refusal: &text}
 		}
@@ -399,4 +424,72 @@ func messageEvents(add func(string, map[string]any) error, index int, item respo
 		}
 	}
 	return nil
+}
+
+// rememberItems keeps the message item of the Responses answer id (its
+// text or refusal) as an input item, under the ID the answer gave it, for
+// a later item_reference to name. The Vercel AI SDK's responses model
+// (store on, its default) sends an earlier answer's message back as an
+// item_reference to its ID, as OpenAI, which stores what it answered,
+// resolves; the endpoint resolves only its own answers of this attempt.
+func (s *Server) rememberItems(id string, r models.Reply) {
+	for _, o := range responseOf(id, "", 0, r).Output {
+		if o.Type != "message" {
+			continue
+		}
+		item, err := json.Marshal(map[string]any{"type": "message", "role": "assistant", "content": o.Content})
+		if err != nil {
+			continue
+		}
+		s.itemsMu.Lock()
+		if s.items == nil {
+			s.items = map[string]json.RawMessage{}
+		}
+		s.items[o.ID] = item
+		s.itemsMu.Unlock()
+	}
+}
+
+// resolveItemReferences replaces each item_reference of a Responses
+// request's input by the message item this endpoint answered under that
+// ID. A body without one is returned as it is; a reference to an ID this
+// endpoint never answered is an error naming where.
+func (s *Server) resolveItemReferences(body []byte) ([]byte, error) {
+	if !bytes.Contains(body, []byte("item_reference")) {
+		return body, nil
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		return body, nil // the decoder says what is wrong with it
+	}
+	var input []json.RawMessage
+	if err := json.Unmarshal(req["input"], &input); err != nil {
+		return body, nil
+	}
+	changed := false
+	for i, raw := range input {
+		var ref struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}
+		if json.Unmarshal(raw, &ref) != nil || ref.Type != "item_reference" {
+			continue
+		}
+		s.itemsMu.Lock()
+		item, ok := s.items[ref.ID]
+		s.itemsMu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("input[%d].id: item_reference %q names no message this endpoint answered (it resolves its own answers' message items alone; send the item itself)", i, ref.ID)
+		}
+		input[i], changed = item, true
+	}
+	if !changed {
+		return body, nil
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	req["input"] = in
+	return json.Marshal(req)
 }

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,8 @@ const MaxRequestBytes = 32 << 20
 type Call func(ctx context.Context, req models.Request) (models.Reply, error)
 
 // Refusal is a call the attempt refuses, answered in the wire's error
-// shape with its status (a budget spent, a run finished).
+// shape with its status (a budget spent, a run finished), and with
+// x-should-retry: false, since no later call will be answered.
 type Refusal struct {
 	// Status is the HTTP status.
 	Status int
@@ -63,6 +65,10 @@ type Server struct {
 	done  chan struct{}
 	// invalid is told of each request refused as invalid (OnInvalid).
 	invalid atomic.Pointer[func(error)]
+	// items are the Responses message items this endpoint answered, by
+	// ID, as input items: what an item_reference names (itemsMu guards).
+	itemsMu sync.Mutex
+	items   map[string]json.RawMessage
 }
 
 // OnInvalid has f told of each request the endpoint refuses as invalid
@@ -113,6 +119,7 @@ func StartOn(ln net.Listener, call Call, model string, log *slog.Logger) (*Serve
 	mux.HandleFunc("POST "+ChatPath, s.serve(chatWire))
 	mux.HandleFunc("POST "+ResponsesPath, s.serve(responsesWire))
 	mux.HandleFunc("POST "+MessagesPath, s.serve(messagesWire))
+	mux.HandleFunc("POST "+MessagesUnversionedPath, s.serve(messagesWire))
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorised(w, r, writeError) {
@@ -192,6 +199,9 @@ type wire struct {
 	whole  func(id, model string, created int64, r models.Reply) ([]byte, error)
 	stream func(id, model string, created int64, r models.Reply, includeUsage bool) ([]Event, error)
 	fail   errorWriter
+	// keepsItems marks the Responses wire: the endpoint remembers the
+	// message items it answered, and resolves an item_reference to one.
+	keepsItems bool
 }
 
 var chatWire = wire{
@@ -216,9 +226,10 @@ var chatWire = wire{
 }
 
 var responsesWire = wire{
-	decode:   withoutUsage(DecodeResponses),
-	idPrefix: "resp_",
-	whole:    EncodeResponses,
+	decode:     withoutUsage(DecodeResponses),
+	keepsItems: true,
+	idPrefix:   "resp_",
+	whole:      EncodeResponses,
 	stream: func(id, model string, created int64, r models.Reply, _ bool) ([]Event, error) {
 		return EncodeResponsesStream(id, model, created, r)
 	},
@@ -246,25 +257,25 @@ func withoutUsage(decode func(body []byte) (models.Request, bool, error)) func(b
 	}
 }
 
-// reply writes the answer to a reply, whole or as events. Nothing is
-// written unless the answer was encoded whole.
-func (wr wire) reply(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) error {
+// reply writes the answer to a reply, whole or as events, and returns the
+// answer's ID. Nothing is written unless the answer was encoded whole.
+func (wr wire) reply(w http.ResponseWriter, model string, r models.Reply, stream, includeUsage bool) (string, error) {
 	now := time.Now()
 	id, created := fmt.Sprintf("%s%d", wr.idPrefix, now.UnixNano()), now.Unix()
 	if !stream {
 		body, err := wr.whole(id, model, created, r)
 		if err != nil {
-			return err
+			return id, err
 		}
 		writeJSON(w, body)
-		return nil
+		return id, nil
 	}
 	events, err := wr.stream(id, model, created, r, includeUsage)
 	if err != nil {
-		return err
+		return id, err
 	}
 	writeEvents(w, events)
-	return nil
+	return id, nil
 }
 
 // serve is the handler of one wire: authorise, read the request, hand it
@@ -279,6 +290,12 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 			s.refuseInvalid(w, r, wr, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Errorf("request body: %w", err))
 			return
 		}
+		if wr.keepsItems {
+			if body, err = s.resolveItemReferences(body); err != nil {
+				s.refuseInvalid(w, r, wr, http.StatusBadRequest, "invalid_request", err)
+				return
+			}
+		}
 		req, stream, includeUsage, err := wr.decode(body)
 		if err != nil {
 			s.refuseInvalid(w, r, wr, http.StatusBadRequest, "invalid_request", err)
@@ -288,6 +305,10 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 		if err != nil {
 			var ref *Refusal
 			if errors.As(err, &ref) {
+				// A refusal is the run's end: no later call is answered.
+				// The openai and Anthropic clients retry 409 and 429 unless
+				// told not to, and obey this header.
+				w.Header().Set("X-Should-Retry", "false")
 				wr.fail(w, ref.Status, ref.Type, ref.Code, ref.Message)
 				return
 			}
@@ -295,11 +316,23 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 			wr.fail(w, http.StatusBadGateway, "server_error", "model_error", err.Error())
 			return
 		}
+		if r.Context().Err() != nil {
+			// The agent hung up while its model answered: its client gave
+			// up (an SDK's timeout shorter than the model's latency) and
+			// will likely send the call again, a new turn, counted again.
+			// The turn is recorded with a reply the agent never read.
+			s.log.Warn("agent proxy: the agent hung up before its answer; the turn is recorded, and a retry of the call is a new turn (is its client's timeout shorter than the model takes?)",
+				"path", r.URL.Path, "err", context.Cause(r.Context()))
+		}
 		model := reply.Model
 		if model == "" {
 			model = s.model
 		}
-		if err := wr.reply(w, model, reply, stream, includeUsage); err != nil {
+		id, err := wr.reply(w, model, reply, stream, includeUsage)
+		if err == nil && wr.keepsItems {
+			s.rememberItems(id, reply)
+		}
+		if err != nil {
 			// Nothing is written before the reply is encoded whole.
 			wr.fail(w, http.StatusBadGateway, "server_error", "encode", fmt.Sprintf("the model's reply cannot be sent on this wire: %v", err))
 		}

@@ -50,6 +50,11 @@ type State struct {
 
 	turns map[uint32]reading
 
+	// agentTurns are the turns started under events.ContextPolicyAgent:
+	// an external agent's, whose tools are its own and leave no dispatches
+	// to read. They arm nothing and leave every streak as it was.
+	agentTurns map[uint32]bool
+
 	// answers holds each action's latest observation: a read or a command
 	// whose answer changed brought new information (polling a job is work),
 	// one that answers the same again did not.
@@ -195,6 +200,12 @@ func Fold(s State, f events.Fact) State {
 		}
 	case events.TurnStarted:
 		s.turnStarted(f.Position, b.Turn)
+		if b.Policy == events.ContextPolicyAgent {
+			if s.agentTurns == nil {
+				s.agentTurns = map[uint32]bool{}
+			}
+			s.agentTurns[b.Turn] = true
+		}
 	case events.ModelReplied:
 		for _, c := range b.Calls {
 			in := s.call(b.Turn, c.ID)
@@ -336,6 +347,19 @@ type step struct {
 
 func (s *State) completeTurn(pos uint64, ev events.RunEvidence) {
 	n := ev.Turn
+	if s.agentTurns[n] {
+		// An external agent's turn: nothing it did is a dispatch, so
+		// nothing here is idleness, a repeat or a failure.
+		delete(s.agentTurns, n)
+		for k := range s.calls {
+			if k.turn == n {
+				delete(s.calls, k)
+			}
+		}
+		s.turns[n] = reading{position: pos, checkpoint: events.StallCheckpoint{Episode: s.episode, RepairsUsed: s.repairs,
+			WriteCredit: s.credit, OpenFailure: s.anyOpen(), FeedbackDelivered: s.delivered}, unmet: s.unmet()}
+		return
+	}
 	found := map[string]finding{}
 	var steps []step
 	var refs []events.EvidenceRef

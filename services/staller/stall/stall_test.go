@@ -536,3 +536,30 @@ func TestRepeatedFailureOneArmsOnTheFirstFailure(t *testing.T) {
 		t.Errorf("first failure at repeated_failure 1: cause %q", rt.Cause)
 	}
 }
+
+// An external agent's turns (turn.started with policy "agent") have no
+// dispatches: its tools are its own, and what they did is not in the log.
+// They arm no pattern, however many there are: every one of them used to
+// count as idle, so an agent that worked through more than four model
+// calls (codex, claude-code and the SDK agents take dozens) was stopped
+// at its fifth, "stall: idle_turns: repair ended without the work done",
+// with retries whose feedback it never receives. Found by an OpenAI-SDK
+// agent on eight scripted turns that each ran a command.
+func TestExternalAgentTurnsArmNothing(t *testing.T) {
+	r := newRun(t, only(func(p *stall.Policy) {
+		p.IdleTurns, p.RepeatedObservation, p.RepeatedError, p.Alternation = 3, 3, 3, 3
+	}))
+	for range 8 {
+		r.turn++
+		r.add(events.OwnerRunner, events.TurnStarted{Turn: r.turn, ContextDigest: events.DigestOf([]byte("ctx" + strconv.Itoa(int(r.turn)))),
+			Policy: events.ContextPolicyAgent})
+		args := `{"command":"ls"}`
+		r.add(events.OwnerRunner, events.ModelReplied{Turn: r.turn, Provider: "scripted",
+			Calls: []events.ToolCall{{ID: "call_0", Name: "bash", Args: args, ArgsDigest: events.DigestOf([]byte(args))}}})
+		r.add(events.OwnerRunner, events.TurnCompleted{Evidence: events.RunEvidence{
+			RunID: r.id, TaskGeneration: r.gen, Turn: r.turn, EvidencePosition: r.pos + 1, ActorIntent: events.Continue()}})
+		if o := r.observe(r.turn); len(o.Checkpoint.Armed) > 0 || o.Action != nil {
+			t.Fatalf("turn %d of an external agent: armed %v, action %+v; want nothing armed", r.turn, o.Checkpoint.Armed, o.Action)
+		}
+	}
+}

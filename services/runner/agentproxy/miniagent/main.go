@@ -5,7 +5,7 @@
 // directory, and stops when a reply asks for no tool. It is no agent
 // anyone else wrote: the example's real agent is an npm package.
 //
-//	miniagent [--stream] [--keep-going] [--linger D] [--pidfile FILE] [--misanswer] [--retries N] INSTRUCTION   (INSTRUCTION "-": read stdin)
+//	miniagent [--stream] [--keep-going] [--linger D] [--answer-file FILE] [--pidfile FILE] [--misanswer] [--retries N] INSTRUCTION   (INSTRUCTION "-": read stdin)
 //	miniagent --version
 package main
 
@@ -57,6 +57,7 @@ func main() {
 	version := flag.Bool("version", false, "print the version and exit")
 	keepGoing := flag.Bool("keep-going", false, "after a reply with no tool call, ask again instead of stopping (until refused)")
 	linger := flag.Duration("linger", 0, "after the final answer, stay alive this long before exiting (an agent that hangs once it has answered)")
+	answerFile := flag.String("answer-file", "", "after the final answer (and --linger), write its text here, as an agent that hands in its answer as a file does")
 	misanswer := flag.Bool("misanswer", false, "name, in each tool message, a call ID no call made (a broken agent, whose history a provider refuses)")
 	retries := flag.Int("retries", 0, "after an answer of HTTP 400, send the same request again up to this many times before giving up")
 	flag.Parse()
@@ -96,6 +97,11 @@ func main() {
 				continue
 			}
 			time.Sleep(*linger)
+			if *answerFile != "" && reply.Content != nil {
+				if err := os.WriteFile(*answerFile, []byte(*reply.Content+"\n"), 0o644); err != nil {
+					fail("answer file: %v", err)
+				}
+			}
 			return
 		}
 		for _, c := range reply.ToolCalls {
