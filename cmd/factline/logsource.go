@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,9 +28,11 @@ type logSource struct {
 	// streams is set by a command that reads the export once, in order
 	// (replay): --file - is then read as it comes, not copied first.
 	streams bool
-	// spool is the temporary file standard input was copied to for
-	// --file -, removed when the command ends; "" when there is none.
-	spool string
+	// spool is the name the copy of standard input is read by for --file
+	// - ("" when there is none), and spoolFile the descriptor that keeps
+	// it, closed when the command ends (removeSpool).
+	spool     string
+	spoolFile *os.File
 }
 
 // StdinFile is the --file value that reads the export from standard input.
@@ -45,7 +48,11 @@ func (s *logSource) flags(c *cobra.Command, run runFunc, fileHelp string) *pflag
 	s.stdin = c.InOrStdin
 	fs := onTarget(c, &s.t, func(ctx context.Context, args []string, out, errOut io.Writer) error {
 		defer s.removeSpool()
-		return run(ctx, args, out, errOut)
+		err := run(ctx, args, out, errOut)
+		if err != nil && s.spool != "" {
+			err = stdinNamed{err: err, spool: s.spool}
+		}
+		return err
 	})
 	fs.StringVar(&s.file, "file", "", fileHelp+"; - reads it from standard input")
 	return fs
@@ -83,13 +90,23 @@ func (s *logSource) fromFile(ctx context.Context) (bool, error) {
 // give. The copy is bounded by nothing but the temporary directory's free
 // space (an export is as large as the log it copies); one that cannot be
 // written whole stops the command naming the directory, before anything
-// is read. The file is removed when the command ends (removeSpool).
+// is read.
+//
+// The copy is unlinked as soon as it is made and read by its descriptor
+// (/proc/self/fd/N, which opens the file a descriptor holds even once it
+// has no name): no other process can find it, and however the command
+// ends — a SIGKILL runs no deferred clean-up — the kernel frees it with
+// the process. Where /proc is not mounted the copy keeps its name until
+// the command ends (removeSpool), as it did before.
 func (s *logSource) spoolStdin(ctx context.Context) error {
 	f, err := os.CreateTemp("", "factline-stdin-*.flx")
 	if err != nil {
 		return fmt.Errorf("--file -: copying standard input to a temporary file: %w", err)
 	}
-	s.spool, s.file = f.Name(), f.Name()
+	s.spoolFile, s.spool, s.file = f, f.Name(), f.Name()
+	if byFD := fmt.Sprintf("/proc/self/fd/%d", f.Fd()); sameFile(f, byFD) && os.Remove(f.Name()) == nil {
+		s.spool, s.file = byFD, byFD
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(f, s.stdin())
@@ -102,13 +119,20 @@ func (s *logSource) spoolStdin(ctx context.Context) error {
 		// stops the wait, the read is left to the process's end.
 		err = context.Cause(ctx)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		return fmt.Errorf("--file -: copying standard input to %s (in %s, $TMPDIR): %w", f.Name(), os.TempDir(), err)
+		return fmt.Errorf("--file -: copying standard input to a temporary file in %s ($TMPDIR): %w", os.TempDir(), err)
 	}
 	return nil
+}
+
+// sameFile reports whether path opens f's file.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // name is the export file as the command names it: "standard input" for
@@ -120,12 +144,33 @@ func (s *logSource) name() string {
 	return s.file
 }
 
-// removeSpool removes the copy of standard input, if one was made.
+// removeSpool closes the copy of standard input, if one was made, and
+// removes it where it still has a name.
 func (s *logSource) removeSpool() {
-	if s.spool != "" {
+	if s.spoolFile == nil {
+		return
+	}
+	_ = s.spoolFile.Close()
+	if s.spool == s.spoolFile.Name() {
 		_ = os.Remove(s.spool)
 	}
 }
+
+// stdinNamed is a command's error about an export read from standard
+// input: every mention of the copy it was read through says "standard
+// input" instead, since the user gave no such file.
+type stdinNamed struct {
+	err   error
+	spool string
+}
+
+// Error is the error's text with the copy's name replaced.
+func (e stdinNamed) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.spool, "standard input")
+}
+
+// Unwrap returns the error, so that the exit code and errors.Is see it.
+func (e stdinNamed) Unwrap() error { return e.err }
 
 // checkFile says an export file that cannot be opened is the call's
 // mistake, before any replay begins (which would report it as a replay
