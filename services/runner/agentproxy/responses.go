@@ -191,9 +191,16 @@ type responsesUsage struct {
 	TotalTokens uint64 `json:"total_tokens"`
 }
 
+// responsesUsageOf is a completed response's usage. The wire has no
+// unknown usage: OpenAI's completed responses always hold the object, and
+// the AI SDK's responses model (the Vercel AI SDK's, Mastra's) refuses a
+// null one ("Invalid JSON response"; streamed, the step's finish reason
+// turns "other" and the agent calls again). A reply without usage is sent
+// as zeros, while the turn's model.replied keeps it unknown, as on the
+// Messages wire.
 func responsesUsageOf(r models.Reply) *responsesUsage {
 	if r.Usage == nil {
-		return nil
+		return &responsesUsage{}
 	}
 	u := &responsesUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
