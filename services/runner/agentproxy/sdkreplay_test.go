@@ -340,7 +340,7 @@ func TestResponsesItemReferenceToAnAnsweredMessageIsResolved(t *testing.T) {
 // reported none, as OpenAI's completed responses do: the AI SDK's
 // responses model (@ai-sdk/openai 3.0.88 inside @mastra/core 1.71, whose
 // model router sends "openai/<model>" there) takes "usage" as an object or
-// absent, never null. On a reply without usage (a scripted turn without
+// absent, never null (3.0.141 takes null too). On a reply without usage (a scripted turn without
 // one, a provider that reports none) a Mastra agent's generate failed at
 // once ("AI_APICallError: Invalid JSON response"), and its stream read the
 // response.completed event as unparsable: the step's finish reason was
