@@ -191,9 +191,17 @@ type responsesUsage struct {
 	TotalTokens uint64 `json:"total_tokens"`
 }
 
+// responsesUsageOf is a completed response's usage. The wire has no
+// unknown usage: OpenAI's completed responses always hold the object, and
+// the AI SDK's responses model refuses a null one (@ai-sdk/openai 3.0.88,
+// the one inside @mastra/core 1.71: "Invalid JSON response"; streamed, the
+// step's finish reason turns "other" and the agent calls again; 3.0.141
+// takes null). A reply without usage is sent
+// as zeros, while the turn's model.replied keeps it unknown, as on the
+// Messages wire.
 func responsesUsageOf(r models.Reply) *responsesUsage {
 	if r.Usage == nil {
-		return nil
+		return &responsesUsage{}
 	}
 	u := &responsesUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}

@@ -335,3 +335,50 @@ func TestResponsesItemReferenceToAnAnsweredMessageIsResolved(t *testing.T) {
 		t.Fatalf("a reference to an item never answered: HTTP %d %s; want 400 naming input[2].id", code, answer)
 	}
 }
+
+// A Responses answer always holds a usage object, zeros when the model
+// reported none, as OpenAI's completed responses do: the AI SDK's
+// responses model (@ai-sdk/openai 3.0.88 inside @mastra/core 1.71, whose
+// model router sends "openai/<model>" there) takes "usage" as an object or
+// absent, never null (3.0.141 takes null too). On a reply without usage (a scripted turn without
+// one, a provider that reports none) a Mastra agent's generate failed at
+// once ("AI_APICallError: Invalid JSON response"), and its stream read the
+// response.completed event as unparsable: the step's finish reason was
+// "other", so after the model's final answer the agent called again, was
+// refused (the run had ended) and ended with finish reason "error" and no
+// text. The request is that agent's first, as it sent it; the replies are
+// the scripted turns it was answered.
+func TestResponsesAnswerWithoutUsageHoldsAUsageObject(t *testing.T) {
+	body, err := os.ReadFile("testdata/sdk/mastra-responses-turn1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reply := range []models.Reply{
+		{Finish: models.FinishToolCalls, Calls: []models.ToolCall{{ID: "call-1-1", Name: "read_file", Args: `{"path":"answer.txt"}`}}},
+		{Text: "Done: answer.txt holds 4.", Finish: models.FinishStop},
+	} {
+		s := start(t, func(context.Context, models.Request) (models.Reply, error) { return reply, nil })
+		for _, stream := range []bool{false, true} {
+			answered := 0
+			for _, v := range sdkExchange(t, s, agentproxy.ResponsesPath, body, stream) {
+				resp, _ := v.(map[string]any)
+				if stream {
+					if resp["type"] != "response.completed" {
+						continue
+					}
+					resp, _ = resp["response"].(map[string]any)
+				}
+				answered++
+				usage, ok := resp["usage"].(map[string]any)
+				in, inOK := usage["input_tokens"].(float64)
+				out, outOK := usage["output_tokens"].(float64)
+				if !ok || !inOK || !outOK || in != 0 || out != 0 {
+					t.Errorf("reply %q, stream=%v: usage %v; want an object with input_tokens and output_tokens 0", reply.Text, stream, resp["usage"])
+				}
+			}
+			if answered != 1 {
+				t.Errorf("reply %q, stream=%v: %d whole responses answered, want 1", reply.Text, stream, answered)
+			}
+		}
+	}
+}
