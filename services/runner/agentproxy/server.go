@@ -90,6 +90,9 @@ type Server struct {
 	// headersAfter is the delay of a stream's headers, in nanoseconds
 	// (SetStreamHeadersAfter).
 	headersAfter atomic.Int64
+	// keepAlive is the interval of an open stream's keep-alive lines, in
+	// nanoseconds (KeepAliveEvery; tests shorten it).
+	keepAlive atomic.Int64
 	// invalid is told of each request refused as invalid (OnInvalid).
 	invalid atomic.Pointer[func(error)]
 	// items are the Responses message items this endpoint answered, by
@@ -161,6 +164,7 @@ func StartOn(ln net.Listener, call Call, model string, log *slog.Logger) (*Serve
 	}
 	s := &Server{token: "fl-" + hex.EncodeToString(b[:]), model: model, call: call, log: log, ln: ln, done: make(chan struct{})}
 	s.headersAfter.Store(int64(DefaultStreamHeadersAfter))
+	s.keepAlive.Store(int64(KeepAliveEvery))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+ChatPath, s.serve(chatWire))
 	mux.HandleFunc("POST "+ResponsesPath, s.serve(responsesWire))
@@ -470,7 +474,7 @@ func (s *Server) awaitStream(w http.ResponseWriter, r *http.Request, req models.
 	// A client gone is found when the call ends (r.Context()): what is
 	// written to it meanwhile is lost, as is the error of writing it.
 	_ = rc.Flush()
-	tick := time.NewTicker(KeepAliveEvery)
+	tick := time.NewTicker(time.Duration(s.keepAlive.Load()))
 	defer tick.Stop()
 	for {
 		select {

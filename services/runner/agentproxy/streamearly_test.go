@@ -250,3 +250,34 @@ func TestAnAgentThatHangsUpOnAnOpenStreamIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// While the model works, an open stream is sent SSE comment lines, which
+// an SSE parser ignores (the SDKs' decoders were read to confirm it),
+// and the answer follows them whole. The model answers once the test has
+// read a keep-alive line (the bound only ends a failing test).
+func TestAnOpenStreamIsKeptAliveWithComments(t *testing.T) {
+	release := make(chan struct{})
+	s := startWith(t, func(context.Context, models.Request) (models.Reply, error) {
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		return models.Reply{Text: "after the keep-alives", Finish: models.FinishStop}, nil
+	}, 0, nil)
+	s.SetKeepAliveEvery(time.Millisecond)
+	resp, err := send(t, context.Background(), s, agentproxy.ChatPath, streamedCalls[0].body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	if err != nil || line != ": keep-alive\n" {
+		t.Fatalf("first line %q (%v), want the keep-alive comment", line, err)
+	}
+	close(release)
+	names, data := streamEvents(t, r)
+	if len(data) != 3 || !strings.Contains(data[0], "after the keep-alives") || data[2] != "[DONE]" || names[0] != "" {
+		t.Fatalf("events %q %q, want the answer's chunks after the keep-alives", names, data)
+	}
+}
