@@ -54,6 +54,30 @@ type Refusal struct {
 // Error returns the refusal's message.
 func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }
 
+// DefaultStreamHeadersAfter is how long a streamed call waits for its
+// model before the endpoint sends the stream's status and headers
+// (SetStreamHeadersAfter).
+const DefaultStreamHeadersAfter = time.Second
+
+// KeepAliveEvery is how often an open stream whose model has not yet
+// answered is sent an SSE comment line (": keep-alive"), which every SSE
+// parser ignores, so that nothing between the agent and the endpoint
+// takes the quiet stream for a dead one.
+const KeepAliveEvery = 10 * time.Second
+
+// DelayError is a delay setting refused: a negative one.
+type DelayError struct {
+	// Setting names the setting (StreamHeadersAfter).
+	Setting string
+	// Value is the delay refused.
+	Value time.Duration
+}
+
+// Error says which setting was refused and why.
+func (e *DelayError) Error() string {
+	return fmt.Sprintf("agent proxy: %s %v is negative: give 0 (at once) or a positive delay", e.Setting, e.Value)
+}
+
 // Server is one attempt's model endpoint.
 type Server struct {
 	token string
@@ -63,6 +87,12 @@ type Server struct {
 	ln    net.Listener
 	srv   *http.Server
 	done  chan struct{}
+	// headersAfter is the delay of a stream's headers, in nanoseconds
+	// (SetStreamHeadersAfter).
+	headersAfter atomic.Int64
+	// keepAlive is the interval of an open stream's keep-alive lines, in
+	// nanoseconds (KeepAliveEvery; tests shorten it).
+	keepAlive atomic.Int64
 	// invalid is told of each request refused as invalid (OnInvalid).
 	invalid atomic.Pointer[func(error)]
 	// items are the Responses message items this endpoint answered, by
@@ -78,6 +108,24 @@ type Server struct {
 // again would go unnoticed. f may be called from several requests at
 // once.
 func (s *Server) OnInvalid(f func(err error)) { s.invalid.Store(&f) }
+
+// SetStreamHeadersAfter sets how long a streamed call may wait for its
+// model before the endpoint sends the stream's status (200) and headers
+// (DefaultStreamHeadersAfter unless set; 0 sends them at once). A call
+// answered, or refused, before then is answered as a whole: its status
+// is the refusal's. After then the stream is kept alive with SSE comment
+// lines (KeepAliveEvery) while the model works, and the answer follows as
+// the wire's events, or a refusal or a model's error as the wire's own
+// in-stream error event. A negative delay is refused with a *DelayError.
+// It may be set while calls are served; it holds for calls that begin
+// after it.
+func (s *Server) SetStreamHeadersAfter(d time.Duration) error {
+	if d < 0 {
+		return &DelayError{Setting: "StreamHeadersAfter", Value: d}
+	}
+	s.headersAfter.Store(int64(d))
+	return nil
+}
 
 // refuseInvalid answers a request refused as invalid in the wire's shape,
 // after logging it and telling OnInvalid's function.
@@ -115,6 +163,8 @@ func StartOn(ln net.Listener, call Call, model string, log *slog.Logger) (*Serve
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{token: "fl-" + hex.EncodeToString(b[:]), model: model, call: call, log: log, ln: ln, done: make(chan struct{})}
+	s.headersAfter.Store(int64(DefaultStreamHeadersAfter))
+	s.keepAlive.Store(int64(KeepAliveEvery))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+ChatPath, s.serve(chatWire))
 	mux.HandleFunc("POST "+ResponsesPath, s.serve(responsesWire))
@@ -199,6 +249,10 @@ type wire struct {
 	whole  func(id, model string, created int64, r models.Reply) ([]byte, error)
 	stream func(id, model string, created int64, r models.Reply, includeUsage bool) ([]Event, error)
 	fail   errorWriter
+	// streamFail is an error as the wire sends it inside a stream whose
+	// status (200) has gone: the event the provider sends and its SDK
+	// reads as an error.
+	streamFail func(status int, typ, code, msg string) Event
 	// keepsItems marks the Responses wire: the endpoint remembers the
 	// message items it answered, and resolves an item_reference to one.
 	keepsItems bool
@@ -223,6 +277,11 @@ var chatWire = wire{
 		return append(events, Event{Data: []byte("[DONE]")}), nil
 	},
 	fail: writeError,
+	// openai-node's and openai-go's stream decoders throw on a chunk
+	// holding an error object.
+	streamFail: func(_ int, typ, code, msg string) Event {
+		return marshalEvent("", map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code, "param": nil}})
+	},
 }
 
 var responsesWire = wire{
@@ -234,6 +293,11 @@ var responsesWire = wire{
 		return EncodeResponsesStream(id, model, created, r)
 	},
 	fail: writeError,
+	// openai-node's ResponseErrorEvent; no response.created has gone,
+	// so there is no response to send as response.failed.
+	streamFail: func(_ int, _, code, msg string) Event {
+		return marshalEvent("error", map[string]any{"type": "error", "code": code, "message": msg, "param": nil, "sequence_number": 0})
+	},
 }
 
 var messagesWire = wire{
@@ -246,6 +310,22 @@ var messagesWire = wire{
 		return EncodeMessagesStream(id, model, r)
 	},
 	fail: writeAnthropicError,
+	// The Messages API's error event, which @anthropic-ai/sdk and
+	// anthropic-sdk-go turn into an APIError.
+	streamFail: func(status int, _, code, msg string) Event {
+		return marshalEvent("error", map[string]any{"type": "error",
+			"error": map[string]any{"type": anthropicErrorType(status), "message": code + ": " + msg}})
+	},
+}
+
+// marshalEvent is the event name whose data is fields as JSON (which
+// cannot fail for the maps of strings the wires' errors are).
+func marshalEvent(name string, fields map[string]any) Event {
+	b, err := json.Marshal(fields)
+	if err != nil {
+		b = []byte(`{"error":{"message":"the error cannot be encoded"}}`)
+	}
+	return Event{Name: name, Data: b}
 }
 
 // withoutUsage is the decode of an API whose streams have no option to
@@ -301,19 +381,35 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 			s.refuseInvalid(w, r, wr, http.StatusBadRequest, "invalid_request", err)
 			return
 		}
-		reply, err := s.call(r.Context(), req)
+		var reply models.Reply
+		open := false // the stream's status and headers have gone
+		if stream {
+			reply, open, err = s.awaitStream(w, r, req)
+		} else {
+			reply, err = s.call(r.Context(), req)
+		}
+		fail := func(status int, typ, code, msg string) {
+			if open {
+				// The status has gone: the error is the stream's last
+				// event.
+				writeEvent(w, wr.streamFail(status, typ, code, msg))
+				return
+			}
+			wr.fail(w, status, typ, code, msg)
+		}
 		if err != nil {
 			var ref *Refusal
 			if errors.As(err, &ref) {
 				// A refusal is the run's end: no later call is answered.
 				// The openai and Anthropic clients retry 409 and 429 unless
-				// told not to, and obey this header.
+				// told not to, and obey this header (which an open stream
+				// can no longer send).
 				w.Header().Set("X-Should-Retry", "false")
-				wr.fail(w, ref.Status, ref.Type, ref.Code, ref.Message)
+				fail(ref.Status, ref.Type, ref.Code, ref.Message)
 				return
 			}
 			s.log.Warn("agent proxy: call failed", "err", err)
-			wr.fail(w, http.StatusBadGateway, "server_error", "model_error", err.Error())
+			fail(http.StatusBadGateway, "server_error", "model_error", err.Error())
 			return
 		}
 		if r.Context().Err() != nil {
@@ -333,8 +429,60 @@ func (s *Server) serve(wr wire) http.HandlerFunc {
 			s.rememberItems(id, reply)
 		}
 		if err != nil {
-			// Nothing is written before the reply is encoded whole.
-			wr.fail(w, http.StatusBadGateway, "server_error", "encode", fmt.Sprintf("the model's reply cannot be sent on this wire: %v", err))
+			// Nothing of the reply is written before it is encoded whole.
+			fail(http.StatusBadGateway, "server_error", "encode", fmt.Sprintf("the model's reply cannot be sent on this wire: %v", err))
+		}
+	}
+}
+
+// awaitStream asks the attempt's call for a streamed request. If the
+// call ends within the delay (SetStreamHeadersAfter) nothing is written
+// and open is false: the answer is written whole, as a non-streamed one.
+// Otherwise the stream's status (200) and headers are sent at the delay,
+// as a provider sends them at once (the openai and Anthropic node clients
+// stop their timeout at the headers), and SSE comment lines keep it alive
+// every KeepAliveEvery until the call ends; open is then true.
+func (s *Server) awaitStream(w http.ResponseWriter, r *http.Request, req models.Request) (reply models.Reply, open bool, err error) {
+	type result struct {
+		reply models.Reply
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		defer func() {
+			if p := recover(); p != nil {
+				res = result{err: fmt.Errorf("the attempt's call panicked: %v", p)}
+			}
+			done <- res
+		}()
+		res.reply, res.err = s.call(r.Context(), req)
+	}()
+	if delay := time.Duration(s.headersAfter.Load()); delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case res := <-done:
+			t.Stop()
+			return res.reply, false, res.err
+		case <-t.C:
+		}
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	// A client gone is found when the call ends (r.Context()): what is
+	// written to it meanwhile is lost, as is the error of writing it.
+	_ = rc.Flush()
+	tick := time.NewTicker(time.Duration(s.keepAlive.Load()))
+	defer tick.Stop()
+	for {
+		select {
+		case res := <-done:
+			return res.reply, true, res.err
+		case <-tick.C:
+			_, _ = io.WriteString(w, ": keep-alive\n\n")
+			_ = rc.Flush()
 		}
 	}
 }
@@ -351,11 +499,16 @@ func writeEvents(w http.ResponseWriter, events []Event) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	for _, e := range events {
-		if e.Name != "" {
-			_, _ = fmt.Fprintf(w, "event: %s\n", e.Name)
-		}
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", e.Data)
+		writeEvent(w, e)
 	}
+}
+
+// writeEvent writes one server-sent event, with its name when it has one.
+func writeEvent(w http.ResponseWriter, e Event) {
+	if e.Name != "" {
+		_, _ = fmt.Fprintf(w, "event: %s\n", e.Name)
+	}
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", e.Data)
 }
 
 // writeError answers in OpenAI's error shape.
