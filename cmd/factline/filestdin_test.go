@@ -35,18 +35,7 @@ func factlineStdin(t *testing.T, stdin []byte, args ...string) (code int, stdout
 // file or directory".
 func TestFileDashReadsTheExportFromStandardInput(t *testing.T) {
 	t.Parallel()
-	store := t.TempDir()
-	if code, _, errOut := runCLI(t, "run", "testdata/tiny/cheat.yaml", "--store", store, "--fsync", "interval"); code != 0 {
-		t.Fatalf("run: %d %s", code, errOut)
-	}
-	file := filepath.Join(t.TempDir(), "log.flx")
-	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", file); code != 0 {
-		t.Fatalf("export: %d %s", code, errOut)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, file, data := cheatExport(t)
 	for _, args := range [][]string{
 		{"audit", "--finished"},
 		{"audit", "--finished", "--json"},
@@ -140,19 +129,28 @@ func TestAStdinExportIsNamedAsStandardInputInErrors(t *testing.T) {
 // exportOfCheat is an export of testdata/tiny/cheat.yaml's suite.
 func exportOfCheat(t *testing.T) []byte {
 	t.Helper()
-	store := t.TempDir()
+	_, _, data := cheatExport(t)
+	return data
+}
+
+// cheatExport runs testdata/tiny/cheat.yaml into a fresh store and
+// exports it: the store, the export file and its bytes.
+func cheatExport(t *testing.T) (store, file string, data []byte) {
+	t.Helper()
+	store = t.TempDir()
 	if code, _, errOut := runCLI(t, "run", "testdata/tiny/cheat.yaml", "--store", store, "--fsync", "interval"); code != 0 {
 		t.Fatalf("run: %d %s", code, errOut)
 	}
-	file := filepath.Join(t.TempDir(), "log.flx")
+	file = filepath.Join(t.TempDir(), "log.flx")
 	if code, _, errOut := runCLI(t, "export", "--store", store, "--out", file); code != 0 {
 		t.Fatalf("export: %d %s", code, errOut)
 	}
-	data, err := os.ReadFile(file)
+	var err error
+	data, err = os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	return store, file, data
 }
 
 // names lists directory entries by name.
