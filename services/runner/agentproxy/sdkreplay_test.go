@@ -226,6 +226,22 @@ func (h chanHandler) Handle(_ context.Context, r slog.Record) error { h.msgs <- 
 func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h chanHandler) WithGroup(string) slog.Handler                 { return h }
 
+// logged reports whether a message containing part reaches msgs before
+// the bound passes; the bound only ends a failing test.
+func logged(msgs <-chan string, part string, bound time.Duration) bool {
+	timeout := time.After(bound)
+	for {
+		select {
+		case msg := <-msgs:
+			if strings.Contains(msg, part) {
+				return true
+			}
+		case <-timeout:
+			return false
+		}
+	}
+}
+
 // An agent whose client gives up on a call before the model answers (an
 // SDK's timeout shorter than the model's latency: the openai client's
 // timeout option) is warned about on the runner's log: the call is
@@ -266,16 +282,8 @@ func TestAnAgentThatHangsUpBeforeItsAnswerIsLogged(t *testing.T) {
 	}
 	// The bound only ends a failing test: the warning follows the call's
 	// return at once.
-	bound := time.After(time.Minute)
-	for {
-		select {
-		case msg := <-msgs:
-			if strings.Contains(msg, "hung up before its answer") {
-				return
-			}
-		case <-bound:
-			t.Fatal("the agent hung up before its answer, and nothing was logged")
-		}
+	if !logged(msgs, "hung up before its answer", time.Minute) {
+		t.Fatal("the agent hung up before its answer, and nothing was logged")
 	}
 }
 

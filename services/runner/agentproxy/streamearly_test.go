@@ -237,17 +237,8 @@ func TestAnAgentThatHangsUpOnAnOpenStreamIsLogged(t *testing.T) {
 	}
 	cancel() // the client gives up after the headers
 	resp.Body.Close()
-	// The bound only ends a failing test.
-	bound := time.After(30 * time.Second)
-	for {
-		select {
-		case msg := <-msgs:
-			if strings.Contains(msg, "hung up before its answer") {
-				return
-			}
-		case <-bound:
-			t.Fatal("the agent hung up on its stream before its answer, and nothing was logged")
-		}
+	if !logged(msgs, "hung up before its answer", 30*time.Second) {
+		t.Fatal("the agent hung up on its stream before its answer, and nothing was logged")
 	}
 }
 
