@@ -6,7 +6,9 @@ import (
 
 // Exchange is one turn as the model saw it and answered: the digest of the
 // exact request (its body is a blob), the reply, what each call returned,
-// and the harness feedback the next turn carries.
+// and the harness feedback the next turn carries (none for an external
+// agent's turn: the agent builds its own context, and no feedback of the
+// harness reaches it).
 type Exchange struct {
 	Turn       uint32        `json:"turn"`
 	Generation uint32        `json:"task_generation"`
@@ -18,6 +20,9 @@ type Exchange struct {
 	Calls        []HistoryCall `json:"calls,omitempty"`
 	Feedback     []string      `json:"feedback,omitempty"`
 	Instructions []string      `json:"steers,omitempty"`
+	// agent is set for an external agent's turn (turn.started's policy
+	// events.ContextPolicyAgent), whose next request carries no feedback.
+	agent bool
 }
 
 // HistoryCall is one tool call and its observation.
@@ -50,7 +55,8 @@ var HistoryFold = Fold[History]{
 		}
 		switch b := f.Body.(type) {
 		case events.TurnStarted:
-			s[key] = append(s[key], &Exchange{Turn: b.Turn, Generation: f.TaskGeneration, Request: b.ContextDigest})
+			s[key] = append(s[key], &Exchange{Turn: b.Turn, Generation: f.TaskGeneration, Request: b.ContextDigest,
+				agent: b.Policy == events.ContextPolicyAgent})
 		case events.ModelReplied:
 			if x := last(); x != nil && x.Turn == b.Turn {
 				x.Reply = b.Text
@@ -75,13 +81,13 @@ var HistoryFold = Fold[History]{
 			}
 		case events.StallObserved:
 			if r, ok := stallFeedback(b); ok {
-				if x := last(); x != nil {
+				if x := last(); x != nil && !x.agent {
 					x.Feedback = append(x.Feedback, r)
 				}
 			}
 		case events.StopDecided:
 			if c, ok := b.Decision.Result.Variant().(events.StopContinue); ok && c.Feedback != "" {
-				if x := last(); x != nil {
+				if x := last(); x != nil && !x.agent {
 					x.Feedback = append(x.Feedback, c.Feedback)
 				}
 			}
