@@ -18,31 +18,59 @@ import (
 
 // StoreLockFile is the file of a store directory that the one process
 // running the store's embedded server holds an exclusive flock(2) on, for
-// as long as it runs. The kernel releases the lock when that process ends,
-// however it ends (a SIGKILL included), so a lock is never stale; the
-// file itself stays (removing it would let two processes lock two
-// different files of one name). It also holds the holder's PID and
+// as long as it runs, beside one on the directory itself. The kernel
+// releases the locks when that process ends, however it ends (a SIGKILL
+// included), so a lock is never stale; the file itself stays (removing it
+// would let two processes lock two different files of one name, which the
+// directory's lock still catches). It also holds the holder's PID and
 // command line, for people (see docs/operations.md#one-store-one-server).
+// A process that holds only the file (flock(1) for a backup, a factline
+// from before the directory was locked too) holds the store as well.
 const StoreLockFile = "factline.lock"
 
-// storeLock is this process's lock on a store directory.
-type storeLock struct{ f *os.File }
+// storeLock is this process's lock on a store directory: the directory
+// itself (nil where its filesystem cannot flock a directory) and its
+// lock file.
+type storeLock struct{ d, f *os.File }
 
 // lockStore takes the store's lock without waiting. It returns nil (and
 // no error) when another process holds it.
+//
+// The directory is locked first. Its lock is what no path can undo: the
+// lock file removed or replaced while its holder runs (a cleanup script,
+// an rsync of the directory) leaves the holder locking a file no name
+// reaches, and a newcomer would lock the new file and start a second
+// server on the store. The directory cannot be swapped for another
+// under the store's files. The file is locked too, for flock(1) and for
+// older factlines, which lock the file alone.
 func lockStore(dir string) (*storeLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
+	// O_CLOEXEC (Go's default) keeps the locks out of the commands the
+	// runner starts: they die with this process, not with a stray child.
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: open it to lock it: %w", dir, err)
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		d.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		// A filesystem that cannot flock a directory (some network
+		// filesystems): the lock file alone, as before.
+		d = nil
+	}
 	path := filepath.Join(dir, StoreLockFile)
-	// O_CLOEXEC (Go's default) keeps the lock out of the commands the
-	// runner starts: it dies with this process, not with a stray child.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
+		closeIf(d)
 		return nil, fmt.Errorf("store %s: open its lock: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		closeIf(d)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, nil
 		}
@@ -56,14 +84,25 @@ func lockStore(dir string) (*storeLock, error) {
 	}
 	if err != nil {
 		f.Close()
+		closeIf(d)
 		return nil, fmt.Errorf("store %s: write its lock %s: %w", dir, path, err)
 	}
-	return &storeLock{f: f}, nil
+	return &storeLock{d: d, f: f}, nil
 }
 
-// release gives the lock up: closing the only descriptor of the locked
-// file releases it.
-func (l *storeLock) release() { _ = l.f.Close() }
+func closeIf(f *os.File) {
+	if f != nil {
+		_ = f.Close()
+	}
+}
+
+// release gives the lock up: closing the only descriptors of the locked
+// file and directory releases them, the file's first (a newcomer takes
+// the directory's, then the file's).
+func (l *storeLock) release() {
+	_ = l.f.Close()
+	closeIf(l.d)
+}
 
 // holder is the process holding a store, as far as it can be told.
 type holder struct {
@@ -82,9 +121,10 @@ func (h holder) String() string {
 }
 
 // storeHolder names the process holding the store's lock: the kernel's
-// word (/proc/locks) first, since the file's note may be a dead holder's
-// that the new one has not yet replaced, or may have been written by
-// nobody (flock(1) holding the store for a backup).
+// word (/proc/locks) first, the directory's lock before the file's, since
+// the file's note may be a dead holder's that the new one has not yet
+// replaced, may have been written by nobody (flock(1) holding the store
+// for a backup), or may be gone or replaced while its holder runs.
 func storeHolder(dir string) holder {
 	path := filepath.Join(dir, StoreLockFile)
 	var h holder
@@ -97,7 +137,11 @@ func storeHolder(dir string) holder {
 			}
 		}
 	}
-	if pid := flockOwner(path); pid != 0 && pid != h.pid {
+	pid := flockOwner(dir)
+	if pid == 0 {
+		pid = flockOwner(path)
+	}
+	if pid != 0 && pid != h.pid {
 		return holder{pid: pid}
 	}
 	if h.pid != 0 && !alive(h.pid) {
@@ -107,7 +151,7 @@ func storeHolder(dir string) holder {
 }
 
 // flockOwner returns the PID of the process /proc/locks says holds a
-// flock on path, or 0 when it cannot tell.
+// flock on path (a file or a directory), or 0 when it cannot tell.
 func flockOwner(path string) int {
 	st, err := os.Stat(path)
 	if err != nil {
