@@ -187,6 +187,13 @@ func OpenEmbedded(ctx context.Context, dir string, opts StoreOptions) (*Store, e
 			lastErr = err // the holder may have just ended: look again
 		}
 		if time.Now().After(deadline) {
+			if h.pid != 0 && processStopped(h.pid) {
+				// SIGSTOP, a debugger, a frozen container: it holds the
+				// lock and answers nobody until it runs again.
+				return nil, fmt.Errorf("store %s is held by %s, which is stopped (SIGSTOP, a debugger, a frozen container): "+
+					"it keeps the store and serves nobody until it runs again. Continue it (kill -CONT %d) or end it, then try again",
+					dir, h, h.pid)
+			}
 			msg := fmt.Sprintf("store %s is held by %s, which serves it at no address this process can reach after %v", dir, h, attachWait)
 			if lastErr != nil {
 				msg += fmt.Sprintf(" (the last try: %v)", lastErr)

@@ -185,6 +185,23 @@ func flockOwner(path string) int {
 	return 0
 }
 
+// processStopped reports whether the process of this PID is stopped
+// (state T, by a signal, or t, by a debugger), as /proc/PID/stat says;
+// false when it cannot tell.
+func processStopped(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
+}
+
 // alive reports whether a process of this PID exists.
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
