@@ -123,6 +123,12 @@ type Options struct {
 	// BlobsWhere names what Blobs answers for, in a RuleBlobHeld
 	// violation ("which the export does not hold"); empty: "the store".
 	BlobsWhere string
+	// ReportBlob, when not nil, returns the bytes of the report blob a
+	// suite.reported names (false: not held, or not readable; blob-held
+	// says which). Each report it names is then held to the log
+	// (RuleReportDerived): the blob, not only the counts the fact
+	// carries. Nil: only the counts are checked.
+	ReportBlob func(events.Digest) ([]byte, bool)
 	// Seqs, when as long as the facts, is each fact's sequence in the
 	// stream, for violations that name a fact; otherwise a fact is named
 	// by its run and position.
@@ -194,7 +200,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 		}
 	}
 	for _, suite := range suiteOrder {
-		out = append(out, checkReports(suite, suites[suite])...)
+		out = append(out, checkReports(suite, suites[suite], opts.ReportBlob)...)
 	}
 	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.MissingBase, opts.BlobsWhere)...)
 	if sink != nil {
