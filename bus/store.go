@@ -254,7 +254,50 @@ func (s *Store) serve(ctx context.Context, l *storeLock) error {
 	}
 	s.unrecord = unrecord
 	go s.watch()
+	go s.keepRecord()
 	return nil
+}
+
+// recordCheck is how often a holder checks that its record is still in
+// the store directory.
+const recordCheck = time.Second
+
+// keepRecord writes the holder's record again whenever it finds it
+// removed or changed (a cleanup of files that look stale, a hand edit),
+// until the store is closed: without it no other process could reach
+// the server, neither a new open nor an attached process reconnecting,
+// for as long as this process held the store.
+func (s *Store) keepRecord() {
+	tick := time.NewTicker(recordCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		// Under the lock: Close marks the store closed before it removes
+		// the record, so a record written here is never left behind it.
+		s.mu.Lock()
+		if s.closed || s.srv == nil {
+			s.mu.Unlock()
+			return
+		}
+		rec := s.rec
+		got, ok, err := readStoreRecord(s.dir)
+		if err == nil && ok && got == rec {
+			s.mu.Unlock()
+			continue
+		}
+		_, werr := writeStoreRecord(s.dir, rec)
+		s.mu.Unlock()
+		path := filepath.Join(s.dir, StoreRecordFile)
+		if werr != nil {
+			s.log.Warn("the store's record was removed or changed, and could not be written again: other processes cannot reach this one's server", "record", path, "err", werr)
+			continue
+		}
+		s.log.Warn("the store's record was removed or changed while this process holds the store: written again", "record", path, "url", rec.url)
+	}
 }
 
 // attach connects to the server the holder recorded.
@@ -407,6 +450,7 @@ func (s *Store) takeOver() (bool, error) {
 	}
 	s.lock, s.srv, s.unrecord, s.rec = l, srv, unrecord, rec
 	s.mu.Unlock()
+	go s.keepRecord()
 	s.log.Warn("took the store over: this process now holds it and serves it", "store", s.dir, "pid", os.Getpid(), "url", rec.url, "fsync", rec.fsync)
 	return true, nil
 }
