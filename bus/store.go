@@ -266,10 +266,13 @@ const recordCheck = time.Second
 // removed or changed (a cleanup of files that look stale, a hand edit),
 // until the store is closed: without it no other process could reach
 // the server, neither a new open nor an attached process reconnecting,
-// for as long as this process held the store.
+// for as long as this process held the store. So it locks the lock file
+// again when the one at its path is no longer the one it locked.
 func (s *Store) keepRecord() {
 	tick := time.NewTicker(recordCheck)
 	defer tick.Stop()
+	// Each failure is said once while it lasts, not every second.
+	lockWarned, recordWarned := false, false
 	for {
 		select {
 		case <-s.stop:
@@ -283,19 +286,37 @@ func (s *Store) keepRecord() {
 			s.mu.Unlock()
 			return
 		}
+		relocked, lerr := s.lock.relock(s.dir)
 		rec := s.rec
 		got, ok, err := readStoreRecord(s.dir)
+		lockPath := filepath.Join(s.dir, StoreLockFile)
+		switch {
+		case lerr != nil && !lockWarned:
+			lockWarned = true
+			s.log.Warn("the store's lock file was removed or replaced, and could not be locked again: a backup holding it with flock(1) would not wait for this process", "lock", lockPath, "err", lerr)
+		case relocked:
+			lockWarned = false
+			s.log.Warn("the store's lock file was removed or replaced while this process holds the store: locked again", "lock", lockPath)
+		case lerr == nil:
+			lockWarned = false
+		}
 		if err == nil && ok && got == rec {
 			s.mu.Unlock()
+			recordWarned = false
 			continue
 		}
 		_, werr := writeStoreRecord(s.dir, rec)
 		s.mu.Unlock()
 		path := filepath.Join(s.dir, StoreRecordFile)
 		if werr != nil {
+			if recordWarned {
+				continue
+			}
+			recordWarned = true
 			s.log.Warn("the store's record was removed or changed, and could not be written again: other processes cannot reach this one's server", "record", path, "err", werr)
 			continue
 		}
+		recordWarned = false
 		s.log.Warn("the store's record was removed or changed while this process holds the store: written again", "record", path, "url", rec.url)
 	}
 }

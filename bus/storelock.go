@@ -76,18 +76,59 @@ func lockStore(dir string) (*storeLock, error) {
 		}
 		return nil, fmt.Errorf("store %s: lock %s: %w", dir, path, err)
 	}
-	// The note outlives this process and is quoted by others: a secret
-	// the command line carries (a URL's password, --password) is masked.
-	note := fmt.Sprintf("pid %d\ncommand %s\n", os.Getpid(), strings.Join(urlsecret.Args(os.Args), " "))
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(note), 0)
-	}
-	if err != nil {
+	if err := writeNote(f); err != nil {
 		f.Close()
 		closeIf(d)
 		return nil, fmt.Errorf("store %s: write its lock %s: %w", dir, path, err)
 	}
 	return &storeLock{d: d, f: f}, nil
+}
+
+// writeNote writes the holder's PID and command line into its lock file.
+func writeNote(f *os.File) error {
+	// The note outlives this process and is quoted by others: a secret
+	// the command line carries (a URL's password, --password) is masked.
+	note := fmt.Sprintf("pid %d\ncommand %s\n", os.Getpid(), strings.Join(urlsecret.Args(os.Args), " "))
+	err := f.Truncate(0)
+	if err == nil {
+		_, err = f.WriteAt([]byte(note), 0)
+	}
+	return err
+}
+
+// relock locks the file at the lock file's path again when it is no
+// longer the one this process locked (removed or replaced while it
+// holds the store), so that a process that holds the store with flock(1)
+// on the path, as a backup does, still waits for this one. changed says
+// it locked a new file; an error says the file at the path could not be
+// locked (another process locked it first).
+func (l *storeLock) relock(dir string) (changed bool, err error) {
+	path := filepath.Join(dir, StoreLockFile)
+	held, err := l.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("the lock file this process holds: %w", err)
+	}
+	if now, err := os.Stat(path); err == nil && os.SameFile(now, held) {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("open %s again: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false, fmt.Errorf("lock %s again: %w", path, err)
+	}
+	if err := writeNote(f); err != nil {
+		f.Close()
+		return false, fmt.Errorf("write %s again: %w", path, err)
+	}
+	// The file no path names any more is let go: the directory's lock,
+	// and now this file's, hold the store.
+	old := l.f
+	l.f = f
+	_ = old.Close()
+	return true, nil
 }
 
 func closeIf(f *os.File) {

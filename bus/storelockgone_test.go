@@ -5,9 +5,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/factline/factline/bus"
+	"github.com/factline/factline/internal/testutil"
 )
 
 // The store's lock file removed or replaced while its holder runs (a
@@ -55,6 +58,52 @@ func TestAStoreWhoseLockFileWasRemovedOrReplacedStaysHeld(t *testing.T) {
 			}
 			if !holder.Holds() {
 				t.Error("the holder no longer holds the store")
+			}
+		})
+	}
+}
+
+// A backup that holds the store with flock(1) on factline.lock, as
+// docs/operations.md says to, must wait for a holder whose lock file was
+// removed or replaced: the holder locks the file at the path again.
+func TestAHolderLocksItsLockFileAgainWhenItIsRemovedOrReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		undo func(t *testing.T, lock string)
+	}{
+		{"removed", func(t *testing.T, lock string) {
+			if err := os.Remove(lock); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced", func(t *testing.T, lock string) {
+			if err := os.WriteFile(lock+".new", nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(lock+".new", lock); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, dir, _ := heldStore(t)
+			lock := filepath.Join(dir, bus.StoreLockFile)
+			tc.undo(t, lock)
+			testutil.Within(t, 10*time.Second, "the holder to lock the file at the path again", func() bool {
+				f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+					return true
+				}
+				// A backup would run now, beside the holder's server.
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				return false
+			})
+			if note, _ := os.ReadFile(lock); !strings.Contains(string(note), "pid "+strconv.Itoa(os.Getpid())) {
+				t.Errorf("the lock file again does not name its holder: %q", note)
 			}
 		})
 	}
