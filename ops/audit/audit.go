@@ -168,10 +168,25 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	var out []Violation
 	intendedOps := map[string]bool{}
 	origins := originsOf(runs, opts.Origins)
+	// Where each audited fact stands in the log, for what must come
+	// before what: a cached reply's origin before it (made only when the
+	// log holds one).
+	var at map[[16]byte]int
+	for _, f := range facts {
+		if r, ok := f.Body.(events.ModelReplied); ok && r.Cached != nil {
+			at = make(map[[16]byte]int, len(facts))
+			break
+		}
+	}
+	if at != nil {
+		for i, f := range facts {
+			at[f.ID] = i
+		}
+	}
 	for _, key := range order {
 		r := runs[key]
 		out = append(out, r.check(opts.Finished)...)
-		out = append(out, checkCached(r, origins)...)
+		out = append(out, checkCached(r, origins, at)...)
 		var declared *grade.Policy
 		if opts.Grading != nil {
 			if p, ok := opts.Grading(r.suite, r.name); ok {
