@@ -50,18 +50,21 @@ func lockStore(dir string) (*storeLock, error) {
 	// O_CLOEXEC (Go's default) keeps the locks out of the commands the
 	// runner starts: they die with this process, not with a stray child.
 	d, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: open it to lock it: %w", dir, err)
-	}
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		d.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil
+	if err == nil {
+		if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			d.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, nil
+			}
+			d = nil
 		}
-		// A filesystem that cannot flock a directory (some network
-		// filesystems): the lock file alone, as before.
+	} else {
 		d = nil
 	}
+	// d is nil where the directory cannot be opened to read (a mode
+	// without r) or its filesystem cannot flock a directory (some
+	// network filesystems): the lock file alone holds the store then, as
+	// before the directory was locked.
 	path := filepath.Join(dir, StoreLockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
