@@ -142,11 +142,17 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	var order []string
 	suites := map[string][]events.Fact{}
 	var suiteOrder []string
-	for _, f := range facts {
+	// Each suite's facts' stream sequences, when the facts' are known.
+	suiteSeqs := map[string][]uint64{}
+	withSeqs := len(opts.Seqs) == len(facts)
+	for i, f := range facts {
 		if _, ok := suites[f.Suite]; !ok {
 			suiteOrder = append(suiteOrder, f.Suite)
 		}
 		suites[f.Suite] = append(suites[f.Suite], f)
+		if withSeqs {
+			suiteSeqs[f.Suite] = append(suiteSeqs[f.Suite], opts.Seqs[i])
+		}
 		if f.Run == events.SuiteScope {
 			continue
 		}
@@ -215,7 +221,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 		}
 	}
 	for _, suite := range suiteOrder {
-		out = append(out, checkReports(suite, suites[suite], opts.ReportBlob)...)
+		out = append(out, checkReports(suite, suites[suite], suiteSeqs[suite], opts.ReportBlob)...)
 	}
 	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.MissingBase, opts.BlobsWhere)...)
 	if sink != nil {

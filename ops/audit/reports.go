@@ -49,12 +49,24 @@ type rebuilt struct {
 // any complete report rebuilt before it has its counts. Reports are built
 // only where the meter builds them and only once every planned attempt is
 // settled, so the audit costs no more than the meter did.
-func checkReports(suite string, facts []events.Fact, reportBlob func(events.Digest) ([]byte, bool)) []Violation {
+//
+// seqs, when as long as facts, are their stream sequences: a report blob
+// is then also rebuilt through the fact its suite.reported's through
+// names, whatever its kind (the meter folds the suite's facts in stream
+// order and may build its report through any of them).
+func checkReports(suite string, facts []events.Fact, seqs []uint64, reportBlob func(events.Digest) ([]byte, bool)) []Violation {
 	left := 0
+	throughs := map[uint64]bool{} // the facts reports say they were built through
 	for _, f := range facts {
-		if _, ok := f.Body.(events.SuiteReported); ok {
+		if rep, ok := f.Body.(events.SuiteReported); ok {
 			left++
+			if rep.Through > 0 {
+				throughs[rep.Through] = true
+			}
 		}
+	}
+	if len(seqs) != len(facts) {
+		seqs = nil
 	}
 	if left == 0 {
 		return nil
@@ -95,7 +107,8 @@ func checkReports(suite string, facts []events.Fact, reportBlob func(events.Dige
 			out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
 				"the suite's count cannot take the %s: %v", factOf(f), err)})
 		}
-		if left == 0 || log.Submitted == nil || !buildsAfter(f.Kind()) {
+		through := reportBlob != nil && seqs != nil && throughs[seqs[i]]
+		if left == 0 || log.Submitted == nil || !(buildsAfter(f.Kind()) || through) {
 			continue
 		}
 		if uint64(counter.Tally().Settled) < measure.Size(*log.Submitted) {
