@@ -187,6 +187,13 @@ func OpenEmbedded(ctx context.Context, dir string, opts StoreOptions) (*Store, e
 			lastErr = err // the holder may have just ended: look again
 		}
 		if time.Now().After(deadline) {
+			if h.pid != 0 && processStopped(h.pid) {
+				// SIGSTOP, a debugger, a frozen container: it holds the
+				// lock and answers nobody until it runs again.
+				return nil, fmt.Errorf("store %s is held by %s, which is stopped (SIGSTOP, a debugger, a frozen container): "+
+					"it keeps the store and serves nobody until it runs again. Continue it (kill -CONT %d) or end it, then try again",
+					dir, h, h.pid)
+			}
 			msg := fmt.Sprintf("store %s is held by %s, which serves it at no address this process can reach after %v", dir, h, attachWait)
 			if lastErr != nil {
 				msg += fmt.Sprintf(" (the last try: %v)", lastErr)
@@ -247,7 +254,71 @@ func (s *Store) serve(ctx context.Context, l *storeLock) error {
 	}
 	s.unrecord = unrecord
 	go s.watch()
+	go s.keepRecord()
 	return nil
+}
+
+// recordCheck is how often a holder checks that its record is still in
+// the store directory.
+const recordCheck = time.Second
+
+// keepRecord writes the holder's record again whenever it finds it
+// removed or changed (a cleanup of files that look stale, a hand edit),
+// until the store is closed: without it no other process could reach
+// the server, neither a new open nor an attached process reconnecting,
+// for as long as this process held the store. So it locks the lock file
+// again when the one at its path is no longer the one it locked.
+func (s *Store) keepRecord() {
+	tick := time.NewTicker(recordCheck)
+	defer tick.Stop()
+	// Each failure is said once while it lasts, not every second.
+	lockWarned, recordWarned := false, false
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		// Under the lock: Close marks the store closed before it removes
+		// the record, so a record written here is never left behind it.
+		s.mu.Lock()
+		if s.closed || s.srv == nil {
+			s.mu.Unlock()
+			return
+		}
+		relocked, lerr := s.lock.relock(s.dir)
+		rec := s.rec
+		got, ok, err := readStoreRecord(s.dir)
+		lockPath := filepath.Join(s.dir, StoreLockFile)
+		switch {
+		case lerr != nil && !lockWarned:
+			lockWarned = true
+			s.log.Warn("the store's lock file was removed or replaced, and could not be locked again: a backup holding it with flock(1) would not wait for this process", "lock", lockPath, "err", lerr)
+		case relocked:
+			lockWarned = false
+			s.log.Warn("the store's lock file was removed or replaced while this process holds the store: locked again", "lock", lockPath)
+		case lerr == nil:
+			lockWarned = false
+		}
+		if err == nil && ok && got == rec {
+			s.mu.Unlock()
+			recordWarned = false
+			continue
+		}
+		_, werr := writeStoreRecord(s.dir, rec)
+		s.mu.Unlock()
+		path := filepath.Join(s.dir, StoreRecordFile)
+		if werr != nil {
+			if recordWarned {
+				continue
+			}
+			recordWarned = true
+			s.log.Warn("the store's record was removed or changed, and could not be written again: other processes cannot reach this one's server", "record", path, "err", werr)
+			continue
+		}
+		recordWarned = false
+		s.log.Warn("the store's record was removed or changed while this process holds the store: written again", "record", path, "url", rec.url)
+	}
 }
 
 // attach connects to the server the holder recorded.
@@ -400,6 +471,7 @@ func (s *Store) takeOver() (bool, error) {
 	}
 	s.lock, s.srv, s.unrecord, s.rec = l, srv, unrecord, rec
 	s.mu.Unlock()
+	go s.keepRecord()
 	s.log.Warn("took the store over: this process now holds it and serves it", "store", s.dir, "pid", os.Getpid(), "url", rec.url, "fsync", rec.fsync)
 	return true, nil
 }

@@ -18,52 +18,135 @@ import (
 
 // StoreLockFile is the file of a store directory that the one process
 // running the store's embedded server holds an exclusive flock(2) on, for
-// as long as it runs. The kernel releases the lock when that process ends,
-// however it ends (a SIGKILL included), so a lock is never stale; the
-// file itself stays (removing it would let two processes lock two
-// different files of one name). It also holds the holder's PID and
+// as long as it runs, beside one on the directory itself. The kernel
+// releases the locks when that process ends, however it ends (a SIGKILL
+// included), so a lock is never stale; the file itself stays (removing it
+// would let two processes lock two different files of one name, which the
+// directory's lock still catches). It also holds the holder's PID and
 // command line, for people (see docs/operations.md#one-store-one-server).
+// A process that holds only the file (flock(1) for a backup, a factline
+// from before the directory was locked too) holds the store as well.
 const StoreLockFile = "factline.lock"
 
-// storeLock is this process's lock on a store directory.
-type storeLock struct{ f *os.File }
+// storeLock is this process's lock on a store directory: the directory
+// itself (nil where its filesystem cannot flock a directory) and its
+// lock file.
+type storeLock struct{ d, f *os.File }
 
 // lockStore takes the store's lock without waiting. It returns nil (and
 // no error) when another process holds it.
+//
+// The directory is locked first. Its lock is what no path can undo: the
+// lock file removed or replaced while its holder runs (a cleanup script,
+// an rsync of the directory) leaves the holder locking a file no name
+// reaches, and a newcomer would lock the new file and start a second
+// server on the store. The directory cannot be swapped for another
+// under the store's files. The file is locked too, for flock(1) and for
+// older factlines, which lock the file alone.
 func lockStore(dir string) (*storeLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
+	// O_CLOEXEC (Go's default) keeps the locks out of the commands the
+	// runner starts: they die with this process, not with a stray child.
+	d, err := os.Open(dir)
+	if err == nil {
+		if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			d.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, nil
+			}
+			d = nil
+		}
+	} else {
+		d = nil
+	}
+	// d is nil where the directory cannot be opened to read (a mode
+	// without r) or its filesystem cannot flock a directory (some
+	// network filesystems): the lock file alone holds the store then, as
+	// before the directory was locked.
 	path := filepath.Join(dir, StoreLockFile)
-	// O_CLOEXEC (Go's default) keeps the lock out of the commands the
-	// runner starts: it dies with this process, not with a stray child.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
+		closeIf(d)
 		return nil, fmt.Errorf("store %s: open its lock: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		closeIf(d)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("store %s: lock %s: %w", dir, path, err)
 	}
+	if err := writeNote(f); err != nil {
+		f.Close()
+		closeIf(d)
+		return nil, fmt.Errorf("store %s: write its lock %s: %w", dir, path, err)
+	}
+	return &storeLock{d: d, f: f}, nil
+}
+
+// writeNote writes the holder's PID and command line into its lock file.
+func writeNote(f *os.File) error {
 	// The note outlives this process and is quoted by others: a secret
 	// the command line carries (a URL's password, --password) is masked.
 	note := fmt.Sprintf("pid %d\ncommand %s\n", os.Getpid(), strings.Join(urlsecret.Args(os.Args), " "))
-	if err := f.Truncate(0); err == nil {
+	err := f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(note), 0)
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("store %s: write its lock %s: %w", dir, path, err)
-	}
-	return &storeLock{f: f}, nil
+	return err
 }
 
-// release gives the lock up: closing the only descriptor of the locked
-// file releases it.
-func (l *storeLock) release() { _ = l.f.Close() }
+// relock locks the file at the lock file's path again when it is no
+// longer the one this process locked (removed or replaced while it
+// holds the store), so that a process that holds the store with flock(1)
+// on the path, as a backup does, still waits for this one. changed says
+// it locked a new file; an error says the file at the path could not be
+// locked (another process locked it first).
+func (l *storeLock) relock(dir string) (changed bool, err error) {
+	path := filepath.Join(dir, StoreLockFile)
+	held, err := l.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("the lock file this process holds: %w", err)
+	}
+	if now, err := os.Stat(path); err == nil && os.SameFile(now, held) {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("open %s again: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false, fmt.Errorf("lock %s again: %w", path, err)
+	}
+	if err := writeNote(f); err != nil {
+		f.Close()
+		return false, fmt.Errorf("write %s again: %w", path, err)
+	}
+	// The file no path names any more is let go: the directory's lock,
+	// and now this file's, hold the store.
+	old := l.f
+	l.f = f
+	_ = old.Close()
+	return true, nil
+}
+
+func closeIf(f *os.File) {
+	if f != nil {
+		_ = f.Close()
+	}
+}
+
+// release gives the lock up: closing the only descriptors of the locked
+// file and directory releases them, the file's first (a newcomer takes
+// the directory's, then the file's).
+func (l *storeLock) release() {
+	_ = l.f.Close()
+	closeIf(l.d)
+}
 
 // holder is the process holding a store, as far as it can be told.
 type holder struct {
@@ -82,9 +165,10 @@ func (h holder) String() string {
 }
 
 // storeHolder names the process holding the store's lock: the kernel's
-// word (/proc/locks) first, since the file's note may be a dead holder's
-// that the new one has not yet replaced, or may have been written by
-// nobody (flock(1) holding the store for a backup).
+// word (/proc/locks) first, the directory's lock before the file's, since
+// the file's note may be a dead holder's that the new one has not yet
+// replaced, may have been written by nobody (flock(1) holding the store
+// for a backup), or may be gone or replaced while its holder runs.
 func storeHolder(dir string) holder {
 	path := filepath.Join(dir, StoreLockFile)
 	var h holder
@@ -97,7 +181,11 @@ func storeHolder(dir string) holder {
 			}
 		}
 	}
-	if pid := flockOwner(path); pid != 0 && pid != h.pid {
+	pid := flockOwner(dir)
+	if pid == 0 {
+		pid = flockOwner(path)
+	}
+	if pid != 0 && pid != h.pid {
 		return holder{pid: pid}
 	}
 	if h.pid != 0 && !alive(h.pid) {
@@ -107,7 +195,7 @@ func storeHolder(dir string) holder {
 }
 
 // flockOwner returns the PID of the process /proc/locks says holds a
-// flock on path, or 0 when it cannot tell.
+// flock on path (a file or a directory), or 0 when it cannot tell.
 func flockOwner(path string) int {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -139,6 +227,23 @@ func flockOwner(path string) int {
 		}
 	}
 	return 0
+}
+
+// processStopped reports whether the process of this PID is stopped
+// (state T, by a signal, or t, by a debugger), as /proc/PID/stat says;
+// false when it cannot tell.
+func processStopped(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
 }
 
 // alive reports whether a process of this PID exists.

@@ -95,6 +95,9 @@ type auditInputs struct {
 	blobsWhere string
 	// noBlobsNote is the note printed when blob-held is not checked.
 	noBlobsNote string
+	// reportBlob reads a report blob, to hold it to the log (nil: none
+	// is read).
+	reportBlob func(events.Digest) ([]byte, bool)
 }
 
 func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) error {
@@ -144,6 +147,7 @@ func (o *auditFlags) run(ctx context.Context, _ []string, out, _ io.Writer) erro
 		opts.MissingBase = in.blobs.missingBase
 		opts.BlobsWhere = in.blobsWhere
 	}
+	opts.ReportBlob = in.reportBlob
 	violations = append(violations, audit.Check(facts, opts)...)
 	// Run IDs are unique within a suite only: --run alone audits every
 	// suite's run of the ID, and the verdict says whose, so that a pass
@@ -232,6 +236,10 @@ func (o *auditFlags) readStore(ctx context.Context, filter string, a *auditRead,
 		return err == nil, base, err
 	})
 	in.noBlobsNote = fmt.Sprintf("the store holds none of the %d blobs the facts name (a copy of the facts only, imported from an export --no-blobs?)", len(in.blobs.held))
+	in.reportBlob = func(d events.Digest) ([]byte, bool) {
+		data, err := b.Blobs().Get(ctx, d)
+		return data, err == nil
+	}
 	return in, closeBus, err
 }
 
@@ -295,6 +303,19 @@ func (o *auditFlags) readFile(ctx context.Context, filter string, a *auditRead, 
 		_, ok := where[d]
 		return ok, "", nil
 	})
+	in.reportBlob = func(d events.Digest) ([]byte, bool) {
+		b, ok := where[d]
+		if !ok {
+			return nil, false
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		data, err := bus.ReadExportBlob(f, b)
+		return data, err == nil
+	}
 	if version >= 3 {
 		in.resolve = recorded.FromExportBlobs(path, where)
 		in.casesWhere = fmt.Sprintf("the export %s (its store did not hold them when it was exported)", name)

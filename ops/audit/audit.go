@@ -123,6 +123,12 @@ type Options struct {
 	// BlobsWhere names what Blobs answers for, in a RuleBlobHeld
 	// violation ("which the export does not hold"); empty: "the store".
 	BlobsWhere string
+	// ReportBlob, when not nil, returns the bytes of the report blob a
+	// suite.reported names (false: not held, or not readable; blob-held
+	// says which). Each report it names is then held to the log
+	// (RuleReportDerived): the blob, not only the counts the fact
+	// carries. Nil: only the counts are checked.
+	ReportBlob func(events.Digest) ([]byte, bool)
 	// Seqs, when as long as the facts, is each fact's sequence in the
 	// stream, for violations that name a fact; otherwise a fact is named
 	// by its run and position.
@@ -136,11 +142,17 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	var order []string
 	suites := map[string][]events.Fact{}
 	var suiteOrder []string
-	for _, f := range facts {
+	// Each suite's facts' stream sequences, when the facts' are known.
+	suiteSeqs := map[string][]uint64{}
+	withSeqs := len(opts.Seqs) == len(facts)
+	for i, f := range facts {
 		if _, ok := suites[f.Suite]; !ok {
 			suiteOrder = append(suiteOrder, f.Suite)
 		}
 		suites[f.Suite] = append(suites[f.Suite], f)
+		if withSeqs {
+			suiteSeqs[f.Suite] = append(suiteSeqs[f.Suite], opts.Seqs[i])
+		}
 		if f.Run == events.SuiteScope {
 			continue
 		}
@@ -162,10 +174,25 @@ func Check(facts []events.Fact, opts Options) []Violation {
 	var out []Violation
 	intendedOps := map[string]bool{}
 	origins := originsOf(runs, opts.Origins)
+	// Where each audited fact stands in the log, for what must come
+	// before what: a cached reply's origin before it (made only when the
+	// log holds one).
+	var at map[[16]byte]int
+	for _, f := range facts {
+		if r, ok := f.Body.(events.ModelReplied); ok && r.Cached != nil {
+			at = make(map[[16]byte]int, len(facts))
+			break
+		}
+	}
+	if at != nil {
+		for i, f := range facts {
+			at[f.ID] = i
+		}
+	}
 	for _, key := range order {
 		r := runs[key]
 		out = append(out, r.check(opts.Finished)...)
-		out = append(out, checkCached(r, origins)...)
+		out = append(out, checkCached(r, origins, at)...)
 		var declared *grade.Policy
 		if opts.Grading != nil {
 			if p, ok := opts.Grading(r.suite, r.name); ok {
@@ -194,7 +221,7 @@ func Check(facts []events.Fact, opts Options) []Violation {
 		}
 	}
 	for _, suite := range suiteOrder {
-		out = append(out, checkReports(suite, suites[suite])...)
+		out = append(out, checkReports(suite, suites[suite], suiteSeqs[suite], opts.ReportBlob)...)
 	}
 	out = append(out, checkBlobs(facts, opts.Seqs, opts.Blobs, opts.MissingBase, opts.BlobsWhere)...)
 	if sink != nil {

@@ -17,8 +17,11 @@ const RuleCacheOrigin = "cache-origin"
 // those given only as origins.
 type runFacts func(suite, run string) []events.Fact
 
-// checkCached checks every cached reply of a run against its origin.
-func checkCached(r *run, facts runFacts) []Violation {
+// checkCached checks every cached reply of a run against its origin, and,
+// where at (each audited fact's index in the log) holds both, that the
+// origin's reply was committed before the hit: a runner serves a hit only
+// from a reply the log it read holds.
+func checkCached(r *run, facts runFacts, at map[[16]byte]int) []Violation {
 	var out []Violation
 	for i, f := range r.facts {
 		hit, ok := f.Body.(events.ModelReplied)
@@ -41,6 +44,12 @@ func checkCached(r *run, facts runFacts) []Violation {
 			}
 			out = append(out, Violation{r.suite, r.name, RuleCacheOrigin, fmt.Sprintf(
 				"turn %d's reply %s was served from the cache citing %s: %v", hit.Turn, factAt(f), cited, err)})
+			continue
+		}
+		if o, ok := at[origin.Replied.ID]; ok && o > at[f.ID] {
+			out = append(out, Violation{r.suite, r.name, RuleCacheOrigin, fmt.Sprintf(
+				"turn %d's reply %s was served from the cache citing %s/%s turn %d %s, which the log committed after it: a hit is served only from a reply the log already holds",
+				hit.Turn, factAt(f), c.Suite, c.Run, c.Turn, factAt(*origin.Replied))})
 		}
 	}
 	return out

@@ -77,3 +77,14 @@ func TestACachedReplyCitingAnotherRequestOrIdentityFails(t *testing.T) {
 	other.facts[len(other.facts)-1].Body = r
 	wantViolation(t, Check(append(origin.facts, other.facts...), Options{}), RuleCacheOrigin, "cache identity")
 }
+
+// A runner serves a hit only once the reply it cites is in the log
+// (step.CheckCached on the log it read), so the origin precedes the hit in
+// log order. A hit citing a reply committed after it (an edited export
+// that copied a later run's reply into an earlier one, billed nothing) is
+// no hit, however true to that reply it is.
+func TestACachedReplyCitingALaterReplyFails(t *testing.T) {
+	origin, hit := firstRun(t), rerun(t, "41")
+	vs := Check(append(hit.facts, origin.facts...), Options{})
+	wantViolation(t, vs, RuleCacheOrigin, hit.last().ID.String(), "first/r turn 1", origin.last().ID.String(), "committed after it")
+}

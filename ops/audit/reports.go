@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/factline/factline/events"
 	"github.com/factline/factline/services/meter/measure"
@@ -11,7 +14,11 @@ import (
 // (measure.Build) makes of the suite's facts before it: a complete report
 // with the same counts of attempts and outcomes, rebuilt where the meter
 // builds one (after the suite's submission, a run.ended, a grade.verdict
-// or its suite.stopped).
+// or its suite.stopped). Where the audit can read the report blob it
+// names (Options.ReportBlob), that is held to the log too: a blob in this
+// build's encoding must be one of those reports, byte for byte (usage
+// figures, rows and all); one in another build's (an older meter's) must
+// have the attempts' outcomes of one of them, treatment by treatment.
 const RuleReportDerived = "report-derived"
 
 // reportCounts are the counts a suite.reported carries.
@@ -42,12 +49,24 @@ type rebuilt struct {
 // any complete report rebuilt before it has its counts. Reports are built
 // only where the meter builds them and only once every planned attempt is
 // settled, so the audit costs no more than the meter did.
-func checkReports(suite string, facts []events.Fact) []Violation {
+//
+// seqs, when as long as facts, are their stream sequences: a report blob
+// is then also rebuilt through the fact its suite.reported's through
+// names, whatever its kind (the meter folds the suite's facts in stream
+// order and may build its report through any of them).
+func checkReports(suite string, facts []events.Fact, seqs []uint64, reportBlob func(events.Digest) ([]byte, bool)) []Violation {
 	left := 0
+	throughs := map[uint64]bool{} // the facts reports say they were built through
 	for _, f := range facts {
-		if _, ok := f.Body.(events.SuiteReported); ok {
+		if rep, ok := f.Body.(events.SuiteReported); ok {
 			left++
+			if rep.Through > 0 {
+				throughs[rep.Through] = true
+			}
 		}
+	}
+	if len(seqs) != len(facts) {
+		seqs = nil
 	}
 	if left == 0 {
 		return nil
@@ -62,6 +81,10 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 	}
 	seen := map[reportCounts]bool{}
 	var last *rebuilt
+	// With the blobs: the digests of the reports rebuilt, and their
+	// outcomes treatment by treatment.
+	digests, outcomes := map[events.Digest]bool{}, map[string]bool{}
+	lastOutcomes := ""
 	for i, f := range facts {
 		if rep, ok := f.Body.(events.SuiteReported); ok {
 			left--
@@ -73,13 +96,19 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 				out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
 					"suite.reported %s of report %s says %s; %s", factAt(f), short(rep.ReportDigest), rc, derived)})
 			}
+			if reportBlob != nil && !digests[rep.ReportDigest] {
+				if detail := checkReportBlob(f, rep.ReportDigest, reportBlob, outcomes, lastOutcomes); detail != "" {
+					out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, detail})
+				}
+			}
 		}
 		log.Apply(f)
 		if err := counter.Apply(f, earlierIn(facts, byRun, i)); err != nil {
 			out = append(out, Violation{suite, events.SuiteScope, RuleReportDerived, fmt.Sprintf(
 				"the suite's count cannot take the %s: %v", factOf(f), err)})
 		}
-		if left == 0 || log.Submitted == nil || !buildsAfter(f.Kind()) {
+		through := reportBlob != nil && seqs != nil && throughs[seqs[i]]
+		if left == 0 || log.Submitted == nil || !(buildsAfter(f.Kind()) || through) {
 			continue
 		}
 		if uint64(counter.Tally().Settled) < measure.Size(*log.Submitted) {
@@ -92,8 +121,58 @@ func checkReports(suite string, facts []events.Fact) []Violation {
 		rc := countsOf(r.Reported(""))
 		seen[rc] = true
 		last = &rebuilt{counts: rc, through: f}
+		if reportBlob != nil {
+			if d, _, err := measure.JSONDigest(r); err == nil {
+				digests[d] = true
+			}
+			lastOutcomes = outcomesOf(r)
+			outcomes[lastOutcomes] = true
+		}
 	}
 	return out
+}
+
+// checkReportBlob holds the report blob d that the suite.reported f names,
+// which is none of the reports rebuilt from the log before it, to the
+// log: "" when it agrees, else the violation's detail. A blob the audit
+// cannot read is blob-held's to name.
+func checkReportBlob(f events.Fact, d events.Digest, reportBlob func(events.Digest) ([]byte, bool), outcomes map[string]bool, lastOutcomes string) string {
+	data, ok := reportBlob(d)
+	if !ok {
+		return ""
+	}
+	r, again, err := measure.ReadJSONKeeping(bytes.NewReader(data), nil)
+	if err != nil {
+		return fmt.Sprintf("suite.reported %s names report blob %s, which is no report: %v", factAt(f), d, err)
+	}
+	derived := "no complete report can be rebuilt from the log before it"
+	if lastOutcomes != "" {
+		derived = "the newest report rebuilt from the log before it says " + lastOutcomes
+	}
+	got := outcomesOf(r)
+	if again == d {
+		// This build encodes the report to these very bytes: the
+		// rebuild would have, had the log said the same.
+		return fmt.Sprintf("suite.reported %s names report blob %s, in this build's encoding, and it is none of the reports rebuilt from the log before it "+
+			"(a figure, a row or an outcome differs; it says %s; %s)", factAt(f), d, got, derived)
+	}
+	if !outcomes[got] {
+		return fmt.Sprintf("suite.reported %s names report blob %s (another build's encoding), whose attempts' outcomes are those of no report rebuilt from the log before it: "+
+			"it says %s; %s", factAt(f), d, got, derived)
+	}
+	return ""
+}
+
+// outcomesOf is a report's counts of attempts and outcomes, treatment by
+// treatment in name order: what every build's report says alike.
+func outcomesOf(r measure.Report) string {
+	parts := make([]string, 0, len(r.Treatments))
+	for _, t := range r.Treatments {
+		parts = append(parts, fmt.Sprintf("%s: planned=%d passed=%d failed=%d pending=%d invalid=%d abstained=%d excluded=%d",
+			t.Treatment, t.Planned, t.Passed, t.Failed, t.Pending, t.Invalid, t.Abstained, t.Excluded))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }
 
 // earlierIn gives a Counter a run's facts before the i-th fact of the

@@ -105,3 +105,72 @@ func TestAReportBeforeTheSuiteIsSettledFails(t *testing.T) {
 	l.add(events.SuiteReported{ReportDigest: events.DigestOf([]byte("r")), Attempts: 1, Passed: 1})
 	wantViolation(t, Check(l.facts, Options{}), RuleReportDerived, l.last().ID.String(), "no complete report can be rebuilt")
 }
+
+// honestReport is the report the meter builds of the log as it stands,
+// with its JSON.
+func (l *runLog) honestReport() (measure.Report, []byte) {
+	l.t.Helper()
+	log := measure.NewLog("s")
+	for _, f := range l.facts {
+		log.Apply(f)
+	}
+	r := measure.Build(log)
+	data, err := measure.EncodeJSON(r)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return r, data
+}
+
+// A suite.reported whose counts agree with the log, naming a report blob
+// that says something else: the report 'factline run' prints (it reads
+// the stored blob) would differ from the log's while every count the fact
+// carries holds. The blob is checked: in this build's encoding it must be
+// a report the log rebuilds; in another's (an older meter's, which this
+// build cannot encode again) its attempts' outcomes must be.
+func TestAReportBlobThatSaysOtherThanTheLogFails(t *testing.T) {
+	usage := func(r *measure.Report) { tokens := uint64(1); r.Treatments[0].Usage.Tokens = &tokens }
+	outcome := func(r *measure.Report) { r.Treatments[0].Passed, r.Treatments[0].Failed = 0, 1 }
+	for _, tc := range []struct {
+		name      string
+		edit      func(*measure.Report)
+		otherForm bool // the blob is in another build's encoding
+		want      []string
+	}{
+		{"a usage figure", usage, false, []string{"this build's encoding", "none of the reports rebuilt"}},
+		{"an outcome", outcome, false, []string{"this build's encoding", "none of the reports rebuilt"}},
+		{"an outcome, another build's", outcome, true, []string{"t: planned=1 passed=0 failed=1", "t: planned=1 passed=1 failed=0"}},
+		{"nothing, another build's", func(*measure.Report) {}, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := gradedSuite(t, passed)
+			r, _ := l.honestReport()
+			tc.edit(&r)
+			data, err := measure.EncodeJSON(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.otherForm {
+				// A field this build does not know: it decodes, and does
+				// not encode back to these bytes.
+				data = append([]byte(`{"a_later_field":1,`), data[1:]...)
+			}
+			d := events.DigestOf(data)
+			honest, _ := l.honestReport()
+			l.add(honest.Reported(d)) // counts as the log has them
+			rep := l.last()
+			blobs := func(got events.Digest) ([]byte, bool) { return data, got == d }
+			if vs := Check(l.facts, Options{}); len(vs) != 0 {
+				t.Fatalf("without the blob the counts agree: %v", vs)
+			}
+			vs := Check(l.facts, Options{ReportBlob: blobs})
+			if tc.want == nil {
+				if len(vs) != 0 {
+					t.Fatalf("a report blob that says what the log says, in another encoding: %v", vs)
+				}
+				return
+			}
+			wantViolation(t, vs, RuleReportDerived, append([]string{rep.ID.String(), string(d)[:15]}, tc.want...)...)
+		})
+	}
+}
