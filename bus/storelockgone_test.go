@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,31 +12,34 @@ import (
 	"github.com/factline/factline/internal/testutil"
 )
 
+// lockFileUndos are the ways a store's lock file is undone behind its
+// holder's back: removed, or replaced by a new file of the same name.
+var lockFileUndos = []struct {
+	name string
+	undo func(t *testing.T, lock string)
+}{
+	{"removed", func(t *testing.T, lock string) {
+		if err := os.Remove(lock); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"replaced", func(t *testing.T, lock string) {
+		if err := os.WriteFile(lock+".new", []byte("pid 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(lock+".new", lock); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
 // The store's lock file removed or replaced while its holder runs (a
 // cleanup script, `rm DIR/*.lock`, an rsync of the directory) leaves the
 // holder holding a lock on a file no path names. The next process to
 // open the store must still find it held and attach to the holder's
 // server: a second embedded server on the directory would corrupt it.
 func TestAStoreWhoseLockFileWasRemovedOrReplacedStaysHeld(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		undo func(t *testing.T, lock string)
-	}{
-		{"removed", func(t *testing.T, lock string) {
-			if err := os.Remove(lock); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"replaced", func(t *testing.T, lock string) {
-			other := lock + ".new"
-			if err := os.WriteFile(other, []byte("pid 1\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(other, lock); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
+	for _, tc := range lockFileUndos {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, dir, holder := heldStore(t)
 			tc.undo(t, filepath.Join(dir, bus.StoreLockFile))
@@ -67,40 +69,15 @@ func TestAStoreWhoseLockFileWasRemovedOrReplacedStaysHeld(t *testing.T) {
 // docs/operations.md says to, must wait for a holder whose lock file was
 // removed or replaced: the holder locks the file at the path again.
 func TestAHolderLocksItsLockFileAgainWhenItIsRemovedOrReplaced(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		undo func(t *testing.T, lock string)
-	}{
-		{"removed", func(t *testing.T, lock string) {
-			if err := os.Remove(lock); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"replaced", func(t *testing.T, lock string) {
-			if err := os.WriteFile(lock+".new", nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(lock+".new", lock); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
+	for _, tc := range lockFileUndos {
 		t.Run(tc.name, func(t *testing.T) {
 			_, dir, _ := heldStore(t)
 			lock := filepath.Join(dir, bus.StoreLockFile)
 			tc.undo(t, lock)
+			// Until then a backup's flock(1) would run beside the holder's
+			// server.
 			testutil.Within(t, 10*time.Second, "the holder to lock the file at the path again", func() bool {
-				f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-					return true
-				}
-				// A backup would run now, beside the holder's server.
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				return false
+				return testutil.FileLocked(lock)
 			})
 			if note, _ := os.ReadFile(lock); !strings.Contains(string(note), "pid "+strconv.Itoa(os.Getpid())) {
 				t.Errorf("the lock file again does not name its holder: %q", note)

@@ -3,7 +3,6 @@ package bus_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,16 +38,7 @@ func TestAnOpenOfAStoreWhoseHolderIsStoppedSaysSo(t *testing.T) {
 		_ = holder.Wait()
 	})
 	testutil.Within(t, 10*time.Second, "flock holds the lock", func() bool {
-		f, err := os.Open(filepath.Join(dir, bus.StoreLockFile))
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			return true
-		}
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false
+		return testutil.FileLocked(filepath.Join(dir, bus.StoreLockFile))
 	})
 	if err := syscall.Kill(holder.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -389,16 +389,7 @@ func TestACommandThatCannotAttachNamesTheHolder(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-backup.Process.Pid, syscall.SIGKILL); _ = backup.Wait() })
 	// flock(1) holds the lock once it runs its command.
 	testutil.Within(t, 10*time.Second, "flock holds the lock", func() bool {
-		f, err := os.Open(filepath.Join(store, "factline.lock"))
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			return true
-		}
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false
+		return testutil.FileLocked(filepath.Join(store, "factline.lock"))
 	})
 	defer func(d time.Duration) { attachWait = d }(attachWait)
 	attachWait = 2 * time.Second
