@@ -139,10 +139,7 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		}
 		out.Request.Messages = append(out.Request.Messages, msg)
 	}
-	if err := made.closeTurn("call", "tool message", "after it"); err != nil {
-		return ChatRequest{}, err
-	}
-	tools, err := toolSpecs(in.Tools)
+	tools, err := endRequest(made, "call", "tool message", in.Tools)
 	if err != nil {
 		return ChatRequest{}, err
 	}

@@ -116,10 +116,7 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 			}
 		}
 	}
-	if err := made.closeTurn("tool_use", "tool_result", "after it"); err != nil {
-		return models.Request{}, false, err
-	}
-	tools, err := toolSpecs(in.Tools)
+	tools, err := endRequest(made, "tool_use", "tool_result", in.Tools)
 	if err != nil {
 		return models.Request{}, false, err
 	}

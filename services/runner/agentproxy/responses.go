@@ -137,10 +137,7 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if len(out.Messages) == 0 {
 		return models.Request{}, false, fmt.Errorf("input: none given")
 	}
-	if err := made.closeTurn("function_call", "function_call_output", "after it"); err != nil {
-		return models.Request{}, false, err
-	}
-	tools, err := toolSpecs(in.Tools)
+	tools, err := endRequest(made, "function_call", "function_call_output", in.Tools)
 	if err != nil {
 		return models.Request{}, false, err
 	}

@@ -53,3 +53,13 @@ func toolSpecs[T wireTool](tools []T) ([]models.ToolSpec, error) {
 	}
 	return out, nil
 }
+
+// endRequest ends a request's decoding as every wire does: its last turn
+// must have every call answered (call and result are how the wire names
+// them), and then the tools it declares are read.
+func endRequest[T wireTool](made *madeCalls, call, result string, tools []T) ([]models.ToolSpec, error) {
+	if err := made.closeTurn(call, result, "after it"); err != nil {
+		return nil, err
+	}
+	return toolSpecs(tools)
+}
