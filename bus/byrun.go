@@ -91,14 +91,15 @@ func (b *Bus) handleByRun(ctx context.Context, cfg ConsumerConfig, h Handler, wo
 			}
 		}
 	}
-	// The consumer is stopping (work is closed only then): what waited
-	// was never worked on and goes back for another instance.
+	// The consumer is stopping (work is closed only then, once the pull
+	// loop has returned): what waited was never worked on and goes back
+	// for another instance, at once.
 	for _, j := range ready {
-		b.handBack(j.d, cfg)
+		b.handBackStopped(j.d, cfg)
 	}
 	for _, q := range behind {
 		for _, d := range q {
-			b.handBack(d, cfg)
+			b.handBackStopped(d, cfg)
 		}
 	}
 	close(jobs)

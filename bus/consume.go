@@ -166,7 +166,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		return err
 	}
 	actx, cancel := apiCtx(ctx)
-	cons, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
+	_, err := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -221,7 +221,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 		if cfg.OnDemand {
 			err = b.pullOnDemand(ctx, cfg, fresh, free, work)
 		} else {
-			err = b.pull(ctx, cfg, cons, fresh, work)
+			err = b.pull(ctx, cfg, fresh, work)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -234,8 +234,8 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) error 
 			return nil
 		}
 		actx, cancel := apiCtx(ctx)
-		if c, cerr := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg); cerr == nil {
-			cons, fresh = c, newFresh()
+		if _, cerr := b.js.CreateOrUpdateConsumer(actx, FactsStream, ccfg); cerr == nil {
+			fresh = newFresh()
 		}
 		cancel()
 	}
@@ -320,19 +320,23 @@ const pullWait = 5 * time.Second
 // again, must not be redelivered meanwhile, which would spend its delivery
 // budget without it ever being handled. A pull of the consumer answered
 // "no responders" while its node may not know it yet (fresh) is made
-// again, without counting.
-func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, fresh *freshConsumer, work chan<- delivered) error {
+// again, without counting. Its pulls are the bus's own (batchPull): when
+// it returns, the one open is withdrawn, and what it brought that no
+// worker took is handed back at once (no pull of this instance is left
+// for a nak to go back into).
+func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, fresh *freshConsumer, work chan<- delivered) error {
 	var queue []delivered
+	var open *batchPull
 	defer func() {
+		for _, m := range open.close() {
+			queue = append(queue, b.delivered(m, cfg.AckWait, open.sent))
+		}
 		for _, d := range queue {
-			b.handBack(d, cfg) // fetched as the service stopped
+			b.handBackNow(d, cfg) // fetched as the service stopped
 		}
 	}()
 	beat := time.NewTicker(cfg.AckWait / 3)
 	defer beat.Stop()
-	var batch jetstream.MessageBatch
-	var incoming <-chan jetstream.Msg
-	var pulled time.Time // when the open pull was sent
 	var retryAt time.Time
 	misses := 0
 	fail := func(err error) error {
@@ -347,6 +351,23 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 		retryAt = time.Now().Add(backoff(misses + 4))
 		return nil
 	}
+	// ended lets the open pull go, the server having ended it (or taken
+	// too long to), and counts why it ended.
+	ended := func(err error, byServer bool) error {
+		if byServer {
+			open.finish()
+		} else {
+			for _, m := range open.close() {
+				queue = append(queue, b.delivered(m, cfg.AckWait, open.sent))
+			}
+		}
+		open = nil
+		if err == nil || errors.Is(err, nats.ErrTimeout) {
+			fresh.answer()
+			return nil
+		}
+		return fail(err)
+	}
 	for {
 		// A pull request made while the connection is down would wait in
 		// the client's buffer and reach the server after the reconnect,
@@ -354,16 +375,13 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 		// as delivered and wait out an ack wait.
 		// A new pull waits until half the queue is gone, so that pulls
 		// bring batches rather than one message each.
-		if batch == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
+		if open == nil && len(queue) <= cfg.Prefetch/2 && b.nc.IsConnected() && !time.Now().Before(retryAt) {
 			var err error
-			pulled = time.Now()
-			if batch, err = cons.Fetch(cfg.Prefetch-len(queue), jetstream.FetchMaxWait(pullBound(pullWait, cfg.AckWait))); err != nil {
-				batch = nil
+			if open, err = b.pullBatch(cfg.Name, cfg.Prefetch-len(queue), pullBound(pullWait, cfg.AckWait)); err != nil {
+				open = nil
 				if err := fail(err); err != nil {
 					return err
 				}
-			} else {
-				incoming = batch.Messages()
 			}
 		}
 		var out chan<- delivered
@@ -372,27 +390,28 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 			out, next = work, queue[0]
 		}
 		var recheck <-chan time.Time
-		if batch == nil && len(queue) <= cfg.Prefetch/2 {
+		if open == nil && len(queue) <= cfg.Prefetch/2 {
 			recheck = time.After(infraBackoff(1))
 		}
 		select {
-		case m, ok := <-incoming:
-			if !ok {
-				err := batch.Error()
-				batch, incoming = nil, nil
-				if err == nil || errors.Is(err, nats.ErrTimeout) {
-					fresh.answer()
-				}
-				if err != nil && !errors.Is(err, nats.ErrTimeout) {
-					if err := fail(err); err != nil {
-						return err
-					}
-				}
-				continue
+		case raw := <-open.arrivals():
+			m, end, err := open.take(raw)
+			if m != nil {
+				misses = 0
+				fresh.answer()
+				queue = append(queue, b.delivered(m, cfg.AckWait, open.sent))
 			}
-			misses = 0
-			fresh.answer()
-			queue = append(queue, b.delivered(m, cfg.AckWait, pulled))
+			if end {
+				if err := ended(err, true); err != nil {
+					return err
+				}
+			}
+		case <-open.expired():
+			// The server never ended it: lost with a server or a stream
+			// leader, as nats.go's Fetch took it (a timeout).
+			if err := ended(nats.ErrTimeout, false); err != nil {
+				return err
+			}
 		case out <- next:
 			queue = queue[1:]
 		case <-beat.C:
@@ -401,14 +420,6 @@ func (b *Bus) pull(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consu
 			}
 		case <-recheck:
 		case <-ctx.Done():
-			if incoming != nil {
-				// What the open pull still brings is handed back too.
-				go func(in <-chan jetstream.Msg) {
-					for m := range in {
-						handBackMsg(m, cfg.AckWait)
-					}
-				}(incoming)
-			}
 			return ctx.Err()
 		}
 	}
@@ -588,10 +599,12 @@ func behindDelay(delivered uint64) time.Duration {
 	return time.Second << min(delivered-1, 3)
 }
 
-// handBackMsg returns an unfinished delivery on shutdown. A plain nak
-// would have the server redeliver it at once to this still-registered
-// consumer, which would nak it again, burning deliveries until the server
-// drops the message; a delay lets this instance finish stopping first.
+// handBackMsg returns an unfinished delivery on shutdown while a pull of
+// this instance may still be open (an on-demand pull that brought it as
+// the service stopped). A plain nak would have the server redeliver it at
+// once to this still-registered consumer, which would nak it again,
+// burning deliveries until the server drops the message; a delay lets
+// this instance finish stopping first.
 func handBackMsg(m jetstream.Msg, ackWait time.Duration) {
 	_ = m.NakWithDelay(min(ackWait, 5*time.Second))
 }
@@ -608,28 +621,40 @@ func (b *Bus) handBack(d delivered, cfg ConsumerConfig) {
 	handBackMsg(d.m, cfg.AckWait)
 }
 
+// handBackNow hands an unfinished delivery back with no delay, for another
+// instance to take now, while its lease holds (see handBack). Only once
+// this instance has no pull open that the server could fill with it: the
+// pull loop withdrew its own before it returned, on the connection the
+// nak goes out on.
+func (b *Bus) handBackNow(d delivered, cfg ConsumerConfig) {
+	if !d.lease.Held(time.Now()) {
+		b.log.Info("not handing back a delivery whose lease lapsed", "consumer", cfg.Name, "subject", d.m.Subject())
+		return
+	}
+	_ = d.m.Nak()
+}
+
 // handBackWait bounds how long a delivery stopped by the shutdown waits
 // for its instance's pull loop to return before it is handed back with
 // handBackMsg's delay instead.
 const handBackWait = 2 * time.Second
 
 // handBackStopped hands back a delivery whose handler the shutdown
-// stopped. An on-demand consumer's (a runner's: a run handed back; a
-// grader's) goes back with no delay once its pull loop has returned, so
-// that another instance takes it now rather than after min(ack wait, 5 s):
-// once the handler has returned, the work it stood for has stopped here
-// (a runner's attempt sends nothing more, and its facts are fenced by the
-// run's claims and last sequence anyway), and once the pull loop has
-// returned this instance has no pull open: each pull's inbox is
-// unsubscribed before pullOne returns, on the connection the nak goes out
-// on, so the server has withdrawn it before it reads the nak and gives the
-// message to another instance's pull, never back to this one. A consumer
-// that pulls ahead (not OnDemand) may still have a batch pull open that
-// the server would fill with the message (nats.go withdraws it later, from
-// a goroutine of its own) and keeps handBackMsg's delay, as does a
-// delivery whose pull loop did not return in time.
+// stopped, or that waited for a worker as it came (handleByRun): with no
+// delay once the instance's pull loop has returned, so that another
+// instance takes it now rather than after min(ack wait, 5 s). Once the
+// handler has returned, the work it stood for has stopped here (a
+// runner's attempt sends nothing more, and its facts are fenced by the
+// run's claims and last sequence anyway; the other services' facts are
+// deduplicated and conditional), and once the pull loop has returned this
+// instance has no pull open: each pull's inbox is unsubscribed before the
+// loop returns (pullOne, batchPull.close), on the connection the nak goes
+// out on, so the server has withdrawn it before it reads the nak and
+// gives the message to another instance's pull, never back to this one.
+// A delivery whose pull loop did not return in time keeps handBackMsg's
+// delay.
 func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
-	if !cfg.OnDemand || cfg.stopping == nil {
+	if cfg.stopping == nil {
 		b.handBack(d, cfg)
 		return
 	}
@@ -639,11 +664,7 @@ func (b *Bus) handBackStopped(d delivered, cfg ConsumerConfig) {
 		b.handBack(d, cfg)
 		return
 	}
-	if !d.lease.Held(time.Now()) {
-		b.log.Info("not handing back a delivery whose lease lapsed", "consumer", cfg.Name, "subject", d.m.Subject())
-		return
-	}
-	_ = d.m.Nak()
+	b.handBackNow(d, cfg)
 }
 
 // runWithHeartbeat runs fn, renewing the delivery's lease every period

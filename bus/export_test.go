@@ -64,3 +64,33 @@ func (h *Blobs) GetUnder(ctx context.Context, d events.Digest, between func()) (
 func (b *Bus) PullOne(ctx context.Context, consumer string, expires time.Duration) (jetstream.Msg, error) {
 	return b.pullOne(ctx, consumer, expires)
 }
+
+// PullBatch makes one of the bus's own pull-ahead pulls and reads it to
+// its end, as the pull loop does: the messages it brought and why it
+// ended (nil for a complete batch). When ctx ends first, or the server
+// never ends it, the pull is withdrawn, and what it brought until then is
+// returned with ctx's error or a timeout.
+func (b *Bus) PullBatch(ctx context.Context, consumer string, n int, expires time.Duration) ([]jetstream.Msg, error) {
+	p, err := b.pullBatch(consumer, n, expires)
+	if err != nil {
+		return nil, err
+	}
+	var got []jetstream.Msg
+	for {
+		select {
+		case raw := <-p.arrivals():
+			m, end, err := p.take(raw)
+			if m != nil {
+				got = append(got, m)
+			}
+			if end {
+				p.finish()
+				return got, err
+			}
+		case <-p.expired():
+			return append(got, p.close()...), nats.ErrTimeout
+		case <-ctx.Done():
+			return append(got, p.close()...), ctx.Err()
+		}
+	}
+}
