@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,24 +16,44 @@ import (
 	"github.com/factline/factline/services/runner"
 )
 
-// freePorts reserves n loopback ports.
+// freePorts reserves n loopback ports for servers a test starts later
+// on them. They are taken below the kernel's ephemeral range: a port
+// from it, closed again until its server binds it, may meanwhile become
+// the local port of any outgoing connection (the tests run in parallel
+// make many) or of another test's listener on port 0, and the server
+// then fails with "address already in use", as a cluster test did beside
+// the parallel tests. A port below the range is given out by no
+// connection and no listener on port 0; this gives each out once per test
+// process, from a random start so that test processes running at once
+// seldom meet, and passes over one something else holds.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var out []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for len(out) < n {
+		p := int(nextPort.Add(1))
+		if p >= portsEnd {
+			t.Fatalf("no free loopback port left below %d", portsEnd)
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
 		l.Close()
+		out = append(out, p)
 	}
 	return out
 }
+
+// The ports freePorts gives out: [portsStart, portsEnd), below Linux's
+// default ephemeral range (32768-60999).
+const portsStart, portsEnd = 20000, 32768
+
+// nextPort is the last port freePorts gave out.
+var nextPort = func() *atomic.Int32 {
+	var p atomic.Int32
+	p.Store(int32(portsStart + rand.IntN((portsEnd-portsStart)/2)))
+	return &p
+}()
 
 // startCluster starts three embedded JetStream servers clustered on
 // loopback and opens the bus with three replicas, through a client that

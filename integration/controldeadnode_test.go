@@ -15,6 +15,15 @@ import (
 	"github.com/factline/factline/events"
 )
 
+// The dead-node tests (these four and the two of followdeadnode_test.go)
+// run in parallel: each has a cluster of nats-server processes of its
+// own, on ports and stores of its own, and strikes only its own nodes.
+// Most of their time is spent waiting (the cluster's election, consumer
+// placement, and from 15 to 45 s for the client's heartbeats to say a
+// consumer is gone), not working: the servers run outside the race-built
+// test binary. Serial, they held integration's one busy core idle for
+// about three minutes of make test.
+
 // A runner learns of cancel, steer and approve through its control watch,
 // a consumer of one replica on CONTROL, which lives on one node. Kill that
 // node and keep it down: a cancel sent afterwards must still reach the
@@ -22,6 +31,7 @@ import (
 // once, so the next pull to its consumer is answered "no responders", and
 // the watch makes another consumer on a live node.
 func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	controlWatchAcrossAFault(t, "killed", func(c *natsCluster, n *natsNode) { c.stop(n, syscall.SIGKILL) })
 }
 
@@ -31,6 +41,7 @@ func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
 // consumer on it goes there and is never answered, and a watch that only
 // waits for its pulls to expire reads empty batches all that while.
 func TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	controlWatchAcrossAFault(t, "frozen", func(c *natsCluster, n *natsNode) { c.freeze(t, n) })
 }
 
@@ -179,12 +190,14 @@ func consumerOn(ctx context.Context, b *bus.Bus, stream, filter string) (*jetstr
 // consumer again when they stop. (The limiter also looks again every
 // second or less whatever the watch says: models/limit.Limiter.poll.)
 func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	limitsWatchAcrossAFault(t, "killed", func(c *natsCluster, n *natsNode) { c.stop(n, syscall.SIGKILL) })
 }
 
 // The same with the node frozen rather than killed (see
 // TestAControlWatchReadsOnWhenTheNodeHoldingItsConsumerFreezes).
 func TestALimitsWatchSeesAFreedSlotWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	limitsWatchAcrossAFault(t, "frozen", func(c *natsCluster, n *natsNode) { c.freeze(t, n) })
 }
 

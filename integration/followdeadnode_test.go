@@ -25,6 +25,7 @@ import (
 // knows it is gone, and every later try updates that placement, so the
 // follower waited for the node to come back, for ever where it did not.
 func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerDies(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	c := startNatsCluster(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -139,6 +140,7 @@ func followerConsumer(ctx context.Context, b *bus.Bus, filter string) (*jetstrea
 // writer: a client of the frozen node would itself wait minutes to learn
 // it must go elsewhere, which is no matter of the consumer.
 func TestAFollowerReadsOnWhenTheNodeHoldingItsConsumerFreezes(t *testing.T) {
+	t.Parallel() // it mostly waits; see the top of controldeadnode_test.go
 	c := startNatsCluster(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
