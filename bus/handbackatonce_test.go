@@ -2,17 +2,13 @@ package bus_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/internal/testutil"
 )
 
 // An instance of an on-demand consumer (a runner's) stopped mid-work
@@ -55,18 +51,7 @@ func stopMidWork(t *testing.T, workers int) string {
 	a := bustest.OpenWith(t, srv, bus.Config{})
 	b := bustest.OpenWith(t, srv, bus.Config{})
 	// What the instances answer the server, as the server receives it.
-	watch, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	acks, err := watch.SubscribeSync("$JS.ACK.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	acks := bustest.WatchAcks(t, srv, "")
 
 	cfg := bus.ConsumerConfig{Name: "runs", Filters: []string{events.KindFilter(events.KindRunClaimed)},
 		AckWait: 30 * time.Second, MaxDeliver: 5, OnDemand: true, Workers: workers}
@@ -101,29 +86,13 @@ func stopMidWork(t *testing.T, workers int) string {
 		})
 	}()
 	// B is pulling before A stops.
-	testutil.Within(t, 20*time.Second, "the second instance pulling", func() bool {
-		info, err := a.JetStream().Consumer(ctx, bus.FactsStream, "runs")
-		if err != nil {
-			return false
-		}
-		ci, err := info.Info(ctx)
-		return err == nil && ci.NumWaiting >= workers
-	})
+	bustest.Pulling(t, ctx, a, "runs", workers)
 
 	stopA()
 	if err := <-aDone; err != nil {
 		t.Fatal(err)
 	}
-	var nak *nats.Msg
-	for nak == nil {
-		m, err := acks.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatalf("no nak from the stopped instance: %v", err)
-		}
-		if strings.HasPrefix(string(m.Data), "-NAK") {
-			nak = m
-		}
-	}
+	nak := acks.Naks(t, 1, 20*time.Second)[0]
 	select {
 	case got := <-bTook:
 		if got.deliveries != 2 || !got.afterAEnded {
@@ -135,5 +104,5 @@ func stopMidWork(t *testing.T, workers int) string {
 	if dead, _ := b.DeadLetters(ctx, "runs"); len(dead) != 0 {
 		t.Errorf("%d messages dead-lettered on a clean hand-back", len(dead))
 	}
-	return string(nak.Data)
+	return nak
 }

@@ -2,13 +2,10 @@ package bus_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/bus/bustest"
@@ -44,18 +41,7 @@ func stopPullAheadMidWork(t *testing.T) {
 	a := bustest.OpenWith(t, srv, bus.Config{})
 	b := bustest.OpenWith(t, srv, bus.Config{})
 	// What the instances answer the server, as the server receives it.
-	watch, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	acks, err := watch.SubscribeSync("$JS.ACK.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	acks := bustest.WatchAcks(t, srv, "")
 	const n = 6
 	var pending []bus.Pending
 	for pos := uint64(1); pos <= n; pos++ {
@@ -109,14 +95,7 @@ func stopPullAheadMidWork(t *testing.T) {
 			return nil
 		})
 	}()
-	testutil.Within(t, 20*time.Second, "the second instance pulling", func() bool {
-		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, "stalls")
-		if err != nil {
-			return false
-		}
-		ci, err := c.Info(ctx)
-		return err == nil && ci.NumWaiting >= 1
-	})
+	bustest.Pulling(t, ctx, b, "stalls", 1)
 
 	stopped := time.Now()
 	stopA()
@@ -124,19 +103,9 @@ func stopPullAheadMidWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	aGone := time.Since(stopped)
-	var naks []*nats.Msg
-	for len(naks) < n {
-		m, err := acks.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatalf("%d naks from the stopped instance, want %d: %v", len(naks), n, err)
-		}
-		if strings.HasPrefix(string(m.Data), "-NAK") {
-			naks = append(naks, m)
-		}
-	}
-	for _, m := range naks {
-		if string(m.Data) != "-NAK" {
-			t.Errorf("the stopped instance handed a delivery back with %q, want a nak with no delay", m.Data)
+	for _, nak := range acks.Naks(t, n, 20*time.Second) {
+		if nak != "-NAK" {
+			t.Errorf("the stopped instance handed a delivery back with %q, want a nak with no delay", nak)
 		}
 	}
 	var got []took

@@ -2,7 +2,6 @@ package decider_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/factline/factline/bus/bustest"
 	"github.com/factline/factline/cases"
 	"github.com/factline/factline/events"
-	"github.com/factline/factline/internal/testutil"
 	"github.com/factline/factline/services/decider"
 	"github.com/factline/factline/services/decider/stop"
 	"github.com/factline/factline/services/kit"
@@ -32,18 +30,7 @@ func TestAStoppedDeciderHandsItsTurnBackAtOnce(t *testing.T) {
 	fakeStaller(t, b)
 	cd, td := publish(t, ctx, b, caseYAML, cases.StallPolicy{})
 	// What the deciders answer the server, as the server receives it.
-	watch, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	acks, err := watch.SubscribeSync("$JS.ACK." + bus.FactsStream + "." + decider.ConsumerName + ".>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	acks := bustest.WatchAcks(t, srv, decider.ConsumerName)
 
 	// The ack wait of production: the old hand-back's delay was 5 s.
 	consumer := kit.WithConsumer(bus.ConsumerConfig{AckWait: 30 * time.Second, Prefetch: 4, Workers: 2})
@@ -81,27 +68,11 @@ func TestAStoppedDeciderHandsItsTurnBackAtOnce(t *testing.T) {
 	stopB := start(bb, "B", func(context.Context, decider.JudgeRequest) (stop.Opinion, error) { return stop.Opinion{}, nil })
 	defer stopB()
 	// B pulls, and so does A (it pulls ahead), before A stops.
-	testutil.Within(t, time.Minute, "both deciders pulling", func() bool {
-		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, decider.ConsumerName)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumWaiting >= 2
-	})
+	bustest.Pulling(t, ctx, b, decider.ConsumerName, 2)
 
 	stopped := time.Now()
 	stopA()
-	nak := ""
-	for nak == "" {
-		m, err := acks.NextMsg(30 * time.Second)
-		if err != nil {
-			t.Fatalf("no nak from the stopped decider: %v", err)
-		}
-		if strings.HasPrefix(string(m.Data), "-NAK") {
-			nak = string(m.Data)
-		}
-	}
+	nak := acks.Naks(t, 1, 30*time.Second)[0]
 	if nak != "-NAK" {
 		t.Errorf("the stopped decider handed its turn back with %q, want a nak with no delay", nak)
 	}

@@ -28,12 +28,7 @@ func TestAStoppedRunnerHandsItsRunBackAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	go func() { _ = fleettest.Decider{Bus: bb}.Run(ctx) }()
-	watch, err := srv.Connect()
-	must(t, err)
-	defer watch.Close()
-	acks, err := watch.SubscribeSync("$JS.ACK.>")
-	must(t, err)
-	must(t, watch.Flush())
+	acks := bustest.WatchAcks(t, srv, "")
 
 	start := func(b *bus.Bus, name string) (stop func()) {
 		rctx, cancel := context.WithCancel(ctx)
@@ -76,14 +71,7 @@ func TestAStoppedRunnerHandsItsRunBackAtOnce(t *testing.T) {
 	testutil.Within(t, time.Minute, "runner a to claim the run", func() bool { return len(claims()) == 1 })
 	stopB := start(bb, "runner-b")
 	defer stopB()
-	testutil.Within(t, time.Minute, "runner b to wait for work", func() bool {
-		c, err := bb.JetStream().Consumer(ctx, bus.FactsStream, runner.ConsumerName)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumWaiting >= 1
-	})
+	bustest.Pulling(t, ctx, bb, runner.ConsumerName, 1) // runner b waits for work
 
 	stopA()
 	before, err := ba.LoadRun(ctx, "suite", "handback")
@@ -91,16 +79,7 @@ func TestAStoppedRunnerHandsItsRunBackAtOnce(t *testing.T) {
 	if before.Ended() {
 		t.Fatal("the run ended before runner a was stopped: make its turns slower")
 	}
-	nak := ""
-	for nak == "" {
-		m, err := acks.NextMsg(30 * time.Second)
-		if err != nil {
-			t.Fatalf("no nak from the stopped runner: %v", err)
-		}
-		if strings.HasPrefix(string(m.Data), "-NAK") {
-			nak = string(m.Data)
-		}
-	}
+	nak := acks.Naks(t, 1, 30*time.Second)[0]
 	if nak != "-NAK" {
 		t.Errorf("the stopped runner handed its run back with %q, want a nak with no delay", nak)
 	}
