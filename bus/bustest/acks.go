@@ -2,11 +2,13 @@ package bustest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/factline/factline/bus"
 )
@@ -66,18 +68,7 @@ func (a *Acks) Naks(tb testing.TB, n int, wait time.Duration) []string {
 // back. The deadline only guards against a hang.
 func Pulling(tb testing.TB, ctx context.Context, b *bus.Bus, consumer string, n int) {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, consumer)
-		if err == nil {
-			info, err := c.Info(ctx)
-			if err == nil && info.NumWaiting >= n {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("consumer %s never had %d pulls waiting", consumer, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitConsumer(tb, ctx, b, consumer, fmt.Sprintf("had %d pulls waiting", n), func(info *jetstream.ConsumerInfo) bool {
+		return info.NumWaiting >= n
+	})
 }

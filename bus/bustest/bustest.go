@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/factline/factline/bus"
 	"github.com/factline/factline/events"
 )
@@ -110,17 +112,27 @@ func Turn(tb testing.TB, suite, run string, pos uint64, n uint32) events.Fact {
 // assert what it did not append. The deadline only guards against a hang.
 func Drained(tb testing.TB, ctx context.Context, b *bus.Bus, name string) {
 	tb.Helper()
+	waitConsumer(tb, ctx, b, name, "drained", func(info *jetstream.ConsumerInfo) bool {
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.NumRedelivered == 0
+	})
+}
+
+// waitConsumer waits until the durable consumer name on FACTS is as ok
+// says, failing the test after a minute: the deadline only guards
+// against a hang.
+func waitConsumer(tb testing.TB, ctx context.Context, b *bus.Bus, name, what string, ok func(*jetstream.ConsumerInfo) bool) {
+	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := b.JetStream().Consumer(ctx, bus.FactsStream, name)
 		if err == nil {
 			info, err := c.Info(ctx)
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
+			if err == nil && ok(info) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("consumer %s never drained", name)
+			tb.Fatalf("consumer %s never %s", name, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
