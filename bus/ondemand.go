@@ -32,8 +32,7 @@ func (b *Bus) pullOne(ctx context.Context, consumer string, expires time.Duratio
 		return nil, fmt.Errorf("consumer %s: pull inbox: %w", consumer, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	req := fmt.Sprintf(`{"batch":1,"expires":%d}`, expires.Nanoseconds())
-	if err := b.nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+FactsStream+"."+consumer, sub.Subject, []byte(req)); err != nil {
+	if err := b.pullRequest(consumer, sub.Subject, 1, expires); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, expires+pullGrace)
@@ -48,23 +47,53 @@ func (b *Bus) pullOne(ctx context.Context, consumer string, expires time.Duratio
 		case err != nil:
 			return nil, err
 		}
-		status := ""
-		if len(m.Data) == 0 && m.Header != nil {
-			status = m.Header.Get("Status")
-		}
-		switch status {
-		case "":
+		msg, end, err := pullAnswer(consumer, m)
+		switch {
+		case msg:
 			return &pulledMsg{m: m, nc: b.nc}, nil
-		case "100":
-			continue // an idle heartbeat
-		case "404", "408":
-			return nil, nats.ErrTimeout
-		case "503":
-			return nil, nats.ErrNoResponders
-		default:
-			return nil, fmt.Errorf("pull of consumer %s: %s %s", consumer, status, m.Header.Get("Description"))
+		case end:
+			return nil, err
 		}
 	}
+}
+
+// pullRequest asks consumer for up to n messages, sent to inbox as the
+// server has them until expires has passed (then it answers 408).
+func (b *Bus) pullRequest(consumer, inbox string, n int, expires time.Duration) error {
+	req := fmt.Sprintf(`{"batch":%d,"expires":%d}`, n, expires.Nanoseconds())
+	return b.nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+FactsStream+"."+consumer, inbox, []byte(req))
+}
+
+// pullAnswer reads one answer to a pull: a message (msg), an idle
+// heartbeat (neither), or the pull's end (end) with why: nats.ErrTimeout
+// when its time ran out with the batch short (404, 408);
+// nats.ErrNoResponders when no server answers for the consumer (503); or
+// the server's refusal (409 …: the consumer deleted, a leadership change,
+// too many pulls waiting).
+func pullAnswer(consumer string, m *nats.Msg) (msg, end bool, err error) {
+	status := ""
+	if len(m.Data) == 0 && m.Header != nil {
+		status = m.Header.Get("Status")
+	}
+	switch status {
+	case "":
+		return true, false, nil
+	case "100":
+		return false, false, nil
+	case "404", "408":
+		return false, true, nats.ErrTimeout
+	case "503":
+		return false, true, nats.ErrNoResponders
+	}
+	desc := m.Header.Get("Description")
+	err = fmt.Errorf("pull of consumer %s: %s %s", consumer, status, desc)
+	switch {
+	case status == "409" && desc == "Consumer Deleted":
+		err = fmt.Errorf("%w (%w)", err, jetstream.ErrConsumerDeleted)
+	case status == "409" && desc == "Leadership Change":
+		err = fmt.Errorf("%w (%w)", err, jetstream.ErrConsumerLeadershipChanged)
+	}
+	return false, true, err
 }
 
 // pullGrace is how much longer than the server the client waits for a

@@ -48,9 +48,8 @@ func (b *Bus) pullBatch(consumer string, n int, expires time.Duration) (*batchPu
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: pull inbox: %w", consumer, err)
 	}
-	req := fmt.Sprintf(`{"batch":%d,"expires":%d}`, n, expires.Nanoseconds())
 	sent := time.Now()
-	if err := b.nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+FactsStream+"."+consumer, sub.Subject, []byte(req)); err != nil {
+	if err := b.pullRequest(consumer, sub.Subject, n, expires); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("consumer %s: pull: %w", consumer, err)
 	}
@@ -77,35 +76,14 @@ func (p *batchPull) expired() <-chan time.Time {
 
 // take reads one arrival: a message (m), or nothing (an idle heartbeat).
 // end says that the server sends nothing more for this pull, with why:
-// nil once the batch is complete; nats.ErrTimeout when its time ran out
-// with the batch short (404, 408); nats.ErrNoResponders when no server
-// answers for the consumer (503); or the server's refusal (409 …: the
-// consumer deleted, a leadership change, too many pulls waiting).
+// nil once the batch is complete, otherwise as pullAnswer says.
 func (p *batchPull) take(raw *nats.Msg) (m jetstream.Msg, end bool, err error) {
-	status := ""
-	if len(raw.Data) == 0 && raw.Header != nil {
-		status = raw.Header.Get("Status")
+	msg, end, err := pullAnswer(p.consumer, raw)
+	if !msg {
+		return nil, end, err
 	}
-	switch status {
-	case "":
-		p.left--
-		return &pulledMsg{m: raw, nc: p.nc}, p.left <= 0, nil
-	case "100":
-		return nil, false, nil
-	case "404", "408":
-		return nil, true, nats.ErrTimeout
-	case "503":
-		return nil, true, nats.ErrNoResponders
-	}
-	desc := raw.Header.Get("Description")
-	err = fmt.Errorf("pull of consumer %s: %s %s", p.consumer, status, desc)
-	switch {
-	case status == "409" && desc == "Consumer Deleted":
-		err = fmt.Errorf("%w (%w)", err, jetstream.ErrConsumerDeleted)
-	case status == "409" && desc == "Leadership Change":
-		err = fmt.Errorf("%w (%w)", err, jetstream.ErrConsumerLeadershipChanged)
-	}
-	return nil, true, err
+	p.left--
+	return &pulledMsg{m: raw, nc: p.nc}, p.left <= 0, nil
 }
 
 // finish lets go of a pull the server ended (take said so): nothing more
