@@ -97,9 +97,12 @@ type ModeReport struct {
 	// B2: bytes per turn of the Factline-Prev header and of all headers.
 	PrevBytes, HeaderBytes Sample
 	// B2: what the server's block compression makes of FACTS' sealed
-	// blocks after the first suite (compressed ÷ stored bytes); 0 when no
-	// block was sealed yet.
+	// blocks after the first suite (compressed ÷ stored bytes); 0 when
+	// FACTS held no facts.
 	CompressedRatio float64
+	// CompressedSealed says whether CompressedRatio is of sealed blocks,
+	// or of the one block FACTS had, compressed as it stands.
+	CompressedSealed bool
 	// B7: turns/s at each configuration, in sweepPoints order.
 	Sweep []SweepSample
 	// B8: milliseconds, the median turn of turns 1–10 and of 40–49, and
@@ -278,8 +281,8 @@ func runMode(ctx context.Context, cfg Config, mode bus.Durability, readDir strin
 						// Before any raw chain writes its messages: the
 						// sealed blocks hold factline's facts (B3's, B8's
 						// and this suite's).
-						if ratio, err := compressedRatio(filepath.Join(dir, "store")); err == nil {
-							m.CompressedRatio = ratio
+						if ratio, sealed, err := compressedRatio(filepath.Join(dir, "store")); err == nil {
+							m.CompressedRatio, m.CompressedSealed = ratio, sealed
 						} else {
 							say("B2 compressed disk: %v", err)
 						}

@@ -105,8 +105,12 @@ func (r Report) Markdown(m Machine, command string) string {
 				c.TurnRuns, rate(mr.FactBytes), rate(mr.BlobBytes), rate(mr.HeaderBytes), rate(mr.PrevBytes), met(mr.FactBytes.Median() <= 3072))
 			if mr.CompressedRatio > 0 {
 				packed := mr.FactBytes.Median() * mr.CompressedRatio
-				fmt.Fprintf(&b, "| B2 disk per turn with `factline setup --compress`: facts × what the server's block compression makes of FACTS' sealed blocks (%.2f) | %s | — | — | facts ≤ 3,072 | %s |\n",
-					mr.CompressedRatio, num(packed), met(packed <= 3072))
+				blocks := "FACTS' sealed blocks"
+				if !mr.CompressedSealed {
+					blocks = "FACTS' one block (none sealed yet), compressed as it stands"
+				}
+				fmt.Fprintf(&b, "| B2 disk per turn with `factline setup --compress`: facts × what the server's block compression makes of %s (%.2f) | %s | — | — | facts ≤ 3,072 | %s |\n",
+					blocks, mr.CompressedRatio, num(packed), met(packed <= 3072))
 			}
 		}
 		if len(mr.LatRatio) > 0 {
