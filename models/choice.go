@@ -33,12 +33,15 @@ type ToolChoice struct {
 
 // Check reports whether c is a choice a provider would take with tools
 // offered: a known mode, a name exactly when the mode forces a tool, and
-// that name among the tools.
+// that name among the tools (some tool, for required).
 func (c ToolChoice) Check(tools []ToolSpec) error {
 	switch c.Mode {
 	case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
 		if c.Name != "" {
 			return fmt.Errorf("mode %q names no tool, got name %q", c.Mode, c.Name)
+		}
+		if c.Mode == ToolChoiceRequired && len(tools) == 0 {
+			return fmt.Errorf("mode %q, but the request offers no tools", c.Mode)
 		}
 		return nil
 	case ToolChoiceTool:
@@ -68,6 +71,11 @@ const (
 	// output).
 	OutputJSONSchema OutputKind = "json_schema"
 )
+
+// OutputName is the name a json_schema format is sent under to a wire
+// that requires one (OpenAI's) when the request gives none, as an agent
+// speaking Anthropic's wire, which has no place for it, does not.
+const OutputName = "output"
 
 // Output is the format a request asks the model's text to take: like
 // ToolChoice, the agent's program (an agent parses the answer it asked

@@ -26,6 +26,20 @@ func TestToolChoiceCheck(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.choice, err, c.want)
 		}
 	}
+	for _, c := range []struct {
+		choice ToolChoice
+		want   string
+	}{
+		{ToolChoice{Mode: ToolChoiceAuto}, ""},
+		{ToolChoice{Mode: ToolChoiceNone}, ""},
+		{ToolChoice{Mode: ToolChoiceRequired}, "offers no tools"},
+		{ToolChoice{Mode: ToolChoiceTool, Name: "read"}, "not among the request's tools"},
+	} {
+		err := c.choice.Check(nil)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.choice, err, c.want)
+		}
+	}
 }
 
 func TestOutputCheck(t *testing.T) {

@@ -37,6 +37,9 @@ func responseFormat(o models.Output) (sdk.ChatCompletionNewParamsResponseFormatU
 			return sdk.ChatCompletionNewParamsResponseFormatUnion{}, fmt.Errorf("schema: %w", err)
 		}
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: o.Name, Schema: s}
+		if js.Name == "" {
+			js.Name = models.OutputName
+		}
 		if o.Description != "" {
 			js.Description = param.NewOpt(o.Description)
 		}

@@ -42,6 +42,8 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 		"required and text": {&models.ToolChoice{Mode: models.ToolChoiceRequired}, &models.Output{Kind: models.OutputText},
 			`"required"`, `{"type":"text"}`},
 		"auto":    {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, `"auto"`, ``},
+		"json schema without a name": {nil, &models.Output{Kind: models.OutputJSONSchema, Schema: schema},
+			``, `{"json_schema":{"name":"output","schema":{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"}},"type":"json_schema"}`},
 		"neither": {nil, nil, ``, ``},
 	}
 	for name, c := range cases {

@@ -37,6 +37,9 @@ func textFormat(o models.Output) (sdk.ResponseFormatTextConfigUnionParam, error)
 			return sdk.ResponseFormatTextConfigUnionParam{}, fmt.Errorf("schema: %w", err)
 		}
 		js := &sdk.ResponseFormatTextJSONSchemaConfigParam{Name: o.Name, Schema: s}
+		if js.Name == "" {
+			js.Name = models.OutputName
+		}
 		if o.Description != "" {
 			js.Description = param.NewOpt(o.Description)
 		}

@@ -27,6 +27,8 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			`"none"`, `{"format":{"type":"json_object"}}`},
 		"required and text": {&models.ToolChoice{Mode: models.ToolChoiceRequired}, &models.Output{Kind: models.OutputText},
 			`"required"`, `{"format":{"type":"text"}}`},
+		"json schema without a name": {nil, &models.Output{Kind: models.OutputJSONSchema, Schema: schema},
+			``, `{"format":{"name":"output","schema":{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"},"type":"json_schema"}}`},
 		"neither": {nil, nil, ``, ``},
 	}
 	for name, c := range cases {
