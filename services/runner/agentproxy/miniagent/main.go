@@ -60,11 +60,15 @@ func main() {
 	answerFile := flag.String("answer-file", "", "after the final answer (and --linger), write its text here, as an agent that hands in its answer as a file does")
 	misanswer := flag.Bool("misanswer", false, "name, in each tool message, a call ID no call made (a broken agent, whose history a provider refuses)")
 	retries := flag.Int("retries", 0, "after an answer of HTTP 400, send the same request again up to this many times before giving up")
-	jsonAnswer := flag.Bool("json-answer", false, `ask, in every request, for tool_choice "auto" and an answer of a JSON schema (response_format), as an agent with a structured output does`)
+	answerFormat := flag.String("answer-format", "", `ask, in every request, for tool_choice "auto" and an answer of this response_format type, as an agent with a structured output does: json_schema (of answerSchema) or json_object`)
 	flag.Parse()
-	if *jsonAnswer {
+	switch *answerFormat {
+	case "":
+	case "json_schema":
 		demands = map[string]any{"tool_choice": "auto", "response_format": map[string]any{"type": "json_schema",
 			"json_schema": map[string]any{"name": "answer", "strict": true, "schema": answerSchema}}}
+	default:
+		demands = map[string]any{"tool_choice": "auto", "response_format": map[string]any{"type": *answerFormat}}
 	}
 	if *version {
 		fmt.Println("miniagent 1.0")
@@ -129,10 +133,11 @@ func fail(format string, args ...any) {
 var errRefused = errors.New("request refused")
 
 // demands are the request's members beyond the conversation that
-// --json-answer asks for.
+// --answer-format asks for.
 var demands map[string]any
 
-// answerSchema is the JSON schema --json-answer asks the answer to take.
+// answerSchema is the JSON schema --answer-format json_schema asks the
+// answer to take.
 var answerSchema = json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"],"additionalProperties":false}`)
 
 func ask(msgs []message, stream bool) (message, error) {
