@@ -28,7 +28,8 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 		"none":     {&models.ToolChoice{Mode: models.ToolChoiceNone}, nil, `{"type":"none"}`, ``},
 		"auto and text": {&models.ToolChoice{Mode: models.ToolChoiceAuto}, &models.Output{Kind: models.OutputText},
 			`{"type":"auto"}`, ``},
-		"neither": {nil, nil, ``, ``},
+		"neither":  {nil, nil, ``, ``},
+		"no tools": {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, ``, ``},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -36,6 +37,9 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			m, _ := newModel(t, fake, Config{})
 			req := models.Request{Messages: []models.Message{{Role: models.RoleUser, Content: "hi"}},
 				Tools: tools, ToolChoice: c.choice, Output: c.output}
+			if name == "no tools" {
+				req.Tools = nil
+			}
 			if _, err := m.Complete(context.Background(), req); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}

@@ -41,10 +41,11 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			`"none"`, `{"type":"json_object"}`},
 		"required and text": {&models.ToolChoice{Mode: models.ToolChoiceRequired}, &models.Output{Kind: models.OutputText},
 			`"required"`, `{"type":"text"}`},
-		"auto":    {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, `"auto"`, ``},
+		"auto": {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, `"auto"`, ``},
 		"json schema without a name": {nil, &models.Output{Kind: models.OutputJSONSchema, Schema: schema},
 			``, `{"json_schema":{"name":"output","schema":{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"}},"type":"json_schema"}`},
-		"neither": {nil, nil, ``, ``},
+		"neither":  {nil, nil, ``, ``},
+		"no tools": {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, ``, ``},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -52,6 +53,9 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			m, _ := newModel(t, s, Config{})
 			req := simpleRequest()
 			req.Tools, req.ToolChoice, req.Output = tools, c.choice, c.output
+			if name == "no tools" {
+				req.Tools = nil
+			}
 			if _, err := m.Complete(context.Background(), req); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}

@@ -29,7 +29,8 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			`"required"`, `{"format":{"type":"text"}}`},
 		"json schema without a name": {nil, &models.Output{Kind: models.OutputJSONSchema, Schema: schema},
 			``, `{"format":{"name":"output","schema":{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"},"type":"json_schema"}}`},
-		"neither": {nil, nil, ``, ``},
+		"neither":  {nil, nil, ``, ``},
+		"no tools": {&models.ToolChoice{Mode: models.ToolChoiceAuto}, nil, ``, ``},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -37,6 +38,9 @@ func TestToolChoiceAndOutputAreSent(t *testing.T) {
 			m, _ := newModel(t, fake, Config{})
 			req := hi()
 			req.Tools, req.ToolChoice, req.Output = tools, c.choice, c.output
+			if name == "no tools" {
+				req.Tools = nil
+			}
 			if _, err := m.Complete(context.Background(), req); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}

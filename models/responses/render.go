@@ -85,7 +85,9 @@ func (m *Model) build(req models.Request) (sdk.ResponseNewParams, []byte, error)
 		}
 		p.Tools = append(p.Tools, t)
 	}
-	if req.ToolChoice != nil {
+	// A tool choice without tools is not sent: no tool can be called
+	// whatever it says, and OpenAI refuses tool_choice without tools.
+	if req.ToolChoice != nil && len(req.Tools) > 0 {
 		tc, err := toolChoice(*req.ToolChoice)
 		if err != nil {
 			return p, nil, badRequest("tool_choice: %v", err)
