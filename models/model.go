@@ -63,11 +63,19 @@ type Settings struct {
 	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 }
 
-// Request is one model call: the context, the tools and the settings.
+// Request is one model call: the context, the tools, the settings and
+// what the caller demands of the answer.
 type Request struct {
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
 	Settings Settings   `json:"settings"`
+	// ToolChoice and Output are the agent's demands on the answer (an
+	// external agent's, read by the agent proxy; factline's own loop
+	// sets neither). Nil is the provider's default, and leaves every
+	// request made before they existed rendered, stored and digested as
+	// it was.
+	ToolChoice *ToolChoice `json:"tool_choice,omitempty"`
+	Output     *Output     `json:"output,omitempty"`
 	// Turn is the 1-based turn of the run this call serves. Scripted models
 	// answer by turn; real providers ignore it (it is not sent).
 	Turn int `json:"-"`

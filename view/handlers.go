@@ -213,6 +213,9 @@ type request struct {
 	// request, left out of Messages; SameTurn is that turn.
 	Same     int
 	SameTurn uint32
+	// Demands are the request's tool choice and output format, as
+	// "member: JSON" lines (none unless an external agent asked).
+	Demands []string
 }
 
 type message struct {
@@ -266,13 +269,26 @@ func samePrefix(a, b []message) int {
 }
 
 // request reads and lays out a turn's request: its messages, each with
-// its role and content, when it is the JSON the model ports render; else
-// its text.
+// its role and content, and what the agent demanded of the answer, when
+// it is the JSON the model ports render; else its text.
 func (s *Server) request(r *http.Request, d events.Digest) request {
 	b, err := s.blob(r.Context(), d)
 	if err != nil {
 		return request{Err: err.Error()}
 	}
+	return readRequest(b)
+}
+
+// demandKeys are the members of a rendered request that hold what an
+// external agent demanded of the answer, under each port's name: its tool
+// choice, and its output format (the scripted port's output, Chat's
+// response_format, Responses' text; Anthropic's output_config.format is
+// read apart).
+var demandKeys = []string{"tool_choice", "output", "response_format", "text"}
+
+// readRequest lays out a rendered request: its messages when it is the
+// JSON the model ports render, else its text.
+func readRequest(b []byte) request {
 	out := request{Bytes: len(b)}
 	var body struct {
 		Messages []map[string]json.RawMessage `json:"messages"`
@@ -280,6 +296,21 @@ func (s *Server) request(r *http.Request, d events.Digest) request {
 	if json.Unmarshal(b, &body) != nil || body.Messages == nil {
 		out.Raw = string(b)
 		return out
+	}
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(b, &top)
+	for _, k := range demandKeys {
+		if v, ok := top[k]; ok {
+			out.Demands = append(out.Demands, k+": "+compact(v))
+		}
+	}
+	// Anthropic's output_config holds the treatment's effort beside the
+	// agent's format: only the format is the agent's.
+	var config struct {
+		Format json.RawMessage `json:"format"`
+	}
+	if json.Unmarshal(top["output_config"], &config) == nil && len(config.Format) > 0 {
+		out.Demands = append(out.Demands, "output_config.format: "+compact(config.Format))
 	}
 	for _, m := range body.Messages {
 		msg := message{}

@@ -31,8 +31,10 @@ var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 // ErrConfig when there is no model and with ErrBadRequest for what the API
 // cannot carry: an unknown role, tool parameters or call arguments that
 // are not a JSON object, a temperature, top_p or seed (the Messages API
-// the SDK speaks takes none), or an effort it does not know. The body
-// never holds the API key.
+// the SDK speaks takes none), an effort it does not know, or an output
+// format other than text and json_schema (it has no JSON mode). The
+// request's ToolChoice is tool_choice (required is "any"), a json_schema
+// Output is output_config.format. The body never holds the API key.
 func (m *Model) Render(req models.Request) ([]byte, error) {
 	_, body, err := m.build(req)
 	return body, err
@@ -84,6 +86,24 @@ func (m *Model) build(req models.Request) (sdk.MessageNewParams, []byte, error) 
 			t.InputSchema = in
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &t})
+	}
+	// A tool choice without tools is not sent: no tool can be called
+	// whatever it says, and OpenAI refuses tool_choice without tools.
+	if req.ToolChoice != nil && len(req.Tools) > 0 {
+		tc, err := toolChoice(*req.ToolChoice)
+		if err != nil {
+			return p, nil, badRequest("tool_choice: %v", err)
+		}
+		p.ToolChoice = tc
+	}
+	if req.Output != nil {
+		f, ok, err := outputFormat(*req.Output)
+		if err != nil {
+			return p, nil, badRequest("output %v", err)
+		}
+		if ok {
+			p.OutputConfig.Format = f
+		}
 	}
 	body, err := p.MarshalJSON()
 	if err != nil {

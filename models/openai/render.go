@@ -19,8 +19,10 @@ import (
 // the SDK as the raw request body), so the digest of Render's output is the
 // digest of what went over the wire. The model is Settings.Model, else
 // Config.Model. Render fails with ErrConfig when there is no model and with
-// ErrBadRequest for an unknown role or tool parameters that are not a JSON
-// object. The body never holds the API key: the key travels only in the
+// ErrBadRequest for an unknown role, tool parameters or an output schema
+// that are not a JSON object, or an unknown tool choice mode or output
+// kind. The request's ToolChoice and Output are tool_choice and
+// response_format. The body never holds the API key: the key travels only in the
 // Authorization header.
 func (m *Model) Render(req models.Request) ([]byte, error) {
 	_, body, err := m.build(req)
@@ -58,6 +60,22 @@ func (m *Model) build(req models.Request) (sdk.ChatCompletionNewParams, []byte, 
 			def.Parameters = params
 		}
 		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+	}
+	// A tool choice without tools is not sent: no tool can be called
+	// whatever it says, and OpenAI refuses tool_choice without tools.
+	if req.ToolChoice != nil && len(req.Tools) > 0 {
+		tc, err := toolChoice(*req.ToolChoice)
+		if err != nil {
+			return p, nil, badRequest("tool_choice: %v", err)
+		}
+		p.ToolChoice = tc
+	}
+	if req.Output != nil {
+		rf, err := responseFormat(*req.Output)
+		if err != nil {
+			return p, nil, badRequest("response_format: %v", err)
+		}
+		p.ResponseFormat = rf
 	}
 	s := req.Settings
 	if s.Temperature != nil {

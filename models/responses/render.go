@@ -24,8 +24,10 @@ import (
 // context, and nothing is kept at the provider between calls. The model
 // is Settings.Model, else Config.Model. Render fails with ErrConfig when
 // there is no model and with ErrBadRequest for an unknown role, tool
-// parameters that are not a JSON object or a seed (the Responses API
-// takes none). The body never holds the API key.
+// parameters or an output schema that are not a JSON object, an unknown
+// tool choice mode or output kind, or a seed (the Responses API takes
+// none). The request's ToolChoice and Output are tool_choice and
+// text.format. The body never holds the API key.
 func (m *Model) Render(req models.Request) ([]byte, error) {
 	_, body, err := m.build(req)
 	return body, err
@@ -82,6 +84,22 @@ func (m *Model) build(req models.Request) (sdk.ResponseNewParams, []byte, error)
 			t.OfFunction.Description = param.NewOpt(tool.Description)
 		}
 		p.Tools = append(p.Tools, t)
+	}
+	// A tool choice without tools is not sent: no tool can be called
+	// whatever it says, and OpenAI refuses tool_choice without tools.
+	if req.ToolChoice != nil && len(req.Tools) > 0 {
+		tc, err := toolChoice(*req.ToolChoice)
+		if err != nil {
+			return p, nil, badRequest("tool_choice: %v", err)
+		}
+		p.ToolChoice = tc
+	}
+	if req.Output != nil {
+		f, err := textFormat(*req.Output)
+		if err != nil {
+			return p, nil, badRequest("text.format: %v", err)
+		}
+		p.Text.Format = f
 	}
 	body, err := json.Marshal(p)
 	if err != nil {

@@ -14,6 +14,11 @@ type renderRequest struct {
 	Messages []models.Message  `json:"messages"`
 	Tools    []models.ToolSpec `json:"tools,omitempty"`
 	Settings models.Settings   `json:"settings"`
+	// ToolChoice and Output sort after "messages" as the canonical form
+	// needs, and are absent when the request has none: requests made
+	// before they existed render as they did.
+	ToolChoice *models.ToolChoice `json:"tool_choice,omitempty"`
+	Output     *models.Output     `json:"output,omitempty"`
 }
 
 // emptyMessages is how the canonical form of a request without messages
@@ -22,7 +27,8 @@ const emptyMessages = `{"messages":[]`
 
 // Render returns the canonical JSON of the provider-neutral request: an
 // object with "messages" (always an array), "tools" (omitted when there are
-// none) and "settings", with the field names of the models package, object
+// none), "settings", and "tool_choice" and "output" when the request has
+// them, with the field names of the models package, object
 // keys sorted at every level (tool parameter schemas included), no
 // insignificant whitespace, no HTML escaping and numbers as written. For the
 // scripted provider this is the exact request: nothing else is sent
@@ -36,7 +42,8 @@ const emptyMessages = `{"messages":[]`
 // canonical form of an array is its elements' canonical forms joined, so
 // the bytes are those of canonicalising the whole request at once.
 func (m *Model) Render(req models.Request) ([]byte, error) {
-	raw, err := json.Marshal(renderRequest{Messages: []models.Message{}, Tools: req.Tools, Settings: req.Settings})
+	raw, err := json.Marshal(renderRequest{Messages: []models.Message{}, Tools: req.Tools, Settings: req.Settings,
+		ToolChoice: req.ToolChoice, Output: req.Output})
 	if err != nil {
 		return nil, fmt.Errorf("scripted: render request: %w", err)
 	}

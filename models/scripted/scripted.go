@@ -95,6 +95,9 @@ func (m *Model) Reserve(req models.Request) uint64 {
 // kind ErrTimeout when ctx's deadline passed. A turn with an error returns a
 // *models.Error of that kind (Attempts 1, RetryAfter as scripted). A turn
 // beyond the script returns ErrExhausted; a turn below 1 ErrBadRequest.
+// The request's output format has no effect; its tool choice none,
+// required or a forced tool makes a turn whose calls it rules out an
+// ErrBadResponse naming the turn.
 // Replies are fresh copies: callers may modify them.
 func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply, error) {
 	if req.Turn < 1 {
@@ -112,6 +115,9 @@ func (m *Model) Complete(ctx context.Context, req models.Request) (models.Reply,
 	if t.errKind != "" {
 		return models.Reply{}, &models.Error{Kind: t.errKind, Provider: Provider, Attempts: 1,
 			RetryAfter: t.retryAfter, Err: fmt.Errorf("turn %d: scripted %s error", req.Turn, t.errKind)}
+	}
+	if err := obeyChoice(req.Turn, t.calls, req.ToolChoice); err != nil {
+		return models.Reply{}, err
 	}
 	reply := models.Reply{Text: t.text, Finish: t.finish, Model: m.name}
 	if len(t.calls) > 0 {

@@ -283,7 +283,14 @@ func (x *agentRun) call(_ context.Context, req models.Request) (models.Reply, er
 	// not leave a turn half recorded.
 	reply, end, err := x.a.agentTurn(x.ctx, req)
 	var failed *modelFailure
+	var uncarried *uncarriedDemand
 	switch {
+	case errors.As(err, &uncarried):
+		// Refused as the endpoint refuses an invalid request: nothing
+		// was recorded, and the agent may mend it.
+		x.refused(uncarried)
+		return models.Reply{}, &agentproxy.Refusal{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_by_model",
+			Message: x.a.svc.secrets.Redact(uncarried.Error())}
 	case errors.As(err, &failed):
 		x.end = failed.end
 		// The agent is answered what the provider answered, and has a
@@ -372,6 +379,31 @@ func refusalOf(end step.Ending) *agentproxy.Refusal {
 	return &agentproxy.Refusal{Status: http.StatusConflict, Type: "invalid_request_error", Code: "run_ended", Message: msg}
 }
 
+// uncarriedDemand is an agent's request the treatment's model cannot
+// carry for what the agent demands of the answer (its tool choice or
+// output format: JSON mode on Anthropic's wire): sent without it, the
+// agent would be answered as it did not ask, so it is refused instead.
+type uncarriedDemand struct{ err error }
+
+func (u *uncarriedDemand) Error() string {
+	return "the treatment's model cannot carry the request: " + u.err.Error()
+}
+
+func (u *uncarriedDemand) Unwrap() error { return u.err }
+
+// uncarriable reports whether err, m's failure to render req, is the
+// agent's demands' doing: the request renders without them. A request
+// that fails without them too is the harness's or the treatment's
+// (a setting the provider takes none of), not the agent's to mend.
+func uncarriable(m models.Model, req models.Request, err error) bool {
+	if models.KindOf(err) != models.ErrBadRequest || (req.ToolChoice == nil && req.Output == nil) {
+		return false
+	}
+	req.ToolChoice, req.Output = nil, nil
+	_, plainErr := m.Render(req)
+	return plainErr == nil
+}
+
 // modelFailure is a model error that ends the run, as agentTurn returns
 // it: end is the ending (as modelEnding gives it), err the model's error.
 type modelFailure struct {
@@ -413,7 +445,9 @@ func refusalOfModel(r *secrets.Redactor, f *modelFailure) *agentproxy.Refusal {
 // model (through the response cache and the fleet's limits), commits
 // model.replied and then turn.completed, the agent's tools being its own
 // (no dispatches). It returns the ending when the run must end instead;
-// when the model's error ends it, with a *modelFailure as its error.
+// when the model's error ends it, with a *modelFailure as its error. A
+// request the model cannot carry for the agent's tool choice or output
+// format is an *uncarriedDemand error, nothing recorded.
 func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Reply, step.Ending, error) {
 	var p step.Progress
 	var facts []events.Fact
@@ -463,6 +497,9 @@ func (a *attempt) agentTurn(ctx context.Context, req models.Request) (models.Rep
 	}
 	body, err := a.model.Render(req)
 	if err != nil {
+		if uncarriable(a.model, req, err) {
+			return models.Reply{}, step.Ending{}, &uncarriedDemand{err: err}
+		}
 		return models.Reply{}, step.Ending{Status: events.RunErrored, Reason: "harness: render the agent's request: " + err.Error()}, nil
 	}
 	digest := events.DigestOf(body)

@@ -14,7 +14,8 @@ const ChatPath = "/v1/chat/completions"
 // chatRequest is the part of a Chat Completions request the proxy reads.
 // The request's own settings (temperature, max_tokens, model) are not
 // taken: the treatment's model and settings answer every call, so that an
-// agent cannot choose a model the treatment did not name.
+// agent cannot choose a model the treatment did not name. Its tool_choice
+// and response_format are its program, and are.
 type chatRequest struct {
 	Model         string        `json:"model"`
 	Messages      []chatMessage `json:"messages"`
@@ -23,6 +24,8 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatMessage struct {
@@ -79,7 +82,10 @@ type ChatRequest struct {
 // object, two calls of one message with one id, a tool message without
 // tool_call_id or answering no call of the assistant message just before
 // it (only tool messages between them), a call not answered by the tool
-// messages right after its assistant message.
+// messages right after its assistant message. tool_choice and
+// response_format are the request's ToolChoice and Output; one the API
+// would refuse (an unknown value, a function not among the tools, a
+// json_schema without name or schema) is refused naming the field.
 func DecodeChat(body []byte) (ChatRequest, error) {
 	var in chatRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -144,6 +150,15 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, err
 	}
 	out.Request.Tools = tools
+	if out.Request.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
+		return ChatRequest{}, err
+	}
+	if err := checkToolChoice(out.Request.ToolChoice, "tool_choice.function.name", tools); err != nil {
+		return ChatRequest{}, err
+	}
+	if out.Request.Output, err = chatResponseFormat(in.ResponseFormat); err != nil {
+		return ChatRequest{}, err
+	}
 	return out, nil
 }
 

@@ -3,6 +3,8 @@ package agentproxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/factline/factline/models"
 )
 
 // A request the model port cannot carry is refused naming where: an
@@ -26,10 +28,14 @@ func TestDecodeChatNamesWhatIsWrong(t *testing.T) {
 func FuzzDecodeChat(f *testing.F) {
 	f.Add([]byte(`{"model":"x","messages":[{"role":"user","content":"hello"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"ok"}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"response_format":{"type":"json_schema","json_schema":{"name":"v","schema":{"type":"object"}}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeChat(body)
 		if err == nil && len(req.Request.Messages) == 0 {
 			t.Fatalf("accepted %q with no messages", body)
+		}
+		if err == nil {
+			acceptedDemands(t, body, req.Request)
 		}
 	})
 }
@@ -102,10 +108,14 @@ func TestDecodeMessagesSplitsToolResults(t *testing.T) {
 func FuzzDecodeResponses(f *testing.F) {
 	f.Add([]byte(`{"model":"x","instructions":"be brief","input":"hello","stream":true}`))
 	f.Add([]byte(`{"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"},{"type":"reasoning"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`))
+	f.Add([]byte(`{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"},"text":{"format":{"type":"json_schema","name":"v","schema":{"type":"object"}}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, _, err := DecodeResponses(body)
 		if err == nil && len(req.Messages) == 0 {
 			t.Fatalf("accepted %q with no messages", body)
+		}
+		if err == nil {
+			acceptedDemands(t, body, req)
 		}
 	})
 }
@@ -114,10 +124,14 @@ func FuzzDecodeResponses(f *testing.F) {
 func FuzzDecodeMessages(f *testing.F) {
 	f.Add([]byte(`{"model":"x","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"hello"}],"stream":true}`))
 	f.Add([]byte(`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]},{"role":"system","content":[{"type":"text","text":"note"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"f"},"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, _, err := DecodeMessages(body)
 		if err == nil && len(req.Messages) == 0 {
 			t.Fatalf("accepted %q with no messages", body)
+		}
+		if err == nil {
+			acceptedDemands(t, body, req)
 		}
 	})
 }
@@ -145,6 +159,22 @@ func TestABodyOfTheWrongShapeIsNamedInJSONTerms(t *testing.T) {
 			if err == nil || err.Error() != want {
 				t.Errorf("%s %s: error %v, want %q", wire, body, err, want)
 			}
+		}
+	}
+}
+
+// acceptedDemands checks that a tool choice and output a decoder accepted
+// are ones the model port's providers take.
+func acceptedDemands(t *testing.T, body []byte, req models.Request) {
+	t.Helper()
+	if c := req.ToolChoice; c != nil {
+		if err := c.Check(req.Tools); err != nil {
+			t.Fatalf("accepted %q with the tool choice %+v: %v", body, *c, err)
+		}
+	}
+	if o := req.Output; o != nil {
+		if err := o.Check(); err != nil {
+			t.Fatalf("accepted %q with the output %+v: %v", body, *o, err)
 		}
 	}
 }

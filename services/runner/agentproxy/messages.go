@@ -27,6 +27,11 @@ type messagesRequest struct {
 	Messages []messagesMessage `json:"messages"`
 	Tools    []messagesTool    `json:"tools"`
 	Stream   bool              `json:"stream"`
+	// ToolChoice and the structured output (OutputConfig's format, or
+	// the beta's OutputFormat) are the agent's program, and are taken.
+	ToolChoice   json.RawMessage `json:"tool_choice"`
+	OutputConfig json.RawMessage `json:"output_config"`
+	OutputFormat json.RawMessage `json:"output_format"`
 }
 
 type messagesMessage struct {
@@ -72,7 +77,10 @@ type messagesBlock struct {
 // object, two tool_use blocks with one id, a tool_result answering no
 // tool_use of the previous message, a tool_use whose tool_result is not
 // in the next message. Messages need not alternate user and assistant:
-// Anthropic combines consecutive turns of one role.
+// Anthropic combines consecutive turns of one role. tool_choice and the
+// json_schema of output_config.format (or the beta's output_format) are
+// the request's ToolChoice and Output, refused naming the field where the
+// API would refuse them.
 func DecodeMessages(body []byte) (models.Request, bool, error) {
 	var in messagesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -121,6 +129,15 @@ func DecodeMessages(body []byte) (models.Request, bool, error) {
 		return models.Request{}, false, err
 	}
 	out.Tools = tools
+	if out.ToolChoice, err = messagesToolChoice(in.ToolChoice); err != nil {
+		return models.Request{}, false, err
+	}
+	if err := checkToolChoice(out.ToolChoice, "tool_choice.name", tools); err != nil {
+		return models.Request{}, false, err
+	}
+	if out.Output, err = messagesOutputFormat(in.OutputConfig, in.OutputFormat); err != nil {
+		return models.Request{}, false, err
+	}
 	return out, in.Stream, nil
 }
 

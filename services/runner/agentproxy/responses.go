@@ -21,6 +21,8 @@ type responsesRequest struct {
 	Tools              []responsesTool `json:"tools"`
 	Stream             bool            `json:"stream"`
 	PreviousResponseID *string         `json:"previous_response_id"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Text               json.RawMessage `json:"text"`
 }
 
 type responsesTool struct {
@@ -67,7 +69,9 @@ type responsesItem struct {
 // a function_call_output answering no unanswered function_call made
 // before it, a function_call no function_call_output after it answers.
 // Unlike Chat Completions, the output need not follow its call at once
-// (OpenAI pairs them by call_id anywhere after it).
+// (OpenAI pairs them by call_id anywhere after it). tool_choice and
+// text.format are the request's ToolChoice and Output, refused naming the
+// field where the API would refuse them.
 func DecodeResponses(body []byte) (models.Request, bool, error) {
 	var in responsesRequest
 	if err := decodeBody(body, &in); err != nil {
@@ -142,6 +146,15 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 		return models.Request{}, false, err
 	}
 	out.Tools = tools
+	if out.ToolChoice, err = responsesToolChoice(in.ToolChoice); err != nil {
+		return models.Request{}, false, err
+	}
+	if err := checkToolChoice(out.ToolChoice, "tool_choice.name", tools); err != nil {
+		return models.Request{}, false, err
+	}
+	if out.Output, err = responsesTextFormat(in.Text); err != nil {
+		return models.Request{}, false, err
+	}
 	return out, in.Stream, nil
 }
 

@@ -60,7 +60,16 @@ func main() {
 	answerFile := flag.String("answer-file", "", "after the final answer (and --linger), write its text here, as an agent that hands in its answer as a file does")
 	misanswer := flag.Bool("misanswer", false, "name, in each tool message, a call ID no call made (a broken agent, whose history a provider refuses)")
 	retries := flag.Int("retries", 0, "after an answer of HTTP 400, send the same request again up to this many times before giving up")
+	answerFormat := flag.String("answer-format", "", `ask, in every request, for tool_choice "auto" and an answer of this response_format type, as an agent with a structured output does: json_schema (of answerSchema) or json_object`)
 	flag.Parse()
+	switch *answerFormat {
+	case "":
+	case "json_schema":
+		demands = map[string]any{"tool_choice": "auto", "response_format": map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": "answer", "strict": true, "schema": answerSchema}}}
+	default:
+		demands = map[string]any{"tool_choice": "auto", "response_format": map[string]any{"type": *answerFormat}}
+	}
 	if *version {
 		fmt.Println("miniagent 1.0")
 		return
@@ -123,8 +132,20 @@ func fail(format string, args ...any) {
 // errRefused is an answer of HTTP 400: the request itself was refused.
 var errRefused = errors.New("request refused")
 
+// demands are the request's members beyond the conversation that
+// --answer-format asks for.
+var demands map[string]any
+
+// answerSchema is the JSON schema --answer-format json_schema asks the
+// answer to take.
+var answerSchema = json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"],"additionalProperties":false}`)
+
 func ask(msgs []message, stream bool) (message, error) {
-	body, _ := json.Marshal(map[string]any{"model": os.Getenv("OPENAI_MODEL"), "messages": msgs, "tools": tools, "stream": stream})
+	members := map[string]any{"model": os.Getenv("OPENAI_MODEL"), "messages": msgs, "tools": tools, "stream": stream}
+	for k, v := range demands {
+		members[k] = v
+	}
+	body, _ := json.Marshal(members)
 	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(os.Getenv("OPENAI_BASE_URL"), "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return message{}, err
