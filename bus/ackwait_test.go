@@ -22,6 +22,9 @@ import (
 // others work, naming both; once they have stopped it may change it. A
 // longer one is safe for them, and taken.
 func TestAnotherAckWaitIsRefusedWhileOtherInstancesWork(t *testing.T) {
+	// Parallel: it mostly waits (ack waits of seconds to pass) on a server
+	// of its own.
+	t.Parallel()
 	ctx := testCtx(t)
 	b, srv := bustest.Start(t)
 	filters := []string{events.KindFilter(events.KindTurnCompleted)}

@@ -133,6 +133,10 @@ func TestBusFailuresSpendNoDeliveries(t *testing.T) {
 // it stays pending, the bus reports the full store, and once space is
 // freed the dead letter lands and only then is the message settled.
 func TestADeadLetterWaitsForAFullStore(t *testing.T) {
+	// Parallel: it mostly waits on a server of its own. The store-full
+	// gauge it sets is read only by serial tests, which have all ended
+	// before a parallel one starts.
+	t.Parallel()
 	ctx := testCtx(t)
 	srv := limitedServer(t, "2MB")
 	b := bustest.OpenWith(t, srv, bus.Config{})

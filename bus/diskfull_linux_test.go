@@ -21,6 +21,9 @@ import (
 // was acknowledged for ~45 s after the fill, ~20 probes, and `run
 // --nats` stayed silent that long).
 func TestTheFirstProbeAfterTheDiskFillsFails(t *testing.T) {
+	// Parallel: it mostly waits (the unanswered probe's reply bound, 10 s)
+	// on a tmpfs and a server of its own.
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m"); err != nil {
 		if errors.Is(err, syscall.EPERM) {

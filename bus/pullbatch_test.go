@@ -190,6 +190,9 @@ func TestPullBatchOfADeletedConsumer(t *testing.T) {
 // inbox behind, and takes nothing: once the connection is back, a message
 // appended goes to the next pull as its first delivery.
 func TestPullBatchOnALostConnection(t *testing.T) {
+	// Parallel: it mostly waits (a pull's expiry and the reply bound) on a
+	// server and a proxy of its own.
+	t.Parallel()
 	ctx := testCtx(t)
 	srv := bustest.Server(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	proxy := bustest.StartProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"), nil)

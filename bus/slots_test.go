@@ -130,6 +130,8 @@ func TestLimitStateIsCompareAndSet(t *testing.T) {
 // runs out: the server expires the key (its marker is the event this test
 // waits for, not a clock), and a waiter then takes that slot.
 func TestAKilledHoldersSlotIsFreedByItsLease(t *testing.T) {
+	// Parallel: it waits for a lease to expire on a server of its own.
+	t.Parallel()
 	ctx := testCtx(t)
 	b, srv := bustest.StartWith(t, bus.EmbeddedConfig{Listen: "127.0.0.1:-1"})
 	l := b.Limits()

@@ -69,6 +69,9 @@ func TestAStoreWhoseLockFileWasRemovedOrReplacedStaysHeld(t *testing.T) {
 // docs/operations.md says to, must wait for a holder whose lock file was
 // removed or replaced: the holder locks the file at the path again.
 func TestAHolderLocksItsLockFileAgainWhenItIsRemovedOrReplaced(t *testing.T) {
+	// Parallel: it waits for the holder's periodic check, on stores of its
+	// own.
+	t.Parallel()
 	for _, tc := range lockFileUndos {
 		t.Run(tc.name, func(t *testing.T) {
 			_, dir, _ := heldStore(t)

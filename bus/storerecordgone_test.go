@@ -16,6 +16,9 @@ import (
 // found no server to reconnect to. The holder keeps its record: it
 // writes it again, and the open attaches.
 func TestAHolderWritesItsRecordAgainWhenItIsRemovedOrChanged(t *testing.T) {
+	// Parallel: it waits for the holder's periodic check, on a store of
+	// its own.
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		undo func(t *testing.T, record string)

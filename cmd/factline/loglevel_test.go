@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // --log-level chooses what the command logs: a run cut off by --timeout
@@ -17,15 +18,22 @@ func TestLogLevelInfoShowsEachRunsStopLine(t *testing.T) {
 	dir := t.TempDir()
 	suite := writeTurnsSuite(t, 2, 30, "1s")
 	stopLine := regexp.MustCompile(`(?m)^.*level=INFO msg="the run stops here and resumes from the log".*$`)
-	for _, c := range []struct {
+	cases := []struct {
 		level string
 		want  int
-	}{{"info", 2}, {"", 0}} {
+	}{{"info", 2}, {"", 0}}
+	// Each run waits out its --timeout on a store of its own: the two run
+	// at once, so that the test waits for one timeout, not two.
+	procs := make([]*proc, len(cases))
+	for i, c := range cases {
 		args := []string{"run", suite, "--store", filepath.Join(dir, "store-"+c.level), "--fsync", "interval", "--instances", "2", "--timeout", "5s"}
 		if c.level != "" {
 			args = append(args, "--log-level", c.level)
 		}
-		code, _, errOut := factline(t, args...)
+		procs[i] = startFactline(t, args...)
+	}
+	for i, c := range cases {
+		code, errOut := procs[i].wait(t, 2*time.Minute), procs[i].errOut.String()
 		if code != exitIncomplete {
 			t.Fatalf("--log-level %q: exit %d, want %d\n%s", c.level, code, exitIncomplete, errOut)
 		}
