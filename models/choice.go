@@ -77,6 +77,25 @@ const (
 // speaking Anthropic's wire, which has no place for it, does not.
 const OutputName = "output"
 
+// SchemaName is the name o's json_schema is sent under on a wire that
+// requires one: its own, or OutputName.
+func (o Output) SchemaName() string {
+	if o.Name == "" {
+		return OutputName
+	}
+	return o.Name
+}
+
+// SentToolChoice is the tool choice a client puts on the wire: none when
+// the request offers no tools, since no tool can be called whatever the
+// choice says, and OpenAI's wires refuse a tool_choice without tools.
+func (r Request) SentToolChoice() *ToolChoice {
+	if len(r.Tools) == 0 {
+		return nil
+	}
+	return r.ToolChoice
+}
+
 // Output is the format a request asks the model's text to take: like
 // ToolChoice, the agent's program (an agent parses the answer it asked
 // for), passed to the model.

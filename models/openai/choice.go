@@ -36,10 +36,7 @@ func responseFormat(o models.Output) (sdk.ChatCompletionNewParamsResponseFormatU
 		if err != nil {
 			return sdk.ChatCompletionNewParamsResponseFormatUnion{}, fmt.Errorf("schema: %w", err)
 		}
-		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: o.Name, Schema: s}
-		if js.Name == "" {
-			js.Name = models.OutputName
-		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: o.SchemaName(), Schema: s}
 		if o.Description != "" {
 			js.Description = param.NewOpt(o.Description)
 		}

@@ -61,10 +61,8 @@ func (m *Model) build(req models.Request) (sdk.ChatCompletionNewParams, []byte, 
 		}
 		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
 	}
-	// A tool choice without tools is not sent: no tool can be called
-	// whatever it says, and OpenAI refuses tool_choice without tools.
-	if req.ToolChoice != nil && len(req.Tools) > 0 {
-		tc, err := toolChoice(*req.ToolChoice)
+	if c := req.SentToolChoice(); c != nil {
+		tc, err := toolChoice(*c)
 		if err != nil {
 			return p, nil, badRequest("tool_choice: %v", err)
 		}

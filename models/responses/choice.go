@@ -36,10 +36,7 @@ func textFormat(o models.Output) (sdk.ResponseFormatTextConfigUnionParam, error)
 		if err != nil {
 			return sdk.ResponseFormatTextConfigUnionParam{}, fmt.Errorf("schema: %w", err)
 		}
-		js := &sdk.ResponseFormatTextJSONSchemaConfigParam{Name: o.Name, Schema: s}
-		if js.Name == "" {
-			js.Name = models.OutputName
-		}
+		js := &sdk.ResponseFormatTextJSONSchemaConfigParam{Name: o.SchemaName(), Schema: s}
 		if o.Description != "" {
 			js.Description = param.NewOpt(o.Description)
 		}

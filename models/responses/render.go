@@ -85,10 +85,8 @@ func (m *Model) build(req models.Request) (sdk.ResponseNewParams, []byte, error)
 		}
 		p.Tools = append(p.Tools, t)
 	}
-	// A tool choice without tools is not sent: no tool can be called
-	// whatever it says, and OpenAI refuses tool_choice without tools.
-	if req.ToolChoice != nil && len(req.Tools) > 0 {
-		tc, err := toolChoice(*req.ToolChoice)
+	if c := req.SentToolChoice(); c != nil {
+		tc, err := toolChoice(*c)
 		if err != nil {
 			return p, nil, badRequest("tool_choice: %v", err)
 		}
