@@ -60,7 +60,8 @@ func compactJSON(t *testing.T, v any) string {
 // model (3.0.141) and on @ai-sdk/anthropic (3.0.140) for a model it knows
 // takes structured output (output_config.format) and for one it does not
 // (its "json" tool forced with tool_choice any); @anthropic-ai/sdk
-// (1.17.0) forcing a tool and with messages.parse and zodOutputFormat.
+// (1.17.0) forcing a tool and with messages.parse and zodOutputFormat;
+// the AI SDK's Output.json() on Chat and Responses (JSON mode).
 // Each reaches the model, whole and streamed, as the tool choice and
 // output the SDK asked for.
 func TestSDKStructuredOutputDemandsReachTheModel(t *testing.T) {
@@ -81,6 +82,8 @@ func TestSDKStructuredOutputDemandsReachTheModel(t *testing.T) {
 		{"vercel-anthropic-json-tool.json", agentproxy.MessagesPath, `{"mode":"required"}`, "", "", "", false, 2, 5},
 		{"anthropic-sdk-anthropic-tool-choice-tool.json", agentproxy.MessagesPath, `{"mode":"tool","name":"verdict"}`, "", "", "", false, 2, 5},
 		{"anthropic-sdk-anthropic-output-config.json", agentproxy.MessagesPath, ``, "json_schema", "", `"path"`, false, 0, 1},
+		{"vercel-chat-output-json.json", agentproxy.ChatPath, ``, "json_object", "", "", false, 0, 1},
+		{"vercel-responses-output-json.json", agentproxy.ResponsesPath, ``, "json_object", "", "", false, 0, 1},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			for i, req := range replayDemands(t, c.file, c.path) {
