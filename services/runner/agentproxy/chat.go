@@ -149,10 +149,10 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	out.Request.Tools = tools
-	if out.Request.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
+	if out.Request.ToolChoice, tools, err = chatToolChoice(in.ToolChoice, tools); err != nil {
 		return ChatRequest{}, err
 	}
+	out.Request.Tools = tools
 	if err := checkToolChoice(out.Request.ToolChoice, "tool_choice.function.name", tools); err != nil {
 		return ChatRequest{}, err
 	}

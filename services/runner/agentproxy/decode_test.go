@@ -29,6 +29,7 @@ func FuzzDecodeChat(f *testing.F) {
 	f.Add([]byte(`{"model":"x","messages":[{"role":"user","content":"hello"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"ok"}]}]}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"response_format":{"type":"json_schema","json_schema":{"name":"v","schema":{"type":"object"}}}}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"g"}}]}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeChat(body)
 		if err == nil && len(req.Request.Messages) == 0 {
@@ -109,6 +110,7 @@ func FuzzDecodeResponses(f *testing.F) {
 	f.Add([]byte(`{"model":"x","instructions":"be brief","input":"hello","stream":true}`))
 	f.Add([]byte(`{"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"},{"type":"reasoning"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`))
 	f.Add([]byte(`{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"},"text":{"format":{"type":"json_schema","name":"v","schema":{"type":"object"}}}}`))
+	f.Add([]byte(`{"input":"x","tools":[{"type":"function","name":"f"},{"type":"function","name":"g"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, _, err := DecodeResponses(body)
 		if err == nil && len(req.Messages) == 0 {

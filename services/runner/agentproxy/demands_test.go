@@ -79,7 +79,8 @@ func TestDecodeChatReadsToolChoiceAndResponseFormat(t *testing.T) {
 		`,"tool_choice":5`:     `tool_choice: neither a string nor an object`,
 		`,"tool_choice":{"type":"function","function":{"name":"g"}}`:                        `tool_choice.function.name: tool "g" is not among the request's tools`,
 		`,"tool_choice":{"type":"function","function":{}}`:                                  `tool_choice.function.name: required`,
-		`,"tool_choice":{"type":"allowed_tools"}`:                                           `tool_choice.type: "allowed_tools" is not supported`,
+		`,"tool_choice":{"type":"allowed_tools"}`:                                           `tool_choice.allowed_tools.mode: unknown value ""`,
+		`,"tool_choice":{"type":"custom","custom":{"name":"f"}}`:                            `tool_choice.type: "custom" is not supported`,
 		`,"response_format":{"type":"json_schema","json_schema":{"name":"v"}}`:              `response_format.json_schema.schema: required`,
 		`,"response_format":{"type":"json_schema"}`:                                         `response_format.json_schema: required`,
 		`,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}`:             `response_format.json_schema.name: required`,
@@ -142,4 +143,77 @@ func TestDecodeMessagesReadsToolChoiceAndOutputFormat(t *testing.T) {
 		`,"output_config":{"format":{"type":"json_object"}}`:   `output_config.format.type: unknown type "json_object"`,
 		`,"output_format":{"type":"json_schema","schema":"x"}`: `output_format.schema: not a JSON object`,
 	})
+}
+
+// An allowed_tools tool choice (Chat's and Responses', each spelt its
+// own way) is taken as the model is asked: the tools it allows, in the
+// request's order, offered with its mode. One naming a tool the request
+// lacks, a tool of another type, no tools or a mode OpenAI lacks is
+// refused, naming where.
+func TestDecodeAllowedToolsOffersTheToolsAllowed(t *testing.T) {
+	chat := func(b []byte) (models.Request, error) { r, err := DecodeChat(b); return r.Request, err }
+	responses := func(b []byte) (models.Request, error) { r, _, err := DecodeResponses(b); return r, err }
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (models.Request, error)
+		base   string
+		choice func(mode string, names ...string) string
+		bad    map[string]string
+	}{
+		{"chat", chat,
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}},{"type":"function","function":{"name":"h"}}]}`,
+			func(mode string, names ...string) string {
+				var tools []string
+				for _, n := range names {
+					tools = append(tools, `{"type":"function","function":{"name":"`+n+`"}}`)
+				}
+				return `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"` + mode + `","tools":[` + strings.Join(tools, ",") + `]}}`
+			},
+			map[string]string{
+				`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"x"}}]}}`: `tool_choice.allowed_tools.tools[1].function.name: tool "x" is not among the request's tools`,
+				`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"custom","custom":{"name":"f"}}]}}`:                                                 `tool_choice.allowed_tools.tools[0].type: "custom" is not supported`,
+				`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`:                                                                                        `tool_choice.allowed_tools.tools: none given`,
+				`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"none","tools":[{"type":"function","function":{"name":"f"}}]}}`:                                             `tool_choice.allowed_tools.mode: unknown value "none"`,
+			}},
+		{"responses", responses,
+			`{"input":"x","tools":[{"type":"function","name":"f"},{"type":"function","name":"g"},{"type":"function","name":"h"}]}`,
+			func(mode string, names ...string) string {
+				var tools []string
+				for _, n := range names {
+					tools = append(tools, `{"type":"function","name":"`+n+`"}`)
+				}
+				return `,"tool_choice":{"type":"allowed_tools","mode":"` + mode + `","tools":[` + strings.Join(tools, ",") + `]}`
+			},
+			map[string]string{
+				`,"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"x"}]}`:    `tool_choice.tools[0].name: tool "x" is not among the request's tools`,
+				`,"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"mcp","server_label":"s"}]}`: `tool_choice.tools[0].type: "mcp" is not supported`,
+				`,"tool_choice":{"type":"allowed_tools","mode":"required"}`:                                         `tool_choice.tools: none given`,
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, w := range []struct {
+				mode, want string
+				allow      []string
+				offered    string
+			}{
+				{"required", `{"mode":"required"}`, []string{"h", "f"}, "f,h"},
+				{"auto", `{"mode":"auto"}`, []string{"g"}, "g"},
+			} {
+				body := strings.TrimSuffix(c.base, "}") + c.choice(w.mode, w.allow...) + "}"
+				req, err := c.decode([]byte(body))
+				if err != nil {
+					t.Fatalf("%s: %v", body, err)
+				}
+				tc, _ := choiceOf(t, req)
+				var names []string
+				for _, tool := range req.Tools {
+					names = append(names, tool.Name)
+				}
+				if tc != w.want || strings.Join(names, ",") != w.offered {
+					t.Errorf("allowed %v, mode %s: tool choice %s over tools %v; want %s over %s", w.allow, w.mode, tc, names, w.want, w.offered)
+				}
+			}
+			checkRefusals(t, c.decode, c.base, c.bad)
+		})
+	}
 }

@@ -145,10 +145,10 @@ func DecodeResponses(body []byte) (models.Request, bool, error) {
 	if err != nil {
 		return models.Request{}, false, err
 	}
-	out.Tools = tools
-	if out.ToolChoice, err = responsesToolChoice(in.ToolChoice); err != nil {
+	if out.ToolChoice, tools, err = responsesToolChoice(in.ToolChoice, tools); err != nil {
 		return models.Request{}, false, err
 	}
+	out.Tools = tools
 	if err := checkToolChoice(out.ToolChoice, "tool_choice.name", tools); err != nil {
 		return models.Request{}, false, err
 	}

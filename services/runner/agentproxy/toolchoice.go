@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/factline/factline/models"
 )
@@ -45,43 +46,121 @@ var openAIModes = map[string]models.ToolChoiceMode{
 }
 
 // openAIToolChoice reads an OpenAI wire's tool_choice: a mode's string,
-// or an object of type function naming the tool, where name finds the
-// name in it (Chat nests it under function, Responses does not) and
-// nameField is where that is, for errors.
-func openAIToolChoice(raw json.RawMessage, nameField string, name func(json.RawMessage) (string, error)) (*models.ToolChoice, error) {
+// an object of type function naming the tool, or one of type
+// allowed_tools. name finds a function choice's name in it (Chat nests it
+// under function, Responses does not) and nameField is where that is, for
+// errors; allowed reads an allowed_tools choice.
+//
+// allowed_tools lets the model call only some of the request's tools,
+// with a mode (auto or required) over those: the port has no such subset,
+// so the choice is taken as what the model is asked, the tools it allows
+// offered with its mode. It returns the tools the model is offered.
+func openAIToolChoice(raw json.RawMessage, tools []models.ToolSpec, nameField string, name func(json.RawMessage) (string, error),
+	allowed func(json.RawMessage) (allowedTools, error)) (*models.ToolChoice, []models.ToolSpec, error) {
 	if isNull(raw) {
-		return nil, nil
+		return nil, tools, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		mode, ok := openAIModes[s]
 		if !ok {
-			return nil, fmt.Errorf("tool_choice: unknown value %q (auto, none, required, or a function)", s)
+			return nil, nil, fmt.Errorf("tool_choice: unknown value %q (auto, none, required, or a function)", s)
 		}
-		return &models.ToolChoice{Mode: mode}, nil
+		return &models.ToolChoice{Mode: mode}, tools, nil
 	}
 	var obj struct {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("tool_choice: neither a string nor an object")
+		return nil, nil, fmt.Errorf("tool_choice: neither a string nor an object")
 	}
-	if obj.Type != "function" {
-		return nil, fmt.Errorf("tool_choice.type: %q is not supported (function): the endpoint offers function tools only", obj.Type)
+	switch obj.Type {
+	case "function":
+	case "allowed_tools":
+		a, err := allowed(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		return a.take(tools)
+	default:
+		return nil, nil, fmt.Errorf("tool_choice.type: %q is not supported (function, allowed_tools): the endpoint offers function tools only", obj.Type)
 	}
 	n, err := name(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n == "" {
-		return nil, fmt.Errorf("%s: required", nameField)
+		return nil, nil, fmt.Errorf("%s: required", nameField)
 	}
-	return &models.ToolChoice{Mode: models.ToolChoiceTool, Name: n}, nil
+	return &models.ToolChoice{Mode: models.ToolChoiceTool, Name: n}, tools, nil
 }
 
-// chatToolChoice reads Chat Completions' tool_choice.
-func chatToolChoice(raw json.RawMessage) (*models.ToolChoice, error) {
-	return openAIToolChoice(raw, "tool_choice.function.name", func(raw json.RawMessage) (string, error) {
+// allowedTools is an allowed_tools tool choice as read from its wire:
+// its mode, the names of the tools it allows, and where the wire puts
+// each (for errors).
+type allowedTools struct {
+	at    string // the object holding mode and tools
+	mode  string
+	names []string
+	// nameAt is where the wire puts the name of the i-th allowed tool.
+	nameAt func(i int) string
+}
+
+// take is the choice and the tools the model is offered: those of tools
+// that a allows, in the request's order, with a's mode; refused when the
+// mode is not one OpenAI takes or a tool allowed is not among the
+// request's.
+func (a allowedTools) take(tools []models.ToolSpec) (*models.ToolChoice, []models.ToolSpec, error) {
+	mode, ok := map[string]models.ToolChoiceMode{"auto": models.ToolChoiceAuto, "required": models.ToolChoiceRequired}[a.mode]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s.mode: unknown value %q (auto, required)", a.at, a.mode)
+	}
+	if len(a.names) == 0 {
+		return nil, nil, fmt.Errorf("%s.tools: none given", a.at)
+	}
+	allow := map[string]bool{}
+	for i, n := range a.names {
+		if !slices.ContainsFunc(tools, func(t models.ToolSpec) bool { return t.Name == n }) {
+			return nil, nil, fmt.Errorf("%s: tool %q is not among the request's tools", a.nameAt(i), n)
+		}
+		allow[n] = true
+	}
+	var offered []models.ToolSpec
+	for _, t := range tools {
+		if allow[t.Name] {
+			offered = append(offered, t)
+		}
+	}
+	return &models.ToolChoice{Mode: mode}, offered, nil
+}
+
+// allowedTool is one tool an allowed_tools choice allows; only function
+// tools are offered by the endpoint.
+type allowedTool struct {
+	Type     string `json:"type"`
+	Name     string `json:"name"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// allowedNames reads the names of an allowed_tools choice's tools, each
+// a function tool, where name is the name as the wire places it.
+func allowedNames(at string, tools []allowedTool, name func(allowedTool) string) ([]string, error) {
+	var names []string
+	for i, t := range tools {
+		if t.Type != "function" {
+			return nil, fmt.Errorf("%s.tools[%d].type: %q is not supported (function): the endpoint offers function tools only", at, i, t.Type)
+		}
+		names = append(names, name(t))
+	}
+	return names, nil
+}
+
+// chatToolChoice reads Chat Completions' tool_choice and returns the
+// tools the model is offered.
+func chatToolChoice(raw json.RawMessage, tools []models.ToolSpec) (*models.ToolChoice, []models.ToolSpec, error) {
+	return openAIToolChoice(raw, tools, "tool_choice.function.name", func(raw json.RawMessage) (string, error) {
 		var v struct {
 			Function struct {
 				Name string `json:"name"`
@@ -89,17 +168,44 @@ func chatToolChoice(raw json.RawMessage) (*models.ToolChoice, error) {
 		}
 		err := decodeField("tool_choice", raw, &v)
 		return v.Function.Name, err
+	}, func(raw json.RawMessage) (allowedTools, error) {
+		const at = "tool_choice.allowed_tools"
+		var v struct {
+			AllowedTools struct {
+				Mode  string        `json:"mode"`
+				Tools []allowedTool `json:"tools"`
+			} `json:"allowed_tools"`
+		}
+		if err := decodeField("tool_choice", raw, &v); err != nil {
+			return allowedTools{}, err
+		}
+		names, err := allowedNames(at, v.AllowedTools.Tools, func(t allowedTool) string { return t.Function.Name })
+		return allowedTools{at: at, mode: v.AllowedTools.Mode, names: names,
+			nameAt: func(i int) string { return fmt.Sprintf("%s.tools[%d].function.name", at, i) }}, err
 	})
 }
 
-// responsesToolChoice reads the Responses API's tool_choice.
-func responsesToolChoice(raw json.RawMessage) (*models.ToolChoice, error) {
-	return openAIToolChoice(raw, "tool_choice.name", func(raw json.RawMessage) (string, error) {
+// responsesToolChoice reads the Responses API's tool_choice and returns
+// the tools the model is offered.
+func responsesToolChoice(raw json.RawMessage, tools []models.ToolSpec) (*models.ToolChoice, []models.ToolSpec, error) {
+	return openAIToolChoice(raw, tools, "tool_choice.name", func(raw json.RawMessage) (string, error) {
 		var v struct {
 			Name string `json:"name"`
 		}
 		err := decodeField("tool_choice", raw, &v)
 		return v.Name, err
+	}, func(raw json.RawMessage) (allowedTools, error) {
+		const at = "tool_choice"
+		var v struct {
+			Mode  string        `json:"mode"`
+			Tools []allowedTool `json:"tools"`
+		}
+		if err := decodeField(at, raw, &v); err != nil {
+			return allowedTools{}, err
+		}
+		names, err := allowedNames(at, v.Tools, func(t allowedTool) string { return t.Name })
+		return allowedTools{at: at, mode: v.Mode, names: names,
+			nameAt: func(i int) string { return fmt.Sprintf("%s.tools[%d].name", at, i) }}, err
 	})
 }
 
